@@ -1,0 +1,180 @@
+//! Content-addressed chunk store and the per-file chunk map.
+//!
+//! A chunk is stored once, keyed by its BLAKE3 hash, with a reference count equal to
+//! the number of `file_chunks` rows that name it. Its row id is 63 bits of the hash:
+//! a lookup is a short range scan of the `chunks` B-tree (`id BETWEEN home AND
+//! home+PROBE-1`), no separate hash index. Two different hashes sharing 63 bits (about
+//! one chance in 2^31 at a billion chunks) take the next free id in the window; since
+//! lookups scan the whole window, removing a chunk never hides another.
+//!
+//! All-zero chunks are not stored: their index is left out of the map and reads as a
+//! hole. Every function here runs inside the caller's transaction.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::error::{Error, Result};
+
+/// Ids a chunk may occupy after its home id.
+const PROBE: i64 = 8;
+
+/// Row id of a stored chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChunkId(pub i64);
+
+pub type Hash = [u8; 32];
+
+pub fn hash(data: &[u8]) -> Hash {
+    *blake3::hash(data).as_bytes()
+}
+
+fn home(h: &Hash) -> i64 {
+    let raw = u64::from_le_bytes(h[..8].try_into().unwrap_or_default());
+    // 63 bits, leaving room for the probe window below i64::MAX.
+    ((raw >> 1) as i64).min(i64::MAX - PROBE)
+}
+
+/// True if `id` lies in the probe window of `hash` (an fsck invariant).
+pub fn id_fits(id: i64, h: &Hash) -> bool {
+    let start = home(h);
+    (start..start + PROBE).contains(&id)
+}
+
+/// Stores `data` (or finds it stored) and takes one reference to it.
+pub fn acquire(conn: &Connection, data: &[u8]) -> Result<ChunkId> {
+    let h = hash(data);
+    let start = home(&h);
+    let mut stmt = conn.prepare_cached("SELECT id, hash FROM chunks WHERE id BETWEEN ?1 AND ?2")?;
+    let mut taken = [false; PROBE as usize];
+    let mut rows = stmt.query(params![start, start + PROBE - 1])?;
+    while let Some(row) = rows.next()? {
+        let id: i64 = row.get(0)?;
+        let stored: Vec<u8> = row.get(1)?;
+        if stored == h {
+            conn.prepare_cached("UPDATE chunks SET refs = refs + 1 WHERE id = ?1")?.execute([id])?;
+            return Ok(ChunkId(id));
+        }
+        taken[(id - start) as usize] = true;
+    }
+    let free = taken.iter().position(|t| !t).ok_or_else(|| Error::damaged("chunk id window is full"))? as i64;
+    let id = start + free;
+    conn.prepare_cached("INSERT INTO chunks(id, hash, refs, len, data) VALUES (?1, ?2, 1, ?3, ?4)")?
+        .execute(params![id, &h[..], data.len() as i64, data])?;
+    Ok(ChunkId(id))
+}
+
+/// Drops one reference; deletes the chunk when none is left.
+pub fn release(conn: &Connection, id: ChunkId) -> Result<()> {
+    let refs: Option<i64> = conn
+        .prepare_cached("UPDATE chunks SET refs = refs - 1 WHERE id = ?1 RETURNING refs")?
+        .query_row([id.0], |r| r.get(0))
+        .optional()?;
+    match refs {
+        None => Err(Error::damaged(format!("chunk {} is referenced but missing", id.0))),
+        Some(n) if n <= 0 => {
+            conn.prepare_cached("DELETE FROM chunks WHERE id = ?1")?.execute([id.0])?;
+            Ok(())
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// Reads a chunk's bytes.
+pub fn read(conn: &Connection, id: ChunkId) -> Result<Vec<u8>> {
+    conn.prepare_cached("SELECT data FROM chunks WHERE id = ?1")?
+        .query_row([id.0], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| Error::damaged(format!("chunk {} is referenced but missing", id.0)))
+}
+
+/// The chunk at index `idx` of file `ino`, or `None` for a hole.
+pub fn mapped(conn: &Connection, ino: i64, idx: u64) -> Result<Option<ChunkId>> {
+    Ok(conn
+        .prepare_cached("SELECT chunk FROM file_chunks WHERE ino = ?1 AND idx = ?2")?
+        .query_row(params![ino, idx as i64], |r| r.get(0))
+        .optional()?
+        .map(ChunkId))
+}
+
+/// Sets index `idx` of file `ino` to hold `data` (a hole if all zeros), releasing what
+/// was there before.
+pub fn put(conn: &Connection, ino: i64, idx: u64, data: &[u8]) -> Result<()> {
+    let old = mapped(conn, ino, idx)?;
+    if data.iter().all(|&b| b == 0) {
+        conn.prepare_cached("DELETE FROM file_chunks WHERE ino = ?1 AND idx = ?2")?.execute(params![ino, idx as i64])?;
+    } else {
+        let id = acquire(conn, data)?;
+        conn.prepare_cached("INSERT OR REPLACE INTO file_chunks(ino, idx, chunk) VALUES (?1, ?2, ?3)")?
+            .execute(params![ino, idx as i64, id.0])?;
+    }
+    // Release after acquiring, so rewriting a chunk with equal data never drops it to 0.
+    if let Some(old) = old {
+        release(conn, old)?;
+    }
+    Ok(())
+}
+
+/// Removes every index `>= from_idx` of file `ino`, releasing the chunks.
+pub fn truncate(conn: &Connection, ino: i64, from_idx: u64) -> Result<()> {
+    let released: Vec<i64> = conn
+        .prepare_cached("DELETE FROM file_chunks WHERE ino = ?1 AND idx >= ?2 RETURNING chunk")?
+        .query_map(params![ino, from_idx as i64], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for id in released {
+        release(conn, ChunkId(id))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> Connection {
+        let c = Connection::open_in_memory().unwrap();
+        crate::schema::create(&c).unwrap();
+        c
+    }
+
+    fn count(c: &Connection) -> i64 {
+        c.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0)).unwrap()
+    }
+
+    #[test]
+    fn equal_data_is_stored_once_and_freed_with_last_reference() {
+        let c = db();
+        put(&c, 2, 0, b"hello").unwrap();
+        put(&c, 3, 5, b"hello").unwrap();
+        assert_eq!(count(&c), 1);
+        let refs: i64 = c.query_row("SELECT refs FROM chunks", [], |r| r.get(0)).unwrap();
+        assert_eq!(refs, 2);
+        truncate(&c, 2, 0).unwrap();
+        assert_eq!(count(&c), 1);
+        put(&c, 3, 5, b"other").unwrap();
+        assert_eq!(count(&c), 1);
+        assert_eq!(read(&c, mapped(&c, 3, 5).unwrap().unwrap()).unwrap(), b"other");
+    }
+
+    #[test]
+    fn zero_chunks_are_holes() {
+        let c = db();
+        put(&c, 2, 0, b"data").unwrap();
+        put(&c, 2, 0, &[0u8; 100]).unwrap();
+        assert_eq!(mapped(&c, 2, 0).unwrap(), None);
+        assert_eq!(count(&c), 0);
+    }
+
+    #[test]
+    fn colliding_home_ids_probe_and_survive_removal() {
+        let c = db();
+        // Occupy the home slot of "b" with a foreign hash, as a collision would.
+        let hb = hash(b"b");
+        c.execute("INSERT INTO chunks(id, hash, refs, len, data) VALUES (?1, ?2, 1, 1, x'00')", params![home(&hb), vec![9u8; 32]])
+            .unwrap();
+        let id = acquire(&c, b"b").unwrap();
+        assert_eq!(id.0, home(&hb) + 1);
+        // Remove the squatter: "b" must still be found, not stored twice.
+        c.execute("DELETE FROM chunks WHERE id = ?1", [home(&hb)]).unwrap();
+        assert_eq!(acquire(&c, b"b").unwrap(), id);
+        assert_eq!(count(&c), 1);
+    }
+}

@@ -1,0 +1,222 @@
+//! Storage engine: SQLCipher connections, pragmas, schema migrations, and the
+//! one-writer / many-readers discipline.
+//!
+//! * The master key is handed to SQLCipher as a raw key (`x'..'`), so opening a
+//!   connection costs no key derivation; the passphrase KDF ran once in [`crate::keys`].
+//! * One writer connection per process, behind a mutex; every write transaction is
+//!   `BEGIN IMMEDIATE` so a second process waits on the busy handler instead of failing
+//!   halfway (article 001).
+//! * Reader connections are pooled and reused; in WAL mode they never block the writer.
+//! * `temp_store=MEMORY`: SQLite never writes plaintext temporary files.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+
+use crate::error::{Error, Result};
+use crate::keys::{CipherSettings, MasterKey};
+use crate::schema;
+use crate::vfs;
+
+/// How durable a returned write is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// Every commit is synced to disk before it returns (`synchronous=FULL`).
+    Full,
+    /// Commits survive a crash of the process; a power loss may roll back the last
+    /// commits since the latest checkpoint or `sync` (`synchronous=NORMAL` in WAL).
+    #[default]
+    Normal,
+}
+
+/// Connection settings of one open vault.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// SQLite page cache per connection, in KiB.
+    pub cache_kib: u32,
+    pub durability: Durability,
+    /// How long a writer waits for another process's lock before failing with `Busy`.
+    pub busy_timeout: Duration,
+    pub read_only: bool,
+    /// Reader connections kept open for reuse.
+    pub max_idle_readers: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            cache_kib: 16 * 1024,
+            durability: Durability::Normal,
+            busy_timeout: Duration::from_secs(60),
+            read_only: false,
+            max_idle_readers: 4,
+        }
+    }
+}
+
+pub(crate) struct Engine {
+    path: PathBuf,
+    key: MasterKey,
+    cipher: CipherSettings,
+    config: EngineConfig,
+    writer: Option<Mutex<Connection>>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl Engine {
+    /// Opens (and for a new vault, creates) the database inside the vault file.
+    pub fn open(path: &Path, key: MasterKey, cipher: CipherSettings, config: EngineConfig, create: bool) -> Result<Engine> {
+        vfs::register().map_err(|e| Error::Io { context: e, source: std::io::Error::other("vfs") })?;
+        let mut engine = Engine {
+            path: path.to_path_buf(),
+            key,
+            cipher,
+            config,
+            writer: None,
+            readers: Mutex::new(Vec::new()),
+        };
+        if create {
+            let conn = engine.connect(true)?;
+            conn.execute_batch("PRAGMA journal_mode=WAL;")?;
+            schema::create(&conn)?;
+            engine.writer = Some(Mutex::new(conn));
+        } else if !engine.config.read_only {
+            let mut conn = engine.connect(true)?;
+            schema::check_and_migrate(&mut conn)?;
+            engine.writer = Some(Mutex::new(conn));
+        } else {
+            let conn = engine.connect(false)?;
+            schema::check(&conn)?;
+            engine.readers.lock().map_err(|_| poisoned())?.push(conn);
+        }
+        Ok(engine)
+    }
+
+    fn connect(&self, writer: bool) -> Result<Connection> {
+        let flags = if writer {
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
+        } else {
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+        } | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_EXRESCODE;
+        let conn = Connection::open_with_flags_and_vfs(&self.path, flags, vfs::VFS_NAME)?;
+        // SQLCipher logs decryption failures to stderr; we report them as errors instead.
+        conn.execute_batch("PRAGMA cipher_log_level = NONE")?;
+        let lit = self.key.sqlcipher_literal();
+        // SAFETY: `conn.handle()` is a valid open connection; the key buffer outlives the call.
+        let rc = unsafe {
+            rusqlite::ffi::sqlite3_key_v2(conn.handle(), c"main".as_ptr(), lit.as_ptr().cast(), lit.len() as i32)
+        };
+        drop(lit);
+        if rc != rusqlite::ffi::SQLITE_OK {
+            return Err(Error::damaged(format!("SQLCipher refused the key (code {rc})")));
+        }
+        conn.execute_batch(&format!(
+            "PRAGMA cipher_page_size={ps}; PRAGMA cipher_hmac_algorithm={hmac}; PRAGMA cipher_kdf_algorithm=PBKDF2_HMAC_SHA512; \
+             PRAGMA cipher_memory_security=OFF;",
+            ps = self.cipher.page_size,
+            hmac = self.cipher.hmac.sqlcipher_name(),
+        ))?;
+        conn.busy_timeout(self.config.busy_timeout)?;
+        // First read of page 1: a wrong key or a tampered page fails here.
+        conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get::<_, i64>(0))?;
+        conn.execute_batch(&format!(
+            "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-{cache}; PRAGMA synchronous={sync}; PRAGMA foreign_keys=OFF;",
+            cache = self.config.cache_kib,
+            sync = match self.config.durability {
+                Durability::Full => "FULL",
+                Durability::Normal => "NORMAL",
+            },
+        ))?;
+        Ok(conn)
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection; commits if
+    /// it returns `Ok`, rolls back (leaving the vault as it was) if it returns `Err`.
+    pub fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let writer = self.writer.as_ref().ok_or(Error::ReadOnly)?;
+        let mut conn = writer.lock().map_err(|_| poisoned())?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Runs `f` on a pooled reader connection inside one read transaction, so every
+    /// statement in `f` sees the same committed snapshot.
+    pub fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let conn = self.take_reader()?;
+        let result = (|| {
+            conn.execute_batch("BEGIN")?;
+            let out = f(&conn);
+            conn.execute_batch("COMMIT")?;
+            out
+        })();
+        if result.is_err() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        self.put_reader(conn);
+        result
+    }
+
+    fn take_reader(&self) -> Result<Connection> {
+        if let Some(c) = self.readers.lock().map_err(|_| poisoned())?.pop() {
+            return Ok(c);
+        }
+        self.connect(false)
+    }
+
+    fn put_reader(&self, conn: Connection) {
+        if let Ok(mut pool) = self.readers.lock() {
+            if pool.len() < self.config.max_idle_readers.max(1) {
+                pool.push(conn);
+            }
+        }
+    }
+
+    /// Makes every committed transaction durable, whatever the durability setting:
+    /// commits one tiny frame with `synchronous=FULL`, which syncs the whole WAL.
+    pub fn sync(&self) -> Result<()> {
+        if self.config.durability == Durability::Full {
+            return Ok(());
+        }
+        let Some(writer) = self.writer.as_ref() else { return Ok(()) };
+        let conn = writer.lock().map_err(|_| poisoned())?;
+        conn.execute_batch("PRAGMA synchronous=FULL")?;
+        let r = conn.execute_batch(
+            "BEGIN IMMEDIATE; UPDATE meta SET value = value + 1 WHERE key = 'sync_count'; COMMIT;",
+        );
+        if r.is_err() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        conn.execute_batch("PRAGMA synchronous=NORMAL")?;
+        r.map_err(Error::from)
+    }
+
+    /// Writes the WAL back into the main file and truncates it (used before closing).
+    pub fn checkpoint_truncate(&self) -> Result<()> {
+        let Some(writer) = self.writer.as_ref() else { return Ok(()) };
+        let conn = writer.lock().map_err(|_| poisoned())?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.writer.is_none()
+    }
+
+    #[cfg(feature = "testing")]
+    /// Runs `f` with the writer connection outside any transaction (VACUUM, integrity checks).
+    pub fn with_writer<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let writer = self.writer.as_ref().ok_or(Error::ReadOnly)?;
+        let conn = writer.lock().map_err(|_| poisoned())?;
+        f(&conn)
+    }
+}
+
+fn poisoned() -> Error {
+    Error::Io { context: "internal lock poisoned by an earlier panic".into(), source: std::io::Error::other("poisoned") }
+}

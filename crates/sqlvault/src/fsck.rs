@@ -1,0 +1,168 @@
+//! Integrity checking: SQLite's own `integrity_check`, then every invariant the
+//! chunk store and the file tree promise. Read-only; reuses nothing but SQL, so a bug
+//! in the code that maintains an invariant cannot hide its own damage.
+
+use rusqlite::Connection;
+
+use crate::chunks;
+use crate::error::Result;
+
+/// What `fsck` found. An empty `problems` list means the vault is sound.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct FsckReport {
+    pub inodes: u64,
+    pub chunks: u64,
+    pub problems: Vec<String>,
+}
+
+impl FsckReport {
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// At most this many problems of one kind are listed.
+const LIMIT: i64 = 20;
+
+pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
+    let mut r = FsckReport::default();
+    let mut problem = |s: String| r.problems.push(s);
+
+    // 1. SQLite's structure check (every page decrypts and authenticates on the way).
+    let mut stmt = c.prepare("PRAGMA integrity_check(20)")?;
+    for row in stmt.query_map([], |row| row.get::<_, String>(0))? {
+        let row = row?;
+        if row != "ok" {
+            problem(format!("database structure: {row}"));
+        }
+    }
+
+    // 2. Every chunk's content matches its hash, length and id window.
+    let mut stmt = c.prepare("SELECT id, hash, len, data FROM chunks")?;
+    let mut rows = stmt.query([])?;
+    let mut n = 0;
+    let mut bad = 0;
+    while let Some(row) = rows.next()? {
+        n += 1;
+        let id: i64 = row.get(0)?;
+        let hash: Vec<u8> = row.get(1)?;
+        let len: i64 = row.get(2)?;
+        let data = row.get_ref(3)?.as_blob().unwrap_or_default();
+        let actual = chunks::hash(data);
+        let msg = if hash != actual {
+            Some(format!("chunk {id}: content does not match its hash"))
+        } else if len != data.len() as i64 || data.len() > chunk_size as usize {
+            Some(format!("chunk {id}: length {len} is wrong (data is {} bytes)", data.len()))
+        } else if !chunks::id_fits(id, &actual) {
+            Some(format!("chunk {id}: id is outside its hash's window"))
+        } else {
+            None
+        };
+        if let Some(m) = msg {
+            bad += 1;
+            if bad <= LIMIT {
+                problem(m);
+            }
+        }
+    }
+    drop(rows);
+    let chunks_seen = n;
+
+    // 3. Reference counts and dangling references.
+    let queries: &[(&str, &str)] = &[
+        (
+            "SELECT 'chunk ' || c.id || ': reference count ' || c.refs || ' but ' || count(f.chunk) || ' references'
+             FROM chunks c LEFT JOIN file_chunks f ON f.chunk = c.id GROUP BY c.id HAVING c.refs != count(f.chunk)",
+            "refcount",
+        ),
+        (
+            "SELECT 'file inode ' || f.ino || ' index ' || f.idx || ': chunk ' || f.chunk || ' is missing'
+             FROM file_chunks f LEFT JOIN chunks c ON c.id = f.chunk WHERE c.id IS NULL",
+            "missing chunk",
+        ),
+        (
+            "SELECT 'chunk map of inode ' || f.ino || ': no such regular file'
+             FROM file_chunks f LEFT JOIN inodes i ON i.ino = f.ino
+             WHERE i.ino IS NULL OR (i.mode & 61440) != 32768 GROUP BY f.ino",
+            "map",
+        ),
+        (
+            "SELECT 'inode ' || f.ino || ': chunk index ' || f.idx || ' lies beyond its size ' || i.size
+             FROM file_chunks f JOIN inodes i ON i.ino = f.ino WHERE f.idx * ?1 >= i.size",
+            "beyond size",
+        ),
+        // 4. The tree.
+        (
+            "SELECT 'entry ' || quote(d.name) || ' in ' || d.parent || ': inode ' || d.ino || ' is missing'
+             FROM dirents d LEFT JOIN inodes i ON i.ino = d.ino WHERE i.ino IS NULL",
+            "dangling entry",
+        ),
+        (
+            "SELECT 'entry ' || quote(d.name) || ': parent ' || d.parent || ' is not a directory'
+             FROM dirents d LEFT JOIN inodes p ON p.ino = d.parent WHERE p.ino IS NULL OR (p.mode & 61440) != 16384",
+            "parent",
+        ),
+        (
+            "SELECT 'inode ' || i.ino || ': link count ' || i.nlink || ' but ' || count(d.ino) || ' names'
+             FROM inodes i LEFT JOIN dirents d ON d.ino = i.ino
+             WHERE (i.mode & 61440) != 16384 GROUP BY i.ino HAVING i.nlink != count(d.ino)",
+            "nlink",
+        ),
+        (
+            "SELECT 'directory ' || i.ino || ': link count ' || i.nlink || ' but ' ||
+                    (2 + (SELECT count(*) FROM dirents s JOIN inodes si ON si.ino = s.ino
+                          WHERE s.parent = i.ino AND (si.mode & 61440) = 16384)) || ' expected'
+             FROM inodes i WHERE (i.mode & 61440) = 16384 AND i.nlink !=
+                    2 + (SELECT count(*) FROM dirents s JOIN inodes si ON si.ino = s.ino
+                         WHERE s.parent = i.ino AND (si.mode & 61440) = 16384)",
+            "dir nlink",
+        ),
+        (
+            "SELECT 'directory ' || i.ino || ' has ' || count(d.ino) || ' names (expected ' ||
+                    CASE WHEN i.ino = 1 THEN 0 ELSE 1 END || ')'
+             FROM inodes i LEFT JOIN dirents d ON d.ino = i.ino
+             WHERE (i.mode & 61440) = 16384 GROUP BY i.ino
+             HAVING count(d.ino) != CASE WHEN i.ino = 1 THEN 0 ELSE 1 END",
+            "dir names",
+        ),
+        (
+            "SELECT 'inode ' || i.ino || ': no name and not an open orphan'
+             FROM inodes i WHERE i.ino != 1 AND NOT EXISTS (SELECT 1 FROM dirents d WHERE d.ino = i.ino)
+             AND NOT EXISTS (SELECT 1 FROM orphans o WHERE o.ino = i.ino)",
+            "unreachable",
+        ),
+        (
+            "SELECT 'inode ' || i.ino || ': unknown file type ' || (i.mode & 61440)
+             FROM inodes i WHERE (i.mode & 61440) NOT IN (32768, 16384, 40960)",
+            "type",
+        ),
+        (
+            "SELECT 'root inode 1 is missing or not a directory'
+             WHERE NOT EXISTS (SELECT 1 FROM inodes WHERE ino = 1 AND (mode & 61440) = 16384)",
+            "root",
+        ),
+        // Every directory reaches the root by parent links (no cycles, no detached subtree).
+        (
+            "WITH RECURSIVE up(ino, parent, depth) AS (
+                 SELECT d.ino, d.parent, 1 FROM dirents d JOIN inodes i ON i.ino = d.ino WHERE (i.mode & 61440) = 16384
+                 UNION ALL
+                 SELECT up.ino, d.parent, up.depth + 1 FROM up JOIN dirents d ON d.ino = up.parent
+                 WHERE up.parent != 1 AND up.depth < 10000)
+             SELECT 'directory ' || ino || ' does not lead back to the root' FROM up
+             GROUP BY ino HAVING max(parent = 1) = 0",
+            "cycle",
+        ),
+    ];
+    for (sql, _what) in queries {
+        let sql = format!("{sql} LIMIT {LIMIT}");
+        let mut stmt = c.prepare(&sql)?;
+        let params: &[&dyn rusqlite::ToSql] = if sql.contains("?1") { &[&chunk_size] } else { &[] };
+        for row in stmt.query_map(params, |row| row.get::<_, String>(0))? {
+            problem(row?);
+        }
+    }
+    let inodes: i64 = c.query_row("SELECT count(*) FROM inodes", [], |r| r.get(0))?;
+    r.inodes = inodes as u64;
+    r.chunks = chunks_seen as u64;
+    Ok(r)
+}

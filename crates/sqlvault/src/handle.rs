@@ -1,0 +1,406 @@
+//! Open files: write buffering into whole chunks, reads that see buffered data, and
+//! the per-inode state shared by every handle of one file in this process.
+//!
+//! All handles of one inode share one [`OpenInode`], so a write through one handle is
+//! visible to a read through another as soon as it returns (as POSIX requires). Writes
+//! fill chunk-sized buffers; buffers go to the database in one transaction when they
+//! exceed the vault's dirty limit, on `flush`/`sync_all`, and on close. So 256-byte
+//! writes cost about what 64 KiB writes cost (article 001: 710 s -> 1 s).
+//!
+//! Memory is bounded: at most `max_dirty_bytes` of buffers per inode plus one cached
+//! chunk for reads. The read cache is keyed by chunk id, and chunk ids are content
+//! hashes, so a cached chunk is never stale.
+
+use std::collections::BTreeMap;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::chunks::{self, ChunkId};
+use crate::error::{Error, Result};
+use crate::tree::{self, Attr, InodeId};
+use crate::vault::Vault;
+
+#[derive(Default)]
+struct ContentState {
+    /// Logical size including buffered writes; valid while `dirty()` is true.
+    size: u64,
+    /// Whole-chunk buffers by chunk index, each `chunk_size` long (zero-padded).
+    buffers: BTreeMap<u64, Vec<u8>>,
+    /// Set when buffered writes changed the size or content.
+    modified_ns: Option<i64>,
+    /// Last chunk read from the database.
+    cache: Option<(ChunkId, Arc<Vec<u8>>)>,
+}
+
+impl ContentState {
+    fn dirty(&self) -> bool {
+        self.modified_ns.is_some()
+    }
+}
+
+/// State of one inode that has open handles in this process.
+pub(crate) struct OpenInode {
+    pub ino: InodeId,
+    state: Mutex<ContentState>,
+}
+
+impl OpenInode {
+    pub fn new(ino: InodeId) -> Self {
+        OpenInode { ino, state: Mutex::new(ContentState::default()) }
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, ContentState>> {
+        self.state.lock().map_err(|_| Error::Io {
+            context: "file state lock poisoned by an earlier panic".into(),
+            source: io::Error::other("poisoned"),
+        })
+    }
+
+    /// The size including buffered writes (None if nothing is buffered).
+    pub fn buffered_size(&self) -> Option<u64> {
+        self.lock().ok().and_then(|s| s.dirty().then_some(s.size))
+    }
+
+    fn current_size(&self, vault: &Vault, st: &ContentState) -> Result<u64> {
+        if st.dirty() {
+            return Ok(st.size);
+        }
+        let ino = self.ino;
+        Ok(vault.engine().read(|c| tree::attr(c, ino))?.size)
+    }
+
+    pub fn read_at(&self, vault: &Vault, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let cs = vault.chunk_size() as u64;
+        let mut st = self.lock()?;
+        let size = self.current_size(vault, &st)?;
+        if offset >= size || buf.is_empty() {
+            return Ok(0);
+        }
+        let end = size.min(offset + buf.len() as u64);
+        let want = (end - offset) as usize;
+        let ino = self.ino;
+        let st = &mut *st;
+        vault.engine().read(|conn| {
+            let mut done = 0usize;
+            while done < want {
+                let pos = offset + done as u64;
+                let idx = pos / cs;
+                let within = (pos % cs) as usize;
+                let n = (cs as usize - within).min(want - done);
+                let out = &mut buf[done..done + n];
+                if let Some(b) = st.buffers.get(&idx) {
+                    out.copy_from_slice(&b[within..within + n]);
+                } else if let Some(id) = chunks::mapped(conn, ino.0 as i64, idx)? {
+                    let data = match &st.cache {
+                        Some((cid, d)) if *cid == id => d.clone(),
+                        _ => {
+                            let d = Arc::new(chunks::read(conn, id)?);
+                            st.cache = Some((id, d.clone()));
+                            d
+                        }
+                    };
+                    let avail = data.len().saturating_sub(within).min(n);
+                    out[..avail].copy_from_slice(&data[within..within + avail]);
+                    out[avail..].fill(0);
+                } else {
+                    out.fill(0);
+                }
+                done += n;
+            }
+            Ok(())
+        })?;
+        Ok(want)
+    }
+
+    pub fn write_at(&self, vault: &Vault, offset: u64, data: &[u8]) -> Result<usize> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        offset.checked_add(data.len() as u64).filter(|e| *e <= i64::MAX as u64).ok_or_else(|| Error::InvalidArgument {
+            what: "write beyond the largest file size".into(),
+        })?;
+        let cs = vault.chunk_size() as u64;
+        let mut st = self.lock()?;
+        if !st.dirty() {
+            st.size = self.current_size(vault, &st)?;
+        }
+        let mut done = 0usize;
+        while done < data.len() {
+            let pos = offset + done as u64;
+            let idx = pos / cs;
+            let within = (pos % cs) as usize;
+            let n = (cs as usize - within).min(data.len() - done);
+            if !st.buffers.contains_key(&idx) {
+                let whole = within == 0 && n == cs as usize;
+                let buf = if whole || idx * cs >= st.size {
+                    vec![0u8; cs as usize]
+                } else {
+                    self.load_chunk(vault, idx, cs as usize)?
+                };
+                st.buffers.insert(idx, buf);
+            }
+            if let Some(b) = st.buffers.get_mut(&idx) {
+                b[within..within + n].copy_from_slice(&data[done..done + n]);
+            }
+            done += n;
+        }
+        st.size = st.size.max(offset + data.len() as u64);
+        st.modified_ns = Some(tree::now_ns());
+        if st.buffers.len() as u64 * cs > vault.max_dirty_bytes() {
+            self.flush_locked(vault, &mut st)?;
+        }
+        Ok(data.len())
+    }
+
+    fn load_chunk(&self, vault: &Vault, idx: u64, cs: usize) -> Result<Vec<u8>> {
+        let ino = self.ino.0 as i64;
+        let mut buf = vault.engine().read(|c| match chunks::mapped(c, ino, idx)? {
+            Some(id) => chunks::read(c, id),
+            None => Ok(Vec::new()),
+        })?;
+        buf.resize(cs, 0);
+        Ok(buf)
+    }
+
+    pub fn flush(&self, vault: &Vault) -> Result<()> {
+        let mut st = self.lock()?;
+        self.flush_locked(vault, &mut st)
+    }
+
+    fn flush_locked(&self, vault: &Vault, st: &mut ContentState) -> Result<()> {
+        let Some(mtime) = st.modified_ns else { return Ok(()) };
+        let cs = vault.chunk_size() as u64;
+        let size = st.size;
+        let ino = self.ino;
+        vault.engine().write(|tx| {
+            for (idx, buf) in &st.buffers {
+                let start = idx * cs;
+                if start >= size {
+                    continue;
+                }
+                let len = (size - start).min(cs) as usize;
+                chunks::put(tx, ino.0 as i64, *idx, &buf[..len])?;
+            }
+            tree::set_size(tx, ino, size, mtime)
+        })?;
+        st.buffers.clear();
+        st.modified_ns = None;
+        Ok(())
+    }
+
+    /// Truncates or extends the file to `new_size` (holes read as zeros).
+    pub fn set_len(&self, vault: &Vault, new_size: u64) -> Result<()> {
+        if new_size > i64::MAX as u64 {
+            return Err(Error::InvalidArgument { what: "size beyond the largest file size".into() });
+        }
+        let cs = vault.chunk_size() as u64;
+        let mut st = self.lock()?;
+        self.flush_locked(vault, &mut st)?;
+        let ino = self.ino;
+        vault.engine().write(|tx| {
+            let old = tree::attr(tx, ino)?.size;
+            if new_size < old {
+                chunks::truncate(tx, ino.0 as i64, new_size.div_ceil(cs))?;
+                let tail = (new_size % cs) as usize;
+                if tail != 0 {
+                    let idx = new_size / cs;
+                    if let Some(id) = chunks::mapped(tx, ino.0 as i64, idx)? {
+                        let mut data = chunks::read(tx, id)?;
+                        if data.len() > tail {
+                            data.truncate(tail);
+                            chunks::put(tx, ino.0 as i64, idx, &data)?;
+                        }
+                    }
+                }
+            }
+            tree::set_size(tx, ino, new_size, tree::now_ns())
+        })?;
+        st.size = new_size;
+        Ok(())
+    }
+}
+
+/// Options for [`Vault::open_file`], in the manner of `std::fs::OpenOptions`.
+#[derive(Debug, Clone, Default)]
+pub struct FileOptions {
+    pub read: bool,
+    pub write: bool,
+    pub append: bool,
+    pub truncate: bool,
+    pub create: bool,
+    pub create_new: bool,
+    /// Permission bits for a created file (default 0o644).
+    pub perm: Option<u32>,
+}
+
+impl FileOptions {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn read(mut self, v: bool) -> Self {
+        self.read = v;
+        self
+    }
+    pub fn write(mut self, v: bool) -> Self {
+        self.write = v;
+        self
+    }
+    pub fn append(mut self, v: bool) -> Self {
+        self.append = v;
+        self
+    }
+    pub fn truncate(mut self, v: bool) -> Self {
+        self.truncate = v;
+        self
+    }
+    pub fn create(mut self, v: bool) -> Self {
+        self.create = v;
+        self
+    }
+    pub fn create_new(mut self, v: bool) -> Self {
+        self.create_new = v;
+        self
+    }
+    pub fn perm(mut self, mode: u32) -> Self {
+        self.perm = Some(mode);
+        self
+    }
+}
+
+/// An open file in a vault, with `Read + Write + Seek` and positional I/O.
+///
+/// Writes are buffered into whole chunks; they are visible to every reader in this
+/// process at once, and committed to the vault on `flush`, `sync_all`, `close` or when
+/// the buffer limit is reached. Dropping a handle flushes too, but only `close` reports
+/// a failure to do so.
+pub struct FileHandle {
+    vault: Vault,
+    node: Arc<OpenInode>,
+    pos: u64,
+    readable: bool,
+    writable: bool,
+    append: bool,
+    closed: bool,
+}
+
+impl FileHandle {
+    pub(crate) fn new(vault: Vault, node: Arc<OpenInode>, opts: &FileOptions) -> Self {
+        FileHandle {
+            vault,
+            node,
+            pos: 0,
+            readable: opts.read || !(opts.write || opts.append),
+            writable: opts.write || opts.append,
+            append: opts.append,
+            closed: false,
+        }
+    }
+
+    pub fn ino(&self) -> InodeId {
+        self.node.ino
+    }
+
+    /// Reads at `offset` without moving the cursor; returns 0 at end of file.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        if !self.readable {
+            return Err(Error::InvalidArgument { what: "file is not open for reading".into() });
+        }
+        self.node.read_at(&self.vault, offset, buf)
+    }
+
+    /// Writes at `offset` without moving the cursor.
+    pub fn write_at(&self, offset: u64, data: &[u8]) -> Result<usize> {
+        if !self.writable {
+            return Err(Error::InvalidArgument { what: "file is not open for writing".into() });
+        }
+        self.node.write_at(&self.vault, offset, data)
+    }
+
+    pub fn set_len(&self, size: u64) -> Result<()> {
+        if !self.writable {
+            return Err(Error::InvalidArgument { what: "file is not open for writing".into() });
+        }
+        self.node.set_len(&self.vault, size)
+    }
+
+    /// Current attributes, including buffered size.
+    pub fn metadata(&self) -> Result<Attr> {
+        self.vault.attr(self.node.ino)
+    }
+
+    /// Commits buffered writes and makes them durable on disk.
+    pub fn sync_all(&self) -> Result<()> {
+        self.node.flush(&self.vault)?;
+        self.vault.engine().sync()
+    }
+
+    /// Commits buffered writes (durable as the vault's durability setting says).
+    pub fn commit(&self) -> Result<()> {
+        self.node.flush(&self.vault)
+    }
+
+    /// Commits buffered writes and closes the handle, reporting any failure.
+    pub fn close(mut self) -> Result<()> {
+        self.close_inner()
+    }
+
+    fn close_inner(&mut self) -> Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        let flushed = self.node.flush(&self.vault);
+        let released = self.vault.release_inode(&self.node);
+        flushed.and(released)
+    }
+}
+
+impl Drop for FileHandle {
+    fn drop(&mut self) {
+        let _ = self.close_inner();
+    }
+}
+
+impl Read for FileHandle {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.read_at(self.pos, buf).map_err(to_io)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Write for FileHandle {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.append {
+            self.pos = self.node.buffered_size().map(Ok).unwrap_or_else(|| self.metadata().map(|a| a.size)).map_err(to_io)?;
+        }
+        let n = self.write_at(self.pos, buf).map_err(to_io)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.commit().map_err(to_io)
+    }
+}
+
+impl Seek for FileHandle {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let new = match to {
+            SeekFrom::Start(p) => Some(p),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+            SeekFrom::End(d) => {
+                let size = self.metadata().map_err(to_io)?.size;
+                size.checked_add_signed(d)
+            }
+        };
+        self.pos = new.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before start of file"))?;
+        Ok(self.pos)
+    }
+}
+
+/// Carries the vault error inside an `io::Error` with the matching errno.
+pub fn to_io(e: Error) -> io::Error {
+    let errno = e.errno();
+    io::Error::new(io::Error::from_raw_os_error(errno).kind(), e)
+}

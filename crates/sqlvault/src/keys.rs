@@ -1,0 +1,562 @@
+//! Keys: the only module that touches secret bytes.
+//!
+//! Envelope design (as in LUKS, gocryptfs and restic): a random 256-bit *master key*
+//! encrypts the SQLCipher database; each *key slot* in the vault header wraps the
+//! master key with a key-encryption key derived from one secret:
+//!
+//! * a passphrase, through Argon2id with the parameters stored in the slot;
+//! * a 32-byte key file, through BLAKE3 `derive_key` (already high-entropy, no KDF cost).
+//!
+//! Wrapping is XChaCha20-Poly1305 with the slot's fixed fields as associated data, so a
+//! wrong secret and a tampered slot are both detected before SQLCipher sees a key.
+//! Changing the passphrase rewrites one 4 KiB header copy, whatever the vault's size.
+//!
+//! The header region ([`crate::vfs::HEADER_LEN`] bytes) holds two copies of the header,
+//! each checksummed with BLAKE3 and carrying a generation number. Updates write the
+//! older copy first, sync, then the other: a crash at any point leaves at least one
+//! valid copy, which opens with either the old or the new secret, never neither.
+//! See `docs/format.md` for the byte layout.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use zeroize::{Zeroize, Zeroizing};
+
+use crate::error::{Error, Result};
+use crate::vfs::HEADER_LEN;
+
+/// Magic bytes at the start of each header copy.
+pub const MAGIC: &[u8; 8] = b"SQLVAULT";
+/// On-disk format version written by this build.
+pub const FORMAT_VERSION: u32 = 1;
+/// Size of one header copy; two copies fill the header region.
+pub const COPY_LEN: usize = (HEADER_LEN as usize) / 2;
+/// Maximum number of key slots.
+pub const MAX_SLOTS: usize = 8;
+const SLOT_LEN: usize = 112;
+const SLOTS_AT: usize = 64;
+const CHECKSUM_AT: usize = COPY_LEN - 32;
+const KEYFILE_CONTEXT: &str = "sqlvault 2026-11 key file slot v1";
+
+/// The random key that encrypts the database. Zeroized on drop.
+pub struct MasterKey(Zeroizing<[u8; 32]>);
+
+impl MasterKey {
+    fn random() -> Result<Self> {
+        let mut k = Zeroizing::new([0u8; 32]);
+        fill_random(&mut *k)?;
+        Ok(MasterKey(k))
+    }
+
+    /// The key as SQLCipher's raw-key literal `x'<64 hex>'`, so its PBKDF2 never runs.
+    pub(crate) fn sqlcipher_literal(&self) -> Zeroizing<Vec<u8>> {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut s = Zeroizing::new(Vec::with_capacity(67));
+        s.extend_from_slice(b"x'");
+        for b in self.0.iter() {
+            s.push(HEX[(b >> 4) as usize]);
+            s.push(HEX[(b & 15) as usize]);
+        }
+        s.push(b'\'');
+        s
+    }
+}
+
+impl Clone for MasterKey {
+    fn clone(&self) -> Self {
+        MasterKey(Zeroizing::new(*self.0))
+    }
+}
+
+/// A secret that unlocks one key slot.
+pub enum Secret {
+    Passphrase(Zeroizing<String>),
+    KeyFile(Zeroizing<[u8; 32]>),
+}
+
+impl Secret {
+    pub fn passphrase(p: impl Into<String>) -> Self {
+        Secret::Passphrase(Zeroizing::new(p.into()))
+    }
+
+    /// Reads a raw 32-byte key file.
+    pub fn from_key_file(path: &Path) -> Result<Self> {
+        let mut f = File::open(path).map_err(|e| Error::io(format!("cannot open key file {}", path.display()), e))?;
+        let mut buf = Zeroizing::new(Vec::with_capacity(33));
+        Read::by_ref(&mut f)
+            .take(33)
+            .read_to_end(&mut buf)
+            .map_err(|e| Error::io(format!("cannot read key file {}", path.display()), e))?;
+        if buf.len() != 32 {
+            return Err(Error::InvalidArgument {
+                what: format!("key file {} must hold exactly 32 bytes, it holds {}", path.display(), buf.len().min(33)),
+            });
+        }
+        let mut k = Zeroizing::new([0u8; 32]);
+        k.copy_from_slice(&buf);
+        Ok(Secret::KeyFile(k))
+    }
+
+    fn kind(&self) -> SlotKind {
+        match self {
+            Secret::Passphrase(_) => SlotKind::Passphrase,
+            Secret::KeyFile(_) => SlotKind::KeyFile,
+        }
+    }
+}
+
+/// Writes a new random 32-byte key file, readable by its owner only.
+pub fn generate_key_file(path: &Path) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut key = Zeroizing::new([0u8; 32]);
+    fill_random(&mut *key)?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| Error::io(format!("cannot create key file {}", path.display()), e))?;
+    f.write_all(&*key).and_then(|_| f.sync_all()).map_err(|e| Error::io("cannot write key file", e))
+}
+
+/// Argon2id cost parameters, stored per slot so the file is self-describing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct KdfParams {
+    /// Memory in KiB.
+    pub memory_kib: u32,
+    pub iterations: u32,
+    pub parallelism: u32,
+}
+
+impl Default for KdfParams {
+    /// Chosen so one derivation costs about half a second on a current 2-core x86-64
+    /// (measured in `docs/format.md`); the memory keeps GPU attacks expensive.
+    fn default() -> Self {
+        KdfParams { memory_kib: 64 * 1024, iterations: 4, parallelism: 1 }
+    }
+}
+
+impl KdfParams {
+    fn check(&self) -> Result<()> {
+        if !(8..=4 * 1024 * 1024).contains(&self.memory_kib) || !(1..=64).contains(&self.iterations) || !(1..=16).contains(&self.parallelism) {
+            return Err(Error::InvalidArgument { what: format!("unusable KDF parameters {self:?}") });
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SlotKind {
+    Passphrase,
+    KeyFile,
+}
+
+/// One key slot: a wrapped copy of the master key.
+#[derive(Clone)]
+struct Slot {
+    kind: SlotKind,
+    kdf: KdfParams,
+    salt: [u8; 16],
+    nonce: [u8; 24],
+    wrapped: [u8; 48],
+}
+
+/// Public description of a slot (no secret material).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SlotInfo {
+    pub index: usize,
+    pub kind: SlotKind,
+    pub kdf: Option<KdfParams>,
+}
+
+/// Cipher settings SQLCipher needs before it can read page 1; kept in the header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct CipherSettings {
+    pub page_size: u32,
+    pub hmac: HmacAlgorithm,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum HmacAlgorithm {
+    #[serde(rename = "HMAC_SHA256")]
+    Sha256,
+    #[serde(rename = "HMAC_SHA512")]
+    Sha512,
+}
+
+impl HmacAlgorithm {
+    pub fn sqlcipher_name(self) -> &'static str {
+        match self {
+            HmacAlgorithm::Sha256 => "HMAC_SHA256",
+            HmacAlgorithm::Sha512 => "HMAC_SHA512",
+        }
+    }
+    fn code(self) -> u8 {
+        match self {
+            HmacAlgorithm::Sha256 => 1,
+            HmacAlgorithm::Sha512 => 2,
+        }
+    }
+    fn from_code(c: u8) -> Option<Self> {
+        match c {
+            1 => Some(HmacAlgorithm::Sha256),
+            2 => Some(HmacAlgorithm::Sha512),
+            _ => None,
+        }
+    }
+}
+
+/// The decoded vault header.
+#[derive(Clone)]
+pub struct Header {
+    pub version: u32,
+    pub generation: u64,
+    pub cipher: CipherSettings,
+    slots: Vec<Option<Slot>>,
+}
+
+impl Header {
+    /// A new header with a fresh master key wrapped for `secret`.
+    pub fn create(secret: &Secret, kdf: KdfParams, cipher: CipherSettings) -> Result<(Header, MasterKey)> {
+        kdf.check()?;
+        let master = MasterKey::random()?;
+        let mut header = Header { version: FORMAT_VERSION, generation: 1, cipher, slots: vec![None; MAX_SLOTS] };
+        header.slots[0] = Some(wrap(&master, secret, kdf)?);
+        Ok((header, master))
+    }
+
+    /// Tries every slot of the secret's kind; returns the master key and the slot used.
+    pub fn unlock(&self, secret: &Secret, what: &str) -> Result<(MasterKey, usize)> {
+        for (i, slot) in self.slots.iter().enumerate() {
+            let Some(slot) = slot else { continue };
+            if slot.kind != secret.kind() {
+                continue;
+            }
+            if let Some(k) = unwrap_slot(slot, secret)? {
+                return Ok((k, i));
+            }
+        }
+        Err(Error::WrongSecret { what: what.to_string() })
+    }
+
+    /// Replaces slot `index` with one for `secret` (used by passphrase change).
+    pub fn replace_slot(&mut self, index: usize, master: &MasterKey, secret: &Secret, kdf: KdfParams) -> Result<()> {
+        kdf.check()?;
+        self.slots[index] = Some(wrap(master, secret, kdf)?);
+        Ok(())
+    }
+
+    /// Adds a slot for `secret`; returns its index.
+    pub fn add_slot(&mut self, master: &MasterKey, secret: &Secret, kdf: KdfParams) -> Result<usize> {
+        kdf.check()?;
+        let free = self.slots.iter().position(Option::is_none).ok_or_else(|| Error::InvalidArgument {
+            what: format!("all {MAX_SLOTS} key slots are in use"),
+        })?;
+        self.slots[free] = Some(wrap(master, secret, kdf)?);
+        Ok(free)
+    }
+
+    /// Removes slot `index`; refuses to remove the last one.
+    pub fn remove_slot(&mut self, index: usize) -> Result<()> {
+        if index >= MAX_SLOTS || self.slots[index].is_none() {
+            return Err(Error::InvalidArgument { what: format!("no key slot {index}") });
+        }
+        if self.slots.iter().filter(|s| s.is_some()).count() == 1 {
+            return Err(Error::InvalidArgument { what: "cannot remove the last key slot".into() });
+        }
+        self.slots[index] = None;
+        Ok(())
+    }
+
+    pub fn slot_infos(&self) -> Vec<SlotInfo> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(index, s)| {
+                s.as_ref().map(|s| SlotInfo {
+                    index,
+                    kind: s.kind,
+                    kdf: (s.kind == SlotKind::Passphrase).then_some(s.kdf),
+                })
+            })
+            .collect()
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut b = vec![0u8; COPY_LEN];
+        b[0..8].copy_from_slice(MAGIC);
+        b[8..12].copy_from_slice(&self.version.to_le_bytes());
+        b[12..20].copy_from_slice(&self.generation.to_le_bytes());
+        b[20..24].copy_from_slice(&self.cipher.page_size.to_le_bytes());
+        b[24] = self.cipher.hmac.code();
+        for (i, slot) in self.slots.iter().enumerate() {
+            let at = SLOTS_AT + i * SLOT_LEN;
+            if let Some(s) = slot {
+                b[at..at + SLOT_FIXED].copy_from_slice(&slot_fixed(s, i));
+                b[at + SLOT_FIXED..at + SLOT_FIXED + 48].copy_from_slice(&s.wrapped);
+            }
+        }
+        let sum = blake3::hash(&b[..CHECKSUM_AT]);
+        b[CHECKSUM_AT..].copy_from_slice(sum.as_bytes());
+        b
+    }
+
+    /// Decodes one copy. `Ok(None)` means "not a header copy at all" (no magic).
+    fn decode(b: &[u8]) -> Result<Option<Header>> {
+        if &b[0..8] != MAGIC {
+            return Ok(None);
+        }
+        if blake3::hash(&b[..CHECKSUM_AT]).as_bytes() != &b[CHECKSUM_AT..COPY_LEN] {
+            return Err(Error::damaged("header copy checksum mismatch"));
+        }
+        let version = u32::from_le_bytes(b[8..12].try_into().unwrap_or_default());
+        if version > FORMAT_VERSION {
+            return Err(Error::UnsupportedVersion { found: version, supported: FORMAT_VERSION });
+        }
+        let generation = u64::from_le_bytes(b[12..20].try_into().unwrap_or_default());
+        let page_size = u32::from_le_bytes(b[20..24].try_into().unwrap_or_default());
+        let hmac = HmacAlgorithm::from_code(b[24]).ok_or_else(|| Error::damaged("unknown HMAC algorithm in header"))?;
+        if !(512..=65536).contains(&page_size) || !page_size.is_power_of_two() {
+            return Err(Error::damaged("invalid page size in header"));
+        }
+        let mut slots = vec![None; MAX_SLOTS];
+        for (i, slot) in slots.iter_mut().enumerate() {
+            let at = SLOTS_AT + i * SLOT_LEN;
+            let s = &b[at..at + SLOT_LEN];
+            let kind = match s[0] {
+                0 => continue,
+                1 => SlotKind::Passphrase,
+                2 => SlotKind::KeyFile,
+                _ => return Err(Error::damaged(format!("unknown kind of key slot {i}"))),
+            };
+            let u32_at = |o: usize| u32::from_le_bytes(s[o..o + 4].try_into().unwrap_or_default());
+            *slot = Some(Slot {
+                kind,
+                kdf: KdfParams { memory_kib: u32_at(4), iterations: u32_at(8), parallelism: u32_at(12) },
+                salt: s[16..32].try_into().unwrap_or_default(),
+                nonce: s[32..56].try_into().unwrap_or_default(),
+                wrapped: s[56..104].try_into().unwrap_or([0; 48]),
+            });
+        }
+        Ok(Some(Header { version, generation, cipher: CipherSettings { page_size, hmac }, slots }))
+    }
+
+    /// Reads the newest valid header copy from the vault file at `path`.
+    pub fn read(path: &Path) -> Result<Header> {
+        let shown = path.display().to_string();
+        let mut f = File::open(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Error::not_found(&shown),
+            _ => Error::io(format!("cannot open {shown}"), e),
+        })?;
+        let len = f.seek(SeekFrom::End(0)).map_err(|e| Error::io(format!("cannot read {shown}"), e))?;
+        let mut b = vec![0u8; HEADER_LEN as usize];
+        let n = f.read_at(&mut b, 0).map_err(|e| Error::io(format!("cannot read {shown}"), e))?;
+        if n < 8 || &b[0..8] != MAGIC {
+            return Err(Error::NotAVault { path: shown, reason: "no sqlvault header".into() });
+        }
+        if len < HEADER_LEN as u64 {
+            return Err(Error::damaged(format!("{shown} is truncated ({len} bytes, shorter than its header)")));
+        }
+        let a = Header::decode(&b[..COPY_LEN]);
+        let c = Header::decode(&b[COPY_LEN..]);
+        match (a, c) {
+            (Ok(Some(x)), Ok(Some(y))) => Ok(if y.generation > x.generation { y } else { x }),
+            (Ok(Some(x)), _) | (_, Ok(Some(x))) => Ok(x),
+            (Err(e @ Error::UnsupportedVersion { .. }), _) | (_, Err(e @ Error::UnsupportedVersion { .. })) => Err(e),
+            (Err(e), _) | (_, Err(e)) => Err(Error::damaged(format!("both header copies are unusable ({e})"))),
+            (Ok(None), Ok(None)) => Err(Error::damaged("both header copies are missing")),
+        }
+    }
+
+    /// Writes this header as generation `self.generation + 1` into both copies,
+    /// one after the other with a sync between, so a crash leaves one valid copy.
+    pub fn write_update(&mut self, path: &Path) -> Result<()> {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io(format!("cannot open {} for writing", path.display()), e))?;
+        self.generation += 1;
+        let bytes = self.encode();
+        // Overwrite the copy that is *not* the current newest first. Reading picks the
+        // highest generation, so until the first write is synced the old copy rules.
+        let current = Header::read(path)?;
+        let on_disk = read_copies(path)?;
+        let first = match (Header::decode(&on_disk[..COPY_LEN]), Header::decode(&on_disk[COPY_LEN..])) {
+            (Ok(Some(a)), _) if a.generation == current.generation => 1,
+            _ => 0,
+        };
+        for copy in [first, 1 - first] {
+            f.write_all_at(&bytes, (copy * COPY_LEN) as u64)
+                .and_then(|_| f.sync_data())
+                .map_err(|e| Error::io("cannot write vault header", e))?;
+        }
+        Ok(())
+    }
+
+    /// Writes both copies into a new file's header region.
+    pub fn write_new(&self, f: &File) -> Result<()> {
+        let bytes = self.encode();
+        f.write_all_at(&bytes, 0)
+            .and_then(|_| f.write_all_at(&bytes, COPY_LEN as u64))
+            .and_then(|_| f.sync_all())
+            .map_err(|e| Error::io("cannot write vault header", e))
+    }
+}
+
+fn read_copies(path: &Path) -> Result<Vec<u8>> {
+    let f = File::open(path).map_err(|e| Error::io("cannot read vault header", e))?;
+    let mut b = vec![0u8; HEADER_LEN as usize];
+    f.read_exact_at(&mut b, 0).map_err(|e| Error::io("cannot read vault header", e))?;
+    Ok(b)
+}
+
+const SLOT_FIXED: usize = 56;
+
+/// The slot's fixed fields (kind, KDF, salt, nonce) plus its index: written to disk and
+/// authenticated as associated data.
+fn slot_fixed(s: &Slot, index: usize) -> [u8; SLOT_FIXED] {
+    let mut b = [0u8; SLOT_FIXED];
+    b[0] = match s.kind {
+        SlotKind::Passphrase => 1,
+        SlotKind::KeyFile => 2,
+    };
+    b[1] = index as u8;
+    b[4..8].copy_from_slice(&s.kdf.memory_kib.to_le_bytes());
+    b[8..12].copy_from_slice(&s.kdf.iterations.to_le_bytes());
+    b[12..16].copy_from_slice(&s.kdf.parallelism.to_le_bytes());
+    b[16..32].copy_from_slice(&s.salt);
+    b[32..56].copy_from_slice(&s.nonce);
+    b
+}
+
+fn fill_random(buf: &mut [u8]) -> Result<()> {
+    getrandom::getrandom(buf).map_err(|e| Error::Io { context: "no randomness available".into(), source: std::io::Error::other(e.to_string()) })
+}
+
+fn derive_kek(secret: &Secret, kdf: &KdfParams, salt: &[u8; 16]) -> Result<Zeroizing<[u8; 32]>> {
+    let mut kek = Zeroizing::new([0u8; 32]);
+    match secret {
+        Secret::Passphrase(p) => {
+            let params = argon2::Params::new(kdf.memory_kib, kdf.iterations, kdf.parallelism, Some(32))
+                .map_err(|e| Error::InvalidArgument { what: format!("KDF parameters: {e}") })?;
+            argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params)
+                .hash_password_into(p.as_bytes(), salt, &mut *kek)
+                .map_err(|e| Error::InvalidArgument { what: format!("key derivation failed: {e}") })?;
+        }
+        Secret::KeyFile(k) => {
+            let mut input = Zeroizing::new([0u8; 48]);
+            input[..32].copy_from_slice(&**k);
+            input[32..].copy_from_slice(salt);
+            *kek = blake3::derive_key(KEYFILE_CONTEXT, &*input);
+        }
+    }
+    Ok(kek)
+}
+
+fn wrap(master: &MasterKey, secret: &Secret, kdf: KdfParams) -> Result<Slot> {
+    let mut slot = Slot { kind: secret.kind(), kdf, salt: [0; 16], nonce: [0; 24], wrapped: [0; 48] };
+    fill_random(&mut slot.salt)?;
+    fill_random(&mut slot.nonce)?;
+    let kek = derive_kek(secret, &kdf, &slot.salt)?;
+    let cipher = XChaCha20Poly1305::new((&*kek).into());
+    let mut ct = cipher
+        .encrypt(XNonce::from_slice(&slot.nonce), Payload { msg: &*master.0, aad: &aad(&slot) })
+        .map_err(|_| Error::InvalidArgument { what: "key wrapping failed".into() })?;
+    slot.wrapped.copy_from_slice(&ct);
+    ct.zeroize();
+    Ok(slot)
+}
+
+/// Associated data: the slot's kind, KDF, salt and nonce (not its index, so a slot
+/// may move between positions).
+fn aad(s: &Slot) -> Vec<u8> {
+    let mut b = slot_fixed(s, 0).to_vec();
+    b[1] = 0;
+    b.extend_from_slice(MAGIC);
+    b
+}
+
+fn unwrap_slot(slot: &Slot, secret: &Secret) -> Result<Option<MasterKey>> {
+    let kek = derive_kek(secret, &slot.kdf, &slot.salt)?;
+    let cipher = XChaCha20Poly1305::new((&*kek).into());
+    match cipher.decrypt(XNonce::from_slice(&slot.nonce), Payload { msg: &slot.wrapped, aad: &aad(slot) }) {
+        Ok(pt) => {
+            let pt = Zeroizing::new(pt);
+            let mut k = Zeroizing::new([0u8; 32]);
+            if pt.len() != 32 {
+                return Err(Error::damaged("wrapped key has the wrong length"));
+            }
+            k.copy_from_slice(&pt);
+            Ok(Some(MasterKey(k)))
+        }
+        Err(_) => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fast() -> KdfParams {
+        KdfParams { memory_kib: 64, iterations: 1, parallelism: 1 }
+    }
+    fn cipher() -> CipherSettings {
+        CipherSettings { page_size: 4096, hmac: HmacAlgorithm::Sha256 }
+    }
+
+    #[test]
+    fn passphrase_slot_round_trips_and_rejects_wrong_passphrase() {
+        let (h, k) = Header::create(&Secret::passphrase("right"), fast(), cipher()).unwrap();
+        let bytes = h.encode();
+        let h2 = Header::decode(&bytes).unwrap().unwrap();
+        let (k2, slot) = h2.unlock(&Secret::passphrase("right"), "v").unwrap();
+        assert_eq!(*k.0, *k2.0);
+        assert_eq!(slot, 0);
+        assert!(matches!(h2.unlock(&Secret::passphrase("wrong"), "v"), Err(Error::WrongSecret { .. })));
+    }
+
+    #[test]
+    fn keyfile_slot_is_separate_from_passphrase_slot() {
+        let (mut h, k) = Header::create(&Secret::passphrase("p"), fast(), cipher()).unwrap();
+        let kf = Secret::KeyFile(Zeroizing::new([7u8; 32]));
+        h.add_slot(&k, &kf, fast()).unwrap();
+        let h = Header::decode(&h.encode()).unwrap().unwrap();
+        let (k2, slot) = h.unlock(&kf, "v").unwrap();
+        assert_eq!(*k.0, *k2.0);
+        assert_eq!(slot, 1);
+        assert!(h.unlock(&Secret::KeyFile(Zeroizing::new([8u8; 32])), "v").is_err());
+    }
+
+    #[test]
+    fn tampered_slot_fields_fail_authentication_or_checksum() {
+        let (h, _) = Header::create(&Secret::passphrase("p"), fast(), cipher()).unwrap();
+        let mut bytes = h.encode();
+        bytes[SLOTS_AT + 20] ^= 1; // salt byte
+        assert!(matches!(Header::decode(&bytes), Err(Error::Damaged { .. })));
+        // Recompute the checksum: now the AEAD must catch it.
+        let sum = blake3::hash(&bytes[..CHECKSUM_AT]);
+        bytes[CHECKSUM_AT..].copy_from_slice(sum.as_bytes());
+        let h2 = Header::decode(&bytes).unwrap().unwrap();
+        assert!(h2.unlock(&Secret::passphrase("p"), "v").is_err());
+    }
+
+    #[test]
+    fn raw_key_literal_has_sqlcipher_shape() {
+        let k = MasterKey(Zeroizing::new([0xab; 32]));
+        let lit = k.sqlcipher_literal();
+        assert_eq!(lit.len(), 67);
+        assert!(lit.starts_with(b"x'abab"));
+        assert!(lit.ends_with(b"'"));
+    }
+
+    #[test]
+    fn cannot_remove_last_slot() {
+        let (mut h, _) = Header::create(&Secret::passphrase("p"), fast(), cipher()).unwrap();
+        assert!(h.remove_slot(0).is_err());
+    }
+}

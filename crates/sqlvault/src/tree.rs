@@ -1,0 +1,476 @@
+//! The file tree: inodes and directory entries, with POSIX semantics.
+//!
+//! Rows are keyed by inode number, never by path: renaming or listing a directory
+//! costs the same whatever the size of the subtree below it. Every function runs
+//! inside the caller's transaction, so each operation (rename with replace, unlink of
+//! the last link, ...) is applied fully or not at all.
+//!
+//! Names are raw bytes (the FUSE frontend passes whatever the kernel gives); path
+//! parsing and symlink resolution live in [`crate::path`] and the facade.
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use crate::chunks;
+use crate::error::{Error, Result};
+use crate::schema::ROOT_INO;
+
+/// Inode number. The root directory is [`InodeId::ROOT`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub struct InodeId(pub u64);
+
+impl InodeId {
+    pub const ROOT: InodeId = InodeId(ROOT_INO as u64);
+    fn sql(self) -> i64 {
+        self.0 as i64
+    }
+}
+
+/// The kinds of node the tree holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileType {
+    File,
+    Dir,
+    Symlink,
+}
+
+impl FileType {
+    pub fn from_mode(mode: u32) -> Option<FileType> {
+        match mode & libc::S_IFMT {
+            libc::S_IFREG => Some(FileType::File),
+            libc::S_IFDIR => Some(FileType::Dir),
+            libc::S_IFLNK => Some(FileType::Symlink),
+            _ => None,
+        }
+    }
+    pub fn mode_bits(self) -> u32 {
+        match self {
+            FileType::File => libc::S_IFREG,
+            FileType::Dir => libc::S_IFDIR,
+            FileType::Symlink => libc::S_IFLNK,
+        }
+    }
+}
+
+/// Attributes of one inode (what `stat` shows).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Attr {
+    pub ino: InodeId,
+    pub kind: FileType,
+    /// Permission bits (`0o7777` mask).
+    pub perm: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub size: u64,
+    pub nlink: u32,
+    pub atime_ns: i64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+}
+
+/// One directory entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub name: Vec<u8>,
+    pub ino: InodeId,
+    pub kind: FileType,
+}
+
+/// Which attributes to change; `None` leaves one as it is.
+#[derive(Debug, Clone, Default)]
+pub struct SetAttr {
+    pub perm: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub atime_ns: Option<i64>,
+    pub mtime_ns: Option<i64>,
+}
+
+/// How `rename` treats an existing destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RenameMode {
+    /// Atomically replace the destination (POSIX `rename`).
+    #[default]
+    Replace,
+    /// Fail with `AlreadyExists` if the destination exists (`RENAME_NOREPLACE`).
+    NoReplace,
+    /// Swap source and destination, both must exist (`RENAME_EXCHANGE`).
+    Exchange,
+}
+
+const MAX_LINKS: u32 = 65_000;
+
+pub fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+fn shown(name: &[u8]) -> String {
+    String::from_utf8_lossy(name).into_owned()
+}
+
+/// Checks a single name: 1..=255 bytes, no `/` or NUL, not `.` or `..`.
+pub fn check_name(name: &[u8]) -> Result<()> {
+    if name.is_empty() || name == b"." || name == b".." {
+        return Err(Error::InvalidPath { path: shown(name), reason: "empty, '.' or '..' is not a file name" });
+    }
+    if name.len() > 255 {
+        return Err(Error::NameTooLong { path: shown(name) });
+    }
+    if name.contains(&b'/') || name.contains(&0) {
+        return Err(Error::InvalidPath { path: shown(name), reason: "a name may not contain '/' or NUL" });
+    }
+    Ok(())
+}
+
+const ATTR_COLUMNS: &str = "ino, mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns";
+
+fn attr_from_row(r: &Row<'_>) -> rusqlite::Result<Attr> {
+    let mode: u32 = r.get(1)?;
+    Ok(Attr {
+        ino: InodeId(r.get::<_, i64>(0)? as u64),
+        kind: FileType::from_mode(mode).unwrap_or(FileType::File),
+        perm: mode & 0o7777,
+        uid: r.get(2)?,
+        gid: r.get(3)?,
+        size: r.get::<_, i64>(4)? as u64,
+        nlink: r.get(5)?,
+        atime_ns: r.get(6)?,
+        mtime_ns: r.get(7)?,
+        ctime_ns: r.get(8)?,
+    })
+}
+
+/// Attributes of `ino`, or `None` if it does not exist.
+pub fn get(conn: &Connection, ino: InodeId) -> Result<Option<Attr>> {
+    Ok(conn
+        .prepare_cached(&format!("SELECT {ATTR_COLUMNS} FROM inodes WHERE ino = ?1"))?
+        .query_row([ino.sql()], attr_from_row)
+        .optional()?)
+}
+
+/// Attributes of `ino`; `StaleHandle` if it is gone.
+pub fn attr(conn: &Connection, ino: InodeId) -> Result<Attr> {
+    get(conn, ino)?.ok_or(Error::StaleHandle)
+}
+
+/// The inode named `name` in directory `parent`.
+pub fn lookup(conn: &Connection, parent: InodeId, name: &[u8]) -> Result<Option<InodeId>> {
+    Ok(conn
+        .prepare_cached("SELECT ino FROM dirents WHERE parent = ?1 AND name = ?2")?
+        .query_row(params![parent.sql(), name], |r| r.get::<_, i64>(0))
+        .optional()?
+        .map(|i| InodeId(i as u64)))
+}
+
+/// Parent of a directory (the root is its own parent).
+pub fn parent_of(conn: &Connection, dir: InodeId) -> Result<InodeId> {
+    if dir == InodeId::ROOT {
+        return Ok(dir);
+    }
+    Ok(conn
+        .prepare_cached("SELECT parent FROM dirents WHERE ino = ?1 LIMIT 1")?
+        .query_row([dir.sql()], |r| r.get::<_, i64>(0))
+        .optional()?
+        .map(|i| InodeId(i as u64))
+        .unwrap_or(InodeId::ROOT))
+}
+
+/// Target of a symlink.
+pub fn read_link(conn: &Connection, ino: InodeId) -> Result<Vec<u8>> {
+    let t: Option<Vec<u8>> = conn
+        .prepare_cached("SELECT target FROM inodes WHERE ino = ?1")?
+        .query_row([ino.sql()], |r| r.get(0))
+        .optional()?
+        .ok_or(Error::StaleHandle)?;
+    t.ok_or_else(|| Error::InvalidArgument { what: "not a symbolic link".into() })
+}
+
+/// Up to `limit` entries of `dir` whose names sort after `after`, in name order.
+pub fn list(conn: &Connection, dir: InodeId, after: Option<&[u8]>, limit: usize) -> Result<Vec<Entry>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT d.name, d.ino, i.mode FROM dirents d JOIN inodes i ON i.ino = d.ino
+         WHERE d.parent = ?1 AND d.name > ?2 ORDER BY d.name LIMIT ?3",
+    )?;
+    let rows = stmt.query_map(params![dir.sql(), after.unwrap_or(b""), limit as i64], |r| {
+        Ok(Entry {
+            name: r.get(0)?,
+            ino: InodeId(r.get::<_, i64>(1)? as u64),
+            kind: FileType::from_mode(r.get(2)?).unwrap_or(FileType::File),
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+fn has_entries(conn: &Connection, dir: InodeId) -> Result<bool> {
+    Ok(conn
+        .prepare_cached("SELECT 1 FROM dirents WHERE parent = ?1 LIMIT 1")?
+        .query_row([dir.sql()], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+fn dir_attr(conn: &Connection, dir: InodeId) -> Result<Attr> {
+    let a = attr(conn, dir)?;
+    if a.kind != FileType::Dir {
+        return Err(Error::NotADirectory { path: format!("inode {}", dir.0) });
+    }
+    Ok(a)
+}
+
+fn touch_dir(conn: &Connection, dir: InodeId, nlink_delta: i64, now: i64) -> Result<()> {
+    conn.prepare_cached("UPDATE inodes SET nlink = nlink + ?2, mtime_ns = ?3, ctime_ns = ?3 WHERE ino = ?1")?
+        .execute(params![dir.sql(), nlink_delta, now])?;
+    Ok(())
+}
+
+/// What to create with [`create`].
+pub struct NewNode<'a> {
+    pub kind: FileType,
+    pub perm: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub target: Option<&'a [u8]>,
+}
+
+/// Creates a node named `name` in `parent`.
+pub fn create(conn: &Connection, parent: InodeId, name: &[u8], node: NewNode<'_>) -> Result<Attr> {
+    check_name(name)?;
+    dir_attr(conn, parent)?;
+    if lookup(conn, parent, name)?.is_some() {
+        return Err(Error::AlreadyExists { path: shown(name) });
+    }
+    let now = now_ns();
+    let nlink = if node.kind == FileType::Dir { 2 } else { 1 };
+    let size = node.target.map(|t| t.len()).unwrap_or(0) as i64;
+    conn.prepare_cached(
+        "INSERT INTO inodes(mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?7)",
+    )?
+    .execute(params![node.kind.mode_bits() | (node.perm & 0o7777), node.uid, node.gid, size, nlink, now, node.target])?;
+    let ino = InodeId(conn.last_insert_rowid() as u64);
+    conn.prepare_cached("INSERT INTO dirents(parent, name, ino) VALUES (?1, ?2, ?3)")?
+        .execute(params![parent.sql(), name, ino.sql()])?;
+    touch_dir(conn, parent, if node.kind == FileType::Dir { 1 } else { 0 }, now)?;
+    attr(conn, ino)
+}
+
+/// Adds another name for the non-directory `ino`.
+pub fn link(conn: &Connection, ino: InodeId, parent: InodeId, name: &[u8]) -> Result<Attr> {
+    check_name(name)?;
+    let a = attr(conn, ino)?;
+    if a.kind == FileType::Dir {
+        return Err(Error::IsADirectory { path: shown(name) });
+    }
+    if a.nlink >= MAX_LINKS {
+        return Err(Error::TooManyLinks { path: shown(name) });
+    }
+    dir_attr(conn, parent)?;
+    if lookup(conn, parent, name)?.is_some() {
+        return Err(Error::AlreadyExists { path: shown(name) });
+    }
+    let now = now_ns();
+    conn.prepare_cached("INSERT INTO dirents(parent, name, ino) VALUES (?1, ?2, ?3)")?
+        .execute(params![parent.sql(), name, ino.sql()])?;
+    conn.prepare_cached("UPDATE inodes SET nlink = nlink + 1, ctime_ns = ?2 WHERE ino = ?1")?
+        .execute(params![ino.sql(), now])?;
+    touch_dir(conn, parent, 0, now)?;
+    attr(conn, ino)
+}
+
+/// Drops one link of a non-directory; when none is left, the inode is kept as an
+/// orphan if `is_open` says a handle still uses it, and purged otherwise.
+fn drop_link(conn: &Connection, ino: InodeId, now: i64, is_open: &dyn Fn(InodeId) -> bool) -> Result<()> {
+    let nlink: i64 = conn
+        .prepare_cached("UPDATE inodes SET nlink = nlink - 1, ctime_ns = ?2 WHERE ino = ?1 RETURNING nlink")?
+        .query_row(params![ino.sql(), now], |r| r.get(0))?;
+    if nlink <= 0 {
+        if is_open(ino) {
+            conn.prepare_cached("INSERT OR REPLACE INTO orphans(ino, owner_pid) VALUES (?1, ?2)")?
+                .execute(params![ino.sql(), std::process::id()])?;
+        } else {
+            purge(conn, ino)?;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes an inode and its content (its last link is gone and no handle uses it).
+pub fn purge(conn: &Connection, ino: InodeId) -> Result<()> {
+    chunks::truncate(conn, ino.sql(), 0)?;
+    conn.prepare_cached("DELETE FROM inodes WHERE ino = ?1")?.execute([ino.sql()])?;
+    conn.prepare_cached("DELETE FROM orphans WHERE ino = ?1")?.execute([ino.sql()])?;
+    Ok(())
+}
+
+/// Removes the non-directory `name` from `parent`.
+pub fn unlink(conn: &Connection, parent: InodeId, name: &[u8], is_open: &dyn Fn(InodeId) -> bool) -> Result<()> {
+    let ino = lookup(conn, parent, name)?.ok_or_else(|| Error::not_found(shown(name)))?;
+    if attr(conn, ino)?.kind == FileType::Dir {
+        return Err(Error::IsADirectory { path: shown(name) });
+    }
+    let now = now_ns();
+    conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?
+        .execute(params![parent.sql(), name])?;
+    touch_dir(conn, parent, 0, now)?;
+    drop_link(conn, ino, now, is_open)
+}
+
+/// Removes the empty directory `name` from `parent`.
+pub fn rmdir(conn: &Connection, parent: InodeId, name: &[u8]) -> Result<()> {
+    let ino = lookup(conn, parent, name)?.ok_or_else(|| Error::not_found(shown(name)))?;
+    if attr(conn, ino)?.kind != FileType::Dir {
+        return Err(Error::NotADirectory { path: shown(name) });
+    }
+    if has_entries(conn, ino)? {
+        return Err(Error::DirectoryNotEmpty { path: shown(name) });
+    }
+    conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?
+        .execute(params![parent.sql(), name])?;
+    conn.prepare_cached("DELETE FROM inodes WHERE ino = ?1")?.execute([ino.sql()])?;
+    touch_dir(conn, parent, -1, now_ns())
+}
+
+/// True if `dir` is `ancestor` or lies below it.
+fn is_within(conn: &Connection, mut dir: InodeId, ancestor: InodeId) -> Result<bool> {
+    loop {
+        if dir == ancestor {
+            return Ok(true);
+        }
+        if dir == InodeId::ROOT {
+            return Ok(false);
+        }
+        dir = parent_of(conn, dir)?;
+    }
+}
+
+/// Renames `parent/name` to `new_parent/new_name` with POSIX semantics.
+pub fn rename(
+    conn: &Connection,
+    parent: InodeId,
+    name: &[u8],
+    new_parent: InodeId,
+    new_name: &[u8],
+    mode: RenameMode,
+    is_open: &dyn Fn(InodeId) -> bool,
+) -> Result<()> {
+    check_name(new_name)?;
+    let src = lookup(conn, parent, name)?.ok_or_else(|| Error::not_found(shown(name)))?;
+    dir_attr(conn, new_parent)?;
+    let src_attr = attr(conn, src)?;
+    let dst = lookup(conn, new_parent, new_name)?;
+    let now = now_ns();
+    if src_attr.kind == FileType::Dir && is_within(conn, new_parent, src)? {
+        return Err(Error::MoveIntoSelf { path: shown(new_name) });
+    }
+    match (mode, dst) {
+        (RenameMode::Exchange, None) => return Err(Error::not_found(shown(new_name))),
+        (RenameMode::NoReplace, Some(_)) => return Err(Error::AlreadyExists { path: shown(new_name) }),
+        (RenameMode::Exchange, Some(dst)) => {
+            let dst_attr = attr(conn, dst)?;
+            if dst_attr.kind == FileType::Dir && is_within(conn, parent, dst)? {
+                return Err(Error::MoveIntoSelf { path: shown(name) });
+            }
+            let set = conn.prepare_cached("UPDATE dirents SET ino = ?3 WHERE parent = ?1 AND name = ?2");
+            set?.execute(params![parent.sql(), name, dst.sql()])?;
+            conn.prepare_cached("UPDATE dirents SET ino = ?3 WHERE parent = ?1 AND name = ?2")?
+                .execute(params![new_parent.sql(), new_name, src.sql()])?;
+            let dirs = |k: FileType| if k == FileType::Dir { 1 } else { 0 };
+            let delta = dirs(dst_attr.kind) - dirs(src_attr.kind);
+            touch_dir(conn, parent, delta, now)?;
+            touch_dir(conn, new_parent, -delta, now)?;
+            for ino in [src, dst] {
+                conn.prepare_cached("UPDATE inodes SET ctime_ns = ?2 WHERE ino = ?1")?.execute(params![ino.sql(), now])?;
+            }
+            return Ok(());
+        }
+        (_, Some(dst)) if dst == src => return Ok(()),
+        (_, Some(dst)) => {
+            let dst_attr = attr(conn, dst)?;
+            match (src_attr.kind == FileType::Dir, dst_attr.kind == FileType::Dir) {
+                (true, false) => return Err(Error::NotADirectory { path: shown(new_name) }),
+                (false, true) => return Err(Error::IsADirectory { path: shown(new_name) }),
+                (true, true) => {
+                    if has_entries(conn, dst)? {
+                        return Err(Error::DirectoryNotEmpty { path: shown(new_name) });
+                    }
+                    conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?
+                        .execute(params![new_parent.sql(), new_name])?;
+                    conn.prepare_cached("DELETE FROM inodes WHERE ino = ?1")?.execute([dst.sql()])?;
+                    touch_dir(conn, new_parent, -1, now)?;
+                }
+                (false, false) => {
+                    conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?
+                        .execute(params![new_parent.sql(), new_name])?;
+                    drop_link(conn, dst, now, is_open)?;
+                }
+            }
+        }
+        (_, None) => {}
+    }
+    conn.prepare_cached("UPDATE dirents SET parent = ?3, name = ?4 WHERE parent = ?1 AND name = ?2")?
+        .execute(params![parent.sql(), name, new_parent.sql(), new_name])?;
+    let moved_dir = if src_attr.kind == FileType::Dir && parent != new_parent { 1 } else { 0 };
+    touch_dir(conn, parent, -moved_dir, now)?;
+    touch_dir(conn, new_parent, moved_dir, now)?;
+    conn.prepare_cached("UPDATE inodes SET ctime_ns = ?2 WHERE ino = ?1")?.execute(params![src.sql(), now])?;
+    Ok(())
+}
+
+/// Changes permission bits, owner or times; always updates ctime.
+pub fn set_attr(conn: &Connection, ino: InodeId, set: &SetAttr) -> Result<Attr> {
+    let a = attr(conn, ino)?;
+    let mode = a.kind.mode_bits() | (set.perm.unwrap_or(a.perm) & 0o7777);
+    conn.prepare_cached(
+        "UPDATE inodes SET mode = ?2, uid = ?3, gid = ?4, atime_ns = ?5, mtime_ns = ?6, ctime_ns = ?7 WHERE ino = ?1",
+    )?
+    .execute(params![
+        ino.sql(),
+        mode,
+        set.uid.unwrap_or(a.uid),
+        set.gid.unwrap_or(a.gid),
+        set.atime_ns.unwrap_or(a.atime_ns),
+        set.mtime_ns.unwrap_or(a.mtime_ns),
+        now_ns()
+    ])?;
+    attr(conn, ino)
+}
+
+/// Records a file's new size and modification time after its content changed.
+pub fn set_size(conn: &Connection, ino: InodeId, size: u64, mtime_ns: i64) -> Result<()> {
+    let n = conn
+        .prepare_cached("UPDATE inodes SET size = ?2, mtime_ns = ?3, ctime_ns = ?3 WHERE ino = ?1")?
+        .execute(params![ino.sql(), size as i64, mtime_ns])?;
+    if n == 0 {
+        return Err(Error::StaleHandle);
+    }
+    Ok(())
+}
+
+/// Purges orphans whose owning process has exited (it crashed or was killed while
+/// holding an unlinked file open). Returns how many were purged.
+pub fn collect_orphans(conn: &Connection) -> Result<usize> {
+    let orphans: Vec<(i64, i64)> = conn
+        .prepare("SELECT ino, owner_pid FROM orphans")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut n = 0;
+    for (ino, pid) in orphans {
+        if !process_alive(pid) {
+            purge(conn, InodeId(ino as u64))?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+fn process_alive(pid: i64) -> bool {
+    if pid == std::process::id() as i64 {
+        return false; // this process is opening the vault: it holds no handle yet
+    }
+    // SAFETY: kill with signal 0 only checks for existence.
+    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}

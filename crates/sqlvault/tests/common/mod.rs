@@ -1,0 +1,35 @@
+//! Helpers shared by the integration tests: real vault files in temp dirs, with a
+//! cheap KDF so hundreds of opens stay fast (the KDF's cost is measured elsewhere).
+#![allow(dead_code)]
+
+use sqlvault::{CreateOptions, EngineConfig, KdfParams, Secret, Vault};
+
+pub fn fast_kdf() -> KdfParams {
+    KdfParams { memory_kib: 256, iterations: 1, parallelism: 1 }
+}
+
+pub fn opts(chunk: u32) -> CreateOptions {
+    CreateOptions { chunk_size: chunk, page_size: 4096.max(chunk.min(65536)), kdf: fast_kdf(), ..Default::default() }
+}
+
+pub fn pass() -> Secret {
+    Secret::passphrase("test passphrase")
+}
+
+pub struct TestVault {
+    pub dir: tempfile::TempDir,
+    pub path: std::path::PathBuf,
+}
+
+impl TestVault {
+    pub fn new(chunk: u32) -> (TestVault, Vault) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.vault");
+        let v = Vault::create(&path, &pass(), &opts(chunk)).unwrap();
+        (TestVault { dir, path }, v)
+    }
+
+    pub fn reopen(&self) -> Vault {
+        Vault::open(&self.path, &pass(), EngineConfig::default()).unwrap()
+    }
+}

@@ -1,0 +1,210 @@
+//! File tree and content behaviour through the public API, on real vault files.
+
+mod common;
+use common::*;
+use sqlvault::{Error, FileOptions, FileType, RenameMode};
+use std::io::{Read, Seek, SeekFrom, Write};
+
+#[test]
+fn write_read_round_trip_survives_reopen() {
+    let (t, v) = TestVault::new(4096);
+    v.create_dir_all("/a/b").unwrap();
+    let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    v.write_file("/a/b/f", &data).unwrap();
+    assert_eq!(v.read_file("/a/b/f").unwrap(), data);
+    v.close().unwrap();
+    let v = t.reopen();
+    assert_eq!(v.read_file("/a/b/f").unwrap(), data);
+    assert_eq!(v.metadata("/a/b/f").unwrap().size, 100_000);
+    assert!(v.fsck().unwrap().is_clean());
+}
+
+#[test]
+fn small_writes_are_buffered_and_visible_to_other_handles() {
+    let (_t, v) = TestVault::new(4096);
+    let mut w = v.create_file("/f").unwrap();
+    for i in 0..1000u32 {
+        w.write_all(&i.to_le_bytes()).unwrap();
+    }
+    let r = v.open_file("/f", &FileOptions::new().read(true)).unwrap();
+    let mut buf = vec![0u8; 4000];
+    assert_eq!(r.read_at(0, &mut buf).unwrap(), 4000);
+    assert_eq!(&buf[396..400], &99u32.to_le_bytes());
+    assert_eq!(v.metadata("/f").unwrap().size, 4000);
+    w.close().unwrap();
+    r.close().unwrap();
+}
+
+#[test]
+fn holes_read_as_zeros_and_truncate_forgets_old_tail() {
+    let (_t, v) = TestVault::new(4096);
+    let f = v.create_file("/sparse").unwrap();
+    f.write_at(10_000, b"end").unwrap();
+    f.commit().unwrap();
+    let mut buf = vec![1u8; 10_003];
+    assert_eq!(f.metadata().unwrap().size, 10_003);
+    let r = v.open_file("/sparse", &FileOptions::new().read(true).write(true)).unwrap();
+    assert_eq!(r.read_at(0, &mut buf).unwrap(), 10_003);
+    assert!(buf[..10_000].iter().all(|b| *b == 0));
+    assert_eq!(&buf[10_000..], b"end");
+    r.set_len(10_001).unwrap();
+    r.set_len(20_000).unwrap();
+    let mut tail = vec![9u8; 3];
+    r.read_at(10_000, &mut tail).unwrap();
+    assert_eq!(tail, [b'e', 0, 0]);
+    drop(f);
+    drop(r);
+    assert!(v.fsck().unwrap().is_clean());
+}
+
+#[test]
+fn equal_content_is_stored_once() {
+    let (_t, v) = TestVault::new(4096);
+    let data = vec![42u8; 4096 * 10];
+    v.write_file("/x", &data).unwrap();
+    v.write_file("/y", &data).unwrap();
+    let info = v.info().unwrap();
+    assert_eq!(info.chunks, 1);
+    assert_eq!(info.logical_bytes, 81920);
+    assert_eq!(info.stored_bytes, 4096);
+    v.remove_file("/x").unwrap();
+    v.remove_file("/y").unwrap();
+    assert_eq!(v.info().unwrap().chunks, 0);
+}
+
+#[test]
+fn unlink_while_open_keeps_data_until_close() {
+    let (_t, v) = TestVault::new(4096);
+    v.write_file("/tmp1", b"still here").unwrap();
+    let mut h = v.open_file("/tmp1", &FileOptions::new().read(true)).unwrap();
+    v.remove_file("/tmp1").unwrap();
+    assert!(!v.exists("/tmp1").unwrap());
+    let mut s = String::new();
+    h.read_to_string(&mut s).unwrap();
+    assert_eq!(s, "still here");
+    assert!(v.fsck().unwrap().is_clean());
+    h.close().unwrap();
+    assert_eq!(v.info().unwrap().chunks, 0);
+    assert_eq!(v.info().unwrap().files, 0);
+}
+
+#[test]
+fn rename_replaces_atomically_and_follows_posix_rules() {
+    let (_t, v) = TestVault::new(4096);
+    v.write_file("/a", b"A").unwrap();
+    v.write_file("/b", b"B").unwrap();
+    v.rename("/a", "/b").unwrap();
+    assert_eq!(v.read_file("/b").unwrap(), b"A");
+    assert!(!v.exists("/a").unwrap());
+    v.create_dir("/d", 0o755).unwrap();
+    v.create_dir("/d/e", 0o755).unwrap();
+    assert!(matches!(v.rename("/d", "/d/e/f"), Err(Error::MoveIntoSelf { .. })));
+    assert!(matches!(v.rename("/b", "/d"), Err(Error::IsADirectory { .. })));
+    v.create_dir("/empty", 0o755).unwrap();
+    v.rename("/d/e", "/empty").unwrap();
+    assert!(matches!(v.rename_with("/b", "/empty", RenameMode::NoReplace), Err(Error::AlreadyExists { .. })));
+    v.write_file("/c", b"C").unwrap();
+    v.rename_with("/b", "/c", RenameMode::Exchange).unwrap();
+    assert_eq!(v.read_file("/c").unwrap(), b"A");
+    assert_eq!(v.read_file("/b").unwrap(), b"C");
+    assert!(v.fsck().unwrap().is_clean(), "{:?}", v.fsck().unwrap());
+}
+
+#[test]
+fn hard_links_share_content_and_count() {
+    let (_t, v) = TestVault::new(4096);
+    v.write_file("/a", b"shared").unwrap();
+    v.hard_link("/a", "/b").unwrap();
+    assert_eq!(v.metadata("/a").unwrap().nlink, 2);
+    v.write_file("/b", b"changed").unwrap();
+    assert_eq!(v.read_file("/a").unwrap(), b"changed");
+    v.remove_file("/a").unwrap();
+    assert_eq!(v.metadata("/b").unwrap().nlink, 1);
+    assert!(v.fsck().unwrap().is_clean());
+}
+
+#[test]
+fn symlinks_resolve_in_the_middle_and_at_the_end() {
+    let (_t, v) = TestVault::new(4096);
+    v.create_dir_all("/real/dir").unwrap();
+    v.write_file("/real/dir/f", b"via link").unwrap();
+    v.symlink("/real", "/abs").unwrap();
+    v.symlink("real/dir", "/rel").unwrap();
+    v.symlink("../dir/f", "/real/dir/up").unwrap();
+    assert_eq!(v.read_file("/abs/dir/f").unwrap(), b"via link");
+    assert_eq!(v.read_file("/rel/f").unwrap(), b"via link");
+    assert_eq!(v.read_file("/real/dir/up").unwrap(), b"via link");
+    assert_eq!(v.symlink_metadata("/abs").unwrap().kind, FileType::Symlink);
+    assert_eq!(v.read_link("/abs").unwrap(), "/real");
+    v.symlink("/loop2", "/loop1").unwrap();
+    v.symlink("/loop1", "/loop2").unwrap();
+    assert!(matches!(v.read_file("/loop1"), Err(Error::SymlinkLoop { .. })));
+}
+
+#[test]
+fn directory_errors_are_posix() {
+    let (_t, v) = TestVault::new(4096);
+    v.create_dir("/d", 0o755).unwrap();
+    v.write_file("/d/f", b"x").unwrap();
+    assert!(matches!(v.remove_dir("/d"), Err(Error::DirectoryNotEmpty { .. })));
+    assert!(matches!(v.create_dir("/d", 0o755), Err(Error::AlreadyExists { .. })));
+    assert!(matches!(v.write_file("/missing/f", b""), Err(Error::NotFound { .. })));
+    assert!(matches!(v.create_dir("/d/f/g", 0o755), Err(Error::NotADirectory { .. })));
+    assert!(matches!(v.remove_file("/d"), Err(Error::IsADirectory { .. })));
+    assert!(matches!(v.read_file("/d"), Err(Error::IsADirectory { .. })));
+    let long = format!("/{}", "n".repeat(256));
+    assert!(matches!(v.write_file(&long, b""), Err(Error::NameTooLong { .. })));
+    assert!(matches!(v.write_file("/../etc", b""), Err(Error::InvalidPath { .. })));
+    v.remove_dir_all("/d").unwrap();
+    assert_eq!(v.read_dir("/").unwrap().len(), 0);
+    let root = v.metadata("/").unwrap();
+    assert_eq!(root.nlink, 2);
+}
+
+#[test]
+fn seek_and_append() {
+    let (_t, v) = TestVault::new(4096);
+    v.write_file("/f", b"hello").unwrap();
+    let mut a = v.open_file("/f", &FileOptions::new().append(true)).unwrap();
+    a.write_all(b" world").unwrap();
+    a.close().unwrap();
+    let mut r = v.open_file("/f", &FileOptions::new().read(true)).unwrap();
+    r.seek(SeekFrom::End(-5)).unwrap();
+    let mut s = String::new();
+    r.read_to_string(&mut s).unwrap();
+    assert_eq!(s, "world");
+}
+
+#[test]
+fn modes_and_times_are_kept() {
+    let (t, v) = TestVault::new(4096);
+    v.write_file("/f", b"x").unwrap();
+    v.set_permissions("/f", 0o600).unwrap();
+    v.set_times("/f", Some(1_000_000_000), Some(2_000_000_000)).unwrap();
+    drop(v);
+    let v = t.reopen();
+    let a = v.metadata("/f").unwrap();
+    assert_eq!(a.perm, 0o600);
+    assert_eq!(a.mtime_ns, 2_000_000_000);
+    assert_eq!(a.atime_ns, 1_000_000_000);
+}
+
+#[test]
+fn large_file_streams_with_bounded_buffers() {
+    let (_t, v) = TestVault::new(65536);
+    let mut f = v.create_file("/big").unwrap();
+    let block: Vec<u8> = (0..65536u32).map(|i| (i % 253) as u8).collect();
+    for i in 0..1024u32 {
+        let mut b = block.clone();
+        b[..4].copy_from_slice(&i.to_le_bytes());
+        f.write_all(&b).unwrap();
+    }
+    f.close().unwrap();
+    let mut r = v.open_file("/big", &FileOptions::new().read(true)).unwrap();
+    let mut buf = vec![0u8; 65536];
+    for i in 0..1024u32 {
+        r.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf[..4], &i.to_le_bytes());
+    }
+    assert_eq!(v.metadata("/big").unwrap().size, 64 << 20);
+}
