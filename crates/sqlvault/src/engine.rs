@@ -220,3 +220,13 @@ impl Engine {
 fn poisoned() -> Error {
     Error::Io { context: "internal lock poisoned by an earlier panic".into(), source: std::io::Error::other("poisoned") }
 }
+
+impl Drop for Engine {
+    /// Readers close first so the writer is the last connection: SQLite then
+    /// checkpoints and removes the WAL and shared-memory files, leaving one file.
+    fn drop(&mut self) {
+        if let Ok(mut pool) = self.readers.lock() {
+            pool.clear();
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! Every CLI command on real vault files in temp dirs: output, exit codes, and that
+//! bad input changes nothing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+struct Env {
+    dir: tempfile::TempDir,
+    vault: PathBuf,
+}
+
+fn sqlvault() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sqlvault"));
+    c.env_remove("SQLVAULT_PASSPHRASE").env_remove("SQLVAULT_NEW_PASSPHRASE").stdin(Stdio::null());
+    c
+}
+
+impl Env {
+    /// A new vault with a cheap KDF (its real cost is measured by the benchmarks).
+    fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let vault = dir.path().join("my.vault");
+        let e = Env { dir, vault };
+        let out = e.run_with(
+            "pw",
+            &["init", e.v(), "--kdf-memory-mib", "1", "--kdf-iterations", "1", "--chunk-kib", "4", "--page-kib", "4"],
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        e
+    }
+    fn v(&self) -> &str {
+        self.vault.to_str().unwrap()
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    fn run_with(&self, pass: &str, args: &[&str]) -> Output {
+        sqlvault().env("SQLVAULT_PASSPHRASE", pass).args(args).output().unwrap()
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        self.run_with("pw", args)
+    }
+    /// Runs and asserts success; returns stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(out.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    }
+    /// Runs and asserts the exit code and a single-line error.
+    fn fails(&self, code: i32, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "error is one line: {err:?}");
+        assert!(err.starts_with("sqlvault: "), "{err}");
+        err
+    }
+}
+
+fn make_tree(root: &Path) {
+    std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
+    std::fs::write(root.join("a.txt"), b"hello\n").unwrap();
+    let big: Vec<u8> = (0..200_000u32).map(|i| (i * 31 % 256) as u8).collect();
+    std::fs::write(root.join("sub/big.bin"), &big).unwrap();
+    std::fs::write(root.join("sub/deeper/empty"), b"").unwrap();
+    std::os::unix::fs::symlink("a.txt", root.join("link")).unwrap();
+}
+
+#[test]
+fn put_ls_cat_get_round_trip() {
+    let e = Env::new();
+    let src = e.path("src");
+    make_tree(&src);
+    e.ok(&["put", e.v(), src.to_str().unwrap(), "/photos"]);
+    let ls = e.ok(&["ls", e.v(), "/photos"]);
+    assert_eq!(ls, "a.txt\nlink\nsub\n");
+    let ls_r = e.ok(&["ls", "-R", e.v(), "/"]);
+    assert!(ls_r.contains("/photos/sub/deeper/empty"), "{ls_r}");
+    assert!(e.ok(&["ls", "-l", e.v(), "/photos"]).contains("link -> a.txt"));
+    assert_eq!(e.ok(&["cat", e.v(), "/photos/a.txt"]), "hello\n");
+    assert_eq!(e.ok(&["cat", e.v(), "/photos/link"]), "hello\n");
+    let out = e.path("out");
+    e.ok(&["get", e.v(), "/photos", out.to_str().unwrap()]);
+    let diff = Command::new("diff").arg("-r").arg("--no-dereference").arg(&src).arg(&out).output().unwrap();
+    assert!(diff.status.success(), "{}", String::from_utf8_lossy(&diff.stdout));
+    let json: serde_json::Value = serde_json::from_str(&e.ok(&["ls", "--json", e.v(), "/photos"])).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 3);
+    assert_eq!(json[2]["kind"], "dir");
+    assert!(e.ok(&["fsck", e.v()]).starts_with("clean"));
+}
+
+#[test]
+fn put_of_single_file_into_existing_directory() {
+    let e = Env::new();
+    let f = e.path("one.txt");
+    std::fs::write(&f, b"1").unwrap();
+    e.ok(&["mkdir", e.v(), "/d"]);
+    e.ok(&["put", e.v(), f.to_str().unwrap(), "/d"]);
+    assert_eq!(e.ok(&["cat", e.v(), "/d/one.txt"]), "1");
+}
+
+#[test]
+fn put_skips_fifos_with_warning_and_nonzero_exit() {
+    let e = Env::new();
+    let src = e.path("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("ok"), b"ok").unwrap();
+    assert!(Command::new("mkfifo").arg(src.join("pipe")).status().unwrap().success());
+    let out = e.run(&["put", e.v(), src.to_str().unwrap(), "/in"]);
+    assert_eq!(out.status.code(), Some(5));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("skipped"));
+    assert_eq!(e.ok(&["cat", e.v(), "/in/ok"]), "ok");
+}
+
+#[test]
+fn wrong_passphrase_exits_2_and_leaves_file_untouched() {
+    let e = Env::new();
+    e.ok(&["touch", e.v(), "/f"]);
+    let before = std::fs::read(&e.vault).unwrap();
+    let out = e.run_with("wrong", &["ls", e.v()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    assert_eq!(std::fs::read(&e.vault).unwrap(), before);
+}
+
+#[test]
+fn not_a_vault_exits_2() {
+    let e = Env::new();
+    let p = e.path("plain");
+    std::fs::write(&p, b"just text").unwrap();
+    let err = e.fails(2, &["ls", p.to_str().unwrap()]);
+    assert!(err.contains("not a sqlvault file"), "{err}");
+}
+
+#[test]
+fn missing_passphrase_without_terminal_is_a_usage_error() {
+    let e = Env::new();
+    let out = sqlvault().args(["ls", e.v()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SQLVAULT_PASSPHRASE"));
+}
+
+#[test]
+fn passphrase_file_and_key_file_work() {
+    let e = Env::new();
+    let pf = e.path("pass");
+    std::fs::write(&pf, b"pw\n").unwrap();
+    let out = sqlvault().args(["ls", e.v(), "--passphrase-file", pf.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success());
+    let kf = e.path("key");
+    e.ok(&["keygen", kf.to_str().unwrap()]);
+    let out = sqlvault()
+        .env("SQLVAULT_PASSPHRASE", "pw")
+        .args(["key", "add", e.v(), "--new-key-file", kf.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = sqlvault().args(["ls", e.v(), "--key-file", kf.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let slots = e.ok(&["key", "ls", e.v()]);
+    assert!(slots.contains("slot 1: key file"), "{slots}");
+    e.ok(&["key", "rm", e.v(), "1"]);
+    let out = sqlvault().args(["ls", e.v(), "--key-file", kf.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    e.fails(4, &["key", "rm", e.v(), "0"]);
+}
+
+#[test]
+fn passwd_switches_passphrase() {
+    let e = Env::new();
+    e.ok(&["touch", e.v(), "/kept"]);
+    let out = sqlvault()
+        .env("SQLVAULT_PASSPHRASE", "pw")
+        .env("SQLVAULT_NEW_PASSPHRASE", "new")
+        .args(["passwd", e.v()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(e.run(&["ls", e.v()]).status.code(), Some(2));
+    let out = e.run_with("new", &["ls", e.v()]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "kept\n");
+}
+
+#[test]
+fn invalid_paths_are_rejected_with_exit_4() {
+    let e = Env::new();
+    e.fails(4, &["mkdir", e.v(), "/a/../../etc"]);
+    e.fails(4, &["mkdir", e.v(), "relative"]);
+    let long = format!("/{}", "x".repeat(256));
+    let err = e.fails(4, &["touch", e.v(), &long]);
+    assert!(err.contains("too long"), "{err}");
+    let src = e.path("f");
+    std::fs::write(&src, b"x").unwrap();
+    let err = e.fails(4, &["put", e.v(), src.to_str().unwrap(), "/missing/dir/f"]);
+    assert!(err.contains("no such file"), "{err}");
+}
+
+#[test]
+fn rm_of_nonempty_dir_needs_r() {
+    let e = Env::new();
+    e.ok(&["mkdir", "-p", e.v(), "/d/e"]);
+    e.ok(&["touch", e.v(), "/d/e/f"]);
+    e.fails(4, &["rm", e.v(), "/d"]);
+    e.ok(&["rm", "-r", e.v(), "/d"]);
+    assert_eq!(e.ok(&["ls", e.v()]), "");
+    e.fails(4, &["rm", e.v(), "/d"]);
+}
+
+#[test]
+fn mv_ln_chmod_touch_stat() {
+    let e = Env::new();
+    e.ok(&["mkdir", e.v(), "/dir"]);
+    e.ok(&["touch", e.v(), "/f"]);
+    e.ok(&["mv", e.v(), "/f", "/dir"]);
+    e.ok(&["mv", e.v(), "/dir/f", "/dir/g"]);
+    e.ok(&["ln", e.v(), "/dir/g", "/hard"]);
+    e.ok(&["ln", "-s", e.v(), "/dir/g", "/soft"]);
+    e.ok(&["chmod", e.v(), "600", "/hard"]);
+    let st: serde_json::Value = serde_json::from_str(&e.ok(&["stat", "--json", e.v(), "/dir/g"])).unwrap();
+    assert_eq!(st["nlink"], 2);
+    assert_eq!(st["perm"], 0o600);
+    assert_eq!(st["kind"], "file");
+    let st = e.ok(&["stat", e.v(), "/soft"]);
+    assert!(st.contains("target: /dir/g"), "{st}");
+    e.fails(1, &["chmod", e.v(), "rwx", "/hard"]);
+    e.fails(4, &["ln", e.v(), "/dir", "/dirlink"]);
+}
+
+#[test]
+fn info_reports_dedup() {
+    let e = Env::new();
+    let src = e.path("dup");
+    std::fs::create_dir(&src).unwrap();
+    let data = vec![5u8; 40_000];
+    std::fs::write(src.join("one"), &data).unwrap();
+    std::fs::write(src.join("two"), &data).unwrap();
+    e.ok(&["put", e.v(), src.to_str().unwrap(), "/dup"]);
+    let info: serde_json::Value = serde_json::from_str(&e.ok(&["info", "--json", e.v()])).unwrap();
+    assert_eq!(info["files"], 2);
+    assert_eq!(info["logical_bytes"], 80_000);
+    assert!(info["dedup_ratio"].as_f64().unwrap() > 1.9, "{info}");
+    assert!(e.ok(&["info", e.v()]).contains("dedup ratio"));
+}
+
+fn damage(e: &Env, sql: &str) {
+    let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), Default::default()).unwrap();
+    v.debug_execute_sql(sql).unwrap();
+}
+
+#[test]
+fn fsck_detects_corrupted_refcount() {
+    let e = Env::new();
+    let f = e.path("f");
+    std::fs::write(&f, vec![3u8; 10_000]).unwrap();
+    e.ok(&["put", e.v(), f.to_str().unwrap(), "/f"]);
+    damage(&e, "UPDATE chunks SET refs = refs + 1 WHERE rowid IN (SELECT rowid FROM chunks LIMIT 1)");
+    let out = e.run(&["fsck", e.v()]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("reference count"), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn fsck_detects_missing_chunk() {
+    let e = Env::new();
+    let f = e.path("f");
+    std::fs::write(&f, (0..10_000u32).map(|i| i as u8).collect::<Vec<_>>()).unwrap();
+    e.ok(&["put", e.v(), f.to_str().unwrap(), "/f"]);
+    damage(&e, "DELETE FROM chunks WHERE rowid IN (SELECT rowid FROM chunks LIMIT 1)");
+    let out = e.run(&["fsck", e.v(), "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["problems"].to_string().contains("is missing"), "{report}");
+    // Reading the damaged file reports damage (exit 3), never wrong bytes.
+    e.fails(3, &["cat", e.v(), "/f"]);
+}
+
+#[test]
+fn init_refuses_to_overwrite() {
+    let e = Env::new();
+    let before = std::fs::read(&e.vault).unwrap();
+    e.fails(4, &["init", e.v(), "--kdf-memory-mib", "1", "--kdf-iterations", "1"]);
+    assert_eq!(std::fs::read(&e.vault).unwrap(), before);
+}
+
+#[test]
+fn help_and_usage_exit_codes() {
+    assert_eq!(sqlvault().arg("--help").output().unwrap().status.code(), Some(0));
+    assert_eq!(sqlvault().arg("frobnicate").output().unwrap().status.code(), Some(1));
+}
