@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages sqlvault needs to build and test, if missing:
+# OpenSSL headers for SQLCipher's crypto, FUSE 3 for mounts, attr and sqlite3 for tests.
+set -euo pipefail
+packages=(libssl-dev pkg-config fuse3 attr sqlite3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  echo "installing Debian packages: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
