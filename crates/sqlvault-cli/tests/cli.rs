@@ -287,3 +287,30 @@ fn help_and_usage_exit_codes() {
     assert_eq!(sqlvault().arg("--help").output().unwrap().status.code(), Some(0));
     assert_eq!(sqlvault().arg("frobnicate").output().unwrap().status.code(), Some(1));
 }
+
+#[test]
+fn concurrent_processes_never_fail_busy() {
+    let e = Env::new();
+    let src = e.path("src");
+    make_tree(&src);
+    let children: Vec<_> = (0..6)
+        .map(|i| {
+            sqlvault()
+                .env("SQLVAULT_PASSPHRASE", "pw")
+                .args(["put", e.v(), src.to_str().unwrap(), &format!("/copy{i}")])
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    for i in 0..6 {
+        assert_eq!(e.ok(&["cat", e.v(), &format!("/copy{i}/a.txt")]), "hello\n");
+    }
+    assert!(e.ok(&["fsck", e.v()]).starts_with("clean"));
+    let info: serde_json::Value = serde_json::from_str(&e.ok(&["info", "--json", e.v()])).unwrap();
+    assert!(info["dedup_ratio"].as_f64().unwrap() > 5.0, "{info}");
+}
