@@ -99,8 +99,11 @@ impl OpenInode {
                             d
                         }
                     };
+                    // A stored chunk may end before `within` (the file grew past it later).
                     let avail = data.len().saturating_sub(within).min(n);
-                    out[..avail].copy_from_slice(&data[within..within + avail]);
+                    if avail > 0 {
+                        out[..avail].copy_from_slice(&data[within..within + avail]);
+                    }
                     out[avail..].fill(0);
                 } else {
                     out.fill(0);
