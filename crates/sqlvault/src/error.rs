@@ -55,6 +55,8 @@ pub enum Error {
     MoveIntoSelf { path: String },
     #[error("too many links to {path}")]
     TooManyLinks { path: String },
+    #[error("no such extended attribute: {name}")]
+    NoSuchAttribute { name: String },
     #[error("vault is busy: another process holds it locked for too long")]
     Busy,
     #[error("no space left on device")]
@@ -86,6 +88,7 @@ impl Error {
             | InvalidArgument { .. }
             | MoveIntoSelf { .. }
             | TooManyLinks { .. }
+            | NoSuchAttribute { .. }
             | StaleHandle => ErrorKind::Tree,
             Busy | DiskFull | ReadOnly | Io { .. } | Sqlite(_) => ErrorKind::Environment,
         }
@@ -106,6 +109,7 @@ impl Error {
             NameTooLong { .. } => libc::ENAMETOOLONG,
             SymlinkLoop { .. } => libc::ELOOP,
             TooManyLinks { .. } => libc::EMLINK,
+            NoSuchAttribute { .. } => libc::ENODATA,
             Busy => libc::EBUSY,
             DiskFull => libc::ENOSPC,
             ReadOnly => libc::EROFS,

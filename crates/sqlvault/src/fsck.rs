@@ -137,6 +137,11 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
             "type",
         ),
         (
+            "SELECT 'extended attribute ' || quote(x.name) || ': inode ' || x.ino || ' is missing'
+             FROM xattrs x LEFT JOIN inodes i ON i.ino = x.ino WHERE i.ino IS NULL",
+            "dangling xattr",
+        ),
+        (
             "SELECT 'root inode 1 is missing or not a directory'
              WHERE NOT EXISTS (SELECT 1 FROM inodes WHERE ino = 1 AND (mode & 61440) = 16384)",
             "root",

@@ -29,6 +29,7 @@ mod schema;
 mod tree;
 mod vault;
 mod vfs;
+mod xattr;
 
 pub use engine::{Durability, EngineConfig};
 pub use error::{Error, ErrorKind, Result};
@@ -38,3 +39,4 @@ pub use keys::{generate_key_file, HmacAlgorithm, KdfParams, Secret, SlotKind};
 pub use path::join as join_path;
 pub use tree::{check_name, Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
 pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
+pub use xattr::XattrMode;

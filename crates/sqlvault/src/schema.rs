@@ -15,7 +15,7 @@ pub const SCHEMA_VERSION: i64 = 1;
 pub const ROOT_INO: i64 = 1;
 
 const MIGRATIONS: &[&str] = &[
-    // 1: file tree, content-addressed chunks, orphans.
+    // 1: file tree, content-addressed chunks, orphans, extended attributes.
     "
     CREATE TABLE meta(
         key   TEXT PRIMARY KEY,
@@ -23,8 +23,10 @@ const MIGRATIONS: &[&str] = &[
     ) WITHOUT ROWID;
 
     -- One row per file, directory or symlink. Keyed by inode, never by path.
+    -- AUTOINCREMENT: an inode number is never reused, because the FUSE mount uses it
+    -- as the kernel's node id, which may outlive the inode (an open removed directory).
     CREATE TABLE inodes(
-        ino      INTEGER PRIMARY KEY,
+        ino      INTEGER PRIMARY KEY AUTOINCREMENT,
         mode     INTEGER NOT NULL,          -- st_mode: type bits | permission bits
         uid      INTEGER NOT NULL,
         gid      INTEGER NOT NULL,
@@ -69,6 +71,9 @@ const MIGRATIONS: &[&str] = &[
         ino       INTEGER PRIMARY KEY,
         owner_pid INTEGER NOT NULL
     );
+
+    -- Extended attributes (see xattr.rs); deleted with their inode.
+    CREATE TABLE xattrs(ino INTEGER NOT NULL, name BLOB NOT NULL, value BLOB NOT NULL, PRIMARY KEY(ino, name)) WITHOUT ROWID;
     ",
 ];
 

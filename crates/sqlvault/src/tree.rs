@@ -300,6 +300,7 @@ fn drop_link(conn: &Connection, ino: InodeId, now: i64, is_open: &dyn Fn(InodeId
 /// Deletes an inode and its content (its last link is gone and no handle uses it).
 pub fn purge(conn: &Connection, ino: InodeId) -> Result<()> {
     chunks::truncate(conn, ino.sql(), 0)?;
+    crate::xattr::remove_all(conn, ino)?;
     conn.prepare_cached("DELETE FROM inodes WHERE ino = ?1")?.execute([ino.sql()])?;
     conn.prepare_cached("DELETE FROM orphans WHERE ino = ?1")?.execute([ino.sql()])?;
     Ok(())
@@ -329,6 +330,7 @@ pub fn rmdir(conn: &Connection, parent: InodeId, name: &[u8]) -> Result<()> {
     }
     conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?
         .execute(params![parent.sql(), name])?;
+    crate::xattr::remove_all(conn, ino)?;
     conn.prepare_cached("DELETE FROM inodes WHERE ino = ?1")?.execute([ino.sql()])?;
     touch_dir(conn, parent, -1, now_ns())
 }
@@ -398,6 +400,7 @@ pub fn rename(
                     }
                     conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?
                         .execute(params![new_parent.sql(), new_name])?;
+                    crate::xattr::remove_all(conn, dst)?;
                     conn.prepare_cached("DELETE FROM inodes WHERE ino = ?1")?.execute([dst.sql()])?;
                     touch_dir(conn, new_parent, -1, now)?;
                 }

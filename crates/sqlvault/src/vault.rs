@@ -16,6 +16,7 @@ use crate::keys::{CipherSettings, Header, HmacAlgorithm, KdfParams, Secret, Slot
 use crate::path::VaultPath;
 use crate::schema;
 use crate::tree::{self, Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
+use crate::xattr::{self, XattrMode};
 
 /// Settings fixed when a vault is created.
 #[derive(Debug, Clone)]
@@ -389,6 +390,27 @@ impl Vault {
             handle.set_len(0)?;
         }
         Ok(handle)
+    }
+
+    /// The value of extended attribute `name` of `ino` (`NoSuchAttribute` if unset).
+    pub fn get_xattr(&self, ino: InodeId, name: &[u8]) -> Result<Vec<u8>> {
+        self.engine().read(|c| xattr::get(c, ino, name))
+    }
+
+    /// Sets extended attribute `name` of `ino`; `mode` gives `XATTR_CREATE` /
+    /// `XATTR_REPLACE` semantics.
+    pub fn set_xattr(&self, ino: InodeId, name: &[u8], value: &[u8], mode: XattrMode) -> Result<()> {
+        self.engine().write(|tx| xattr::set(tx, ino, name, value, mode))
+    }
+
+    /// Names of the extended attributes of `ino`, in byte order.
+    pub fn list_xattrs(&self, ino: InodeId) -> Result<Vec<Vec<u8>>> {
+        self.engine().read(|c| xattr::list(c, ino))
+    }
+
+    /// Removes extended attribute `name` of `ino` (`NoSuchAttribute` if unset).
+    pub fn remove_xattr(&self, ino: InodeId, name: &[u8]) -> Result<()> {
+        self.engine().write(|tx| xattr::remove(tx, ino, name))
     }
 
     // ----- by path -----

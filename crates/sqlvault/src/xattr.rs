@@ -1,0 +1,119 @@
+//! Extended attributes: `(inode, name) -> value` rows in the `xattrs` table.
+//!
+//! Names and values are raw bytes. Which namespaces (`user.`, `trusted.`, ...) a
+//! frontend accepts is its own policy; this module only bounds sizes (the Linux limits:
+//! 255-byte names, 64 KiB values) and implements `XATTR_CREATE` / `XATTR_REPLACE`.
+//! Every function runs inside the caller's transaction. Changing an attribute updates
+//! the inode's ctime, as on a local file system. The rows of an inode go away with
+//! the inode ([`crate::tree`] calls [`remove_all`] wherever it deletes one).
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::error::{Error, Result};
+use crate::tree::{self, InodeId, SetAttr};
+
+/// Longest attribute name, in bytes (Linux `XATTR_NAME_MAX`).
+pub const MAX_NAME: usize = 255;
+/// Largest attribute value, in bytes (Linux `XATTR_SIZE_MAX`).
+pub const MAX_VALUE: usize = 64 * 1024;
+
+/// How [`crate::Vault::set_xattr`] treats an attribute that already exists or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum XattrMode {
+    /// Create or replace (`setxattr` flags 0).
+    #[default]
+    Upsert,
+    /// Fail with `AlreadyExists` if it exists (`XATTR_CREATE`).
+    Create,
+    /// Fail with `NoSuchAttribute` if it does not exist (`XATTR_REPLACE`).
+    Replace,
+}
+
+fn shown(name: &[u8]) -> String {
+    String::from_utf8_lossy(name).into_owned()
+}
+
+fn check_name(name: &[u8]) -> Result<()> {
+    if name.is_empty() || name.contains(&0) {
+        return Err(Error::InvalidArgument { what: "an extended attribute name must be non-empty without NUL".into() });
+    }
+    if name.len() > MAX_NAME {
+        return Err(Error::NameTooLong { path: shown(name) });
+    }
+    Ok(())
+}
+
+fn lookup(conn: &Connection, ino: InodeId, name: &[u8]) -> Result<Option<Vec<u8>>> {
+    Ok(conn
+        .prepare_cached("SELECT value FROM xattrs WHERE ino = ?1 AND name = ?2")?
+        .query_row(params![ino.0 as i64, name], |r| r.get(0))
+        .optional()?)
+}
+
+/// The value of `name` on `ino`; `NoSuchAttribute` if it has none, `StaleHandle` if
+/// the inode is gone.
+pub fn get(conn: &Connection, ino: InodeId, name: &[u8]) -> Result<Vec<u8>> {
+    check_name(name)?;
+    match lookup(conn, ino, name)? {
+        Some(v) => Ok(v),
+        None => {
+            tree::attr(conn, ino)?;
+            Err(Error::NoSuchAttribute { name: shown(name) })
+        }
+    }
+}
+
+/// Sets `name` on `ino` as `mode` says.
+pub fn set(conn: &Connection, ino: InodeId, name: &[u8], value: &[u8], mode: XattrMode) -> Result<()> {
+    check_name(name)?;
+    if value.len() > MAX_VALUE {
+        return Err(Error::InvalidArgument {
+            what: format!("extended attribute value of {} bytes (at most 64 KiB)", value.len()),
+        });
+    }
+    tree::attr(conn, ino)?;
+    let exists = conn
+        .prepare_cached("SELECT 1 FROM xattrs WHERE ino = ?1 AND name = ?2")?
+        .query_row(params![ino.0 as i64, name], |_| Ok(()))
+        .optional()?
+        .is_some();
+    match (mode, exists) {
+        (XattrMode::Create, true) => return Err(Error::AlreadyExists { path: shown(name) }),
+        (XattrMode::Replace, false) => return Err(Error::NoSuchAttribute { name: shown(name) }),
+        _ => {}
+    }
+    conn.prepare_cached("INSERT OR REPLACE INTO xattrs(ino, name, value) VALUES (?1, ?2, ?3)")?.execute(params![
+        ino.0 as i64,
+        name,
+        value
+    ])?;
+    tree::set_attr(conn, ino, &SetAttr::default())?;
+    Ok(())
+}
+
+/// Names of every attribute of `ino`, in byte order.
+pub fn list(conn: &Connection, ino: InodeId) -> Result<Vec<Vec<u8>>> {
+    tree::attr(conn, ino)?;
+    let mut stmt = conn.prepare_cached("SELECT name FROM xattrs WHERE ino = ?1 ORDER BY name")?;
+    let rows = stmt.query_map([ino.0 as i64], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Removes `name` from `ino`; `NoSuchAttribute` if it has none.
+pub fn remove(conn: &Connection, ino: InodeId, name: &[u8]) -> Result<()> {
+    check_name(name)?;
+    tree::attr(conn, ino)?;
+    let n =
+        conn.prepare_cached("DELETE FROM xattrs WHERE ino = ?1 AND name = ?2")?.execute(params![ino.0 as i64, name])?;
+    if n == 0 {
+        return Err(Error::NoSuchAttribute { name: shown(name) });
+    }
+    tree::set_attr(conn, ino, &SetAttr::default())?;
+    Ok(())
+}
+
+/// Deletes every attribute of `ino` (the inode itself is being deleted).
+pub fn remove_all(conn: &Connection, ino: InodeId) -> Result<()> {
+    conn.prepare_cached("DELETE FROM xattrs WHERE ino = ?1")?.execute([ino.0 as i64])?;
+    Ok(())
+}
