@@ -13,6 +13,7 @@
 //! | 4 | not found, already exists, not empty, not a directory, invalid path and the like |
 //! | 5 | environment: I/O error, disk full, busy vault; or some entries were skipped by put |
 
+mod mount;
 mod secret;
 mod transfer;
 
@@ -178,6 +179,12 @@ enum Command {
     /// Manage key slots (several passphrases or key files may open one vault).
     #[command(subcommand)]
     Key(KeyCommand),
+    /// Mount the vault as a file system (foreground; -d for background).
+    Mount {
+        vault: PathBuf,
+        #[command(flatten)]
+        args: mount::MountArgs,
+    },
     /// Format, sizes, counts and deduplication ratio.
     Info {
         vault: PathBuf,
@@ -443,6 +450,9 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             let old = secret::existing(&ctx.secret)?;
             Vault::remove_secret(&vault, &old, slot)?;
             eprintln!("removed key slot {slot}");
+        }
+        Command::Mount { vault, args } => {
+            mount::run(&vault, secret::existing(&ctx.secret)?, ctx.config.clone(), &args)?;
         }
         Command::Info { vault, json } => {
             let v = ctx.open(&vault)?;

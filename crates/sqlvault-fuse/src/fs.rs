@@ -1,0 +1,952 @@
+//! The FUSE file system over a [`Vault`]: one `fuser::Filesystem` method per
+//! operation. Each method calls an `*_inner` function that returns
+//! `Result<T, FsError>` and replies exactly once, so no path forgets a reply or
+//! replies twice; a panic inside an operation is caught and answered with `EIO`.
+//!
+//! Mapping and caching decisions (the reasons are in the crate documentation):
+//! * FUSE node ids are the vault's inode numbers (the root is 1 in both), so
+//!   `forget` has nothing to release.
+//! * Open files are the core's [`FileHandle`]s: writes are buffered into whole chunks
+//!   and committed on `flush` (every `close`), `fsync`, `release` or the core's
+//!   dirty limit, never one transaction per `write`.
+//! * The kernel checks permissions (`default_permissions`); `access` is answered
+//!   from the mode bits for kernels that still ask.
+//! * Attributes and entries are cached by the kernel for `ttl`; negative lookups are
+//!   not cached, so a file created through the library or the CLI appears at once.
+
+use std::collections::HashMap;
+use std::ffi::{CString, OsStr};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use fuser::{
+    AccessFlags, Errno, FileAttr, FileHandle as Fh, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
+    KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
+    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
+    WriteFlags,
+};
+use sqlvault::{
+    Attr, Entry, Error, ErrorKind, FileHandle, FileOptions, FileType, InodeId, NewNode, RenameMode, SetAttr, Vault,
+    XattrMode,
+};
+
+use crate::attr::{file_attr, fuse_type, inode, time_ns, time_or_now_ns, ShownOwner};
+
+/// Largest write we ask the kernel for; it caps requests at its `max_pages` limit
+/// (1 MiB with 4 KiB pages unless `fs.fuse.max_pages_limit` is raised).
+const MAX_WRITE: u32 = 16 << 20;
+/// Directory entries fetched from the vault per page while listing.
+const DIR_PAGE: usize = 256;
+/// Longest symlink target accepted (Linux `PATH_MAX`).
+const MAX_SYMLINK: usize = 4096;
+/// Generation number of every node id (ids are not reused while the kernel knows them).
+const GENERATION: Generation = Generation(0);
+/// Extended attribute namespaces stored in the vault. `system.*` (POSIX ACLs and the
+/// like) would not be enforced, so it is refused rather than silently stored.
+const XATTR_NAMESPACES: [&[u8]; 3] = [b"user.", b"trusted.", b"security."];
+/// File capabilities. The kernel asks for this attribute before every `write` (to
+/// know whether to drop it); the mount is `nosuid`, where capabilities never apply,
+/// so it is neither stored nor looked up: the answer is "none" without a query.
+const XATTR_CAPABILITY: &[u8] = b"security.capability";
+
+/// Why an operation failed: a vault error (its errno passes through) or an errno that
+/// only the FUSE layer knows (bad handle, unsupported node type, buffer too small).
+#[derive(Debug)]
+pub(crate) enum FsError {
+    Vault(Error),
+    Errno(i32),
+}
+
+impl From<Error> for FsError {
+    fn from(e: Error) -> Self {
+        FsError::Vault(e)
+    }
+}
+
+impl FsError {
+    fn code(&self) -> i32 {
+        match self {
+            FsError::Vault(e) => e.errno(),
+            FsError::Errno(n) => *n,
+        }
+    }
+}
+
+type Result<T, E = FsError> = std::result::Result<T, E>;
+
+/// Settings fixed at mount time.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub ttl: Duration,
+    pub owner: ShownOwner,
+    pub read_only: bool,
+}
+
+/// Handles by number: open files or directory streams.
+struct Table<T> {
+    next: AtomicU64,
+    map: Mutex<HashMap<u64, Arc<T>>>,
+}
+
+impl<T> Table<T> {
+    fn new() -> Self {
+        Table { next: AtomicU64::new(1), map: Mutex::new(HashMap::new()) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Arc<T>>> {
+        // The map stays consistent even if a panic interrupted an earlier holder.
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn insert(&self, value: T) -> Fh {
+        let fh = self.next.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(fh, Arc::new(value));
+        Fh(fh)
+    }
+
+    fn get(&self, fh: Fh) -> Result<Arc<T>> {
+        self.lock().get(&fh.0).cloned().ok_or(FsError::Errno(libc::EBADF))
+    }
+
+    fn remove(&self, fh: Fh) -> Option<Arc<T>> {
+        self.lock().remove(&fh.0)
+    }
+
+    fn drain(&self) -> Vec<Arc<T>> {
+        self.lock().drain().map(|(_, v)| v).collect()
+    }
+}
+
+/// An open directory: the entries read so far, so that any offset the kernel hands
+/// back (telldir/seekdir, a reply it could not fully use) names a stable position.
+/// Offset 0 is `.`, 1 is `..`, and `n + 2` is `entries[n]`.
+struct DirStream {
+    ino: InodeId,
+    state: Mutex<DirState>,
+}
+
+#[derive(Default)]
+struct DirState {
+    entries: Vec<Entry>,
+    complete: bool,
+}
+
+/// One item of a directory listing, with the offset of the item after it.
+struct DirItem<'a> {
+    ino: InodeId,
+    next: u64,
+    kind: FileType,
+    name: &'a [u8],
+}
+
+/// Outcome of the final flush, read by the session once the file system is gone.
+pub(crate) type Closed = Arc<Mutex<Option<std::result::Result<(), Error>>>>;
+
+pub(crate) struct VaultFs {
+    vault: Option<Vault>,
+    settings: Settings,
+    blksize: u32,
+    /// Directory holding the vault file; `statfs` reports its file system.
+    host_dir: PathBuf,
+    files: Table<FileHandle>,
+    dirs: Table<DirStream>,
+    closed: Closed,
+}
+
+fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(Err(FsError::Errno(libc::EIO)))
+}
+
+fn closed_error() -> FsError {
+    FsError::Errno(libc::ESHUTDOWN)
+}
+
+impl VaultFs {
+    pub(crate) fn new(vault: Vault, settings: Settings, closed: Closed) -> VaultFs {
+        let host_dir = vault
+            .path()
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        VaultFs {
+            blksize: vault.chunk_size(),
+            vault: Some(vault),
+            settings,
+            host_dir,
+            files: Table::new(),
+            dirs: Table::new(),
+            closed,
+        }
+    }
+
+    fn vault(&self) -> Result<&Vault> {
+        self.vault.as_ref().ok_or_else(closed_error)
+    }
+
+    fn fattr(&self, a: &Attr) -> FileAttr {
+        file_attr(a, self.settings.owner, self.blksize)
+    }
+
+    /// The errno to reply with; failures of the environment or a damaged vault are
+    /// also reported on stderr, since the program that sees `EIO` cannot tell why.
+    fn errno(&self, op: &str, e: FsError) -> Errno {
+        if let FsError::Vault(err) = &e {
+            if matches!(err.kind(), ErrorKind::Damaged | ErrorKind::Environment) && !matches!(err, Error::ReadOnly) {
+                eprintln!("sqlvault-fuse: {op}: {err}");
+            }
+        }
+        Errno::from_i32(e.code())
+    }
+
+    fn writable(&self) -> Result<()> {
+        if self.settings.read_only {
+            return Err(FsError::Vault(Error::ReadOnly));
+        }
+        Ok(())
+    }
+
+    /// Owner and permission bits of a new node in `parent`: the caller's ids, except
+    /// that a set-group-id directory passes its group (and, to directories, the bit).
+    fn new_node<'a>(
+        &self,
+        req: &Request,
+        parent: InodeId,
+        kind: FileType,
+        perm: u32,
+        target: Option<&'a [u8]>,
+    ) -> Result<NewNode<'a>> {
+        let p = self.vault()?.attr(parent)?;
+        if p.kind != FileType::Dir {
+            return Err(FsError::Vault(Error::NotADirectory { path: format!("inode {}", parent.0) }));
+        }
+        let mut perm = perm & 0o7777;
+        let gid = if p.perm & libc::S_ISGID != 0 {
+            if kind == FileType::Dir {
+                perm |= libc::S_ISGID;
+            }
+            p.gid
+        } else {
+            req.gid()
+        };
+        Ok(NewNode { kind, perm, uid: req.uid(), gid, target })
+    }
+
+    fn open_options(flags: OpenFlags) -> FileOptions {
+        let write = flags.acc_mode() != OpenAccMode::O_RDONLY;
+        // Always readable: the kernel enforces the descriptor's mode, and it may read
+        // through any handle of the inode (readahead, partial pages).
+        FileOptions::new().read(true).write(write).truncate(write && flags.0 & libc::O_TRUNC != 0)
+    }
+
+    // ----- entries -----
+
+    fn lookup_inner(&self, parent: INodeNo, name: &OsStr) -> Result<Attr> {
+        Ok(self.vault()?.lookup(inode(parent), name.as_bytes())?)
+    }
+
+    fn getattr_inner(&self, ino: INodeNo) -> Result<Attr> {
+        Ok(self.vault()?.attr(inode(ino))?)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn setattr_inner(
+        &self,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+    ) -> Result<Attr> {
+        self.writable()?;
+        let vault = self.vault()?;
+        let ino = inode(ino);
+        if size.is_some() {
+            match vault.attr(ino)?.kind {
+                FileType::File => {}
+                FileType::Dir => return Err(FsError::Vault(Error::IsADirectory { path: format!("inode {}", ino.0) })),
+                FileType::Symlink => return Err(FsError::Errno(libc::EINVAL)),
+            }
+        }
+        let now = time_ns(SystemTime::now());
+        let set = SetAttr {
+            perm: mode.map(|m| m & 0o7777),
+            uid,
+            gid,
+            atime_ns: atime.map(|t| time_or_now_ns(t, now)),
+            mtime_ns: mtime.map(|t| time_or_now_ns(t, now)),
+        };
+        Ok(vault.set_attr(ino, &set, size)?)
+    }
+
+    fn create_node_inner(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        kind: FileType,
+        perm: u32,
+        target: Option<&[u8]>,
+    ) -> Result<Attr> {
+        self.writable()?;
+        let parent = inode(parent);
+        let node = self.new_node(req, parent, kind, perm, target)?;
+        Ok(self.vault()?.create_node(parent, name.as_bytes(), node)?)
+    }
+
+    fn mknod_inner(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32) -> Result<Attr> {
+        // Only regular files: the vault has no FIFOs, sockets or device nodes, and
+        // EPERM is what mknod(2) returns for a type the file system does not support.
+        match mode & libc::S_IFMT {
+            0 | libc::S_IFREG => self.create_node_inner(req, parent, name, FileType::File, mode, None),
+            _ => Err(FsError::Errno(libc::EPERM)),
+        }
+    }
+
+    fn symlink_inner(&self, req: &Request, parent: INodeNo, name: &OsStr, target: &Path) -> Result<Attr> {
+        let target = target.as_os_str().as_bytes();
+        if target.is_empty() || target.len() > MAX_SYMLINK {
+            return Err(FsError::Errno(if target.is_empty() { libc::ENOENT } else { libc::ENAMETOOLONG }));
+        }
+        self.create_node_inner(req, parent, name, FileType::Symlink, 0o777, Some(target))
+    }
+
+    fn link_inner(&self, ino: INodeNo, new_parent: INodeNo, new_name: &OsStr) -> Result<Attr> {
+        self.writable()?;
+        Ok(self.vault()?.link_at(inode(ino), inode(new_parent), new_name.as_bytes())?)
+    }
+
+    fn unlink_inner(&self, parent: INodeNo, name: &OsStr) -> Result<()> {
+        self.writable()?;
+        Ok(self.vault()?.unlink_at(inode(parent), name.as_bytes())?)
+    }
+
+    fn rmdir_inner(&self, parent: INodeNo, name: &OsStr) -> Result<()> {
+        self.writable()?;
+        Ok(self.vault()?.rmdir_at(inode(parent), name.as_bytes())?)
+    }
+
+    fn rename_inner(
+        &self,
+        parent: INodeNo,
+        name: &OsStr,
+        new_parent: INodeNo,
+        new_name: &OsStr,
+        flags: RenameFlags,
+    ) -> Result<()> {
+        self.writable()?;
+        let mode = if flags.is_empty() {
+            RenameMode::Replace
+        } else if flags == RenameFlags::RENAME_NOREPLACE {
+            RenameMode::NoReplace
+        } else if flags == RenameFlags::RENAME_EXCHANGE {
+            RenameMode::Exchange
+        } else {
+            // RENAME_WHITEOUT (overlayfs) or an invalid combination.
+            return Err(FsError::Errno(libc::EINVAL));
+        };
+        Ok(self.vault()?.rename_at(inode(parent), name.as_bytes(), inode(new_parent), new_name.as_bytes(), mode)?)
+    }
+
+    fn readlink_inner(&self, ino: INodeNo) -> Result<Vec<u8>> {
+        Ok(self.vault()?.read_link_ino(inode(ino))?)
+    }
+
+    // ----- files -----
+
+    fn open_inner(&self, ino: INodeNo, flags: OpenFlags) -> Result<Fh> {
+        let opts = Self::open_options(flags);
+        if opts.write {
+            self.writable()?;
+        }
+        let handle = self.vault()?.open_ino(inode(ino), &opts)?;
+        Ok(self.files.insert(handle))
+    }
+
+    fn create_inner(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, flags: i32) -> Result<(Attr, Fh)> {
+        let attr = match self.create_node_inner(req, parent, name, FileType::File, mode, None) {
+            Ok(a) => a,
+            // Created meanwhile by another process using the vault: open it, unless
+            // the caller insisted on creating it.
+            Err(FsError::Vault(Error::AlreadyExists { .. })) if flags & libc::O_EXCL == 0 => {
+                let a = self.lookup_inner(parent, name)?;
+                if a.kind == FileType::Dir {
+                    return Err(FsError::Vault(Error::IsADirectory { path: name.to_string_lossy().into_owned() }));
+                }
+                a
+            }
+            Err(e) => return Err(e),
+        };
+        let fh = self.open_inner(INodeNo(attr.ino.0), OpenFlags(flags))?;
+        // Attributes after a possible O_TRUNC of an existing file.
+        let attr = self.vault()?.attr(attr.ino)?;
+        Ok((attr, fh))
+    }
+
+    fn read_inner(&self, fh: Fh, offset: u64, size: u32) -> Result<Vec<u8>> {
+        let handle = self.files.get(fh)?;
+        let mut buf = vec![0u8; size as usize];
+        let n = handle.read_at(offset, &mut buf)?;
+        buf.truncate(n);
+        Ok(buf)
+    }
+
+    fn write_inner(&self, fh: Fh, offset: u64, data: &[u8]) -> Result<u32> {
+        let handle = self.files.get(fh)?;
+        let n = handle.write_at(offset, data)?;
+        u32::try_from(n).map_err(|_| FsError::Errno(libc::EINVAL))
+    }
+
+    fn flush_inner(&self, fh: Fh) -> Result<()> {
+        Ok(self.files.get(fh)?.commit()?)
+    }
+
+    fn fsync_inner(&self, fh: Fh) -> Result<()> {
+        Ok(self.files.get(fh)?.sync_all()?)
+    }
+
+    fn release_inner(&self, fh: Fh) -> Result<()> {
+        let Some(handle) = self.files.remove(fh) else { return Err(FsError::Errno(libc::EBADF)) };
+        match Arc::try_unwrap(handle) {
+            Ok(h) => Ok(h.close()?),
+            // Another thread is still inside an operation on it; dropping the last
+            // reference commits and releases the inode.
+            Err(_shared) => Ok(()),
+        }
+    }
+
+    // ----- directories -----
+
+    fn opendir_inner(&self, ino: INodeNo) -> Result<Fh> {
+        let ino = inode(ino);
+        if self.vault()?.attr(ino)?.kind != FileType::Dir {
+            return Err(FsError::Vault(Error::NotADirectory { path: format!("inode {}", ino.0) }));
+        }
+        Ok(self.dirs.insert(DirStream { ino, state: Mutex::new(DirState::default()) }))
+    }
+
+    /// Feeds the items from `offset` on to `add` until it reports a full buffer.
+    fn list_inner(
+        &self,
+        ino: INodeNo,
+        fh: Fh,
+        offset: u64,
+        mut add: impl FnMut(DirItem<'_>) -> Result<bool>,
+    ) -> Result<()> {
+        let vault = self.vault()?;
+        let stream = self.dirs.get(fh)?;
+        if stream.ino != inode(ino) {
+            return Err(FsError::Errno(libc::EBADF));
+        }
+        let mut st = stream.state.lock().unwrap_or_else(|p| p.into_inner());
+        if offset == 0 {
+            // A fresh pass (opendir or rewinddir) sees the directory as it is now.
+            *st = DirState::default();
+        }
+        let dot = |next: u64, name: &'static [u8]| DirItem { ino: stream.ino, next, kind: FileType::Dir, name };
+        let mut pos = offset;
+        if pos == 0 {
+            if add(dot(1, b"."))? {
+                return Ok(());
+            }
+            pos = 1;
+        }
+        if pos == 1 {
+            if add(dot(2, b".."))? {
+                return Ok(());
+            }
+            pos = 2;
+        }
+        loop {
+            let idx = usize::try_from(pos - 2).map_err(|_| FsError::Errno(libc::EINVAL))?;
+            while st.entries.len() <= idx && !st.complete {
+                let after = st.entries.last().map(|e| e.name.clone());
+                let page = match vault.list(stream.ino, after.as_deref(), DIR_PAGE) {
+                    Ok(page) => page,
+                    // Removed while open: an empty directory from here on.
+                    Err(Error::StaleHandle) => Vec::new(),
+                    Err(e) => return Err(e.into()),
+                };
+                st.complete = page.len() < DIR_PAGE;
+                st.entries.extend(page);
+            }
+            let Some(e) = st.entries.get(idx) else { return Ok(()) };
+            if add(DirItem { ino: e.ino, next: pos + 1, kind: e.kind, name: &e.name })? {
+                return Ok(());
+            }
+            pos += 1;
+        }
+    }
+
+    fn releasedir_inner(&self, fh: Fh) -> Result<()> {
+        self.dirs.remove(fh).map(|_| ()).ok_or(FsError::Errno(libc::EBADF))
+    }
+
+    // ----- extended attributes -----
+
+    fn xattr_name(name: &OsStr) -> Result<&[u8]> {
+        let name = name.as_bytes();
+        if name != XATTR_CAPABILITY && XATTR_NAMESPACES.iter().any(|ns| name.starts_with(ns) && name.len() > ns.len()) {
+            Ok(name)
+        } else {
+            Err(FsError::Errno(libc::EOPNOTSUPP))
+        }
+    }
+
+    fn setxattr_inner(&self, ino: INodeNo, name: &OsStr, value: &[u8], flags: i32, position: u32) -> Result<()> {
+        self.writable()?;
+        let name = Self::xattr_name(name)?;
+        if position != 0 {
+            return Err(FsError::Errno(libc::EINVAL));
+        }
+        let mode = match flags & (libc::XATTR_CREATE | libc::XATTR_REPLACE) {
+            0 => XattrMode::Upsert,
+            libc::XATTR_CREATE => XattrMode::Create,
+            libc::XATTR_REPLACE => XattrMode::Replace,
+            _ => return Err(FsError::Errno(libc::EINVAL)),
+        };
+        Ok(self.vault()?.set_xattr(inode(ino), name, value, mode)?)
+    }
+
+    fn getxattr_inner(&self, ino: INodeNo, name: &OsStr) -> Result<Vec<u8>> {
+        match Self::xattr_name(name) {
+            Ok(name) => Ok(self.vault()?.get_xattr(inode(ino), name)?),
+            // A namespace we never store has no attributes.
+            Err(_) => Err(FsError::Errno(libc::ENODATA)),
+        }
+    }
+
+    fn listxattr_inner(&self, ino: INodeNo) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        for name in self.vault()?.list_xattrs(inode(ino))? {
+            out.extend_from_slice(&name);
+            out.push(0);
+        }
+        Ok(out)
+    }
+
+    fn removexattr_inner(&self, ino: INodeNo, name: &OsStr) -> Result<()> {
+        self.writable()?;
+        let name = Self::xattr_name(name).map_err(|_| FsError::Errno(libc::ENODATA))?;
+        Ok(self.vault()?.remove_xattr(inode(ino), name)?)
+    }
+
+    // ----- the rest -----
+
+    fn access_inner(&self, req: &Request, ino: INodeNo, mask: AccessFlags) -> Result<()> {
+        let a = self.fattr(&self.vault()?.attr(inode(ino))?);
+        if mask.contains(AccessFlags::W_OK) && self.settings.read_only {
+            return Err(FsError::Vault(Error::ReadOnly));
+        }
+        let want = (mask & (AccessFlags::R_OK | AccessFlags::W_OK | AccessFlags::X_OK)).bits() as u16;
+        let perm = a.perm;
+        let allowed = if req.uid() == 0 {
+            // root may do anything, except execute a file nobody may execute.
+            if a.kind == fuser::FileType::Directory || perm & 0o111 != 0 {
+                7
+            } else {
+                6
+            }
+        } else if req.uid() == a.uid {
+            (perm >> 6) & 7
+        } else if req.gid() == a.gid {
+            (perm >> 3) & 7
+        } else {
+            perm & 7
+        };
+        if want & !allowed != 0 {
+            return Err(FsError::Errno(libc::EACCES));
+        }
+        Ok(())
+    }
+
+    fn statfs_inner(&self) -> Result<libc::statvfs> {
+        let path = CString::new(self.host_dir.as_os_str().as_bytes()).map_err(|_| FsError::Errno(libc::EINVAL))?;
+        // SAFETY: an all-zero statvfs is a valid value of this plain C struct.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `path` is NUL-terminated and `st` is a valid out-pointer.
+        if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+            let e = io::Error::last_os_error();
+            return Err(FsError::Errno(e.raw_os_error().unwrap_or(libc::EIO)));
+        }
+        Ok(st)
+    }
+
+    /// Closes every handle the kernel did not release and checkpoints the vault.
+    fn shut_down(&mut self) -> std::result::Result<(), Error> {
+        let mut result = Ok(());
+        self.dirs.drain();
+        for handle in self.files.drain() {
+            if let Ok(h) = Arc::try_unwrap(handle) {
+                if let Err(e) = h.close() {
+                    result = result.and(Err(e));
+                }
+            }
+        }
+        if let Some(vault) = self.vault.take() {
+            if let Err(e) = vault.close() {
+                result = result.and(Err(e));
+            }
+        }
+        result
+    }
+}
+
+impl Filesystem for VaultFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
+        if let Err(max) = config.set_max_write(MAX_WRITE) {
+            let _ = config.set_max_write(max);
+        }
+        let _ = config.set_time_granularity(Duration::from_nanos(1));
+        // Each is optional: a kernel without it simply does not get it.
+        for cap in [
+            InitFlags::FUSE_BIG_WRITES,
+            InitFlags::FUSE_ATOMIC_O_TRUNC,
+            InitFlags::FUSE_DO_READDIRPLUS,
+            InitFlags::FUSE_READDIRPLUS_AUTO,
+            InitFlags::FUSE_AUTO_INVAL_DATA,
+            InitFlags::FUSE_PARALLEL_DIROPS,
+            InitFlags::FUSE_CACHE_SYMLINKS,
+        ] {
+            let _ = config.add_capabilities(cap);
+        }
+        Ok(())
+    }
+
+    fn destroy(&mut self) {
+        let r = self.shut_down();
+        let mut slot = self.closed.lock().unwrap_or_else(|p| p.into_inner());
+        *slot = Some(r);
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        match guarded(|| self.lookup_inner(parent, name)) {
+            Ok(a) => reply.entry(&self.settings.ttl, &self.fattr(&a), GENERATION),
+            Err(e) => reply.error(self.errno("lookup", e)),
+        }
+    }
+
+    fn forget(&self, _req: &Request, _ino: INodeNo, _nlookup: u64) {}
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<Fh>, reply: ReplyAttr) {
+        match guarded(|| self.getattr_inner(ino)) {
+            Ok(a) => reply.attr(&self.settings.ttl, &self.fattr(&a)),
+            Err(e) => reply.error(self.errno("getattr", e)),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<Fh>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        match guarded(|| self.setattr_inner(ino, mode, uid, gid, size, atime, mtime)) {
+            Ok(a) => reply.attr(&self.settings.ttl, &self.fattr(&a)),
+            Err(e) => reply.error(self.errno("setattr", e)),
+        }
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        match guarded(|| self.readlink_inner(ino)) {
+            Ok(t) => reply.data(&t),
+            Err(e) => reply.error(self.errno("readlink", e)),
+        }
+    }
+
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        match guarded(|| self.mknod_inner(req, parent, name, mode)) {
+            Ok(a) => reply.entry(&self.settings.ttl, &self.fattr(&a), GENERATION),
+            Err(e) => reply.error(self.errno("mknod", e)),
+        }
+    }
+
+    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, reply: ReplyEntry) {
+        match guarded(|| self.create_node_inner(req, parent, name, FileType::Dir, mode, None)) {
+            Ok(a) => reply.entry(&self.settings.ttl, &self.fattr(&a), GENERATION),
+            Err(e) => reply.error(self.errno("mkdir", e)),
+        }
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        match guarded(|| self.unlink_inner(parent, name)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(self.errno("unlink", e)),
+        }
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        match guarded(|| self.rmdir_inner(parent, name)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(self.errno("rmdir", e)),
+        }
+    }
+
+    fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
+        match guarded(|| self.symlink_inner(req, parent, link_name, target)) {
+            Ok(a) => reply.entry(&self.settings.ttl, &self.fattr(&a), GENERATION),
+            Err(e) => reply.error(self.errno("symlink", e)),
+        }
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        match guarded(|| self.rename_inner(parent, name, newparent, newname, flags)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(self.errno("rename", e)),
+        }
+    }
+
+    fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+        match guarded(|| self.link_inner(ino, newparent, newname)) {
+            Ok(a) => reply.entry(&self.settings.ttl, &self.fattr(&a), GENERATION),
+            Err(e) => reply.error(self.errno("link", e)),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        match guarded(|| self.open_inner(ino, flags)) {
+            Ok(fh) => reply.opened(fh, FopenFlags::empty()),
+            Err(e) => reply.error(self.errno("open", e)),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: Fh,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        match guarded(|| self.read_inner(fh, offset, size)) {
+            Ok(data) => reply.data(&data),
+            Err(e) => reply.error(self.errno("read", e)),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: Fh,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        match guarded(|| self.write_inner(fh, offset, data)) {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(self.errno("write", e)),
+        }
+    }
+
+    fn flush(&self, _req: &Request, _ino: INodeNo, fh: Fh, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        match guarded(|| self.flush_inner(fh)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(self.errno("flush", e)),
+        }
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: Fh,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        match guarded(|| self.release_inner(fh)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(self.errno("release", e)),
+        }
+    }
+
+    fn fsync(&self, _req: &Request, _ino: INodeNo, fh: Fh, _datasync: bool, reply: ReplyEmpty) {
+        match guarded(|| self.fsync_inner(fh)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(self.errno("fsync", e)),
+        }
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match guarded(|| self.opendir_inner(ino)) {
+            Ok(fh) => reply.opened(fh, FopenFlags::empty()),
+            Err(e) => reply.error(self.errno("opendir", e)),
+        }
+    }
+
+    fn readdir(&self, _req: &Request, ino: INodeNo, fh: Fh, offset: u64, mut reply: ReplyDirectory) {
+        let r = guarded(|| {
+            self.list_inner(ino, fh, offset, |item| {
+                Ok(reply.add(INodeNo(item.ino.0), item.next, fuse_type(item.kind), OsStr::from_bytes(item.name)))
+            })
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(self.errno("readdir", e)),
+        }
+    }
+
+    fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: Fh, offset: u64, mut reply: ReplyDirectoryPlus) {
+        let r = guarded(|| {
+            let vault = self.vault()?;
+            self.list_inner(ino, fh, offset, |item| {
+                let attr = match vault.attr(item.ino) {
+                    Ok(a) => a,
+                    // Removed since the page was read: leave it out.
+                    Err(Error::StaleHandle) => return Ok(false),
+                    Err(e) => return Err(e.into()),
+                };
+                let name = OsStr::from_bytes(item.name);
+                Ok(reply.add(INodeNo(item.ino.0), item.next, name, &self.settings.ttl, &self.fattr(&attr), GENERATION))
+            })
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(self.errno("readdirplus", e)),
+        }
+    }
+
+    fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: Fh, _flags: OpenFlags, reply: ReplyEmpty) {
+        match guarded(|| self.releasedir_inner(fh)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(self.errno("releasedir", e)),
+        }
+    }
+
+    fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: Fh, _datasync: bool, reply: ReplyEmpty) {
+        match guarded(|| Ok(self.vault()?.sync()?)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(self.errno("fsyncdir", e)),
+        }
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        match guarded(|| self.statfs_inner()) {
+            Ok(st) => reply.statfs(
+                st.f_blocks,
+                st.f_bfree,
+                st.f_bavail,
+                st.f_files,
+                st.f_ffree,
+                u32::try_from(st.f_bsize).unwrap_or(4096),
+                255,
+                u32::try_from(st.f_frsize).unwrap_or(4096),
+            ),
+            Err(e) => reply.error(self.errno("statfs", e)),
+        }
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        position: u32,
+        reply: ReplyEmpty,
+    ) {
+        match guarded(|| self.setxattr_inner(ino, name, value, flags, position)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(self.errno("setxattr", e)),
+        }
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        match guarded(|| self.getxattr_inner(ino, name)) {
+            Ok(v) => reply_sized(reply, &v, size),
+            Err(e) => reply.error(self.errno("getxattr", e)),
+        }
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        match guarded(|| self.listxattr_inner(ino)) {
+            Ok(v) => reply_sized(reply, &v, size),
+            Err(e) => reply.error(self.errno("listxattr", e)),
+        }
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        match guarded(|| self.removexattr_inner(ino, name)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(self.errno("removexattr", e)),
+        }
+    }
+
+    fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        match guarded(|| self.access_inner(req, ino, mask)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(self.errno("access", e)),
+        }
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        match guarded(|| self.create_inner(req, parent, name, mode, flags)) {
+            Ok((a, fh)) => reply.created(&self.settings.ttl, &self.fattr(&a), GENERATION, fh, FopenFlags::empty()),
+            Err(e) => reply.error(self.errno("create", e)),
+        }
+    }
+}
+
+/// The xattr protocol: size 0 asks for the length, a too small buffer is `ERANGE`.
+fn reply_sized(reply: ReplyXattr, data: &[u8], size: u32) {
+    match u32::try_from(data.len()) {
+        Ok(len) if size == 0 => reply.size(len),
+        Ok(len) if len <= size => reply.data(data),
+        _ => reply.error(Errno::ERANGE),
+    }
+}
