@@ -133,10 +133,11 @@ pub struct KdfParams {
 }
 
 impl Default for KdfParams {
-    /// Chosen so one derivation costs about half a second on a current 2-core x86-64
-    /// (measured in `docs/format.md`); the memory keeps GPU attacks expensive.
+    /// Chosen so one derivation costs about half a second on this project's 2-core
+    /// x86-64 machines (`sqlvault-bench kdf`: 128 MiB t=6 measured 538 ms, t=4 342 ms;
+    /// see docs/benchmarks.md); the memory keeps GPU attacks expensive.
     fn default() -> Self {
-        KdfParams { memory_kib: 64 * 1024, iterations: 4, parallelism: 1 }
+        KdfParams { memory_kib: 128 * 1024, iterations: 5, parallelism: 1 }
     }
 }
 
