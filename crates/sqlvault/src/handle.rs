@@ -58,7 +58,12 @@ impl OpenInode {
 
     /// The size including buffered writes (None if nothing is buffered).
     pub fn buffered_size(&self) -> Option<u64> {
-        self.lock().ok().and_then(|s| s.dirty().then_some(s.size))
+        self.buffered().map(|(size, _)| size)
+    }
+
+    /// Size and modification time including buffered writes (None if nothing is buffered).
+    pub fn buffered(&self) -> Option<(u64, i64)> {
+        self.lock().ok().and_then(|s| s.modified_ns.map(|m| (s.size, m)))
     }
 
     fn current_size(&self, vault: &Vault, st: &ContentState) -> Result<u64> {

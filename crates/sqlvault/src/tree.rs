@@ -471,7 +471,9 @@ pub fn collect_orphans(conn: &Connection) -> Result<usize> {
 
 fn process_alive(pid: i64) -> bool {
     if pid == std::process::id() as i64 {
-        return false; // this process is opening the vault: it holds no handle yet
+        // Another `Vault` of this process may still hold the handle; its last close
+        // purges the inode.
+        return true;
     }
     // SAFETY: kill with signal 0 only checks for existence.
     let r = unsafe { libc::kill(pid as libc::pid_t, 0) };

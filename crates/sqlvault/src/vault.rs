@@ -293,15 +293,17 @@ impl Vault {
     /// Attributes of `ino`, including the size of writes still buffered in this process.
     pub fn attr(&self, ino: InodeId) -> Result<Attr> {
         let mut a = self.engine().read(|c| tree::attr(c, ino))?;
-        if let Some(size) = self.buffered_size(ino) {
+        if let Some((size, mtime_ns)) = self.buffered(ino) {
             a.size = size;
+            a.mtime_ns = mtime_ns;
+            a.ctime_ns = a.ctime_ns.max(mtime_ns);
         }
         Ok(a)
     }
 
-    fn buffered_size(&self, ino: InodeId) -> Option<u64> {
+    fn buffered(&self, ino: InodeId) -> Option<(u64, i64)> {
         let node = self.inner.open.lock().ok()?.get(&ino).map(|e| e.0.clone())?;
-        node.buffered_size()
+        node.buffered()
     }
 
     /// Looks `name` up in directory `parent`.

@@ -208,3 +208,30 @@ fn large_file_streams_with_bounded_buffers() {
     }
     assert_eq!(v.metadata("/big").unwrap().size, 64 << 20);
 }
+
+#[test]
+fn stat_shows_buffered_size_and_mtime_before_commit() {
+    let (_t, v) = TestVault::new(4096);
+    v.write_file("/f", b"x").unwrap();
+    v.set_times("/f", None, Some(1_000)).unwrap();
+    let f = v.open_file("/f", &FileOptions::new().write(true)).unwrap();
+    f.write_at(0, b"longer").unwrap();
+    let a = v.metadata("/f").unwrap();
+    assert_eq!(a.size, 6);
+    assert!(a.mtime_ns > 1_000, "mtime must reflect the buffered write");
+    f.close().unwrap();
+}
+
+#[test]
+fn second_vault_in_same_process_keeps_open_orphans() {
+    let (t, v) = TestVault::new(4096);
+    v.write_file("/f", b"in use").unwrap();
+    let h = v.open_file("/f", &FileOptions::new().read(true)).unwrap();
+    v.remove_file("/f").unwrap();
+    let other = t.reopen();
+    let mut buf = [0u8; 6];
+    assert_eq!(h.read_at(0, &mut buf).unwrap(), 6);
+    assert_eq!(&buf, b"in use");
+    h.close().unwrap();
+    assert_eq!(other.info().unwrap().files, 0);
+}
