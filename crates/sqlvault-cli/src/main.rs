@@ -427,16 +427,8 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             if json {
                 print_json(&slots)?;
             } else {
-                for s in slots {
-                    match s.kdf {
-                        Some(k) => println!(
-                            "slot {}: passphrase (argon2id, {} MiB, {} iterations)",
-                            s.index,
-                            k.memory_kib / 1024,
-                            k.iterations
-                        ),
-                        None => println!("slot {}: key file", s.index),
-                    }
+                for s in &slots {
+                    println!("slot {}: {}", s.index, describe_slot(s));
                 }
             }
         }
@@ -464,16 +456,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
                 println!("cipher:         SQLCipher 4, AES-256, {} pages of {} KiB", i.cipher.hmac.sqlcipher_name(), i.cipher.page_size / 1024);
                 println!("chunk size:     {} KiB", i.chunk_size / 1024);
                 for s in &i.key_slots {
-                    match s.kdf {
-                        Some(k) => println!(
-                            "key slot {}:     passphrase, Argon2id m={} MiB t={} p={}",
-                            s.index,
-                            k.memory_kib / 1024,
-                            k.iterations,
-                            k.parallelism
-                        ),
-                        None => println!("key slot {}:     key file", s.index),
-                    }
+                    println!("key slot {}:     {}", s.index, describe_slot(s));
                 }
                 println!("files:          {}", i.files);
                 println!("directories:    {}", i.directories);
@@ -486,6 +469,13 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         }
     }
     Ok(0)
+}
+
+fn describe_slot(s: &sqlvault::keys::SlotInfo) -> String {
+    match s.kdf {
+        Some(k) => format!("passphrase, Argon2id m={} MiB t={} p={}", k.memory_kib / 1024, k.iterations, k.parallelism),
+        None => "key file".to_string(),
+    }
 }
 
 fn report(what: &str, s: &transfer::Summary) -> u8 {

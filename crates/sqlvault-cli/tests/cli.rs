@@ -159,6 +159,7 @@ fn passphrase_file_and_key_file_work() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let slots = e.ok(&["key", "ls", e.v()]);
     assert!(slots.contains("slot 1: key file"), "{slots}");
+    assert!(slots.contains("slot 0: passphrase, Argon2id"), "{slots}");
     e.ok(&["key", "rm", e.v(), "1"]);
     let out = sqlvault().args(["ls", e.v(), "--key-file", kf.to_str().unwrap()]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
