@@ -119,6 +119,8 @@ fn put_entry(
                 return Ok(());
             }
         };
+        // A new file gets its mode at creation; only an overwritten one needs a chmod.
+        let existed = vault.exists(dest)?;
         let mut out =
             vault.open_file(dest, &FileOptions::new().write(true).create(true).truncate(true).perm(meta.mode() & 0o7777))?;
         loop {
@@ -133,7 +135,9 @@ fn put_entry(
             pb.inc(n as u64);
         }
         out.close()?;
-        vault.set_permissions(dest, meta.mode() & 0o7777)?;
+        if existed {
+            vault.set_permissions(dest, meta.mode() & 0o7777)?;
+        }
         vault.set_times(dest, Some(atime), Some(mtime))?;
         s.files += 1;
     } else if ft.is_symlink() {

@@ -90,6 +90,22 @@ fn put_ls_cat_get_round_trip() {
 }
 
 #[test]
+fn put_keeps_modes_of_new_and_overwritten_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let e = Env::new();
+    let f = e.path("secret.txt");
+    std::fs::write(&f, b"s").unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+    e.ok(&["put", e.v(), f.to_str().unwrap(), "/secret.txt"]);
+    let st: serde_json::Value = serde_json::from_str(&e.ok(&["stat", "--json", e.v(), "/secret.txt"])).unwrap();
+    assert_eq!(st["perm"], 0o600);
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
+    e.ok(&["put", e.v(), f.to_str().unwrap(), "/secret.txt"]);
+    let st: serde_json::Value = serde_json::from_str(&e.ok(&["stat", "--json", e.v(), "/secret.txt"])).unwrap();
+    assert_eq!(st["perm"], 0o640);
+}
+
+#[test]
 fn put_of_single_file_into_existing_directory() {
     let e = Env::new();
     let f = e.path("one.txt");
