@@ -349,29 +349,7 @@ impl Header {
 
     /// Reads the newest valid header copy from the vault file at `path`.
     pub fn read(path: &Path) -> Result<Header> {
-        let shown = path.display().to_string();
-        let mut f = File::open(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Error::not_found(&shown),
-            _ => Error::io(format!("cannot open {shown}"), e),
-        })?;
-        let len = f.seek(SeekFrom::End(0)).map_err(|e| Error::io(format!("cannot read {shown}"), e))?;
-        let mut b = vec![0u8; HEADER_LEN as usize];
-        let n = f.read_at(&mut b, 0).map_err(|e| Error::io(format!("cannot read {shown}"), e))?;
-        if n < 8 || &b[0..8] != MAGIC {
-            return Err(Error::NotAVault { path: shown, reason: "no sqlvault header".into() });
-        }
-        if len < HEADER_LEN as u64 {
-            return Err(Error::damaged(format!("{shown} is truncated ({len} bytes, shorter than its header)")));
-        }
-        let a = Header::decode(&b[..COPY_LEN]);
-        let c = Header::decode(&b[COPY_LEN..]);
-        match (a, c) {
-            (Ok(Some(x)), Ok(Some(y))) => Ok(if y.generation > x.generation { y } else { x }),
-            (Ok(Some(x)), _) | (_, Ok(Some(x))) => Ok(x),
-            (Err(e @ Error::UnsupportedVersion { .. }), _) | (_, Err(e @ Error::UnsupportedVersion { .. })) => Err(e),
-            (Err(e), _) | (_, Err(e)) => Err(Error::damaged(format!("both header copies are unusable ({e})"))),
-            (Ok(None), Ok(None)) => Err(Error::damaged("both header copies are missing")),
-        }
+        Ok(newest(&read_region(path)?)?.0)
     }
 
     /// Writes this header as generation `self.generation + 1` into both copies,
@@ -385,12 +363,8 @@ impl Header {
         let bytes = self.encode();
         // Overwrite the copy that is *not* the current newest first. Reading picks the
         // highest generation, so until the first write is synced the old copy rules.
-        let current = Header::read(path)?;
-        let on_disk = read_copies(path)?;
-        let first = match (Header::decode(&on_disk[..COPY_LEN]), Header::decode(&on_disk[COPY_LEN..])) {
-            (Ok(Some(a)), _) if a.generation == current.generation => 1,
-            _ => 0,
-        };
+        let (_, current) = newest(&read_region(path)?)?;
+        let first = 1 - current;
         for copy in [first, 1 - first] {
             f.write_all_at(&bytes, (copy * COPY_LEN) as u64)
                 .and_then(|_| f.sync_data())
@@ -409,11 +383,37 @@ impl Header {
     }
 }
 
-fn read_copies(path: &Path) -> Result<Vec<u8>> {
-    let f = File::open(path).map_err(|e| Error::io("cannot read vault header", e))?;
+/// Reads the header region of the vault file, checking it is ours and complete.
+fn read_region(path: &Path) -> Result<Vec<u8>> {
+    let shown = path.display().to_string();
+    let mut f = File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::not_found(&shown),
+        _ => Error::io(format!("cannot open {shown}"), e),
+    })?;
+    let len = f.seek(SeekFrom::End(0)).map_err(|e| Error::io(format!("cannot read {shown}"), e))?;
     let mut b = vec![0u8; HEADER_LEN as usize];
-    f.read_exact_at(&mut b, 0).map_err(|e| Error::io("cannot read vault header", e))?;
+    let n = f.read_at(&mut b, 0).map_err(|e| Error::io(format!("cannot read {shown}"), e))?;
+    if n < 8 || &b[0..8] != MAGIC {
+        return Err(Error::NotAVault { path: shown, reason: "no sqlvault header".into() });
+    }
+    if len < HEADER_LEN as u64 {
+        return Err(Error::damaged(format!("{shown} is truncated ({len} bytes, shorter than its header)")));
+    }
     Ok(b)
+}
+
+/// The valid copy with the highest generation, and its index (0 or 1).
+fn newest(region: &[u8]) -> Result<(Header, usize)> {
+    let a = Header::decode(&region[..COPY_LEN]);
+    let c = Header::decode(&region[COPY_LEN..]);
+    match (a, c) {
+        (Ok(Some(x)), Ok(Some(y))) => Ok(if y.generation > x.generation { (y, 1) } else { (x, 0) }),
+        (Ok(Some(x)), _) => Ok((x, 0)),
+        (_, Ok(Some(y))) => Ok((y, 1)),
+        (Err(e @ Error::UnsupportedVersion { .. }), _) | (_, Err(e @ Error::UnsupportedVersion { .. })) => Err(e),
+        (Err(e), _) | (_, Err(e)) => Err(Error::damaged(format!("both header copies are unusable ({e})"))),
+        (Ok(None), Ok(None)) => Err(Error::damaged("both header copies are missing")),
+    }
 }
 
 const SLOT_FIXED: usize = 56;
@@ -553,6 +553,23 @@ mod tests {
         assert_eq!(lit.len(), 67);
         assert!(lit.starts_with(b"x'abab"));
         assert!(lit.ends_with(b"'"));
+    }
+
+    #[test]
+    fn newest_valid_copy_wins_and_a_torn_copy_falls_back() {
+        let (mut h, _) = Header::create(&Secret::passphrase("p"), fast(), cipher()).unwrap();
+        let old = h.encode();
+        h.generation += 1;
+        let new = h.encode();
+        let region = [old.clone(), new.clone()].concat();
+        assert_eq!(newest(&region).unwrap().1, 1);
+        let region = [new.clone(), old.clone()].concat();
+        assert_eq!(newest(&region).unwrap().1, 0);
+        let mut torn = new.clone();
+        torn[100] ^= 1;
+        let region = [old, torn].concat();
+        let (picked, idx) = newest(&region).unwrap();
+        assert_eq!((picked.generation, idx), (1, 0));
     }
 
     #[test]
