@@ -7,7 +7,6 @@
 //! and first touch of the Argon2 memory, which the library pays on every derivation.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -38,15 +37,8 @@ pub struct KdfArgs {
     /// The cost to aim for, milliseconds: the report names the parameters closest to it.
     #[arg(long, default_value_t = 500)]
     pub target_ms: u32,
-    /// Where JSON results go.
-    #[arg(long, default_value = "bench-results")]
-    pub results_dir: PathBuf,
-    /// Markdown file whose "KDF cost" section is rewritten.
-    #[arg(long, default_value = "docs/benchmarks.md")]
-    pub docs: PathBuf,
-    /// Do not touch the Markdown file.
-    #[arg(long)]
-    pub no_docs: bool,
+    #[command(flatten)]
+    pub out: report::OutputArgs,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -199,18 +191,8 @@ pub fn kdf(args: &KdfArgs) -> Result<()> {
         candidates,
         findings,
     };
-    let json_path = args.results_dir.join("kdf.json");
-    report::write_json(&json_path, &report)?;
     let md = markdown(&report, args);
-    println!("{SECTION}\n\n{md}");
-    eprintln!("wrote {}", json_path.display());
-    if args.no_docs {
-        eprintln!("{} not updated (--no-docs)", args.docs.display());
-    } else {
-        sys::update_markdown_section(&args.docs, crate::sweep::DOCS_TITLE, SECTION, &md)?;
-        eprintln!("updated section \"{}\" of {}", &SECTION[3..], args.docs.display());
-    }
-    Ok(())
+    report::publish(&args.out, &args.out.results_dir.join("kdf.json"), &report, SECTION, &md, None)
 }
 
 fn findings(timings: &[Timing], fits: &[Fit], candidates: &[Timing], default: KdfParams, target_ms: u32) -> Vec<String> {

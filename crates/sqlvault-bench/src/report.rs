@@ -1,7 +1,7 @@
 //! Small helpers shared by the benchmarks' reports: statistics over repetitions,
 //! number and size formatting for Markdown tables, and writing result files.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Context, Result};
 
@@ -88,4 +88,46 @@ mod tests {
         assert_eq!(size_label(4096), "4 KiB");
         assert_eq!(size_label(1 << 20), "1 MiB");
     }
+}
+
+/// Title and introduction of `docs/benchmarks.md`, written when the file is created.
+pub const DOCS_TITLE: &str = "# sqlvault benchmarks\n\n\
+Produced by `sqlvault-bench` (crate `crates/sqlvault-bench`). Each section is rewritten \
+by the subcommand it names; raw results are in `bench-results/` (not committed).";
+
+/// Where a subcommand's results go; shared by every subcommand.
+#[derive(clap::Args, Debug, Clone)]
+pub struct OutputArgs {
+    /// Where JSON results go.
+    #[arg(long, default_value = "bench-results")]
+    pub results_dir: PathBuf,
+    /// Markdown file whose section for this subcommand is rewritten.
+    #[arg(long, default_value = "docs/benchmarks.md")]
+    pub docs: PathBuf,
+    /// Do not touch the Markdown file.
+    #[arg(long)]
+    pub no_docs: bool,
+}
+
+/// Writes `report` to `json_path`, prints the Markdown section and
+/// rewrites it in the docs, unless `--no-docs` or `skip` (a reason) says not to.
+pub fn publish(
+    out: &OutputArgs,
+    json_path: &Path,
+    report: &impl serde::Serialize,
+    heading: &str,
+    md: &str,
+    skip: Option<&str>,
+) -> Result<()> {
+    write_json(json_path, report)?;
+    println!("{heading}\n\n{md}");
+    eprintln!("wrote {}", json_path.display());
+    match skip.or(out.no_docs.then_some("--no-docs")) {
+        Some(why) => eprintln!("{} not updated ({why})", out.docs.display()),
+        None => {
+            crate::sys::update_markdown_section(&out.docs, DOCS_TITLE, heading, md)?;
+            eprintln!("updated section \"{}\" of {}", heading.trim_start_matches("## "), out.docs.display());
+        }
+    }
+    Ok(())
 }

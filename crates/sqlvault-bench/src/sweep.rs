@@ -51,9 +51,6 @@ const VAULT_FILE: &str = "/bench.bin";
 /// in practice (about a millisecond).
 const CHEAP_KDF: KdfParams = KdfParams { memory_kib: 1024, iterations: 1, parallelism: 1 };
 const PASSPHRASE: &str = "sqlvault-bench chunk sweep";
-pub const DOCS_TITLE: &str = "# sqlvault benchmarks\n\n\
-Produced by `sqlvault-bench` (crate `crates/sqlvault-bench`). Each section is rewritten \
-by the subcommand it names; raw results are in `bench-results/` (not committed).";
 const SECTION: &str = "## Chunk-size sweep";
 
 /// Arguments of `sqlvault-bench chunk-sweep`.
@@ -81,15 +78,8 @@ pub struct SweepArgs {
     /// memory).
     #[arg(long)]
     pub no_drop_caches: bool,
-    /// Where JSON results go.
-    #[arg(long, default_value = "bench-results")]
-    pub results_dir: PathBuf,
-    /// Markdown file whose "Chunk-size sweep" section is rewritten.
-    #[arg(long, default_value = "docs/benchmarks.md")]
-    pub docs: PathBuf,
-    /// Do not touch the Markdown file.
-    #[arg(long)]
-    pub no_docs: bool,
+    #[command(flatten)]
+    pub out: report::OutputArgs,
     /// Measure nothing: rebuild the Markdown (stdout, and the docs unless --no-docs)
     /// from the JSON of an earlier run, with the findings recomputed.
     #[arg(long, value_name = "JSON", conflicts_with_all = ["size_mib", "reps", "quick", "dir", "no_page_variants", "no_drop_caches"])]
@@ -547,7 +537,7 @@ pub fn chunk_sweep(args: &SweepArgs) -> Result<()> {
         crate::bail!("--size-mib and --reps must be at least 1");
     }
     let started = Instant::now();
-    let base = args.dir.clone().unwrap_or_else(|| args.results_dir.join("tmp"));
+    let base = args.dir.clone().unwrap_or_else(|| args.out.results_dir.join("tmp"));
     std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
     let fs = sys::fs_info(&base)?;
     if fs.in_memory() {
@@ -669,25 +659,16 @@ pub fn chunk_sweep(args: &SweepArgs) -> Result<()> {
         library_defaults: library_defaults(),
     };
 
-    let json_path = args.results_dir.join(if args.quick { "chunk-sweep-quick.json" } else { "chunk-sweep.json" });
-    publish(args, &report, &json_path)?;
+    let json = args.out.results_dir.join(if args.quick { "chunk-sweep-quick.json" } else { "chunk-sweep.json" });
+    publish(args, &report, &json)?;
     eprintln!("total time {}", fmt_duration(started.elapsed()));
     Ok(())
 }
 
 /// Writes the JSON, prints the Markdown and updates the docs (not for quick runs).
 fn publish(args: &SweepArgs, report: &SweepReport, json_path: &Path) -> Result<()> {
-    report::write_json(json_path, report)?;
-    let md = markdown(report);
-    println!("{SECTION}\n\n{md}");
-    eprintln!("wrote {}", json_path.display());
-    if report.quick || args.no_docs {
-        eprintln!("{} not updated ({})", args.docs.display(), if report.quick { "quick run" } else { "--no-docs" });
-    } else {
-        sys::update_markdown_section(&args.docs, DOCS_TITLE, SECTION, &md)?;
-        eprintln!("updated section \"{}\" of {}", &SECTION[3..], args.docs.display());
-    }
-    Ok(())
+    let skip = report.quick.then_some("quick run");
+    report::publish(&args.out, json_path, report, SECTION, &markdown(report), skip)
 }
 
 /// `--render`: recompute the findings of an earlier run and publish it again.
