@@ -78,6 +78,45 @@ pub fn release(conn: &Connection, id: ChunkId) -> Result<()> {
     }
 }
 
+/// Adds `n` references to each listed chunk, which must exist (a snapshot or a
+/// restore now names it `n` more times).
+pub fn retain(conn: &Connection, counts: &[(ChunkId, i64)]) -> Result<()> {
+    let mut stmt = conn.prepare_cached("UPDATE chunks SET refs = refs + ?2 WHERE id = ?1")?;
+    for (id, n) in counts {
+        if stmt.execute(params![id.0, n])? != 1 {
+            return Err(Error::damaged(format!("chunk {} is referenced but missing", id.0)));
+        }
+    }
+    Ok(())
+}
+
+/// Drops `n` references from each listed chunk, deleting those left with none.
+/// Returns the bytes freed.
+pub fn release_many(conn: &Connection, counts: &[(ChunkId, i64)]) -> Result<u64> {
+    let mut dec = conn.prepare_cached("UPDATE chunks SET refs = refs - ?2 WHERE id = ?1 RETURNING refs, len")?;
+    let mut del = conn.prepare_cached("DELETE FROM chunks WHERE id = ?1")?;
+    let mut freed = 0u64;
+    for (id, n) in counts {
+        let (refs, len): (i64, i64) = dec
+            .query_row(params![id.0, n], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?
+            .ok_or_else(|| Error::damaged(format!("chunk {} is referenced but missing", id.0)))?;
+        if refs <= 0 {
+            del.execute([id.0])?;
+            freed += len as u64;
+        }
+    }
+    Ok(freed)
+}
+
+/// Maps index `idx` of file `ino` (a hole so far) to the stored chunk `id`, taking a
+/// reference to it.
+pub fn adopt(conn: &Connection, ino: i64, idx: u64, id: ChunkId) -> Result<()> {
+    retain(conn, &[(id, 1)])?;
+    conn.prepare_cached("INSERT INTO file_chunks(ino, idx, chunk) VALUES (?1, ?2, ?3)")?.execute(params![ino, idx as i64, id.0])?;
+    Ok(())
+}
+
 /// Reads a chunk's bytes.
 pub fn read(conn: &Connection, id: ChunkId) -> Result<Vec<u8>> {
     conn.prepare_cached("SELECT data FROM chunks WHERE id = ?1")?

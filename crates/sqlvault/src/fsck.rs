@@ -1,5 +1,6 @@
 //! Integrity checking: SQLite's own `integrity_check`, then every invariant the
-//! chunk store and the file tree promise. Read-only; reuses nothing but SQL, so a bug
+//! chunk store, the file tree and the snapshots promise (refcounts count the live
+//! chunk map and every snapshot's). Read-only; reuses nothing but SQL, so a bug
 //! in the code that maintains an invariant cannot hide its own damage.
 
 use rusqlite::Connection;
@@ -70,9 +71,12 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
 
     // 3. Reference counts and dangling references.
     let queries: &[(&str, &str)] = &[
+        // refs counts the live chunk map and every snapshot's chunk map.
         (
-            "SELECT 'chunk ' || c.id || ': reference count ' || c.refs || ' but ' || count(f.chunk) || ' references'
-             FROM chunks c LEFT JOIN file_chunks f ON f.chunk = c.id GROUP BY c.id HAVING c.refs != count(f.chunk)",
+            "SELECT 'chunk ' || id || ': reference count ' || refs || ' but ' || n || ' references' FROM
+               (SELECT c.id, c.refs, (SELECT count(*) FROM file_chunks f WHERE f.chunk = c.id)
+                                   + (SELECT count(*) FROM snap_chunks s WHERE s.chunk = c.id) AS n FROM chunks c)
+             WHERE refs != n OR n = 0",
             "refcount",
         ),
         (
@@ -156,6 +160,87 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
              SELECT 'directory ' || ino || ' does not lead back to the root' FROM up
              GROUP BY ino HAVING max(parent = 1) = 0",
             "cycle",
+        ),
+        // 5. Snapshots: every chunk reference exists, every snapshot tree is well formed.
+        (
+            "SELECT 'snapshot ' || s.snap || ' inode ' || s.ino || ' index ' || s.idx || ': chunk ' || s.chunk || ' is missing'
+             FROM snap_chunks s LEFT JOIN chunks c ON c.id = s.chunk WHERE c.id IS NULL",
+            "snapshot missing chunk",
+        ),
+        (
+            "SELECT 'snapshot ' || s.snap || ': chunk map of inode ' || s.ino || ': no such regular file'
+             FROM snap_chunks s LEFT JOIN snap_inodes i ON i.snap = s.snap AND i.ino = s.ino
+             WHERE i.ino IS NULL OR (i.mode & 61440) != 32768 GROUP BY s.snap, s.ino",
+            "snapshot map",
+        ),
+        (
+            "SELECT 'snapshot ' || s.snap || ' inode ' || s.ino || ': chunk index ' || s.idx || ' lies beyond its size ' || i.size
+             FROM snap_chunks s JOIN snap_inodes i ON i.snap = s.snap AND i.ino = s.ino WHERE s.idx * ?1 >= i.size",
+            "snapshot beyond size",
+        ),
+        (
+            "SELECT 'snapshot ' || t.snap || ': rows of a snapshot that does not exist in ' || t.tab FROM
+               (SELECT snap, 'snap_inodes' AS tab FROM snap_inodes UNION SELECT snap, 'snap_dirents' FROM snap_dirents
+                UNION SELECT snap, 'snap_chunks' FROM snap_chunks UNION SELECT snap, 'snap_xattrs' FROM snap_xattrs) t
+             WHERE NOT EXISTS (SELECT 1 FROM snapshots p WHERE p.id = t.snap)",
+            "snapshot rows",
+        ),
+        (
+            "SELECT 'snapshot ' || p.id || ' (' || p.name || '): root directory is missing'
+             FROM snapshots p WHERE NOT EXISTS
+               (SELECT 1 FROM snap_inodes i WHERE i.snap = p.id AND i.ino = 1 AND (i.mode & 61440) = 16384)",
+            "snapshot root",
+        ),
+        (
+            "SELECT 'snapshot ' || d.snap || ': entry ' || quote(d.name) || ' in ' || d.parent || ': inode ' || d.ino || ' is missing'
+             FROM snap_dirents d LEFT JOIN snap_inodes i ON i.snap = d.snap AND i.ino = d.ino WHERE i.ino IS NULL",
+            "snapshot dangling entry",
+        ),
+        (
+            "SELECT 'snapshot ' || d.snap || ': entry ' || quote(d.name) || ': parent ' || d.parent || ' is not a directory'
+             FROM snap_dirents d LEFT JOIN snap_inodes p ON p.snap = d.snap AND p.ino = d.parent
+             WHERE p.ino IS NULL OR (p.mode & 61440) != 16384",
+            "snapshot parent",
+        ),
+        (
+            "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ': link count ' || i.nlink || ' but ' || count(d.ino) || ' names'
+             FROM snap_inodes i LEFT JOIN snap_dirents d ON d.snap = i.snap AND d.ino = i.ino
+             WHERE (i.mode & 61440) != 16384 GROUP BY i.snap, i.ino HAVING i.nlink != count(d.ino)",
+            "snapshot nlink",
+        ),
+        (
+            "SELECT 'snapshot ' || i.snap || ': directory ' || i.ino || ' has ' || count(d.ino) || ' names'
+             FROM snap_inodes i LEFT JOIN snap_dirents d ON d.snap = i.snap AND d.ino = i.ino
+             WHERE (i.mode & 61440) = 16384 GROUP BY i.snap, i.ino
+             HAVING count(d.ino) != CASE WHEN i.ino = 1 THEN 0 ELSE 1 END",
+            "snapshot dir names",
+        ),
+        (
+            "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ' has no name'
+             FROM snap_inodes i WHERE i.ino != 1 AND NOT EXISTS
+               (SELECT 1 FROM snap_dirents d WHERE d.snap = i.snap AND d.ino = i.ino)",
+            "snapshot unreachable",
+        ),
+        (
+            "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ': unknown file type ' || (i.mode & 61440)
+             FROM snap_inodes i WHERE (i.mode & 61440) NOT IN (32768, 16384, 40960)",
+            "snapshot type",
+        ),
+        (
+            "SELECT 'snapshot ' || x.snap || ': extended attribute ' || quote(x.name) || ': inode ' || x.ino || ' is missing'
+             FROM snap_xattrs x LEFT JOIN snap_inodes i ON i.snap = x.snap AND i.ino = x.ino WHERE i.ino IS NULL",
+            "snapshot dangling xattr",
+        ),
+        (
+            "WITH RECURSIVE up(snap, ino, parent, depth) AS (
+                 SELECT d.snap, d.ino, d.parent, 1 FROM snap_dirents d JOIN snap_inodes i ON i.snap = d.snap AND i.ino = d.ino
+                 WHERE (i.mode & 61440) = 16384
+                 UNION ALL
+                 SELECT up.snap, up.ino, d.parent, up.depth + 1 FROM up JOIN snap_dirents d ON d.snap = up.snap AND d.ino = up.parent
+                 WHERE up.parent != 1 AND up.depth < 10000)
+             SELECT 'snapshot ' || snap || ': directory ' || ino || ' does not lead back to the root' FROM up
+             GROUP BY snap, ino HAVING max(parent = 1) = 0",
+            "snapshot cycle",
         ),
     ];
     for (sql, _what) in queries {

@@ -6,7 +6,8 @@
 //!   touches secret bytes); `vfs`: keeps the header and the database in one file.
 //! * `engine`: SQLCipher connections, pragmas, migrations, one writer, pooled readers.
 //! * `chunks`: content-addressed, reference-counted chunk store; `tree`: inodes and
-//!   directory entries with POSIX semantics; `handle`: buffered open files.
+//!   directory entries with POSIX semantics; `handle`: buffered open files;
+//!   `snapshot`: frozen copies of the tree that share chunks with it.
 //! * [`Vault`]: the facade the CLI, the FUSE mount and applications use.
 //!
 //! ```no_run
@@ -26,6 +27,7 @@ mod handle;
 pub mod keys;
 mod path;
 mod schema;
+mod snapshot;
 mod tree;
 mod vault;
 mod vfs;
@@ -37,6 +39,7 @@ pub use fsck::FsckReport;
 pub use handle::{to_io, FileHandle, FileOptions};
 pub use keys::{generate_key_file, HmacAlgorithm, KdfParams, Secret, SlotKind};
 pub use path::join as join_path;
+pub use snapshot::{RestoreSummary, SnapshotId, SnapshotInfo};
 pub use tree::{check_name, Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
 pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
 pub use xattr::XattrMode;

@@ -9,7 +9,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Schema version written by this build.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Inode number of the root directory.
 pub const ROOT_INO: i64 = 1;
@@ -75,6 +75,10 @@ const MIGRATIONS: &[&str] = &[
     -- Extended attributes (see xattr.rs); deleted with their inode.
     CREATE TABLE xattrs(ino INTEGER NOT NULL, name BLOB NOT NULL, value BLOB NOT NULL, PRIMARY KEY(ino, name)) WITHOUT ROWID;
     ",
+    // snapshots (issue 5): frozen copies of the tree's rows, never of chunk data. The
+    // statements that use these tables live in snapshot.rs. One self-contained batch,
+    // so it can be renumbered when merged after other migrations.
+    crate::snapshot::MIGRATION,
 ];
 
 /// Creates the schema of a new vault (the connection's database must be empty).

@@ -257,6 +257,73 @@ pub fn create(conn: &Connection, parent: InodeId, name: &[u8], node: NewNode<'_>
     attr(conn, ino)
 }
 
+/// A node brought back from a snapshot: its attributes as they were frozen.
+pub struct RestoredNode<'a> {
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub size: u64,
+    pub atime_ns: i64,
+    pub mtime_ns: i64,
+    pub target: Option<&'a [u8]>,
+}
+
+/// Creates `name` in `parent` with the attributes of `node` (ctime is now: the node
+/// changed now; its content and modification time are the snapshot's). The caller
+/// adds the content; a regular file's `size` is set here.
+pub fn create_restored(conn: &Connection, parent: InodeId, name: &[u8], node: &RestoredNode<'_>) -> Result<InodeId> {
+    check_name(name)?;
+    dir_attr(conn, parent)?;
+    if lookup(conn, parent, name)?.is_some() {
+        return Err(Error::AlreadyExists { path: shown(name) });
+    }
+    let kind = FileType::from_mode(node.mode).ok_or_else(|| Error::damaged(format!("snapshot node of unknown type {:o}", node.mode)))?;
+    let now = now_ns();
+    let nlink = if kind == FileType::Dir { 2 } else { 1 };
+    conn.prepare_cached(
+        "INSERT INTO inodes(mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![node.mode, node.uid, node.gid, node.size as i64, nlink, node.atime_ns, node.mtime_ns, now, node.target])?;
+    let ino = InodeId(conn.last_insert_rowid() as u64);
+    conn.prepare_cached("INSERT INTO dirents(parent, name, ino) VALUES (?1, ?2, ?3)")?
+        .execute(params![parent.sql(), name, ino.sql()])?;
+    touch_dir(conn, parent, if kind == FileType::Dir { 1 } else { 0 }, now)?;
+    Ok(ino)
+}
+
+/// Sets every attribute of an existing node of the same type to `node`'s (a restore
+/// onto a directory that exists keeps its inode number).
+pub fn reset_attrs(conn: &Connection, ino: InodeId, node: &RestoredNode<'_>) -> Result<()> {
+    let a = attr(conn, ino)?;
+    if FileType::from_mode(node.mode) != Some(a.kind) {
+        return Err(Error::InvalidArgument { what: format!("inode {} changes type", ino.0) });
+    }
+    conn.prepare_cached("UPDATE inodes SET mode = ?2, uid = ?3, gid = ?4, atime_ns = ?5, mtime_ns = ?6, ctime_ns = ?7 WHERE ino = ?1")?
+        .execute(params![ino.sql(), node.mode, node.uid, node.gid, node.atime_ns, node.mtime_ns, now_ns()])?;
+    Ok(())
+}
+
+/// Removes everything below directory `dir` (files through `unlink`, so open ones
+/// become orphans), leaving `dir` empty. Runs in the caller's transaction.
+pub fn remove_children(conn: &Connection, dir: InodeId, is_open: &dyn Fn(InodeId) -> bool) -> Result<()> {
+    const PAGE: usize = 512;
+    loop {
+        let entries = list(conn, dir, None, PAGE)?;
+        if entries.is_empty() {
+            return Ok(());
+        }
+        for e in entries {
+            if e.kind == FileType::Dir {
+                remove_children(conn, e.ino, is_open)?;
+                rmdir(conn, dir, &e.name)?;
+            } else {
+                unlink(conn, dir, &e.name, is_open)?;
+            }
+        }
+    }
+}
+
 /// Adds another name for the non-directory `ino`.
 pub fn link(conn: &Connection, ino: InodeId, parent: InodeId, name: &[u8]) -> Result<Attr> {
     check_name(name)?;

@@ -18,6 +18,8 @@ use crate::schema;
 use crate::tree::{self, Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
 use crate::xattr::{self, XattrMode};
 
+mod snapshots;
+
 /// Settings fixed when a vault is created.
 #[derive(Debug, Clone)]
 pub struct CreateOptions {
@@ -250,7 +252,7 @@ impl Vault {
         Ok(())
     }
 
-    fn is_open(&self, ino: InodeId) -> bool {
+    pub(crate) fn is_open(&self, ino: InodeId) -> bool {
         self.inner.open.lock().map(|m| m.contains_key(&ino)).unwrap_or(true)
     }
 
@@ -615,20 +617,7 @@ impl Vault {
     }
 
     fn empty_dir(&self, tx: &rusqlite::Connection, dir: InodeId) -> Result<()> {
-        loop {
-            let entries = tree::list(tx, dir, None, LIST_PAGE)?;
-            if entries.is_empty() {
-                return Ok(());
-            }
-            for e in entries {
-                if e.kind == FileType::Dir {
-                    self.empty_dir(tx, e.ino)?;
-                    tree::rmdir(tx, dir, &e.name)?;
-                } else {
-                    tree::unlink(tx, dir, &e.name, &|i| self.is_open(i))?;
-                }
-            }
-        }
+        tree::remove_children(tx, dir, &|i| self.is_open(i))
     }
 
     /// Renames `from` to `to`, atomically replacing `to` if it exists (POSIX rules).

@@ -1,0 +1,640 @@
+//! Snapshots: read-only frozen copies of the whole file tree, and restoring from them.
+//!
+//! Taking a snapshot copies the *rows* of the tree (inodes, directory entries, chunk
+//! map, extended attributes) into the `snap_*` tables with `INSERT ... SELECT`, in the
+//! caller's transaction: O(inodes + chunk-map rows), no chunk data is copied. Every
+//! `snap_chunks` row holds one reference on its chunk, so `chunks.refs` equals the
+//! live map rows plus the snapshot map rows naming it, and a chunk lives as long as a
+//! file or a snapshot names it (`fsck` checks this). Removing a snapshot drops those
+//! references and frees the chunks nobody else names.
+//!
+//! A snapshot keeps the live inode numbers of its nodes (so hard links stay links);
+//! the key of a snapshot node is `(snapshot id, ino)`. Snapshot ids come from
+//! `AUTOINCREMENT` and are never reused: the mount builds node ids from them.
+//! Orphans (unlinked files still open) are not part of a snapshot.
+//!
+//! This module owns the `snapshots` and `snap_*` tables. It reads the live tables when
+//! freezing; every change to the live tree during a restore goes through
+//! [`crate::tree`], [`crate::chunks`] and [`crate::xattr`].
+
+use std::collections::HashMap;
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::chunks::{self, ChunkId};
+use crate::error::{Error, Result};
+use crate::tree::{self, Attr, Entry, FileType, InodeId, RestoredNode};
+use crate::xattr::{self, XattrMode};
+
+/// Schema migration that adds the snapshot tables (one self-contained batch; see
+/// `schema.rs` and `docs/format.md`).
+pub(crate) const MIGRATION: &str = "
+    -- One row per snapshot. AUTOINCREMENT: an id is never reused (the mount's node ids
+    -- of snapshot files are built from it).
+    CREATE TABLE snapshots(
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        name       TEXT    NOT NULL UNIQUE,
+        created_ns INTEGER NOT NULL
+    );
+    -- The frozen rows of inodes, dirents, file_chunks and xattrs, keyed by snapshot first.
+    CREATE TABLE snap_inodes(
+        snap     INTEGER NOT NULL,
+        ino      INTEGER NOT NULL,
+        mode     INTEGER NOT NULL,
+        uid      INTEGER NOT NULL,
+        gid      INTEGER NOT NULL,
+        size     INTEGER NOT NULL,
+        nlink    INTEGER NOT NULL,
+        atime_ns INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        ctime_ns INTEGER NOT NULL,
+        target   BLOB,
+        PRIMARY KEY(snap, ino)
+    ) WITHOUT ROWID;
+    CREATE TABLE snap_dirents(
+        snap   INTEGER NOT NULL,
+        parent INTEGER NOT NULL,
+        name   BLOB    NOT NULL,
+        ino    INTEGER NOT NULL,
+        PRIMARY KEY(snap, parent, name)
+    ) WITHOUT ROWID;
+    -- Each row holds one reference on its chunk (counted in chunks.refs).
+    CREATE TABLE snap_chunks(
+        snap  INTEGER NOT NULL,
+        ino   INTEGER NOT NULL,
+        idx   INTEGER NOT NULL,
+        chunk INTEGER NOT NULL,
+        PRIMARY KEY(snap, ino, idx)
+    ) WITHOUT ROWID;
+    CREATE INDEX snap_chunks_by_chunk ON snap_chunks(chunk);
+    CREATE TABLE snap_xattrs(
+        snap  INTEGER NOT NULL,
+        ino   INTEGER NOT NULL,
+        name  BLOB    NOT NULL,
+        value BLOB    NOT NULL,
+        PRIMARY KEY(snap, ino, name)
+    ) WITHOUT ROWID;
+";
+
+/// Id of a snapshot (never reused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub struct SnapshotId(pub u64);
+
+impl SnapshotId {
+    fn sql(self) -> i64 {
+        self.0 as i64
+    }
+}
+
+/// A snapshot with its sizes, for `sqlvault snapshots`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SnapshotInfo {
+    pub id: SnapshotId,
+    pub name: String,
+    pub created_ns: i64,
+    pub files: u64,
+    pub directories: u64,
+    pub symlinks: u64,
+    /// Sum of the sizes of its regular files.
+    pub logical_bytes: u64,
+    /// Bytes of chunks that only this snapshot references: what removing it frees.
+    pub unique_bytes: u64,
+}
+
+/// Checks a snapshot name: a valid file name (it is a directory in the mount).
+pub fn check_name(name: &str) -> Result<()> {
+    tree::check_name(name.as_bytes()).map_err(|_| Error::InvalidArgument {
+        what: format!("snapshot name {name:?} (1..255 bytes, no '/', not '.' or '..')"),
+    })
+}
+
+/// Freezes the live tree as snapshot `name`. Runs in the caller's transaction.
+pub fn create(conn: &Connection, name: &str, now_ns: i64) -> Result<SnapshotId> {
+    check_name(name)?;
+    if find_opt(conn, name)?.is_some() {
+        return Err(Error::AlreadyExists { path: format!("snapshot {name}") });
+    }
+    conn.prepare_cached("INSERT INTO snapshots(name, created_ns) VALUES (?1, ?2)")?.execute(params![name, now_ns])?;
+    let id = conn.last_insert_rowid();
+    // Named inodes and the root; orphans (open but unlinked) are left out.
+    let named = "(i.ino = 1 OR EXISTS (SELECT 1 FROM dirents d WHERE d.ino = i.ino))";
+    conn.execute(
+        &format!(
+            "INSERT INTO snap_inodes(snap, ino, mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target)
+             SELECT ?1, ino, mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target FROM inodes i WHERE {named}"
+        ),
+        [id],
+    )?;
+    conn.execute("INSERT INTO snap_dirents(snap, parent, name, ino) SELECT ?1, parent, name, ino FROM dirents", [id])?;
+    conn.execute(
+        "INSERT INTO snap_chunks(snap, ino, idx, chunk)
+         SELECT ?1, f.ino, f.idx, f.chunk FROM file_chunks f WHERE EXISTS (SELECT 1 FROM dirents d WHERE d.ino = f.ino)",
+        [id],
+    )?;
+    conn.execute(
+        &format!(
+            "INSERT INTO snap_xattrs(snap, ino, name, value)
+             SELECT ?1, x.ino, x.name, x.value FROM xattrs x JOIN inodes i ON i.ino = x.ino WHERE {named}"
+        ),
+        [id],
+    )?;
+    chunks::retain(conn, &chunk_counts(conn, SnapshotId(id as u64))?)?;
+    Ok(SnapshotId(id as u64))
+}
+
+/// How many times snapshot `snap` names each chunk.
+fn chunk_counts(conn: &Connection, snap: SnapshotId) -> Result<Vec<(ChunkId, i64)>> {
+    let mut stmt = conn.prepare_cached("SELECT chunk, count(*) FROM snap_chunks WHERE snap = ?1 GROUP BY chunk")?;
+    let rows = stmt.query_map([snap.sql()], |r| Ok((ChunkId(r.get(0)?), r.get(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+fn find_opt(conn: &Connection, name: &str) -> Result<Option<SnapshotId>> {
+    Ok(conn
+        .prepare_cached("SELECT id FROM snapshots WHERE name = ?1")?
+        .query_row([name], |r| r.get::<_, i64>(0))
+        .optional()?
+        .map(|i| SnapshotId(i as u64)))
+}
+
+/// The snapshot called `name`; `NotFound` if there is none.
+pub fn find(conn: &Connection, name: &str) -> Result<SnapshotId> {
+    find_opt(conn, name)?.ok_or_else(|| Error::not_found(format!("snapshot {name}")))
+}
+
+/// Every snapshot's id, name and creation time, oldest first (cheap: no sizes).
+pub fn names(conn: &Connection) -> Result<Vec<(SnapshotId, String, i64)>> {
+    let mut stmt = conn.prepare_cached("SELECT id, name, created_ns FROM snapshots ORDER BY id")?;
+    let rows = stmt.query_map([], |r| Ok((SnapshotId(r.get::<_, i64>(0)? as u64), r.get(1)?, r.get(2)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Name of snapshot `id`, if it exists.
+pub fn name_of(conn: &Connection, id: SnapshotId) -> Result<Option<String>> {
+    Ok(conn.prepare_cached("SELECT name FROM snapshots WHERE id = ?1")?.query_row([id.sql()], |r| r.get(0)).optional()?)
+}
+
+/// Counts and sizes of one snapshot.
+pub fn info(conn: &Connection, id: SnapshotId) -> Result<SnapshotInfo> {
+    let (name, created_ns): (String, i64) = conn
+        .prepare_cached("SELECT name, created_ns FROM snapshots WHERE id = ?1")?
+        .query_row([id.sql()], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?
+        .ok_or_else(|| Error::not_found(format!("snapshot {}", id.0)))?;
+    let count = |kind: u32| -> Result<u64> {
+        Ok(conn
+            .prepare_cached("SELECT count(*) FROM snap_inodes WHERE snap = ?1 AND mode & ?2 = ?3")?
+            .query_row(params![id.sql(), libc::S_IFMT, kind], |r| r.get::<_, i64>(0))? as u64)
+    };
+    let logical: i64 = conn
+        .prepare_cached("SELECT coalesce(sum(size), 0) FROM snap_inodes WHERE snap = ?1 AND mode & ?2 = ?3")?
+        .query_row(params![id.sql(), libc::S_IFMT, libc::S_IFREG], |r| r.get(0))?;
+    // A chunk is unique to this snapshot when all of its references are this snapshot's.
+    let unique: i64 = conn
+        .prepare_cached(
+            "SELECT coalesce(sum(c.len), 0)
+             FROM (SELECT chunk, count(*) AS n FROM snap_chunks WHERE snap = ?1 GROUP BY chunk) s
+             JOIN chunks c ON c.id = s.chunk WHERE c.refs = s.n",
+        )?
+        .query_row([id.sql()], |r| r.get(0))?;
+    Ok(SnapshotInfo {
+        id,
+        name,
+        created_ns,
+        files: count(libc::S_IFREG)?,
+        directories: count(libc::S_IFDIR)?,
+        symlinks: count(libc::S_IFLNK)?,
+        logical_bytes: logical as u64,
+        unique_bytes: unique as u64,
+    })
+}
+
+/// Deletes snapshot `id` and releases its chunk references. Returns the bytes freed.
+pub fn remove(conn: &Connection, id: SnapshotId) -> Result<u64> {
+    let counts = chunk_counts(conn, id)?;
+    for table in ["snap_chunks", "snap_xattrs", "snap_dirents", "snap_inodes"] {
+        conn.execute(&format!("DELETE FROM {table} WHERE snap = ?1"), [id.sql()])?;
+    }
+    if conn.execute("DELETE FROM snapshots WHERE id = ?1", [id.sql()])? == 0 {
+        return Err(Error::not_found(format!("snapshot {}", id.0)));
+    }
+    chunks::release_many(conn, &counts)
+}
+
+// ----- reading a snapshot's tree -----
+
+const ATTR_COLUMNS: &str = "ino, mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns";
+
+/// Attributes of node `ino` of snapshot `snap` (`ino` is the snapshot's own number).
+pub fn attr(conn: &Connection, snap: SnapshotId, ino: InodeId) -> Result<Attr> {
+    conn.prepare_cached(&format!("SELECT {ATTR_COLUMNS} FROM snap_inodes WHERE snap = ?1 AND ino = ?2"))?
+        .query_row(params![snap.sql(), ino.0 as i64], |r| {
+            let mode: u32 = r.get(1)?;
+            Ok(Attr {
+                ino: InodeId(r.get::<_, i64>(0)? as u64),
+                kind: FileType::from_mode(mode).unwrap_or(FileType::File),
+                perm: mode & 0o7777,
+                uid: r.get(2)?,
+                gid: r.get(3)?,
+                size: r.get::<_, i64>(4)? as u64,
+                nlink: r.get(5)?,
+                atime_ns: r.get(6)?,
+                mtime_ns: r.get(7)?,
+                ctime_ns: r.get(8)?,
+            })
+        })
+        .optional()?
+        .ok_or(Error::StaleHandle)
+}
+
+/// The node named `name` in directory `parent` of snapshot `snap`.
+pub fn lookup(conn: &Connection, snap: SnapshotId, parent: InodeId, name: &[u8]) -> Result<Option<InodeId>> {
+    Ok(conn
+        .prepare_cached("SELECT ino FROM snap_dirents WHERE snap = ?1 AND parent = ?2 AND name = ?3")?
+        .query_row(params![snap.sql(), parent.0 as i64, name], |r| r.get::<_, i64>(0))
+        .optional()?
+        .map(|i| InodeId(i as u64)))
+}
+
+/// Up to `limit` entries of `dir` in snapshot `snap` after the name `after`, in name order.
+pub fn list(conn: &Connection, snap: SnapshotId, dir: InodeId, after: Option<&[u8]>, limit: usize) -> Result<Vec<Entry>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT d.name, d.ino, i.mode FROM snap_dirents d JOIN snap_inodes i ON i.snap = d.snap AND i.ino = d.ino
+         WHERE d.snap = ?1 AND d.parent = ?2 AND d.name > ?3 ORDER BY d.name LIMIT ?4",
+    )?;
+    let rows = stmt.query_map(params![snap.sql(), dir.0 as i64, after.unwrap_or(b""), limit as i64], |r| {
+        Ok(Entry {
+            name: r.get(0)?,
+            ino: InodeId(r.get::<_, i64>(1)? as u64),
+            kind: FileType::from_mode(r.get(2)?).unwrap_or(FileType::File),
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Resolves `names` from the snapshot's root without following symlinks.
+pub fn resolve(conn: &Connection, snap: SnapshotId, names: &[&[u8]], shown: &str) -> Result<InodeId> {
+    let mut cur = InodeId::ROOT;
+    for name in names {
+        if attr(conn, snap, cur)?.kind != FileType::Dir {
+            return Err(Error::NotADirectory { path: shown.into() });
+        }
+        cur = lookup(conn, snap, cur, name)?.ok_or_else(|| Error::not_found(shown))?;
+    }
+    Ok(cur)
+}
+
+/// Target of a symlink in a snapshot.
+pub fn read_link(conn: &Connection, snap: SnapshotId, ino: InodeId) -> Result<Vec<u8>> {
+    let t: Option<Vec<u8>> = conn
+        .prepare_cached("SELECT target FROM snap_inodes WHERE snap = ?1 AND ino = ?2")?
+        .query_row(params![snap.sql(), ino.0 as i64], |r| r.get(0))
+        .optional()?
+        .ok_or(Error::StaleHandle)?;
+    t.ok_or_else(|| Error::InvalidArgument { what: "not a symbolic link".into() })
+}
+
+/// The chunk at index `idx` of file `ino` in a snapshot, `None` for a hole.
+pub fn mapped(conn: &Connection, snap: SnapshotId, ino: InodeId, idx: u64) -> Result<Option<ChunkId>> {
+    Ok(conn
+        .prepare_cached("SELECT chunk FROM snap_chunks WHERE snap = ?1 AND ino = ?2 AND idx = ?3")?
+        .query_row(params![snap.sql(), ino.0 as i64, idx as i64], |r| r.get(0))
+        .optional()?
+        .map(ChunkId))
+}
+
+/// Reads up to `buf.len()` bytes at `offset` of file `ino` in a snapshot; returns the
+/// count (0 at or past the end).
+pub fn read_at(conn: &Connection, snap: SnapshotId, ino: InodeId, chunk_size: u64, offset: u64, buf: &mut [u8]) -> Result<usize> {
+    let a = attr(conn, snap, ino)?;
+    if a.kind != FileType::File {
+        return Err(Error::IsADirectory { path: format!("snapshot inode {}", ino.0) });
+    }
+    if offset >= a.size || buf.is_empty() {
+        return Ok(0);
+    }
+    let want = (a.size - offset).min(buf.len() as u64) as usize;
+    let mut done = 0;
+    while done < want {
+        let pos = offset + done as u64;
+        let idx = pos / chunk_size;
+        let within = (pos % chunk_size) as usize;
+        let n = (chunk_size as usize - within).min(want - done);
+        let out = &mut buf[done..done + n];
+        match mapped(conn, snap, ino, idx)? {
+            Some(id) => {
+                let data = chunks::read(conn, id)?;
+                let avail = data.len().saturating_sub(within).min(n);
+                out[..avail].copy_from_slice(&data[within..within + avail]);
+                out[avail..].fill(0);
+            }
+            None => out.fill(0),
+        }
+        done += n;
+    }
+    Ok(want)
+}
+
+/// Value of extended attribute `name` of a snapshot node.
+pub fn get_xattr(conn: &Connection, snap: SnapshotId, ino: InodeId, name: &[u8]) -> Result<Vec<u8>> {
+    match conn
+        .prepare_cached("SELECT value FROM snap_xattrs WHERE snap = ?1 AND ino = ?2 AND name = ?3")?
+        .query_row(params![snap.sql(), ino.0 as i64, name], |r| r.get(0))
+        .optional()?
+    {
+        Some(v) => Ok(v),
+        None => {
+            attr(conn, snap, ino)?;
+            Err(Error::NoSuchAttribute { name: String::from_utf8_lossy(name).into_owned() })
+        }
+    }
+}
+
+/// Every extended attribute of a snapshot node, in name order.
+pub fn xattrs(conn: &Connection, snap: SnapshotId, ino: InodeId) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    attr(conn, snap, ino)?;
+    let mut stmt = conn.prepare_cached("SELECT name, value FROM snap_xattrs WHERE snap = ?1 AND ino = ?2 ORDER BY name")?;
+    let rows = stmt.query_map(params![snap.sql(), ino.0 as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+// ----- restoring into the live tree -----
+
+/// Where a restore puts the snapshot node.
+pub enum Dest<'a> {
+    /// The live root directory (the source must be a directory).
+    Root,
+    /// Entry `name` of live directory `parent`.
+    Entry(InodeId, &'a [u8]),
+}
+
+/// What a restore brought back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RestoreSummary {
+    pub files: u64,
+    pub directories: u64,
+    pub symlinks: u64,
+    pub bytes: u64,
+}
+
+impl RestoreSummary {
+    fn count(&mut self, a: &Attr) {
+        match a.kind {
+            FileType::File => {
+                self.files += 1;
+                self.bytes += a.size;
+            }
+            FileType::Dir => self.directories += 1,
+            FileType::Symlink => self.symlinks += 1,
+        }
+    }
+}
+
+struct Restorer<'c> {
+    conn: &'c Connection,
+    snap: SnapshotId,
+    /// Snapshot inode -> new live inode, for files with several names (hard links).
+    links: HashMap<u64, InodeId>,
+    /// Directories whose times are set last (adding entries touches them).
+    dir_times: Vec<(InodeId, RestoredAttrs)>,
+    summary: RestoreSummary,
+}
+
+struct RestoredAttrs {
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    size: u64,
+    atime_ns: i64,
+    mtime_ns: i64,
+    target: Option<Vec<u8>>,
+}
+
+impl RestoredAttrs {
+    fn node(&self) -> RestoredNode<'_> {
+        RestoredNode {
+            mode: self.mode,
+            uid: self.uid,
+            gid: self.gid,
+            size: self.size,
+            atime_ns: self.atime_ns,
+            mtime_ns: self.mtime_ns,
+            target: self.target.as_deref(),
+        }
+    }
+}
+
+impl Restorer<'_> {
+    fn load(&self, ino: InodeId) -> Result<RestoredAttrs> {
+        let a = attr(self.conn, self.snap, ino)?;
+        let target = if a.kind == FileType::Symlink { Some(read_link(self.conn, self.snap, ino)?) } else { None };
+        Ok(RestoredAttrs {
+            mode: a.kind.mode_bits() | a.perm,
+            uid: a.uid,
+            gid: a.gid,
+            size: a.size,
+            atime_ns: a.atime_ns,
+            mtime_ns: a.mtime_ns,
+            target,
+        })
+    }
+
+    fn copy_xattrs(&self, from: InodeId, to: InodeId) -> Result<()> {
+        xattr::remove_all(self.conn, to)?;
+        for (name, value) in xattrs(self.conn, self.snap, from)? {
+            xattr::set(self.conn, to, &name, &value, XattrMode::Upsert)?;
+        }
+        Ok(())
+    }
+
+    /// Creates snapshot node `src` as `parent/name` (content and attributes; a
+    /// directory's entries are added by the caller).
+    fn create(&mut self, src: InodeId, parent: InodeId, name: &[u8]) -> Result<InodeId> {
+        let a = attr(self.conn, self.snap, src)?;
+        if a.kind != FileType::Dir && a.nlink > 1 {
+            if let Some(&ino) = self.links.get(&src.0) {
+                tree::link(self.conn, ino, parent, name)?;
+                return Ok(ino);
+            }
+        }
+        let attrs = self.load(src)?;
+        let ino = tree::create_restored(self.conn, parent, name, &attrs.node())?;
+        if a.kind == FileType::File {
+            let mut stmt = self.conn.prepare_cached("SELECT idx, chunk FROM snap_chunks WHERE snap = ?1 AND ino = ?2")?;
+            let rows = stmt.query_map(params![self.snap.sql(), src.0 as i64], |r| Ok((r.get::<_, i64>(0)?, ChunkId(r.get(1)?))))?;
+            for row in rows {
+                let (idx, chunk) = row?;
+                chunks::adopt(self.conn, ino.0 as i64, idx as u64, chunk)?;
+            }
+            if a.nlink > 1 {
+                self.links.insert(src.0, ino);
+            }
+        }
+        self.copy_xattrs(src, ino)?;
+        self.summary.count(&a);
+        if a.kind == FileType::Dir {
+            self.dir_times.push((ino, attrs));
+        }
+        Ok(ino)
+    }
+
+    /// Adds the entries of snapshot directory `src` below the live directory `dst`.
+    fn fill(&mut self, src: InodeId, dst: InodeId) -> Result<()> {
+        const PAGE: usize = 512;
+        let mut stack = vec![(src, dst)];
+        while let Some((s, d)) = stack.pop() {
+            let mut after: Option<Vec<u8>> = None;
+            loop {
+                let page = list(self.conn, self.snap, s, after.as_deref(), PAGE)?;
+                let done = page.len() < PAGE;
+                after = page.last().map(|e| e.name.clone());
+                for e in page {
+                    let ino = self.create(e.ino, d, &e.name)?;
+                    if e.kind == FileType::Dir {
+                        stack.push((e.ino, ino));
+                    }
+                }
+                if done {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Makes `dest` in the live tree equal to node `src` of snapshot `snap`, replacing
+/// whatever `dest` holds (a directory is emptied first; open files removed this way
+/// stay readable through their handles). Runs in the caller's transaction, so the
+/// whole restore happens or none of it. Restored nodes get new inode numbers, except
+/// a directory restored onto an existing directory, which keeps its own.
+pub fn restore(
+    conn: &Connection,
+    snap: SnapshotId,
+    src: InodeId,
+    dest: Dest<'_>,
+    is_open: &dyn Fn(InodeId) -> bool,
+) -> Result<RestoreSummary> {
+    let mut r = Restorer { conn, snap, links: HashMap::new(), dir_times: Vec::new(), summary: RestoreSummary::default() };
+    let src_attr = attr(conn, snap, src)?;
+    let src_is_dir = src_attr.kind == FileType::Dir;
+    // The live node to fill in place (directory onto directory), or where to create one.
+    let (top, create_at) = match dest {
+        Dest::Root => {
+            if !src_is_dir {
+                return Err(Error::InvalidArgument { what: "the root directory can only be restored from a directory".into() });
+            }
+            (Some(InodeId::ROOT), None)
+        }
+        Dest::Entry(parent, name) => match tree::lookup(conn, parent, name)? {
+            Some(existing) => {
+                let kind = tree::attr(conn, existing)?.kind;
+                if kind == FileType::Dir && src_is_dir {
+                    (Some(existing), None)
+                } else if kind == FileType::Dir {
+                    tree::remove_children(conn, existing, is_open)?;
+                    tree::rmdir(conn, parent, name)?;
+                    (None, Some((parent, name)))
+                } else {
+                    tree::unlink(conn, parent, name, is_open)?;
+                    (None, Some((parent, name)))
+                }
+            }
+            None => (None, Some((parent, name))),
+        },
+    };
+    let top = match (top, create_at) {
+        (Some(ino), _) => {
+            tree::remove_children(conn, ino, is_open)?;
+            let attrs = r.load(src)?;
+            tree::reset_attrs(conn, ino, &attrs.node())?;
+            r.copy_xattrs(src, ino)?;
+            r.summary.count(&src_attr);
+            r.dir_times.push((ino, attrs));
+            ino
+        }
+        (None, Some((parent, name))) => r.create(src, parent, name)?,
+        (None, None) => return Err(Error::InvalidArgument { what: "nothing to restore into".into() }),
+    };
+    if src_is_dir {
+        r.fill(src, top)?;
+    }
+    for (ino, attrs) in &r.dir_times {
+        tree::reset_attrs(conn, *ino, &attrs.node())?;
+    }
+    Ok(r.summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> Connection {
+        let c = Connection::open_in_memory().unwrap();
+        crate::schema::create(&c).unwrap();
+        crate::schema::initialize(&c, 4096, 1, 0, 0).unwrap();
+        c
+    }
+
+    fn file(c: &Connection, name: &[u8], data: &[u8]) -> InodeId {
+        let n = tree::NewNode { kind: FileType::File, perm: 0o644, uid: 0, gid: 0, target: None };
+        let a = tree::create(c, InodeId::ROOT, name, n).unwrap();
+        chunks::put(c, a.ino.0 as i64, 0, data).unwrap();
+        tree::set_size(c, a.ino, data.len() as u64, 1).unwrap();
+        a.ino
+    }
+
+    fn refs(c: &Connection) -> Vec<(i64, i64)> {
+        c.prepare("SELECT id, refs FROM chunks ORDER BY id").unwrap().query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(|r| r.unwrap()).collect()
+    }
+
+    #[test]
+    fn snapshot_holds_references_and_rm_frees_only_its_own_chunks() {
+        let c = db();
+        let a = file(&c, b"a", b"shared");
+        file(&c, b"b", b"only in a snapshot");
+        let s = create(&c, "one", 5).unwrap();
+        assert!(refs(&c).iter().all(|(_, r)| *r == 2));
+        tree::unlink(&c, InodeId::ROOT, b"b", &|_| false).unwrap();
+        let i = info(&c, s).unwrap();
+        assert_eq!((i.files, i.directories, i.logical_bytes), (2, 1, 24));
+        assert_eq!(i.unique_bytes, 18, "the removed file's chunk is held by the snapshot alone");
+        let mut buf = [0u8; 64];
+        let b = lookup(&c, s, InodeId::ROOT, b"b").unwrap().unwrap();
+        let n = read_at(&c, s, b, 4096, 0, &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"only in a snapshot");
+        assert_eq!(remove(&c, s).unwrap(), 18);
+        assert_eq!(refs(&c).len(), 1);
+        assert_eq!(chunks::mapped(&c, a.0 as i64, 0).unwrap().map(|_| ()), Some(()));
+        assert!(matches!(find(&c, "one"), Err(Error::NotFound { .. })));
+    }
+
+    #[test]
+    fn names_are_checked_and_unique() {
+        let c = db();
+        assert!(matches!(create(&c, "a/b", 1), Err(Error::InvalidArgument { .. })));
+        assert!(matches!(create(&c, "..", 1), Err(Error::InvalidArgument { .. })));
+        create(&c, "x", 1).unwrap();
+        assert!(matches!(create(&c, "x", 2), Err(Error::AlreadyExists { .. })));
+    }
+
+    #[test]
+    fn restore_keeps_hard_links_and_replaces_the_destination() {
+        let c = db();
+        let a = file(&c, b"a", b"linked");
+        tree::link(&c, a, InodeId::ROOT, b"a2").unwrap();
+        let s = create(&c, "s", 1).unwrap();
+        chunks::put(&c, a.0 as i64, 0, b"changed").unwrap();
+        tree::unlink(&c, InodeId::ROOT, b"a2", &|_| false).unwrap();
+        let sum = restore(&c, s, InodeId::ROOT, Dest::Root, &|_| false).unwrap();
+        assert_eq!((sum.files, sum.directories), (1, 1), "two names, one file");
+        let na = tree::lookup(&c, InodeId::ROOT, b"a").unwrap().unwrap();
+        let na2 = tree::lookup(&c, InodeId::ROOT, b"a2").unwrap().unwrap();
+        assert_eq!(na, na2);
+        assert_eq!(tree::attr(&c, na).unwrap().nlink, 2);
+        let id = chunks::mapped(&c, na.0 as i64, 0).unwrap().unwrap();
+        assert_eq!(chunks::read(&c, id).unwrap(), b"linked");
+        // "changed" was only in the replaced live file: freed.
+        assert_eq!(refs(&c).len(), 1);
+    }
+}
