@@ -208,8 +208,7 @@ impl Engine {
         self.writer.is_none()
     }
 
-    #[cfg(feature = "testing")]
-    /// Runs `f` with the writer connection outside any transaction (VACUUM, integrity checks).
+    /// Runs `f` with the writer connection outside any transaction (VACUUM, test hooks).
     pub fn with_writer<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let writer = self.writer.as_ref().ok_or(Error::ReadOnly)?;
         let conn = writer.lock().map_err(|_| poisoned())?;

@@ -20,6 +20,7 @@
 //! ```
 
 mod chunks;
+mod compact;
 mod engine;
 mod error;
 pub mod fsck;
@@ -33,6 +34,7 @@ mod vault;
 mod vfs;
 mod xattr;
 
+pub use compact::CompactReport;
 pub use engine::{Durability, EngineConfig};
 pub use error::{Error, ErrorKind, Result};
 pub use fsck::FsckReport;

@@ -638,3 +638,48 @@ mod tests {
         assert_eq!(refs(&c).len(), 1);
     }
 }
+
+#[cfg(test)]
+mod fsck_tests {
+    use super::*;
+
+    fn vault_db() -> Connection {
+        let c = Connection::open_in_memory().unwrap();
+        crate::schema::create(&c).unwrap();
+        crate::schema::initialize(&c, 4096, 1, 0, 0).unwrap();
+        let n = tree::NewNode { kind: FileType::File, perm: 0o644, uid: 0, gid: 0, target: None };
+        let a = tree::create(&c, InodeId::ROOT, b"f", n).unwrap();
+        chunks::put(&c, a.ino.0 as i64, 0, b"content").unwrap();
+        tree::set_size(&c, a.ino, 7, 1).unwrap();
+        create(&c, "s", 1).unwrap();
+        c
+    }
+
+    fn problems(c: &Connection) -> Vec<String> {
+        crate::fsck::check(c, 4096).unwrap().problems
+    }
+
+    #[test]
+    fn fsck_is_clean_with_a_snapshot_and_counts_its_references() {
+        let c = vault_db();
+        assert_eq!(problems(&c), Vec::<String>::new());
+        // A refcount that forgets the snapshot's reference is found.
+        c.execute_batch("UPDATE chunks SET refs = 1").unwrap();
+        assert!(problems(&c).iter().any(|p| p.contains("reference count 1 but 2")), "{:?}", problems(&c));
+    }
+
+    #[test]
+    fn fsck_finds_a_missing_snapshot_chunk_and_a_broken_snapshot_tree() {
+        let c = vault_db();
+        c.execute_batch("UPDATE snap_chunks SET chunk = 12345").unwrap();
+        assert!(problems(&c).iter().any(|p| p.contains("chunk 12345 is missing")));
+        let c = vault_db();
+        c.execute_batch("DELETE FROM snap_dirents").unwrap();
+        let p = problems(&c);
+        assert!(p.iter().any(|p| p.contains("has no name")), "{p:?}");
+        assert!(p.iter().any(|p| p.contains("link count 1 but 0 names")), "{p:?}");
+        let c = vault_db();
+        c.execute_batch("DELETE FROM snapshots").unwrap();
+        assert!(problems(&c).iter().any(|p| p.contains("snapshot that does not exist")));
+    }
+}

@@ -74,6 +74,9 @@ pub struct Info {
     /// Size of the vault file on disk, plus its WAL if present.
     pub file_bytes: u64,
     pub free_pages: u64,
+    /// Bytes in free pages: what `compact` can give back to the file system.
+    pub reclaimable_bytes: u64,
+    pub snapshots: u64,
 }
 
 /// An entry returned by [`Vault::read_dir`].
@@ -735,6 +738,8 @@ impl Vault {
                 dedup_ratio: if stored > 0 { logical as f64 / stored as f64 } else { 1.0 },
                 file_bytes: 0,
                 free_pages: free as u64,
+                reclaimable_bytes: free as u64 * header.cipher.page_size as u64,
+                snapshots: crate::snapshot::names(c)?.len() as u64,
             })
         })?;
         let len = |p: PathBuf| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);

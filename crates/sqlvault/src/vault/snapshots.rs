@@ -1,5 +1,6 @@
 //! The snapshot part of the [`Vault`] facade: take, list, remove and restore
-//! snapshots by name and path, and read a snapshot's tree by inode (for the mount).
+//! snapshots by name and path, read a snapshot's tree by inode (for the mount), and
+//! give freed space back to the disk (`compact`).
 //! The tables and the restore algorithm live in [`crate::snapshot`].
 
 use super::Vault;
@@ -56,6 +57,14 @@ impl Vault {
             };
             snapshot::restore(tx, snap, src_ino, dest, &|i| self.is_open(i)).map_err(|e| e.with_path(dest_path))
         })
+    }
+
+    /// Gives free database pages back to the file system; see [`crate::compact`] for
+    /// the two ways (a first `VACUUM` rebuild, then incremental steps). `progress(done,
+    /// total)` is called from time to time, possibly from another thread.
+    pub fn compact(&self, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<crate::CompactReport> {
+        self.flush_open()?;
+        crate::compact::compact(self.engine(), self.path(), progress)
     }
 
     /// Commits the buffered writes of every file open in this process.
