@@ -15,6 +15,7 @@
 
 mod mount;
 mod secret;
+mod snapshots;
 mod transfer;
 
 use std::io::Write;
@@ -185,6 +186,18 @@ enum Command {
         #[command(flatten)]
         args: mount::MountArgs,
     },
+    /// Snapshots: `snapshot VAULT [NAME]` freezes the tree; also `snapshot ls|rm`.
+    Snapshot(snapshots::SnapshotArgs),
+    /// List snapshots with their logical and unique sizes (= `snapshot ls`).
+    Snapshots {
+        vault: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Bring back a file, a directory or the whole tree from a snapshot.
+    Restore(snapshots::RestoreArgs),
+    /// Give free pages back to the file system (VACUUM), with a progress bar.
+    Compact { vault: PathBuf },
     /// Format, sizes, counts and deduplication ratio.
     Info {
         vault: PathBuf,
@@ -234,19 +247,19 @@ fn main() -> ExitCode {
     }
 }
 
-struct Ctx {
+pub(crate) struct Ctx {
     secret: SecretArgs,
     config: EngineConfig,
 }
 
 impl Ctx {
-    fn open(&self, vault: &Path) -> Result<Vault, CliError> {
+    pub(crate) fn open(&self, vault: &Path) -> Result<Vault, CliError> {
         let secret = secret::existing(&self.secret)?;
         Ok(Vault::open(vault, &secret, self.config.clone())?)
     }
 }
 
-fn print_json<T: Serialize>(v: &T) -> Result<(), CliError> {
+pub(crate) fn print_json<T: Serialize>(v: &T) -> Result<(), CliError> {
     let s = serde_json::to_string_pretty(v).map_err(|e| CliError::usage(e.to_string()))?;
     println!("{s}");
     Ok(())
@@ -446,6 +459,10 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Mount { vault, args } => {
             mount::run(&vault, secret::existing(&ctx.secret)?, ctx.config.clone(), &args)?;
         }
+        Command::Snapshot(args) => snapshots::snapshot(&ctx, args)?,
+        Command::Snapshots { vault, json } => snapshots::list(&ctx, vault, json)?,
+        Command::Restore(args) => snapshots::restore(&ctx, args)?,
+        Command::Compact { vault } => snapshots::compact(&ctx, vault)?,
         Command::Info { vault, json } => {
             let v = ctx.open(&vault)?;
             let i = v.info()?;
@@ -465,6 +482,8 @@ fn run(cli: Cli) -> Result<u8, CliError> {
                 println!("stored bytes:   {} in {} chunks", i.stored_bytes, i.chunks);
                 println!("dedup ratio:    {:.2}", i.dedup_ratio);
                 println!("file on disk:   {} bytes ({} free pages)", i.file_bytes, i.free_pages);
+                println!("reclaimable:    {} bytes (sqlvault compact)", i.reclaimable_bytes);
+                println!("snapshots:      {}", i.snapshots);
             }
         }
     }
@@ -559,7 +578,7 @@ fn mode_string(a: &Attr) -> String {
 }
 
 /// UTC time as `YYYY-MM-DD HH:MM:SS` (no time-zone database needed).
-fn fmt_time(ns: i64) -> String {
+pub(crate) fn fmt_time(ns: i64) -> String {
     let secs = ns.div_euclid(1_000_000_000);
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);

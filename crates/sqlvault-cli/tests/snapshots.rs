@@ -1,0 +1,190 @@
+//! `snapshot`, `snapshots`, `restore`, `compact` and `info` as a user runs them: real
+//! vault files, real processes, exit codes and one-line errors; a vault from before
+//! snapshots existed is upgraded on open.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+struct Env {
+    dir: tempfile::TempDir,
+    vault: PathBuf,
+}
+
+impl Env {
+    fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let vault = dir.path().join("my.vault");
+        let e = Env { dir, vault };
+        e.ok(&["init", e.v(), "--kdf-memory-mib", "1", "--kdf-iterations", "1", "--chunk-kib", "4", "--page-kib", "4"]);
+        e
+    }
+    fn v(&self) -> &str {
+        self.vault.to_str().unwrap()
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_sqlvault"))
+            .env_remove("SQLVAULT_NEW_PASSPHRASE")
+            .env("SQLVAULT_PASSPHRASE", "pw")
+            .stdin(Stdio::null())
+            .args(args)
+            .output()
+            .unwrap()
+    }
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(out.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    }
+    fn fails(&self, code: i32, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "error is one line: {err:?}");
+        assert!(err.starts_with("sqlvault: "), "{err}");
+        err
+    }
+    fn json(&self, args: &[&str]) -> serde_json::Value {
+        serde_json::from_str(&self.ok(args)).unwrap()
+    }
+    fn fsck_clean(&self) {
+        assert!(self.ok(&["fsck", self.v()]).starts_with("clean"));
+    }
+}
+
+fn make_tree(root: &Path) {
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::write(root.join("a.txt"), b"version 1\n").unwrap();
+    let big: Vec<u8> = (0..100_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    std::fs::write(root.join("sub/big.bin"), &big).unwrap();
+    std::os::unix::fs::symlink("a.txt", root.join("link")).unwrap();
+}
+
+fn diff(a: &Path, b: &Path) {
+    let out = Command::new("diff").arg("-r").arg("--no-dereference").arg(a).arg(b).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn snapshot_list_restore_and_remove() {
+    let e = Env::new();
+    let src = e.path("src");
+    make_tree(&src);
+    e.ok(&["put", e.v(), src.to_str().unwrap(), "/t"]);
+    e.ok(&["snapshot", e.v(), "before"]);
+    e.ok(&["snapshot", "create", e.v(), "second"]);
+    e.ok(&["snapshot", e.v()]); // default name: a UTC timestamp
+
+    // Change everything, then bring it back.
+    e.ok(&["rm", e.v(), "/t/sub", "-r"]);
+    e.ok(&["touch", e.v(), "/t/new"]);
+    let list = e.json(&["snapshots", e.v(), "--json"]);
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 3);
+    assert_eq!(list[0]["name"], "before");
+    assert_eq!(list[0]["files"], 2);
+    assert_eq!(list[0]["logical_bytes"], 100_010);
+    assert_eq!(list[0]["unique_bytes"], 0, "three snapshots share the removed content");
+    let stamp = list[2]["name"].as_str().unwrap();
+    assert!(stamp.len() == 20 && stamp.ends_with('Z') && stamp.contains('T'), "{stamp}");
+    assert!(e.ok(&["snapshot", "ls", e.v()]).lines().any(|l| l.starts_with("second ")));
+
+    e.ok(&["restore", e.v(), "before", "/t/sub/big.bin", "--to", "/big-copy"]);
+    e.ok(&["restore", e.v(), "before", "/t"]);
+    let out = e.path("out");
+    e.ok(&["get", e.v(), "/t", out.to_str().unwrap()]);
+    diff(&src, &out);
+    e.ok(&["restore", e.v(), "before"]);
+    assert_eq!(e.ok(&["ls", e.v(), "/"]), "t\n", "restoring everything removes what came later");
+
+    e.ok(&["snapshot", "rm", e.v(), "second"]);
+    e.ok(&["snapshot", "rm", e.v(), stamp]);
+    assert_eq!(e.json(&["snapshots", e.v(), "--json"]).as_array().unwrap().len(), 1);
+    e.fsck_clean();
+}
+
+#[test]
+fn bad_snapshot_input_is_one_line_and_changes_nothing() {
+    let e = Env::new();
+    e.ok(&["touch", e.v(), "/f"]);
+    e.ok(&["snapshot", e.v(), "s"]);
+    e.fails(4, &["snapshot", e.v(), "s"]);
+    e.fails(4, &["snapshot", e.v(), "a/b"]);
+    e.fails(4, &["restore", e.v(), "nope"]);
+    e.fails(4, &["restore", e.v(), "s", "/missing"]);
+    e.fails(4, &["restore", e.v(), "s", "/f", "--to", "/no/dir/f"]);
+    e.fails(4, &["snapshot", "rm", e.v(), "nope"]);
+    e.fails(4, &["snapshot", e.path("absent.vault").to_str().unwrap(), "x"]);
+    let out = e.run(&["snapshot"]);
+    assert_eq!(out.status.code(), Some(1), "missing VAULT is a usage error");
+    assert_eq!(e.json(&["snapshots", e.v(), "--json"]).as_array().unwrap().len(), 1);
+    e.fsck_clean();
+}
+
+#[test]
+fn compact_shrinks_the_file_and_info_shows_reclaimable_bytes() {
+    let e = Env::new();
+    let src = e.path("src");
+    std::fs::create_dir(&src).unwrap();
+    for i in 0..20u32 {
+        let data: Vec<u8> = (0..50_000u32).map(|j| (j.wrapping_mul(2_654_435_761) >> 11 ^ i) as u8).collect();
+        std::fs::write(src.join(format!("f{i}")), data).unwrap();
+    }
+    e.ok(&["put", e.v(), src.to_str().unwrap(), "/d"]);
+    e.ok(&["snapshot", e.v(), "s"]);
+    e.ok(&["rm", e.v(), "/d", "-r"]);
+    let held = e.json(&["info", e.v(), "--json"]);
+    assert_eq!(held["snapshots"], 1);
+    e.ok(&["snapshot", "rm", e.v(), "s"]);
+    let info = e.json(&["info", e.v(), "--json"]);
+    let free = info["free_pages"].as_u64().unwrap();
+    assert!(free > 200, "{info}");
+    assert_eq!(info["reclaimable_bytes"].as_u64().unwrap(), free * 4096);
+    assert!(e.ok(&["info", e.v()]).contains("reclaimable:"));
+    let before = std::fs::metadata(&e.vault).unwrap().len();
+    let out = e.run(&["compact", e.v()]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("rebuilt"));
+    let after = std::fs::metadata(&e.vault).unwrap().len();
+    assert!(after < before / 3, "{before} -> {after}");
+    assert_eq!(e.json(&["info", e.v(), "--json"])["free_pages"], 0);
+    e.ok(&["compact", e.v()]); // incremental the second time
+    e.fsck_clean();
+}
+
+#[test]
+fn a_vault_made_before_snapshots_is_upgraded_on_open() {
+    let e = Env::new();
+    e.ok(&["touch", e.v(), "/old"]);
+    {
+        // Make it a schema-1 vault, as written by the build before this feature.
+        let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), Default::default()).unwrap();
+        v.debug_execute_sql(
+            "DROP TABLE snap_xattrs; DROP TABLE snap_chunks; DROP TABLE snap_dirents; DROP TABLE snap_inodes;
+             DROP TABLE snapshots; PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    }
+    e.ok(&["snapshot", e.v(), "first"]);
+    assert_eq!(e.json(&["info", e.v(), "--json"])["schema_version"], 2);
+    e.fsck_clean();
+}
+
+#[test]
+fn fsck_reports_a_snapshot_reference_to_a_missing_chunk() {
+    let e = Env::new();
+    let src = e.path("src");
+    make_tree(&src);
+    e.ok(&["put", e.v(), src.to_str().unwrap(), "/t"]);
+    e.ok(&["snapshot", e.v(), "s"]);
+    {
+        let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), Default::default()).unwrap();
+        v.debug_execute_sql("UPDATE snap_chunks SET chunk = 42 WHERE idx = 0").unwrap();
+    }
+    let out = e.run(&["fsck", e.v()]);
+    assert_eq!(out.status.code(), Some(3));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("chunk 42 is missing") && text.contains("reference count"), "{text}");
+}
