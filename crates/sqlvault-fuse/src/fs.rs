@@ -13,6 +13,9 @@
 //!   from the mode bits for kernels that still ask.
 //! * Attributes and entries are cached by the kernel for `ttl`; negative lookups are
 //!   not cached, so a file created through the library or the CLI appears at once.
+//! * Snapshots are shown read-only at `/.snapshots/NAME/...` with node ids of their
+//!   own (see `snapnode`); every write-ish operation on them answers `EROFS`. Reads
+//!   of snapshot files need no handle: `open` answers handle 0, `read` goes by node.
 
 use std::collections::HashMap;
 use std::ffi::{CString, OsStr};
@@ -36,6 +39,7 @@ use sqlvault::{
 };
 
 use crate::attr::{file_attr, fuse_type, inode, time_ns, time_or_now_ns, ShownOwner};
+use crate::snapnode::{Node, SNAPSHOTS_DIR};
 
 /// Largest write we ask the kernel for; it caps requests at its `max_pages` limit
 /// (1 MiB with 4 KiB pages unless `fs.fuse.max_pages_limit` is raised).
@@ -126,6 +130,7 @@ impl<T> Table<T> {
 /// back (telldir/seekdir, a reply it could not fully use) names a stable position.
 /// Offset 0 is `.`, 1 is `..`, and `n + 2` is `entries[n]`.
 struct DirStream {
+    /// Node id of the directory (live or snapshot).
     ino: InodeId,
     state: Mutex<DirState>,
 }
@@ -211,6 +216,88 @@ impl VaultFs {
         Ok(())
     }
 
+    // ----- snapshot nodes -----
+
+    /// The live inode `ino` names; `EROFS` for the snapshot tree.
+    fn live(&self, ino: INodeNo) -> Result<InodeId> {
+        match Node::from_id(ino.0) {
+            Node::Live(i) => Ok(i),
+            _ => Err(FsError::Vault(Error::ReadOnly)),
+        }
+    }
+
+    /// The live directory `parent` in which `name` is about to change: `EROFS` in the
+    /// snapshot tree; `/.snapshots` itself exists (`EEXIST` when `creating`) and cannot
+    /// be changed (`EROFS`).
+    fn live_entry(&self, parent: INodeNo, name: &OsStr, creating: bool) -> Result<InodeId> {
+        let p = self.live(parent)?;
+        if p == InodeId::ROOT && name.as_bytes() == SNAPSHOTS_DIR {
+            return Err(FsError::Errno(if creating { libc::EEXIST } else { libc::EROFS }));
+        }
+        Ok(p)
+    }
+
+    /// Attributes of any node, with `ino` set to its node id.
+    fn attr_of(&self, node: Node) -> Result<Attr> {
+        let vault = self.vault()?;
+        let mut a = match node {
+            Node::Live(ino) => return Ok(vault.attr(ino)?),
+            Node::Snapshots => {
+                let mut a = vault.attr(InodeId::ROOT)?;
+                a.perm = 0o555;
+                a.nlink = 2;
+                a.size = 0;
+                a
+            }
+            Node::Snap(id, ino) => vault.snapshot_attr(id, ino)?,
+        };
+        a.ino = InodeId(node.id().map_err(FsError::Errno)?);
+        Ok(a)
+    }
+
+    /// Looks `name` up in the snapshot tree.
+    fn snap_lookup(&self, parent: Node, name: &OsStr) -> Result<Attr> {
+        let vault = self.vault()?;
+        match parent {
+            Node::Snapshots => {
+                let name = std::str::from_utf8(name.as_bytes()).map_err(|_| FsError::Errno(libc::ENOENT))?;
+                let id = vault.snapshot_id(name)?;
+                self.attr_of(Node::Snap(id, InodeId::ROOT))
+            }
+            Node::Snap(id, dir) => {
+                let a = vault.snapshot_lookup(id, dir, name.as_bytes())?;
+                self.attr_of(Node::Snap(id, a.ino))
+            }
+            Node::Live(_) => Err(FsError::Errno(libc::EINVAL)),
+        }
+    }
+
+    /// A page of the entries of a snapshot-tree directory after `after`, with node ids.
+    fn snap_list(&self, dir: Node, after: Option<&[u8]>) -> Result<Vec<Entry>> {
+        let vault = self.vault()?;
+        match dir {
+            Node::Snapshots => {
+                let mut all: Vec<Entry> = Vec::new();
+                for (id, name, _) in vault.snapshot_names()? {
+                    let ino = Node::Snap(id, InodeId::ROOT).id().map_err(FsError::Errno)?;
+                    all.push(Entry { name: name.into_bytes(), ino: InodeId(ino), kind: FileType::Dir });
+                }
+                all.sort_by(|a, b| a.name.cmp(&b.name));
+                all.retain(|e| after.is_none_or(|a| e.name.as_slice() > a));
+                all.truncate(DIR_PAGE);
+                Ok(all)
+            }
+            Node::Snap(id, ino) => {
+                let mut page = vault.snapshot_list(id, ino, after, DIR_PAGE)?;
+                for e in &mut page {
+                    e.ino = InodeId(Node::Snap(id, e.ino).id().map_err(FsError::Errno)?);
+                }
+                Ok(page)
+            }
+            Node::Live(_) => Err(FsError::Errno(libc::EINVAL)),
+        }
+    }
+
     /// Owner and permission bits of a new node in `parent`: the caller's ids, except
     /// that a set-group-id directory passes its group (and, to directories, the bit).
     fn new_node<'a>(
@@ -247,11 +334,15 @@ impl VaultFs {
     // ----- entries -----
 
     fn lookup_inner(&self, parent: INodeNo, name: &OsStr) -> Result<Attr> {
-        Ok(self.vault()?.lookup(inode(parent), name.as_bytes())?)
+        match Node::from_id(parent.0) {
+            Node::Live(p) if p == InodeId::ROOT && name.as_bytes() == SNAPSHOTS_DIR => self.attr_of(Node::Snapshots),
+            Node::Live(p) => Ok(self.vault()?.lookup(p, name.as_bytes())?),
+            snap => self.snap_lookup(snap, name),
+        }
     }
 
     fn getattr_inner(&self, ino: INodeNo) -> Result<Attr> {
-        Ok(self.vault()?.attr(inode(ino))?)
+        self.attr_of(Node::from_id(ino.0))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -267,7 +358,7 @@ impl VaultFs {
     ) -> Result<Attr> {
         self.writable()?;
         let vault = self.vault()?;
-        let ino = inode(ino);
+        let ino = self.live(ino)?;
         if size.is_some() {
             match vault.attr(ino)?.kind {
                 FileType::File => {}
@@ -296,7 +387,7 @@ impl VaultFs {
         target: Option<&[u8]>,
     ) -> Result<Attr> {
         self.writable()?;
-        let parent = inode(parent);
+        let parent = self.live_entry(parent, name, true)?;
         let node = self.new_node(req, parent, kind, perm, target)?;
         Ok(self.vault()?.create_node(parent, name.as_bytes(), node)?)
     }
@@ -320,17 +411,21 @@ impl VaultFs {
 
     fn link_inner(&self, ino: INodeNo, new_parent: INodeNo, new_name: &OsStr) -> Result<Attr> {
         self.writable()?;
-        Ok(self.vault()?.link_at(inode(ino), inode(new_parent), new_name.as_bytes())?)
+        let ino = self.live(ino)?;
+        let new_parent = self.live_entry(new_parent, new_name, true)?;
+        Ok(self.vault()?.link_at(ino, new_parent, new_name.as_bytes())?)
     }
 
     fn unlink_inner(&self, parent: INodeNo, name: &OsStr) -> Result<()> {
         self.writable()?;
-        Ok(self.vault()?.unlink_at(inode(parent), name.as_bytes())?)
+        let parent = self.live_entry(parent, name, false)?;
+        Ok(self.vault()?.unlink_at(parent, name.as_bytes())?)
     }
 
     fn rmdir_inner(&self, parent: INodeNo, name: &OsStr) -> Result<()> {
         self.writable()?;
-        Ok(self.vault()?.rmdir_at(inode(parent), name.as_bytes())?)
+        let parent = self.live_entry(parent, name, false)?;
+        Ok(self.vault()?.rmdir_at(parent, name.as_bytes())?)
     }
 
     fn rename_inner(
@@ -342,6 +437,8 @@ impl VaultFs {
         flags: RenameFlags,
     ) -> Result<()> {
         self.writable()?;
+        let parent = self.live_entry(parent, name, false)?;
+        let new_parent = self.live_entry(new_parent, new_name, false)?;
         let mode = if flags.is_empty() {
             RenameMode::Replace
         } else if flags == RenameFlags::RENAME_NOREPLACE {
@@ -352,21 +449,35 @@ impl VaultFs {
             // RENAME_WHITEOUT (overlayfs) or an invalid combination.
             return Err(FsError::Errno(libc::EINVAL));
         };
-        Ok(self.vault()?.rename_at(inode(parent), name.as_bytes(), inode(new_parent), new_name.as_bytes(), mode)?)
+        Ok(self.vault()?.rename_at(parent, name.as_bytes(), new_parent, new_name.as_bytes(), mode)?)
     }
 
     fn readlink_inner(&self, ino: INodeNo) -> Result<Vec<u8>> {
-        Ok(self.vault()?.read_link_ino(inode(ino))?)
+        match Node::from_id(ino.0) {
+            Node::Live(i) => Ok(self.vault()?.read_link_ino(i)?),
+            Node::Snap(id, i) => Ok(self.vault()?.snapshot_read_link(id, i)?),
+            Node::Snapshots => Err(FsError::Errno(libc::EINVAL)),
+        }
     }
 
     // ----- files -----
 
     fn open_inner(&self, ino: INodeNo, flags: OpenFlags) -> Result<Fh> {
         let opts = Self::open_options(flags);
+        let node = Node::from_id(ino.0);
         if opts.write {
             self.writable()?;
+            self.live(ino)?;
         }
-        let handle = self.vault()?.open_ino(inode(ino), &opts)?;
+        let Node::Live(ino) = node else {
+            // Snapshot files are read by node id; handle 0 is never a table entry.
+            return match self.attr_of(node)?.kind {
+                FileType::File => Ok(Fh(0)),
+                FileType::Dir => Err(FsError::Vault(Error::IsADirectory { path: format!("node {}", ino.0) })),
+                FileType::Symlink => Err(FsError::Errno(libc::ELOOP)),
+            };
+        };
+        let handle = self.vault()?.open_ino(ino, &opts)?;
         Ok(self.files.insert(handle))
     }
 
@@ -390,29 +501,42 @@ impl VaultFs {
         Ok((attr, fh))
     }
 
-    fn read_inner(&self, fh: Fh, offset: u64, size: u32) -> Result<Vec<u8>> {
-        let handle = self.files.get(fh)?;
+    fn read_inner(&self, ino: INodeNo, fh: Fh, offset: u64, size: u32) -> Result<Vec<u8>> {
         let mut buf = vec![0u8; size as usize];
-        let n = handle.read_at(offset, &mut buf)?;
+        let n = match Node::from_id(ino.0) {
+            Node::Snap(id, i) => self.vault()?.snapshot_read(id, i, offset, &mut buf)?,
+            Node::Snapshots => return Err(FsError::Errno(libc::EISDIR)),
+            Node::Live(_) => self.files.get(fh)?.read_at(offset, &mut buf)?,
+        };
         buf.truncate(n);
         Ok(buf)
     }
 
-    fn write_inner(&self, fh: Fh, offset: u64, data: &[u8]) -> Result<u32> {
+    fn write_inner(&self, ino: INodeNo, fh: Fh, offset: u64, data: &[u8]) -> Result<u32> {
+        self.live(ino)?;
         let handle = self.files.get(fh)?;
         let n = handle.write_at(offset, data)?;
         u32::try_from(n).map_err(|_| FsError::Errno(libc::EINVAL))
     }
 
-    fn flush_inner(&self, fh: Fh) -> Result<()> {
+    fn flush_inner(&self, ino: INodeNo, fh: Fh) -> Result<()> {
+        if !Node::from_id(ino.0).is_live() {
+            return Ok(());
+        }
         Ok(self.files.get(fh)?.commit()?)
     }
 
-    fn fsync_inner(&self, fh: Fh) -> Result<()> {
+    fn fsync_inner(&self, ino: INodeNo, fh: Fh) -> Result<()> {
+        if !Node::from_id(ino.0).is_live() {
+            return Ok(());
+        }
         Ok(self.files.get(fh)?.sync_all()?)
     }
 
-    fn release_inner(&self, fh: Fh) -> Result<()> {
+    fn release_inner(&self, ino: INodeNo, fh: Fh) -> Result<()> {
+        if !Node::from_id(ino.0).is_live() {
+            return Ok(());
+        }
         let Some(handle) = self.files.remove(fh) else { return Err(FsError::Errno(libc::EBADF)) };
         match Arc::try_unwrap(handle) {
             Ok(h) => Ok(h.close()?),
@@ -426,7 +550,7 @@ impl VaultFs {
 
     fn opendir_inner(&self, ino: INodeNo) -> Result<Fh> {
         let ino = inode(ino);
-        if self.vault()?.attr(ino)?.kind != FileType::Dir {
+        if self.attr_of(Node::from_id(ino.0))?.kind != FileType::Dir {
             return Err(FsError::Vault(Error::NotADirectory { path: format!("inode {}", ino.0) }));
         }
         Ok(self.dirs.insert(DirStream { ino, state: Mutex::new(DirState::default()) }))
@@ -468,11 +592,15 @@ impl VaultFs {
             let idx = usize::try_from(pos - 2).map_err(|_| FsError::Errno(libc::EINVAL))?;
             while st.entries.len() <= idx && !st.complete {
                 let after = st.entries.last().map(|e| e.name.clone());
-                let page = match vault.list(stream.ino, after.as_deref(), DIR_PAGE) {
+                let listed = match Node::from_id(stream.ino.0) {
+                    Node::Live(dir) => vault.list(dir, after.as_deref(), DIR_PAGE).map_err(FsError::Vault),
+                    node => self.snap_list(node, after.as_deref()),
+                };
+                let page = match listed {
                     Ok(page) => page,
                     // Removed while open: an empty directory from here on.
-                    Err(Error::StaleHandle) => Vec::new(),
-                    Err(e) => return Err(e.into()),
+                    Err(FsError::Vault(Error::StaleHandle)) => Vec::new(),
+                    Err(e) => return Err(e),
                 };
                 st.complete = page.len() < DIR_PAGE;
                 st.entries.extend(page);
@@ -502,6 +630,7 @@ impl VaultFs {
 
     fn setxattr_inner(&self, ino: INodeNo, name: &OsStr, value: &[u8], flags: i32, position: u32) -> Result<()> {
         self.writable()?;
+        let ino = INodeNo(self.live(ino)?.0);
         let name = Self::xattr_name(name)?;
         if position != 0 {
             return Err(FsError::Errno(libc::EINVAL));
@@ -516,16 +645,23 @@ impl VaultFs {
     }
 
     fn getxattr_inner(&self, ino: INodeNo, name: &OsStr) -> Result<Vec<u8>> {
-        match Self::xattr_name(name) {
-            Ok(name) => Ok(self.vault()?.get_xattr(inode(ino), name)?),
+        match (Self::xattr_name(name), Node::from_id(ino.0)) {
+            (Ok(name), Node::Live(i)) => Ok(self.vault()?.get_xattr(i, name)?),
+            (Ok(name), Node::Snap(id, i)) => Ok(self.vault()?.snapshot_get_xattr(id, i, name)?),
+            (Ok(_), Node::Snapshots) => Err(FsError::Errno(libc::ENODATA)),
             // A namespace we never store has no attributes.
-            Err(_) => Err(FsError::Errno(libc::ENODATA)),
+            (Err(_), _) => Err(FsError::Errno(libc::ENODATA)),
         }
     }
 
     fn listxattr_inner(&self, ino: INodeNo) -> Result<Vec<u8>> {
         let mut out = Vec::new();
-        for name in self.vault()?.list_xattrs(inode(ino))? {
+        let names = match Node::from_id(ino.0) {
+            Node::Live(i) => self.vault()?.list_xattrs(i)?,
+            Node::Snap(id, i) => self.vault()?.snapshot_xattrs(id, i)?.into_iter().map(|(n, _)| n).collect(),
+            Node::Snapshots => Vec::new(),
+        };
+        for name in names {
             out.extend_from_slice(&name);
             out.push(0);
         }
@@ -534,6 +670,7 @@ impl VaultFs {
 
     fn removexattr_inner(&self, ino: INodeNo, name: &OsStr) -> Result<()> {
         self.writable()?;
+        let ino = INodeNo(self.live(ino)?.0);
         let name = Self::xattr_name(name).map_err(|_| FsError::Errno(libc::ENODATA))?;
         Ok(self.vault()?.remove_xattr(inode(ino), name)?)
     }
@@ -541,8 +678,8 @@ impl VaultFs {
     // ----- the rest -----
 
     fn access_inner(&self, req: &Request, ino: INodeNo, mask: AccessFlags) -> Result<()> {
-        let a = self.fattr(&self.vault()?.attr(inode(ino))?);
-        if mask.contains(AccessFlags::W_OK) && self.settings.read_only {
+        let a = self.fattr(&self.attr_of(Node::from_id(ino.0))?);
+        if mask.contains(AccessFlags::W_OK) && (self.settings.read_only || !Node::from_id(ino.0).is_live()) {
             return Err(FsError::Vault(Error::ReadOnly));
         }
         let want = (mask & (AccessFlags::R_OK | AccessFlags::W_OK | AccessFlags::X_OK)).bits() as u16;
@@ -750,7 +887,7 @@ impl Filesystem for VaultFs {
     fn read(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: Fh,
         offset: u64,
         size: u32,
@@ -758,7 +895,7 @@ impl Filesystem for VaultFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        match guarded(|| self.read_inner(fh, offset, size)) {
+        match guarded(|| self.read_inner(ino, fh, offset, size)) {
             Ok(data) => reply.data(&data),
             Err(e) => reply.error(self.errno("read", e)),
         }
@@ -767,7 +904,7 @@ impl Filesystem for VaultFs {
     fn write(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: Fh,
         offset: u64,
         data: &[u8],
@@ -776,14 +913,14 @@ impl Filesystem for VaultFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        match guarded(|| self.write_inner(fh, offset, data)) {
+        match guarded(|| self.write_inner(ino, fh, offset, data)) {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(self.errno("write", e)),
         }
     }
 
-    fn flush(&self, _req: &Request, _ino: INodeNo, fh: Fh, _lock_owner: LockOwner, reply: ReplyEmpty) {
-        match guarded(|| self.flush_inner(fh)) {
+    fn flush(&self, _req: &Request, ino: INodeNo, fh: Fh, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        match guarded(|| self.flush_inner(ino, fh)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.errno("flush", e)),
         }
@@ -792,21 +929,21 @@ impl Filesystem for VaultFs {
     fn release(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: Fh,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        match guarded(|| self.release_inner(fh)) {
+        match guarded(|| self.release_inner(ino, fh)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.errno("release", e)),
         }
     }
 
-    fn fsync(&self, _req: &Request, _ino: INodeNo, fh: Fh, _datasync: bool, reply: ReplyEmpty) {
-        match guarded(|| self.fsync_inner(fh)) {
+    fn fsync(&self, _req: &Request, ino: INodeNo, fh: Fh, _datasync: bool, reply: ReplyEmpty) {
+        match guarded(|| self.fsync_inner(ino, fh)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.errno("fsync", e)),
         }
@@ -833,13 +970,12 @@ impl Filesystem for VaultFs {
 
     fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: Fh, offset: u64, mut reply: ReplyDirectoryPlus) {
         let r = guarded(|| {
-            let vault = self.vault()?;
             self.list_inner(ino, fh, offset, |item| {
-                let attr = match vault.attr(item.ino) {
+                let attr = match self.attr_of(Node::from_id(item.ino.0)) {
                     Ok(a) => a,
                     // Removed since the page was read: leave it out.
-                    Err(Error::StaleHandle) => return Ok(false),
-                    Err(e) => return Err(e.into()),
+                    Err(FsError::Vault(Error::StaleHandle)) => return Ok(false),
+                    Err(e) => return Err(e),
                 };
                 let name = OsStr::from_bytes(item.name);
                 Ok(reply.add(INodeNo(item.ino.0), item.next, name, &self.settings.ttl, &self.fattr(&attr), GENERATION))

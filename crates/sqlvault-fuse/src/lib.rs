@@ -35,6 +35,7 @@
 
 mod attr;
 mod fs;
+mod snapnode;
 mod session;
 
 pub use session::{mount, MountOptions, Mounted, Unmounter};
