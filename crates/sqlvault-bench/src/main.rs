@@ -5,6 +5,7 @@
 //! * `chunk-sweep`: write and read throughput, CPU and memory per chunk size and page
 //!   size, against a plain file on the same disk ([`sweep`]).
 //! * `kdf`: the cost of one Argon2id passphrase derivation per parameter set ([`kdf`]).
+//! * `snapshot`: time and vault growth of a snapshot of many small files ([`snapshot`]).
 //!
 //! Build with `cargo build --release -p sqlvault-bench`; debug builds measure nothing
 //! useful.
@@ -13,6 +14,7 @@ mod data;
 mod error;
 mod kdf;
 mod report;
+mod snapshot;
 mod sweep;
 mod sys;
 
@@ -34,6 +36,8 @@ enum Cmd {
     ChunkSweep(sweep::SweepArgs),
     /// Time one Argon2id key derivation for a grid of parameters.
     Kdf(kdf::KdfArgs),
+    /// Time and vault growth of one snapshot of a 10,000-file tree, against writing it.
+    Snapshot(snapshot::SnapshotArgs),
     /// One phase of one chunk-sweep configuration (run by chunk-sweep in a child process).
     #[command(hide = true)]
     RunOne(sweep::RunOneArgs),
@@ -44,6 +48,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Cmd::ChunkSweep(a) => sweep::chunk_sweep(a),
         Cmd::Kdf(a) => kdf::kdf(a),
+        Cmd::Snapshot(a) => snapshot::snapshot(a),
         Cmd::RunOne(a) => sweep::run_one(a),
     };
     match result {
