@@ -162,7 +162,7 @@ fn a_vault_made_before_snapshots_is_upgraded_on_open() {
         // Make it a schema-1 vault, as written by the build before this feature.
         let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), Default::default()).unwrap();
         v.debug_execute_sql(
-            "DROP TABLE snap_xattrs; DROP TABLE snap_chunks; DROP TABLE snap_dirents; DROP TABLE snap_inodes;
+            "DROP TABLE snap_xattrs; DROP TABLE chunk_holds; DROP TABLE snap_chunks; DROP TABLE snap_dirents; DROP TABLE snap_inodes;
              DROP TABLE snapshots; PRAGMA user_version = 1;",
         )
         .unwrap();
@@ -186,5 +186,5 @@ fn fsck_reports_a_snapshot_reference_to_a_missing_chunk() {
     let out = e.run(&["fsck", e.v()]);
     assert_eq!(out.status.code(), Some(3));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("chunk 42 is missing") && text.contains("reference count"), "{text}");
+    assert!(text.contains("chunk 42 is missing") && text.contains("snapshot references"), "{text}");
 }

@@ -9,6 +9,11 @@
 //!
 //! All-zero chunks are not stored: their index is left out of the map and reads as a
 //! hole. Every function here runs inside the caller's transaction.
+//!
+//! Snapshots keep chunks alive with *holds* (`chunk_holds`: chunk -> number of
+//! snapshot chunk-map rows naming it), counted apart from the live `refs` so that
+//! taking a snapshot never rewrites the pages holding chunk rows. A chunk is deleted
+//! when its live count and its holds are both zero.
 
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -62,7 +67,8 @@ pub fn acquire(conn: &Connection, data: &[u8]) -> Result<ChunkId> {
     Ok(ChunkId(id))
 }
 
-/// Drops one reference; deletes the chunk when none is left.
+/// Drops one live reference; deletes the chunk when none is left and no snapshot
+/// holds it.
 pub fn release(conn: &Connection, id: ChunkId) -> Result<()> {
     let refs: Option<i64> = conn
         .prepare_cached("UPDATE chunks SET refs = refs - 1 WHERE id = ?1 RETURNING refs")?
@@ -71,34 +77,49 @@ pub fn release(conn: &Connection, id: ChunkId) -> Result<()> {
     match refs {
         None => Err(Error::damaged(format!("chunk {} is referenced but missing", id.0))),
         Some(n) if n <= 0 => {
-            conn.prepare_cached("DELETE FROM chunks WHERE id = ?1")?.execute([id.0])?;
+            let held =
+                conn.prepare_cached("SELECT 1 FROM chunk_holds WHERE chunk = ?1")?.query_row([id.0], |_| Ok(())).optional()?.is_some();
+            if !held {
+                conn.prepare_cached("DELETE FROM chunks WHERE id = ?1")?.execute([id.0])?;
+            }
             Ok(())
         }
         Some(_) => Ok(()),
     }
 }
 
-/// Adds `n` references to each listed chunk, which must exist (a snapshot or a
-/// restore now names it `n` more times).
-pub fn retain(conn: &Connection, counts: &[(ChunkId, i64)]) -> Result<()> {
-    let mut stmt = conn.prepare_cached("UPDATE chunks SET refs = refs + ?2 WHERE id = ?1")?;
+/// Adds `n` snapshot references ("holds") to each listed chunk. Holds live in their
+/// own narrow table, not in the chunk's row: a snapshot of a large vault then writes a
+/// few pages of `chunk_holds` instead of every page that holds a chunk's row.
+pub fn hold(conn: &Connection, counts: &[(ChunkId, i64)]) -> Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO chunk_holds(chunk, n) VALUES (?1, ?2) ON CONFLICT(chunk) DO UPDATE SET n = n + excluded.n",
+    )?;
     for (id, n) in counts {
-        if stmt.execute(params![id.0, n])? != 1 {
-            return Err(Error::damaged(format!("chunk {} is referenced but missing", id.0)));
-        }
+        stmt.execute(params![id.0, n])?;
     }
     Ok(())
 }
 
-/// Drops `n` references from each listed chunk, deleting those left with none.
-/// Returns the bytes freed.
-pub fn release_many(conn: &Connection, counts: &[(ChunkId, i64)]) -> Result<u64> {
-    let mut dec = conn.prepare_cached("UPDATE chunks SET refs = refs - ?2 WHERE id = ?1 RETURNING refs, len")?;
+/// Drops `n` holds from each listed chunk; a chunk left with no hold and no live
+/// reference is deleted. Returns the bytes freed.
+pub fn unhold(conn: &Connection, counts: &[(ChunkId, i64)]) -> Result<u64> {
+    let mut dec = conn.prepare_cached("UPDATE chunk_holds SET n = n - ?2 WHERE chunk = ?1 RETURNING n")?;
+    let mut drop_hold = conn.prepare_cached("DELETE FROM chunk_holds WHERE chunk = ?1")?;
+    let mut live = conn.prepare_cached("SELECT refs, len FROM chunks WHERE id = ?1")?;
     let mut del = conn.prepare_cached("DELETE FROM chunks WHERE id = ?1")?;
     let mut freed = 0u64;
     for (id, n) in counts {
-        let (refs, len): (i64, i64) = dec
-            .query_row(params![id.0, n], |r| Ok((r.get(0)?, r.get(1)?)))
+        let left: i64 = dec
+            .query_row(params![id.0, n], |r| r.get(0))
+            .optional()?
+            .ok_or_else(|| Error::damaged(format!("chunk {} is held by a snapshot but has no hold", id.0)))?;
+        if left > 0 {
+            continue;
+        }
+        drop_hold.execute([id.0])?;
+        let (refs, len): (i64, i64) = live
+            .query_row([id.0], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?
             .ok_or_else(|| Error::damaged(format!("chunk {} is referenced but missing", id.0)))?;
         if refs <= 0 {
@@ -109,10 +130,27 @@ pub fn release_many(conn: &Connection, counts: &[(ChunkId, i64)]) -> Result<u64>
     Ok(freed)
 }
 
+/// Bytes of the listed chunks that nothing but these holds keeps: no live reference,
+/// and exactly `n` holds (what dropping them would free).
+pub fn held_only(conn: &Connection, counts: &[(ChunkId, i64)]) -> Result<u64> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT c.len FROM chunks c JOIN chunk_holds h ON h.chunk = c.id WHERE c.id = ?1 AND c.refs = 0 AND h.n = ?2",
+    )?;
+    let mut total = 0u64;
+    for (id, n) in counts {
+        if let Some(len) = stmt.query_row(params![id.0, n], |r| r.get::<_, i64>(0)).optional()? {
+            total += len as u64;
+        }
+    }
+    Ok(total)
+}
+
 /// Maps index `idx` of file `ino` (a hole so far) to the stored chunk `id`, taking a
-/// reference to it.
+/// live reference to it (restoring from a snapshot).
 pub fn adopt(conn: &Connection, ino: i64, idx: u64, id: ChunkId) -> Result<()> {
-    retain(conn, &[(id, 1)])?;
+    if conn.prepare_cached("UPDATE chunks SET refs = refs + 1 WHERE id = ?1")?.execute([id.0])? != 1 {
+        return Err(Error::damaged(format!("chunk {} is referenced but missing", id.0)));
+    }
     conn.prepare_cached("INSERT INTO file_chunks(ino, idx, chunk) VALUES (?1, ?2, ?3)")?.execute(params![ino, idx as i64, id.0])?;
     Ok(())
 }

@@ -71,13 +71,25 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
 
     // 3. Reference counts and dangling references.
     let queries: &[(&str, &str)] = &[
-        // refs counts the live chunk map and every snapshot's chunk map.
         (
-            "SELECT 'chunk ' || id || ': reference count ' || refs || ' but ' || n || ' references' FROM
-               (SELECT c.id, c.refs, (SELECT count(*) FROM file_chunks f WHERE f.chunk = c.id)
-                                   + (SELECT count(*) FROM snap_chunks s WHERE s.chunk = c.id) AS n FROM chunks c)
-             WHERE refs != n OR n = 0",
+            "SELECT 'chunk ' || c.id || ': reference count ' || c.refs || ' but ' || count(f.chunk) || ' references'
+             FROM chunks c LEFT JOIN file_chunks f ON f.chunk = c.id GROUP BY c.id HAVING c.refs != count(f.chunk)",
             "refcount",
+        ),
+        // Snapshot references: holds equal the snapshot chunk-map rows naming a chunk.
+        (
+            "SELECT 'chunk ' || chunk || ': held ' || held || ' times but ' || n || ' snapshot references' FROM
+               (SELECT chunk, coalesce((SELECT h.n FROM chunk_holds h WHERE h.chunk = s.chunk), 0) AS held, count(*) AS n
+                FROM snap_chunks s GROUP BY chunk
+                UNION ALL
+                SELECT h.chunk, h.n, 0 FROM chunk_holds h WHERE NOT EXISTS (SELECT 1 FROM snap_chunks s WHERE s.chunk = h.chunk))
+             WHERE held != n",
+            "holds",
+        ),
+        (
+            "SELECT 'chunk ' || c.id || ': neither referenced nor held (should have been freed)'
+             FROM chunks c WHERE c.refs <= 0 AND NOT EXISTS (SELECT 1 FROM chunk_holds h WHERE h.chunk = c.id)",
+            "dead chunk",
         ),
         (
             "SELECT 'file inode ' || f.ino || ' index ' || f.idx || ': chunk ' || f.chunk || ' is missing'

@@ -2,11 +2,11 @@
 //!
 //! Taking a snapshot copies the *rows* of the tree (inodes, directory entries, chunk
 //! map, extended attributes) into the `snap_*` tables with `INSERT ... SELECT`, in the
-//! caller's transaction: O(inodes + chunk-map rows), no chunk data is copied. Every
-//! `snap_chunks` row holds one reference on its chunk, so `chunks.refs` equals the
-//! live map rows plus the snapshot map rows naming it, and a chunk lives as long as a
-//! file or a snapshot names it (`fsck` checks this). Removing a snapshot drops those
-//! references and frees the chunks nobody else names.
+//! caller's transaction: O(inodes + chunk-map rows), no chunk data is copied, and the
+//! chunk rows are not touched either. Every `snap_chunks` row is one *hold* on its
+//! chunk (`chunk_holds`, kept by [`crate::chunks`] next to the live `refs`), so a chunk
+//! lives as long as a file or a snapshot names it (`fsck` checks both counts exactly).
+//! Removing a snapshot drops its holds and frees the chunks nobody else names.
 //!
 //! A snapshot keeps the live inode numbers of its nodes (so hard links stay links);
 //! the key of a snapshot node is `(snapshot id, ino)`. Snapshot ids come from
@@ -67,6 +67,12 @@ pub(crate) const MIGRATION: &str = "
         PRIMARY KEY(snap, ino, idx)
     ) WITHOUT ROWID;
     CREATE INDEX snap_chunks_by_chunk ON snap_chunks(chunk);
+    -- Owned by chunks.rs: snapshot references per chunk (= snap_chunks rows naming it),
+    -- kept out of the chunks rows so that a snapshot does not rewrite their pages.
+    CREATE TABLE chunk_holds(
+        chunk INTEGER PRIMARY KEY,
+        n     INTEGER NOT NULL
+    );
     CREATE TABLE snap_xattrs(
         snap  INTEGER NOT NULL,
         ino   INTEGER NOT NULL,
@@ -138,7 +144,7 @@ pub fn create(conn: &Connection, name: &str, now_ns: i64) -> Result<SnapshotId> 
         ),
         [id],
     )?;
-    chunks::retain(conn, &chunk_counts(conn, SnapshotId(id as u64))?)?;
+    chunks::hold(conn, &chunk_counts(conn, SnapshotId(id as u64))?)?;
     Ok(SnapshotId(id as u64))
 }
 
@@ -190,13 +196,7 @@ pub fn info(conn: &Connection, id: SnapshotId) -> Result<SnapshotInfo> {
         .prepare_cached("SELECT coalesce(sum(size), 0) FROM snap_inodes WHERE snap = ?1 AND mode & ?2 = ?3")?
         .query_row(params![id.sql(), libc::S_IFMT, libc::S_IFREG], |r| r.get(0))?;
     // A chunk is unique to this snapshot when all of its references are this snapshot's.
-    let unique: i64 = conn
-        .prepare_cached(
-            "SELECT coalesce(sum(c.len), 0)
-             FROM (SELECT chunk, count(*) AS n FROM snap_chunks WHERE snap = ?1 GROUP BY chunk) s
-             JOIN chunks c ON c.id = s.chunk WHERE c.refs = s.n",
-        )?
-        .query_row([id.sql()], |r| r.get(0))?;
+    let unique = chunks::held_only(conn, &chunk_counts(conn, id)?)?;
     Ok(SnapshotInfo {
         id,
         name,
@@ -205,7 +205,7 @@ pub fn info(conn: &Connection, id: SnapshotId) -> Result<SnapshotInfo> {
         directories: count(libc::S_IFDIR)?,
         symlinks: count(libc::S_IFLNK)?,
         logical_bytes: logical as u64,
-        unique_bytes: unique as u64,
+        unique_bytes: unique,
     })
 }
 
@@ -218,7 +218,7 @@ pub fn remove(conn: &Connection, id: SnapshotId) -> Result<u64> {
     if conn.execute("DELETE FROM snapshots WHERE id = ?1", [id.sql()])? == 0 {
         return Err(Error::not_found(format!("snapshot {}", id.0)));
     }
-    chunks::release_many(conn, &counts)
+    chunks::unhold(conn, &counts)
 }
 
 // ----- reading a snapshot's tree -----
@@ -597,7 +597,9 @@ mod tests {
         let a = file(&c, b"a", b"shared");
         file(&c, b"b", b"only in a snapshot");
         let s = create(&c, "one", 5).unwrap();
-        assert!(refs(&c).iter().all(|(_, r)| *r == 2));
+        assert!(refs(&c).iter().all(|(_, r)| *r == 1), "live references only");
+        let holds: i64 = c.query_row("SELECT sum(n) FROM chunk_holds", [], |r| r.get(0)).unwrap();
+        assert_eq!(holds, 2);
         tree::unlink(&c, InodeId::ROOT, b"b", &|_| false).unwrap();
         let i = info(&c, s).unwrap();
         assert_eq!((i.files, i.directories, i.logical_bytes), (2, 1, 24));
@@ -679,9 +681,13 @@ mod fsck_tests {
     fn fsck_is_clean_with_a_snapshot_and_counts_its_references() {
         let c = vault_db();
         assert_eq!(problems(&c), Vec::<String>::new());
-        // A refcount that forgets the snapshot's reference is found.
-        c.execute_batch("UPDATE chunks SET refs = 1").unwrap();
-        assert!(problems(&c).iter().any(|p| p.contains("reference count 1 but 2")), "{:?}", problems(&c));
+        // A hold count that disagrees with the snapshot's references is found.
+        c.execute_batch("UPDATE chunk_holds SET n = 2").unwrap();
+        assert!(problems(&c).iter().any(|p| p.contains("held 2 times but 1 snapshot references")), "{:?}", problems(&c));
+        // So is a chunk nothing references nor holds any more.
+        let c = vault_db();
+        c.execute_batch("DELETE FROM chunk_holds; DELETE FROM snap_chunks; DELETE FROM file_chunks; UPDATE chunks SET refs = 0").unwrap();
+        assert!(problems(&c).iter().any(|p| p.contains("neither referenced nor held")), "{:?}", problems(&c));
     }
 
     #[test]
