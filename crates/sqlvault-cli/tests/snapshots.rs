@@ -188,3 +188,66 @@ fn fsck_reports_a_snapshot_reference_to_a_missing_chunk() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("chunk 42 is missing") && text.contains("snapshot references"), "{text}");
 }
+
+/// Entries below `/t` in the vault (0: nothing restored yet).
+fn restored_entries(e: &Env) -> usize {
+    e.ok(&["ls", "-R", e.v(), "/"]).lines().filter(|l| l.starts_with("/t/")).count()
+}
+
+#[test]
+fn a_restore_or_compact_killed_midway_leaves_the_vault_before_or_after() {
+    let e = Env::new();
+    let src = e.path("src");
+    for d in 0..6 {
+        std::fs::create_dir_all(src.join(format!("d{d}"))).unwrap();
+        for f in 0..100 {
+            std::fs::write(src.join(format!("d{d}/f{f}")), format!("file {d}/{f}").repeat(30)).unwrap();
+        }
+    }
+    e.ok(&["put", e.v(), src.to_str().unwrap(), "/t"]);
+    let complete = restored_entries(&e);
+    assert_eq!(complete, 606);
+    e.ok(&["snapshot", e.v(), "s"]);
+    e.ok(&["rm", e.v(), "/t", "-r"]);
+    let mut killed_midway = 0;
+    for attempt in 0..6u64 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sqlvault"))
+            .env("SQLVAULT_PASSPHRASE", "pw")
+            .args(["restore", e.v(), "s", "/t"])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(attempt * 40));
+        let _ = child.kill(); // SIGKILL
+        let status = child.wait().unwrap();
+        e.fsck_clean();
+        let n = restored_entries(&e);
+        assert!(n == 0 || n == complete, "attempt {attempt}: {n} of {complete} entries: a restore is all or nothing");
+        if status.code().is_none() {
+            killed_midway += usize::from(n == 0);
+        }
+        if n == complete {
+            e.ok(&["rm", e.v(), "/t", "-r"]);
+        }
+    }
+    eprintln!("restore killed before its commit in {killed_midway} of 6 attempts");
+    // The same for the first compaction (a VACUUM), with something to give back.
+    e.ok(&["restore", e.v(), "s", "/t"]);
+    e.ok(&["snapshot", "rm", e.v(), "s"]);
+    for attempt in 0..3u64 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sqlvault"))
+            .env("SQLVAULT_PASSPHRASE", "pw")
+            .args(["compact", e.v()])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(attempt * 30));
+        let _ = child.kill();
+        child.wait().unwrap();
+        e.fsck_clean();
+        assert_eq!(restored_entries(&e), complete);
+    }
+    assert_eq!(e.ok(&["cat", e.v(), "/t/d5/f99"]), "file 5/99".repeat(30));
+}
