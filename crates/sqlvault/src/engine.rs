@@ -3,17 +3,21 @@
 //!
 //! * The master key is handed to SQLCipher as a raw key (`x'..'`), so opening a
 //!   connection costs no key derivation; the passphrase KDF ran once in [`crate::keys`].
-//! * One writer connection per process, behind a mutex; every write transaction is
-//!   `BEGIN IMMEDIATE` so a second process waits on the busy handler instead of failing
-//!   halfway (article 001).
+//! * One writer connection per process, with group commit ([`crate::commit`]):
+//!   concurrent writers share one `BEGIN IMMEDIATE` transaction, each in its own
+//!   savepoint; a second process waits on the busy handler instead of failing halfway
+//!   (article 001).
 //! * Reader connections are pooled and reused; in WAL mode they never block the writer.
 //! * `temp_store=MEMORY`: SQLite never writes plaintext temporary files.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags};
+
+use crate::commit::{CommitStats, WriteTx, Writer};
 
 use crate::error::{Error, Result};
 use crate::keys::{CipherSettings, MasterKey};
@@ -62,7 +66,7 @@ pub(crate) struct Engine {
     key: MasterKey,
     cipher: CipherSettings,
     config: EngineConfig,
-    writer: Option<Mutex<Connection>>,
+    writer: Option<Writer>,
     readers: Mutex<Vec<Connection>>,
 }
 
@@ -82,11 +86,11 @@ impl Engine {
             let conn = engine.connect(true)?;
             conn.execute_batch("PRAGMA journal_mode=WAL;")?;
             schema::create(&conn)?;
-            engine.writer = Some(Mutex::new(conn));
+            engine.writer = Some(Writer::new(conn));
         } else if !engine.config.read_only {
             let mut conn = engine.connect(true)?;
             schema::check_and_migrate(&mut conn)?;
-            engine.writer = Some(Mutex::new(conn));
+            engine.writer = Some(Writer::new(conn));
         } else {
             let conn = engine.connect(false)?;
             schema::check(&conn)?;
@@ -134,15 +138,28 @@ impl Engine {
         Ok(conn)
     }
 
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection; commits if
-    /// it returns `Ok`, rolls back (leaving the vault as it was) if it returns `Err`.
-    pub fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        let writer = self.writer.as_ref().ok_or(Error::ReadOnly)?;
-        let mut conn = writer.lock().map_err(|_| poisoned())?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let out = f(&tx)?;
-        tx.commit()?;
-        Ok(out)
+    /// Runs `f` as one all-or-nothing write: if it returns `Ok` its work commits, if it
+    /// returns `Err` (or panics) its work is rolled back and the vault is as before.
+    /// Concurrent calls share one transaction and one commit (group commit, see
+    /// [`crate::commit`]); a call returns once its work is committed, as durable as the
+    /// vault's durability setting says.
+    pub fn write<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
+        self.writer.as_ref().ok_or(Error::ReadOnly)?.write(f)
+    }
+
+    /// Runs `f` on the writer connection, serialised with every write and without a
+    /// transaction of its own (it sees the writes of the open batch). Read-only vaults
+    /// run it on a reader. Used where a check must be atomic against writes.
+    pub fn serialized<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        match self.writer.as_ref() {
+            Some(w) => w.serialized(f),
+            None => self.read(f),
+        }
+    }
+
+    /// Operations and commits of the group commit so far.
+    pub fn commit_stats(&self) -> CommitStats {
+        self.writer.as_ref().map(|w| w.stats()).unwrap_or_default()
     }
 
     /// Runs `f` on a pooled reader connection inside one read transaction, so every
@@ -184,24 +201,26 @@ impl Engine {
             return Ok(());
         }
         let Some(writer) = self.writer.as_ref() else { return Ok(()) };
-        let conn = writer.lock().map_err(|_| poisoned())?;
-        conn.execute_batch("PRAGMA synchronous=FULL")?;
-        let r = conn.execute_batch(
-            "BEGIN IMMEDIATE; UPDATE meta SET value = value + 1 WHERE key = 'sync_count'; COMMIT;",
-        );
-        if r.is_err() {
-            let _ = conn.execute_batch("ROLLBACK");
-        }
-        conn.execute_batch("PRAGMA synchronous=NORMAL")?;
-        r.map_err(Error::from)
+        writer.idle(|conn| {
+            conn.execute_batch("PRAGMA synchronous=FULL")?;
+            let r = conn.execute_batch(
+                "BEGIN IMMEDIATE; UPDATE meta SET value = value + 1 WHERE key = 'sync_count'; COMMIT;",
+            );
+            if r.is_err() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            conn.execute_batch("PRAGMA synchronous=NORMAL")?;
+            r.map_err(Error::from)
+        })
     }
 
     /// Writes the WAL back into the main file and truncates it (used before closing).
     pub fn checkpoint_truncate(&self) -> Result<()> {
         let Some(writer) = self.writer.as_ref() else { return Ok(()) };
-        let conn = writer.lock().map_err(|_| poisoned())?;
-        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
-        Ok(())
+        writer.idle(|conn| {
+            conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+            Ok(())
+        })
     }
 
     pub fn is_read_only(&self) -> bool {
@@ -211,9 +230,7 @@ impl Engine {
     #[cfg(feature = "testing")]
     /// Runs `f` with the writer connection outside any transaction (VACUUM, integrity checks).
     pub fn with_writer<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let writer = self.writer.as_ref().ok_or(Error::ReadOnly)?;
-        let conn = writer.lock().map_err(|_| poisoned())?;
-        f(&conn)
+        self.writer.as_ref().ok_or(Error::ReadOnly)?.idle(f)
     }
 }
 

@@ -19,6 +19,7 @@
 //! ```
 
 mod chunks;
+mod commit;
 mod engine;
 mod error;
 pub mod fsck;
@@ -31,6 +32,7 @@ mod vault;
 mod vfs;
 mod xattr;
 
+pub use commit::CommitStats;
 pub use engine::{Durability, EngineConfig};
 pub use error::{Error, ErrorKind, Result};
 pub use fsck::FsckReport;

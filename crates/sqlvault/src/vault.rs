@@ -9,6 +9,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::chunks;
+use crate::commit::CommitStats;
 use crate::engine::{Engine, EngineConfig};
 use crate::error::{Error, Result};
 use crate::handle::{FileHandle, FileOptions, OpenInode};
@@ -237,6 +239,12 @@ impl Vault {
         self.inner.max_dirty_bytes
     }
 
+    /// How many write operations ran and how many commits they took (group commit
+    /// shares one commit between concurrent writers).
+    pub fn commit_stats(&self) -> CommitStats {
+        self.engine().commit_stats()
+    }
+
     /// Makes everything committed so far durable on disk.
     pub fn sync(&self) -> Result<()> {
         self.engine().sync()
@@ -280,8 +288,10 @@ impl Vault {
         };
         if last && !self.engine().is_read_only() {
             let ino = node.ino;
+            // Under the writer lock: an open of the same inode since we dropped it from
+            // `open` (it registers under this lock too) keeps the inode alive.
             self.engine().write(|tx| match tree::get(tx, ino)? {
-                Some(a) if a.nlink == 0 => tree::purge(tx, ino),
+                Some(a) if a.nlink == 0 && !self.is_open(ino) => tree::purge(tx, ino),
                 _ => Ok(()),
             })?;
         }
@@ -376,17 +386,23 @@ impl Vault {
     }
 
     /// Opens the file `ino`.
+    ///
+    /// Checking the inode and registering the handle run under the writer lock
+    /// ([`Engine::serialized`]), the lock every unlink and rename runs under: an unlink
+    /// either came first (the open fails with `NotFound`) or comes after and sees the
+    /// file open (it keeps the inode as an orphan until the last handle closes).
     pub fn open_ino(&self, ino: InodeId, opts: &FileOptions) -> Result<FileHandle> {
-        let a = self.engine().read(|c| tree::attr(c, ino))?;
-        match a.kind {
-            FileType::Dir => return Err(Error::IsADirectory { path: format!("inode {}", ino.0) }),
-            FileType::Symlink => return Err(Error::InvalidArgument { what: "cannot open a symbolic link's content".into() }),
-            FileType::File => {}
-        }
         if (opts.write || opts.append || opts.truncate) && self.engine().is_read_only() {
             return Err(Error::ReadOnly);
         }
-        let node = self.acquire_inode(ino)?;
+        let node = self.engine().serialized(|c| {
+            match tree::attr(c, ino)?.kind {
+                FileType::Dir => return Err(Error::IsADirectory { path: format!("inode {}", ino.0) }),
+                FileType::Symlink => return Err(Error::InvalidArgument { what: "cannot open a symbolic link's content".into() }),
+                FileType::File => {}
+            }
+            self.acquire_inode(ino)
+        })?;
         let handle = FileHandle::new(self.clone(), node, opts);
         if opts.truncate && (opts.write || opts.append) {
             handle.set_len(0)?;
@@ -557,10 +573,46 @@ impl Vault {
     }
 
     /// Writes `data` as the whole content of `path`, creating it if needed.
+    ///
+    /// One write operation (one transaction, shared with concurrent writers by the group
+    /// commit) when `data` fits the dirty-buffer limit and the file is not open in this
+    /// process; otherwise it streams through a [`FileHandle`].
     pub fn write_file(&self, path: &str, data: &[u8]) -> Result<()> {
+        if data.len() as u64 <= self.max_dirty_bytes() && !self.engine().is_read_only() && self.write_file_at_once(path, data)? {
+            return Ok(());
+        }
         let f = self.create_file(path)?;
         f.write_at(0, data)?;
         f.close()
+    }
+
+    /// The one-operation path of [`Vault::write_file`]; `false` if the file is open here.
+    fn write_file_at_once(&self, path: &str, data: &[u8]) -> Result<bool> {
+        let vp = VaultPath::parse(path)?;
+        let cs = self.chunk_size() as usize;
+        self.engine()
+            .write(|tx| {
+                let (dir, name) = self.parent_of(tx, &vp, path)?;
+                let ino = match tree::lookup(tx, dir, name)? {
+                    Some(_) => self.resolve_in(tx, &vp.names, true, path)?,
+                    None => tree::create(tx, dir, name, self.new_node(FileType::File, 0o644, None))?.ino,
+                };
+                if self.is_open(ino) {
+                    return Ok(false);
+                }
+                if tree::attr(tx, ino)?.kind != FileType::File {
+                    return Err(Error::IsADirectory { path: path.into() });
+                }
+                let mut n = 0u64;
+                for (idx, piece) in data.chunks(cs).enumerate() {
+                    chunks::put(tx, ino.0 as i64, idx as u64, piece)?;
+                    n += 1;
+                }
+                chunks::truncate(tx, ino.0 as i64, n)?;
+                tree::set_size(tx, ino, data.len() as u64, tree::now_ns())?;
+                Ok(true)
+            })
+            .map_err(|e| e.with_path(path))
     }
 
     /// Reads the whole file at `path` into memory (use `open_file` to stream).
