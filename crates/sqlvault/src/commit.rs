@@ -329,6 +329,42 @@ mod tests {
     }
 
     #[test]
+    fn queued_writers_share_one_commit_and_a_failure_stays_in_its_savepoint() {
+        let w = writer();
+        let (entered, wait_entered) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            let w = &w;
+            s.spawn(move || {
+                w.write(|tx| {
+                    tx.execute("INSERT INTO t VALUES (1, 'a')", [])?;
+                    entered.send(()).unwrap();
+                    // Hold the lock until both other writers are queued behind us.
+                    while w.queued.load(Ordering::SeqCst) < 2 {
+                        std::thread::yield_now();
+                    }
+                    Ok(())
+                })
+                .unwrap()
+            });
+            wait_entered.recv().unwrap();
+            let failing = s.spawn(move || {
+                w.write(|tx| -> Result<()> {
+                    tx.execute("INSERT INTO t VALUES (2, 'b')", [])?;
+                    Err(Error::InvalidArgument { what: "refused".into() })
+                })
+            });
+            let ok = s.spawn(move || w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (3, 'c')", [])?)));
+            assert!(matches!(failing.join().unwrap(), Err(Error::InvalidArgument { .. })));
+            ok.join().unwrap().unwrap();
+        });
+        assert_eq!(w.stats(), CommitStats { operations: 3, commits: 1 });
+        let keys: Vec<i64> = w
+            .serialized(|c| Ok(c.prepare("SELECT k FROM t ORDER BY k")?.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?))
+            .unwrap();
+        assert_eq!(keys, vec![1, 3]);
+    }
+
+    #[test]
     fn a_panicking_closure_rolls_back_and_leaves_the_writer_usable() {
         let w = writer();
         let r = catch_unwind(AssertUnwindSafe(|| {
