@@ -107,6 +107,8 @@ impl Engine {
         } | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_EXRESCODE;
         let conn = Connection::open_with_flags_and_vfs(&self.path, flags, vfs::VFS_NAME)?;
+        // SAFETY: the handle is valid while `conn` lives.
+        vfs::count_statements(unsafe { conn.handle() });
         // SQLCipher logs decryption failures to stderr; we report them as errors instead.
         conn.execute_batch("PRAGMA cipher_log_level = NONE")?;
         let lit = self.key.sqlcipher_literal();

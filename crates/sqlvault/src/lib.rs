@@ -41,4 +41,5 @@ pub use keys::{generate_key_file, HmacAlgorithm, KdfParams, Secret, SlotKind};
 pub use path::join as join_path;
 pub use tree::{check_name, Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
 pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
+pub use vfs::{io_counts, IoCounts};
 pub use xattr::XattrMode;

@@ -301,19 +301,16 @@ impl Vault {
     // ----- by inode (used by the FUSE frontend) -----
 
     /// Attributes of `ino`, including the size of writes still buffered in this process.
+    ///
+    /// For a file open here, the stored attributes are read under the file's state lock
+    /// (the lock a commit of its buffers holds), so a `stat` racing a flush sees the
+    /// size before or after it, never an older stored size without the buffers.
     pub fn attr(&self, ino: InodeId) -> Result<Attr> {
-        let mut a = self.engine().read(|c| tree::attr(c, ino))?;
-        if let Some((size, mtime_ns)) = self.buffered(ino) {
-            a.size = size;
-            a.mtime_ns = mtime_ns;
-            a.ctime_ns = a.ctime_ns.max(mtime_ns);
+        let node = self.inner.open.lock().map_err(|_| poisoned())?.get(&ino).map(|e| e.0.clone());
+        match node {
+            Some(node) => node.attr(self),
+            None => self.engine().read(|c| tree::attr(c, ino)),
         }
-        Ok(a)
-    }
-
-    fn buffered(&self, ino: InodeId) -> Option<(u64, i64)> {
-        let node = self.inner.open.lock().ok()?.get(&ino).map(|e| e.0.clone())?;
-        node.buffered()
     }
 
     /// Looks `name` up in directory `parent`.
