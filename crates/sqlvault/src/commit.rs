@@ -61,6 +61,10 @@ pub struct CommitStats {
     pub operations: u64,
     /// Batch transactions committed.
     pub commits: u64,
+    /// WAL checkpoints run by the background thread.
+    pub background_checkpoints: u64,
+    /// WAL checkpoints the writer ran itself because the WAL reached its limit.
+    pub inline_checkpoints: u64,
 }
 
 struct State {
@@ -100,7 +104,7 @@ impl Writer {
     }
 
     pub fn stats(&self) -> CommitStats {
-        CommitStats { operations: self.operations.load(Ordering::Relaxed), commits: self.commits.load(Ordering::Relaxed) }
+        CommitStats { operations: self.operations.load(Ordering::Relaxed), commits: self.commits.load(Ordering::Relaxed), ..Default::default() }
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, State>> {
@@ -312,7 +316,7 @@ mod tests {
         for i in 0..5 {
             w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (?1, 'x')", [i])?)).unwrap();
         }
-        assert_eq!(w.stats(), CommitStats { operations: 5, commits: 5 });
+        assert_eq!((w.stats().operations, w.stats().commits), (5, 5));
         assert_eq!(count(&w), 5);
     }
 
@@ -357,7 +361,7 @@ mod tests {
             assert!(matches!(failing.join().unwrap(), Err(Error::InvalidArgument { .. })));
             ok.join().unwrap().unwrap();
         });
-        assert_eq!(w.stats(), CommitStats { operations: 3, commits: 1 });
+        assert_eq!((w.stats().operations, w.stats().commits), (3, 1));
         let keys: Vec<i64> = w
             .serialized(|c| Ok(c.prepare("SELECT k FROM t ORDER BY k")?.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?))
             .unwrap();

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+use crate::checkpoint::Checkpointer;
 use crate::commit::{CommitStats, WriteTx, Writer};
 
 use crate::error::{Error, Result};
@@ -47,6 +48,10 @@ pub struct EngineConfig {
     pub read_only: bool,
     /// Reader connections kept open for reuse.
     pub max_idle_readers: usize,
+    /// WAL size at which the committing writer checkpoints itself; a background thread
+    /// starts checkpointing at a quarter of it (see `checkpoint.rs`). Bounds the WAL
+    /// to about this plus one transaction.
+    pub wal_limit_bytes: u64,
 }
 
 impl Default for EngineConfig {
@@ -57,6 +62,7 @@ impl Default for EngineConfig {
             busy_timeout: Duration::from_secs(60),
             read_only: false,
             max_idle_readers: 4,
+            wal_limit_bytes: crate::checkpoint::DEFAULT_WAL_LIMIT,
         }
     }
 }
@@ -68,6 +74,9 @@ pub(crate) struct Engine {
     config: EngineConfig,
     writer: Option<Writer>,
     readers: Mutex<Vec<Connection>>,
+    /// After `writer`: its WAL hook points into the checkpointer's shared state, which
+    /// must outlive the writer connection.
+    checkpointer: Option<Checkpointer>,
 }
 
 impl Engine {
@@ -81,15 +90,18 @@ impl Engine {
             config,
             writer: None,
             readers: Mutex::new(Vec::new()),
+            checkpointer: None,
         };
         if create {
             let conn = engine.connect(true)?;
             conn.execute_batch("PRAGMA journal_mode=WAL;")?;
             schema::create(&conn)?;
+            engine.checkpointer = Some(Checkpointer::start(engine.connect(true)?, &conn, engine.cipher.page_size, engine.config.wal_limit_bytes)?);
             engine.writer = Some(Writer::new(conn));
         } else if !engine.config.read_only {
             let mut conn = engine.connect(true)?;
             schema::check_and_migrate(&mut conn)?;
+            engine.checkpointer = Some(Checkpointer::start(engine.connect(true)?, &conn, engine.cipher.page_size, engine.config.wal_limit_bytes)?);
             engine.writer = Some(Writer::new(conn));
         } else {
             let conn = engine.connect(false)?;
@@ -161,7 +173,11 @@ impl Engine {
 
     /// Operations and commits of the group commit so far.
     pub fn commit_stats(&self) -> CommitStats {
-        self.writer.as_ref().map(|w| w.stats()).unwrap_or_default()
+        let mut s = self.writer.as_ref().map(|w| w.stats()).unwrap_or_default();
+        if let Some(c) = &self.checkpointer {
+            (s.background_checkpoints, s.inline_checkpoints) = c.runs();
+        }
+        s
     }
 
     /// Runs `f` on a pooled reader connection inside one read transaction, so every
@@ -241,9 +257,12 @@ fn poisoned() -> Error {
 }
 
 impl Drop for Engine {
-    /// Readers close first so the writer is the last connection: SQLite then
+    /// The checkpoint thread and readers close first so the writer is the last connection: SQLite then
     /// checkpoints and removes the WAL and shared-memory files, leaving one file.
     fn drop(&mut self) {
+        if let Some(c) = self.checkpointer.as_mut() {
+            c.stop();
+        }
         if let Ok(mut pool) = self.readers.lock() {
             pool.clear();
         }

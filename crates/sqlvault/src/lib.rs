@@ -18,6 +18,7 @@
 //! # Ok::<(), sqlvault::Error>(())
 //! ```
 
+mod checkpoint;
 mod chunks;
 mod commit;
 mod engine;
