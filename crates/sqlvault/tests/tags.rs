@@ -231,4 +231,8 @@ fn find_latency_at_100k_files() {
         }
         println!("find {cond:?}: {hits} hits, best of 5 {:.2} ms", best * 1e3);
     }
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    println!("peak RSS {} MiB", ru.ru_maxrss / 1024);
 }
