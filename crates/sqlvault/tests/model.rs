@@ -76,6 +76,8 @@ const _: () = assert!(DEFAULT_CASES as usize * OPS_PER_CASE >= 10_000);
 const CHECK_EVERY: usize = 25;
 const SLOTS: usize = 4;
 const NAMES: [&str; 4] = ["a", "b", "c", "d"];
+/// A record: key and value.
+type Record = (Vec<u8>, Vec<u8>);
 const TAGS: [&str; 3] = ["camera", "iso", "x"];
 const COLLS: [&str; 2] = ["c0", "c1"];
 /// Record keys, chosen so that prefixes `k1` and `k` cover different sets.
@@ -1299,8 +1301,8 @@ impl Harness {
             Op::RecScan { coll, prefix } => {
                 let (c, pre) = (COLLS[*coll as usize % 2], PREFIXES[*prefix as usize % PREFIXES.len()]);
                 self.what = format!("records({c}).scan_prefix({pre:?})");
-                let got: Result<Vec<(Vec<u8>, Vec<u8>)>, Error> = self.v().records(c).scan_prefix(pre).collect();
-                let want: Vec<(Vec<u8>, Vec<u8>)> = self
+                let got: Result<Vec<Record>, Error> = self.v().records(c).scan_prefix(pre).collect();
+                let want: Vec<Record> = self
                     .m
                     .records
                     .get(c)
@@ -1466,8 +1468,8 @@ impl Harness {
         }
         for (name, recs) in &self.m.records {
             let all = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
-            let got: Result<Vec<(Vec<u8>, Vec<u8>)>, Error> = self.v().records(name).scan(all).collect();
-            let want: Vec<(Vec<u8>, Vec<u8>)> = recs.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let got: Result<Vec<Record>, Error> = self.v().records(name).scan(all).collect();
+            let want: Vec<Record> = recs.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
             if got.as_ref().ok() != Some(&want) {
                 self.fail(format!("records {name}: vault has {got:?}, model has {want:?}"));
             }
