@@ -473,34 +473,7 @@ pub fn find(
     if tree::attr(conn, base)?.kind != FileType::Dir {
         return Err(Error::NotADirectory { path: base_path.into() });
     }
-    // Drive the scan from an equality if there is one (usually the most selective).
-    let mut order: Vec<&Condition> = query.conditions.iter().collect();
-    order.sort_by_key(|c| match c.op {
-        Op::Eq => 0,
-        Op::Lt | Op::Le | Op::Gt | Op::Ge => 1,
-        Op::Exists | Op::Ne => 2,
-    });
-    let mut binds: Vec<&dyn ToSql> = Vec::new();
-    let mut sql = String::from("SELECT d.parent, d.name, t0.ino FROM tags t0 JOIN dirents d ON d.ino = t0.ino WHERE ");
-    for (i, c) in order.iter().enumerate() {
-        let alias = format!("t{i}");
-        binds.push(&c.name);
-        let name_p = binds.len();
-        let mut cond = format!("{alias}.name = ?{name_p}");
-        if c.op != Op::Exists {
-            binds.push(&c.value);
-            cond.push_str(&value_sql(&alias, c, binds.len()));
-        }
-        if i == 0 {
-            sql.push_str(&cond);
-        } else {
-            sql.push_str(&format!(" AND EXISTS (SELECT 1 FROM tags {alias} WHERE {alias}.ino = t0.ino AND {cond})"));
-        }
-    }
-    if let Some(g) = &query.name_glob {
-        binds.push(g);
-        sql.push_str(&format!(" AND CAST(d.name AS TEXT) GLOB ?{}", binds.len()));
-    }
+    let (sql, binds) = find_sql(query);
     let mut stmt = conn.prepare(&sql)?;
     let mut rows = stmt.query(binds.as_slice())?;
     let mut dirs = DirPaths { base, base_path: base_path.trim_end_matches('/').to_string(), cache: HashMap::new() };
@@ -516,6 +489,39 @@ pub fn find(
         }
     }
     Ok(())
+}
+
+/// The statement `find` runs: `(parent, name, ino)` of every directory entry whose inode
+/// satisfies every condition, with its parameters.
+fn find_sql(query: &Query) -> (String, Vec<&dyn ToSql>) {
+    // Drive the scan from an equality if there is one (usually the most selective).
+    let mut order: Vec<&Condition> = query.conditions.iter().collect();
+    order.sort_by_key(|c| match c.op {
+        Op::Eq => 0,
+        Op::Lt | Op::Le | Op::Gt | Op::Ge => 1,
+        Op::Exists | Op::Ne => 2,
+    });
+    let mut binds: Vec<&dyn ToSql> = Vec::new();
+    let mut sql = String::from("SELECT d.parent, d.name, t0.ino FROM tags t0 JOIN dirents d ON d.ino = t0.ino WHERE ");
+    for (i, c) in order.iter().enumerate() {
+        let alias = format!("t{i}");
+        binds.push(&c.name);
+        let mut cond = format!("{alias}.name = ?{}", binds.len());
+        if c.op != Op::Exists {
+            binds.push(&c.value);
+            cond.push_str(&value_sql(&alias, c, binds.len()));
+        }
+        if i == 0 {
+            sql.push_str(&cond);
+        } else {
+            sql.push_str(&format!(" AND EXISTS (SELECT 1 FROM tags {alias} WHERE {alias}.ino = t0.ino AND {cond})"));
+        }
+    }
+    if let Some(g) = &query.name_glob {
+        binds.push(g);
+        sql.push_str(&format!(" AND CAST(d.name AS TEXT) GLOB ?{}", binds.len()));
+    }
+    (sql, binds)
 }
 
 /// Paths of directories below `base`, cached: a hit's directory is usually shared by
@@ -599,6 +605,30 @@ mod tests {
         assert_eq!(TagValue::parse_guess("X100V"), TagValue::Text("X100V".into()));
         assert_eq!(parse_quoted("'400'"), TagValue::Text("400".into()));
         assert_eq!(parse_quoted("\"a b\""), TagValue::Text("a b".into()));
+    }
+
+    /// Every query shape runs on indexes: the first condition as a range of
+    /// `tags_by_value`, the others and the directory entries as key lookups; never a
+    /// scan of a whole table.
+    #[test]
+    fn find_uses_the_value_index_and_never_scans_a_table() {
+        let c = Connection::open_in_memory().unwrap();
+        crate::schema::create(&c).unwrap();
+        for q in [
+            Query::new().parse_tag("camera=X100V").unwrap(),
+            Query::new().parse_tag("iso>=400").unwrap(),
+            Query::new().parse_tag("iso<2.5").unwrap().parse_tag("camera").unwrap().name("*.jpg"),
+            Query::new().parse_tag("camera!=X").unwrap().parse_tag("iso>'3'").unwrap(),
+            Query::new().tag(Condition::new("thumb", Op::Ge, vec![1u8])),
+        ] {
+            let (sql, binds) = find_sql(&q);
+            let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let plan: Vec<String> =
+                stmt.query_map(binds.as_slice(), |r| r.get::<_, String>(3)).unwrap().map(|r| r.unwrap()).collect();
+            let plan = plan.join("; ");
+            assert!(plan.contains("INDEX tags_by_value (name=?"), "{q:?}: {plan}");
+            assert!(!plan.contains("SCAN"), "{q:?}: {plan}");
+        }
     }
 
     #[test]
