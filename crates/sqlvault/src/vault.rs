@@ -258,7 +258,7 @@ impl Vault {
         Ok(())
     }
 
-    fn is_open(&self, ino: InodeId) -> bool {
+    pub(crate) fn is_open(&self, ino: InodeId) -> bool {
         self.inner.open.lock().map(|m| m.contains_key(&ino)).unwrap_or(true)
     }
 
@@ -338,7 +338,7 @@ impl Vault {
     }
 
     /// Default owner for new nodes created through the path API.
-    fn new_node<'a>(&self, kind: FileType, perm: u32, target: Option<&'a [u8]>) -> NewNode<'a> {
+    pub(crate) fn new_node<'a>(&self, kind: FileType, perm: u32, target: Option<&'a [u8]>) -> NewNode<'a> {
         NewNode { kind, perm, uid: self.inner.uid, gid: self.inner.gid, target }
     }
 
@@ -432,7 +432,7 @@ impl Vault {
 
     /// Resolves names from the root, following symlinks in every component but the
     /// last, and in the last too if `follow_last`.
-    fn resolve_in(&self, conn: &rusqlite::Connection, names: &[&[u8]], follow_last: bool, shown: &str) -> Result<InodeId> {
+    pub(crate) fn resolve_in(&self, conn: &rusqlite::Connection, names: &[&[u8]], follow_last: bool, shown: &str) -> Result<InodeId> {
         let mut stack = vec![InodeId::ROOT];
         let mut queue: std::collections::VecDeque<Vec<u8>> = names.iter().map(|n| n.to_vec()).collect();
         let mut links = 0;
@@ -471,13 +471,13 @@ impl Vault {
         Ok(*stack.last().unwrap_or(&InodeId::ROOT))
     }
 
-    fn resolve(&self, path: &str, follow_last: bool) -> Result<InodeId> {
+    pub(crate) fn resolve(&self, path: &str, follow_last: bool) -> Result<InodeId> {
         let vp = VaultPath::parse(path)?;
         self.engine().read(|c| self.resolve_in(c, &vp.names, follow_last, path))
     }
 
     /// Resolves the parent directory of `path` and returns it with the last name.
-    fn parent_of<'p>(&self, conn: &rusqlite::Connection, vp: &VaultPath<'p>, path: &str) -> Result<(InodeId, &'p [u8])> {
+    pub(crate) fn parent_of<'p>(&self, conn: &rusqlite::Connection, vp: &VaultPath<'p>, path: &str) -> Result<(InodeId, &'p [u8])> {
         let (parent, name) = vp
             .split_last()
             .ok_or_else(|| Error::InvalidArgument { what: "the root directory cannot be changed this way".into() })?;
@@ -518,29 +518,29 @@ impl Vault {
 
     /// Creates `path` and any missing parents; fine if it already is a directory.
     pub fn create_dir_all(&self, path: &str) -> Result<()> {
+        self.engine().write(|tx| self.create_dir_all_in(tx, path)).map_err(|e| e.with_path(path))
+    }
+
+    pub(crate) fn create_dir_all_in(&self, tx: &rusqlite::Connection, path: &str) -> Result<()> {
         let vp = VaultPath::parse(path)?;
-        self.engine()
-            .write(|tx| {
-                let mut cur = InodeId::ROOT;
-                for (depth, name) in vp.names.iter().enumerate() {
-                    cur = match tree::lookup(tx, cur, name)? {
-                        Some(i) => {
-                            let i = if tree::attr(tx, i)?.kind == FileType::Symlink {
-                                self.resolve_in(tx, &vp.names[..=depth], true, path)?
-                            } else {
-                                i
-                            };
-                            if tree::attr(tx, i)?.kind != FileType::Dir {
-                                return Err(Error::NotADirectory { path: path.into() });
-                            }
-                            i
-                        }
-                        None => tree::create(tx, cur, name, self.new_node(FileType::Dir, 0o755, None))?.ino,
+        let mut cur = InodeId::ROOT;
+        for (depth, name) in vp.names.iter().enumerate() {
+            cur = match tree::lookup(tx, cur, name)? {
+                Some(i) => {
+                    let i = if tree::attr(tx, i)?.kind == FileType::Symlink {
+                        self.resolve_in(tx, &vp.names[..=depth], true, path)?
+                    } else {
+                        i
                     };
+                    if tree::attr(tx, i)?.kind != FileType::Dir {
+                        return Err(Error::NotADirectory { path: path.into() });
+                    }
+                    i
                 }
-                Ok(())
-            })
-            .map_err(|e| e.with_path(path))
+                None => tree::create(tx, cur, name, self.new_node(FileType::Dir, 0o755, None))?.ino,
+            };
+        }
+        Ok(())
     }
 
     /// Opens the file at `path` as `opts` say (creating it if asked).
@@ -628,13 +628,13 @@ impl Vault {
     }
 
     pub fn remove_file(&self, path: &str) -> Result<()> {
+        self.engine().write(|tx| self.remove_file_in(tx, path)).map_err(|e| e.with_path(path))
+    }
+
+    pub(crate) fn remove_file_in(&self, tx: &rusqlite::Connection, path: &str) -> Result<()> {
         let vp = VaultPath::parse(path)?;
-        self.engine()
-            .write(|tx| {
-                let (dir, name) = self.parent_of(tx, &vp, path)?;
-                tree::unlink(tx, dir, name, &|i| self.is_open(i))
-            })
-            .map_err(|e| e.with_path(path))
+        let (dir, name) = self.parent_of(tx, &vp, path)?;
+        tree::unlink(tx, dir, name, &|i| self.is_open(i))
     }
 
     pub fn remove_dir(&self, path: &str) -> Result<()> {
