@@ -73,7 +73,9 @@ fn snapshot_list_restore_and_remove() {
     let src = e.path("src");
     make_tree(&src);
     e.ok(&["put", e.v(), src.to_str().unwrap(), "/t"]);
+    e.ok(&["tag", e.v(), "/t/a.txt", "camera=X100V", "iso=400"]);
     e.ok(&["snapshot", e.v(), "before"]);
+    e.ok(&["tag", e.v(), "/t/a.txt", "camera=other"]);
     e.ok(&["snapshot", "create", e.v(), "second"]);
     e.ok(&["snapshot", e.v()]); // default name: a UTC timestamp
 
@@ -93,6 +95,10 @@ fn snapshot_list_restore_and_remove() {
 
     e.ok(&["restore", e.v(), "before", "/t/sub/big.bin", "--to", "/big-copy"]);
     e.ok(&["restore", e.v(), "before", "/t"]);
+    let tags = e.ok(&["tags", e.v(), "/t/a.txt"]);
+    assert!(tags.contains("X100V") && !tags.contains("other") && tags.contains("400"), "{tags}");
+    let found = e.ok(&["find", e.v(), "/", "--tag", "iso>=400"]);
+    assert_eq!(found.lines().count(), 1, "{found}");
     let out = e.path("out");
     e.ok(&["get", e.v(), "/t", out.to_str().unwrap()]);
     diff(&src, &out);
@@ -159,16 +165,16 @@ fn a_vault_made_before_snapshots_is_upgraded_on_open() {
     let e = Env::new();
     e.ok(&["touch", e.v(), "/old"]);
     {
-        // Make it a schema-1 vault, as written by the build before this feature.
+        // Make it a schema-2 vault (tags and records), as written by the build before snapshots.
         let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), Default::default()).unwrap();
         v.debug_execute_sql(
-            "DROP TABLE snap_xattrs; DROP TABLE chunk_holds; DROP TABLE snap_chunks; DROP TABLE snap_dirents; DROP TABLE snap_inodes;
-             DROP TABLE snapshots; PRAGMA user_version = 1;",
+            "DROP TABLE snap_xattrs; DROP TABLE snap_tags; DROP TABLE chunk_holds; DROP TABLE snap_chunks;
+             DROP TABLE snap_dirents; DROP TABLE snap_inodes; DROP TABLE snapshots; PRAGMA user_version = 2;",
         )
         .unwrap();
     }
     e.ok(&["snapshot", e.v(), "first"]);
-    assert_eq!(e.json(&["info", e.v(), "--json"])["schema_version"], 2);
+    assert_eq!(e.json(&["info", e.v(), "--json"])["schema_version"], 3);
     e.fsck_clean();
 }
 

@@ -77,11 +77,9 @@ pub fn release(conn: &Connection, id: ChunkId) -> Result<()> {
     match refs {
         None => Err(Error::damaged(format!("chunk {} is referenced but missing", id.0))),
         Some(n) if n <= 0 => {
-            let held =
-                conn.prepare_cached("SELECT 1 FROM chunk_holds WHERE chunk = ?1")?.query_row([id.0], |_| Ok(())).optional()?.is_some();
-            if !held {
-                conn.prepare_cached("DELETE FROM chunks WHERE id = ?1")?.execute([id.0])?;
-            }
+            // One statement, as before snapshots existed: the hold check rides along.
+            conn.prepare_cached("DELETE FROM chunks WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM chunk_holds WHERE chunk = ?1)")?
+                .execute([id.0])?;
             Ok(())
         }
         Some(_) => Ok(()),

@@ -158,6 +158,16 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
             "dangling xattr",
         ),
         (
+            "SELECT 'tag ' || quote(t.name) || ': inode ' || t.ino || ' is missing'
+             FROM tags t LEFT JOIN inodes i ON i.ino = t.ino WHERE i.ino IS NULL",
+            "dangling tag",
+        ),
+        (
+            "SELECT 'records: collection ' || r.coll || ' is missing (' || count(*) || ' records)'
+             FROM records r LEFT JOIN record_collections c ON c.id = r.coll WHERE c.id IS NULL GROUP BY r.coll",
+            "dangling record",
+        ),
+        (
             "SELECT 'root inode 1 is missing or not a directory'
              WHERE NOT EXISTS (SELECT 1 FROM inodes WHERE ino = 1 AND (mode & 61440) = 16384)",
             "root",
@@ -193,7 +203,8 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
         (
             "SELECT 'snapshot ' || t.snap || ': rows of a snapshot that does not exist in ' || t.tab FROM
                (SELECT snap, 'snap_inodes' AS tab FROM snap_inodes UNION SELECT snap, 'snap_dirents' FROM snap_dirents
-                UNION SELECT snap, 'snap_chunks' FROM snap_chunks UNION SELECT snap, 'snap_xattrs' FROM snap_xattrs) t
+                UNION SELECT snap, 'snap_chunks' FROM snap_chunks UNION SELECT snap, 'snap_xattrs' FROM snap_xattrs
+                UNION SELECT snap, 'snap_tags' FROM snap_tags) t
              WHERE NOT EXISTS (SELECT 1 FROM snapshots p WHERE p.id = t.snap)",
             "snapshot rows",
         ),
@@ -242,6 +253,11 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
             "SELECT 'snapshot ' || x.snap || ': extended attribute ' || quote(x.name) || ': inode ' || x.ino || ' is missing'
              FROM snap_xattrs x LEFT JOIN snap_inodes i ON i.snap = x.snap AND i.ino = x.ino WHERE i.ino IS NULL",
             "snapshot dangling xattr",
+        ),
+        (
+            "SELECT 'snapshot ' || t.snap || ': tag ' || quote(t.name) || ': inode ' || t.ino || ' is missing'
+             FROM snap_tags t LEFT JOIN snap_inodes i ON i.snap = t.snap AND i.ino = t.ino WHERE i.ino IS NULL",
+            "snapshot dangling tag",
         ),
         (
             "WITH RECURSIVE up(snap, ino, parent, depth) AS (

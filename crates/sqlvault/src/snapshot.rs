@@ -8,6 +8,8 @@
 //! lives as long as a file or a snapshot names it (`fsck` checks both counts exactly).
 //! Removing a snapshot drops its holds and frees the chunks nobody else names.
 //!
+//! Tags and extended attributes are frozen and restored with their nodes.
+//!
 //! A snapshot keeps the live inode numbers of its nodes (so hard links stay links);
 //! the key of a snapshot node is `(snapshot id, ino)`. Snapshot ids come from
 //! `AUTOINCREMENT` and are never reused: the mount builds node ids from them.
@@ -23,6 +25,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::chunks::{self, ChunkId};
 use crate::error::{Error, Result};
+use crate::tags::{self, TagValue};
 use crate::tree::{self, Attr, Entry, FileType, InodeId, RestoredNode};
 use crate::xattr::{self, XattrMode};
 
@@ -73,6 +76,14 @@ pub(crate) const MIGRATION: &str = "
         chunk INTEGER PRIMARY KEY,
         n     INTEGER NOT NULL
     );
+    -- Tags (tags.rs) as they were, storage class of name and value kept.
+    CREATE TABLE snap_tags(
+        snap  INTEGER NOT NULL,
+        ino   INTEGER NOT NULL,
+        name  TEXT    NOT NULL,
+        value BLOB    NOT NULL,
+        PRIMARY KEY(snap, ino, name)
+    ) WITHOUT ROWID;
     CREATE TABLE snap_xattrs(
         snap  INTEGER NOT NULL,
         ino   INTEGER NOT NULL,
@@ -144,6 +155,13 @@ pub fn create(conn: &Connection, name: &str, now_ns: i64) -> Result<SnapshotId> 
         ),
         [id],
     )?;
+    conn.execute(
+        &format!(
+            "INSERT INTO snap_tags(snap, ino, name, value)
+             SELECT ?1, t.ino, t.name, t.value FROM tags t JOIN inodes i ON i.ino = t.ino WHERE {named}"
+        ),
+        [id],
+    )?;
     chunks::hold(conn, &chunk_counts(conn, SnapshotId(id as u64))?)?;
     Ok(SnapshotId(id as u64))
 }
@@ -212,7 +230,7 @@ pub fn info(conn: &Connection, id: SnapshotId) -> Result<SnapshotInfo> {
 /// Deletes snapshot `id` and releases its chunk references. Returns the bytes freed.
 pub fn remove(conn: &Connection, id: SnapshotId) -> Result<u64> {
     let counts = chunk_counts(conn, id)?;
-    for table in ["snap_chunks", "snap_xattrs", "snap_dirents", "snap_inodes"] {
+    for table in ["snap_chunks", "snap_tags", "snap_xattrs", "snap_dirents", "snap_inodes"] {
         conn.execute(&format!("DELETE FROM {table} WHERE snap = ?1"), [id.sql()])?;
     }
     if conn.execute("DELETE FROM snapshots WHERE id = ?1", [id.sql()])? == 0 {
@@ -338,13 +356,39 @@ pub fn read_at(conn: &Connection, snap: SnapshotId, ino: InodeId, chunk_size: u6
     Ok(want)
 }
 
-/// Value of extended attribute `name` of a snapshot node.
+/// The tag a `user.NAME` attribute name stands for (as in [`crate::xattr`]).
+fn tag_name(name: &[u8]) -> Option<&[u8]> {
+    name.strip_prefix(b"user.").filter(|t| !t.is_empty())
+}
+
+/// Tags of a snapshot node, in name order.
+pub fn tags(conn: &Connection, snap: SnapshotId, ino: InodeId) -> Result<Vec<(Vec<u8>, TagValue)>> {
+    attr(conn, snap, ino)?;
+    let mut stmt = conn.prepare_cached("SELECT name, value FROM snap_tags WHERE snap = ?1 AND ino = ?2 ORDER BY name")?;
+    let mut rows = stmt.query(params![snap.sql(), ino.0 as i64])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push((tags::name_from_sql(r.get_ref(0)?), TagValue::from_sql(r.get_ref(1)?)?));
+    }
+    Ok(out)
+}
+
+/// Value of extended attribute `name` of a snapshot node (`user.NAME` is tag `NAME`,
+/// shown as the mount shows live tags).
 pub fn get_xattr(conn: &Connection, snap: SnapshotId, ino: InodeId, name: &[u8]) -> Result<Vec<u8>> {
-    match conn
-        .prepare_cached("SELECT value FROM snap_xattrs WHERE snap = ?1 AND ino = ?2 AND name = ?3")?
-        .query_row(params![snap.sql(), ino.0 as i64, name], |r| r.get(0))
-        .optional()?
-    {
+    let found = match tag_name(name) {
+        Some(tag) => conn
+            .prepare_cached("SELECT value FROM snap_tags WHERE snap = ?1 AND ino = ?2 AND name = ?3")?
+            .query_row(params![snap.sql(), ino.0 as i64, tags::NameSql(tag)], |r| Ok(TagValue::from_sql(r.get_ref(0)?)))
+            .optional()?
+            .transpose()?
+            .map(|v| v.to_xattr()),
+        None => conn
+            .prepare_cached("SELECT value FROM snap_xattrs WHERE snap = ?1 AND ino = ?2 AND name = ?3")?
+            .query_row(params![snap.sql(), ino.0 as i64, name], |r| r.get(0))
+            .optional()?,
+    };
+    match found {
         Some(v) => Ok(v),
         None => {
             attr(conn, snap, ino)?;
@@ -353,8 +397,16 @@ pub fn get_xattr(conn: &Connection, snap: SnapshotId, ino: InodeId, name: &[u8])
     }
 }
 
-/// Every extended attribute of a snapshot node, in name order.
+/// Every extended attribute of a snapshot node (tags as `user.NAME`), in name order.
 pub fn xattrs(conn: &Connection, snap: SnapshotId, ino: InodeId) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut out = raw_xattrs(conn, snap, ino)?;
+    out.extend(tags(conn, snap, ino)?.into_iter().map(|(n, v)| ([&b"user."[..], &n].concat(), v.to_xattr())));
+    out.sort();
+    Ok(out)
+}
+
+/// The `snap_xattrs` rows of a node (attributes other than tags).
+fn raw_xattrs(conn: &Connection, snap: SnapshotId, ino: InodeId) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
     attr(conn, snap, ino)?;
     let mut stmt = conn.prepare_cached("SELECT name, value FROM snap_xattrs WHERE snap = ?1 AND ino = ?2 ORDER BY name")?;
     let rows = stmt.query_map(params![snap.sql(), ino.0 as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -442,12 +494,16 @@ impl Restorer<'_> {
         })
     }
 
+    /// Replaces the extended attributes and tags of live `to` by those of `from`.
     fn copy_xattrs(&self, from: InodeId, to: InodeId) -> Result<()> {
         xattr::remove_all(self.conn, to)?;
-        for (name, value) in xattrs(self.conn, self.snap, from)? {
+        tags::remove_all(self.conn, to)?;
+        for (name, value) in raw_xattrs(self.conn, self.snap, from)? {
             xattr::set(self.conn, to, &name, &value, XattrMode::Upsert)?;
         }
-        Ok(())
+        let tags = tags(self.conn, self.snap, from)?;
+        let pairs: Vec<(&[u8], &TagValue)> = tags.iter().map(|(n, v)| (n.as_slice(), v)).collect();
+        tags::set(self.conn, to, &pairs)
     }
 
     /// Creates snapshot node `src` as `parent/name` (content and attributes; a

@@ -138,7 +138,13 @@ impl Vault {
         self.engine().read(|c| snapshot::get_xattr(c, snap, ino, name))
     }
 
-    /// Names and values of the extended attributes of node `ino` of snapshot `snap`.
+    /// Tags of node `ino` of snapshot `snap`, in name order.
+    pub fn snapshot_tags(&self, snap: SnapshotId, ino: InodeId) -> Result<Vec<(Vec<u8>, crate::TagValue)>> {
+        self.engine().read(|c| snapshot::tags(c, snap, ino))
+    }
+
+    /// Names and values of the extended attributes of node `ino` of snapshot `snap`
+    /// (tags as `user.NAME`, as the mount shows them).
     pub fn snapshot_xattrs(&self, snap: SnapshotId, ino: InodeId) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         self.engine().read(|c| snapshot::xattrs(c, snap, ino))
     }
