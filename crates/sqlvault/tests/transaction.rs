@@ -139,3 +139,29 @@ fn write_file_in_a_transaction_handles_holes_truncation_and_open_files() {
     v.create_dir_all("/dir").unwrap();
     assert!(matches!(v.transaction(|tx| tx.write_file("/dir", b"x")).unwrap_err(), Error::IsADirectory { .. }));
 }
+
+#[test]
+fn write_file_from_streams_a_chunk_at_a_time_and_rolls_back_with_the_rest() {
+    let (_t, v) = TestVault::new(4096);
+    let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let n = v.transaction(|tx| tx.write_file_from("/big", std::io::Cursor::new(&data))).unwrap();
+    assert_eq!(n, data.len() as u64);
+    assert_eq!(v.read_file("/big").unwrap(), data);
+    // A reader that fails half-way: nothing of the new content is kept.
+    struct Failing(usize);
+    impl std::io::Read for Failing {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.0 == 0 {
+                return Err(std::io::Error::other("source went away"));
+            }
+            let k = buf.len().min(self.0).min(1000);
+            buf[..k].fill(1);
+            self.0 -= k;
+            Ok(k)
+        }
+    }
+    let e = v.transaction(|tx| tx.write_file_from("/big", Failing(50_000))).unwrap_err();
+    assert!(matches!(e, Error::Io { .. }), "{e:?}");
+    assert_eq!(v.read_file("/big").unwrap(), data);
+    assert!(v.fsck().unwrap().is_clean());
+}
