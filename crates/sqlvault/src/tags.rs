@@ -19,7 +19,7 @@
 //!   requested directory. Its cost grows with the number of hits, not of files.
 //!
 //! Every function runs inside the caller's transaction. Tags go away with their inode
-//! ([`crate::tree`] calls [`remove_all`] wherever it deletes one); `fsck` checks that.
+//! (the `tree` module calls [`remove_all`] wherever it deletes one); `fsck` checks that.
 
 use std::collections::HashMap;
 
