@@ -137,6 +137,11 @@ impl Engine {
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection; commits if
     /// it returns `Ok`, rolls back (leaving the vault as it was) if it returns `Err`.
     pub fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        if nested_write() {
+            return Err(Error::InvalidArgument {
+                what: "a write through the Vault inside Vault::transaction (write through its Tx instead)".into(),
+            });
+        }
         let writer = self.writer.as_ref().ok_or(Error::ReadOnly)?;
         let mut conn = writer.lock().map_err(|_| poisoned())?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -215,6 +220,30 @@ impl Engine {
         let conn = writer.lock().map_err(|_| poisoned())?;
         f(&conn)
     }
+}
+
+thread_local! {
+    /// Set while this thread runs a `Vault::transaction` closure, which holds the writer.
+    static IN_TRANSACTION: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn nested_write() -> bool {
+    IN_TRANSACTION.with(|c| c.get())
+}
+
+/// Runs `f` (a transaction's closure, inside [`Engine::write`]) with this thread marked,
+/// so that a write through the `Vault` itself fails at once instead of waiting forever
+/// for the writer lock this thread already holds.
+pub(crate) fn in_transaction<T>(f: impl FnOnce() -> T) -> T {
+    struct Unmark;
+    impl Drop for Unmark {
+        fn drop(&mut self) {
+            IN_TRANSACTION.with(|c| c.set(false));
+        }
+    }
+    IN_TRANSACTION.with(|c| c.set(true));
+    let _unmark = Unmark;
+    f()
 }
 
 fn poisoned() -> Error {

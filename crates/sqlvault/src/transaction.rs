@@ -6,8 +6,9 @@
 //! panic is caught, the transaction rolled back, then the panic resumed, so the vault
 //! stays usable). Reads through the `Tx` see the transaction's own writes.
 //!
-//! Inside the closure use only the `Tx`: calling a write method of the `Vault` itself
-//! would wait for the writer the transaction holds.
+//! Inside the closure use only the `Tx`: a write method of the `Vault` itself fails
+//! with `InvalidArgument` (it would otherwise wait for the writer the transaction
+//! holds); reads through the `Vault` see the state before the transaction.
 
 use std::io::Read;
 use std::panic::{self, AssertUnwindSafe};
@@ -50,7 +51,7 @@ impl Vault {
         let mut panicked = None;
         let r = self.engine().write(|conn| {
             let tx = Tx { vault: self, conn };
-            match panic::catch_unwind(AssertUnwindSafe(|| f(&tx))) {
+            match panic::catch_unwind(AssertUnwindSafe(|| crate::engine::in_transaction(|| f(&tx)))) {
                 Ok(Ok(v)) => Ok(v),
                 Ok(Err(e)) => {
                     failed = Some(e);

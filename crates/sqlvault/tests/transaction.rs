@@ -254,3 +254,19 @@ fn sigkill_in_the_middle_of_a_transaction_loses_all_of_it() {
     assert_eq!(v.tags("/d/old").unwrap(), vec![]);
     assert_eq!(recs.len(), 300);
 }
+
+#[test]
+fn a_write_through_the_vault_inside_a_transaction_fails_instead_of_deadlocking() {
+    let (_t, v) = setup();
+    let before = state(&v);
+    let r = v.transaction(|tx| {
+        tx.write_file("/d/in-tx", b"x")?;
+        v.write_file("/d/outside", b"y")
+    });
+    assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{r:?}");
+    assert_eq!(state(&v), before);
+    // The mark is gone afterwards, also after a panic.
+    v.write_file("/d/after", b"z").unwrap();
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| v.transaction(|_| -> Result<(), Error> { panic!("x") })));
+    v.write_file("/d/after", b"w").unwrap();
+}
