@@ -158,6 +158,11 @@ impl Engine {
     /// [`crate::commit`]); a call returns once its work is committed, as durable as the
     /// vault's durability setting says.
     pub fn write<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
+        if nested_write() {
+            return Err(Error::InvalidArgument {
+                what: "a write through the Vault inside Vault::transaction (write through its Tx instead)".into(),
+            });
+        }
         self.writer.as_ref().ok_or(Error::ReadOnly)?.write(f)
     }
 
@@ -250,6 +255,30 @@ impl Engine {
     pub fn with_writer<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         self.writer.as_ref().ok_or(Error::ReadOnly)?.idle(f)
     }
+}
+
+thread_local! {
+    /// Set while this thread runs a `Vault::transaction` closure, which holds the writer.
+    static IN_TRANSACTION: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn nested_write() -> bool {
+    IN_TRANSACTION.with(|c| c.get())
+}
+
+/// Runs `f` (a transaction's closure, inside [`Engine::write`]) with this thread marked,
+/// so that a write through the `Vault` itself fails at once instead of waiting forever
+/// for the writer lock this thread already holds.
+pub(crate) fn in_transaction<T>(f: impl FnOnce() -> T) -> T {
+    struct Unmark;
+    impl Drop for Unmark {
+        fn drop(&mut self) {
+            IN_TRANSACTION.with(|c| c.set(false));
+        }
+    }
+    IN_TRANSACTION.with(|c| c.set(true));
+    let _unmark = Unmark;
+    f()
 }
 
 fn poisoned() -> Error {
