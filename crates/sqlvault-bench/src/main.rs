@@ -5,6 +5,8 @@
 //! * `chunk-sweep`: write and read throughput, CPU and memory per chunk size and page
 //!   size, against a plain file on the same disk ([`sweep`]).
 //! * `kdf`: the cost of one Argon2id passphrase derivation per parameter set ([`kdf`]).
+//! * `parallel`: 1..8 threads reading, and doing small durable writes through the
+//!   group commit, against plain files ([`parallel`]).
 //!
 //! Build with `cargo build --release -p sqlvault-bench`; debug builds measure nothing
 //! useful.
@@ -12,6 +14,7 @@
 mod data;
 mod error;
 mod kdf;
+mod parallel;
 mod report;
 mod sweep;
 mod sys;
@@ -34,6 +37,9 @@ enum Cmd {
     ChunkSweep(sweep::SweepArgs),
     /// Time one Argon2id key derivation for a grid of parameters.
     Kdf(kdf::KdfArgs),
+    /// 1, 2, 4, 8 threads reading, and doing small durable writes (group commit),
+    /// against plain files on the same disk (article 002).
+    Parallel(parallel::ParallelArgs),
     /// One phase of one chunk-sweep configuration (run by chunk-sweep in a child process).
     #[command(hide = true)]
     RunOne(sweep::RunOneArgs),
@@ -44,6 +50,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Cmd::ChunkSweep(a) => sweep::chunk_sweep(a),
         Cmd::Kdf(a) => kdf::kdf(a),
+        Cmd::Parallel(a) => parallel::parallel(a),
         Cmd::RunOne(a) => sweep::run_one(a),
     };
     match result {

@@ -61,7 +61,7 @@ impl Default for EngineConfig {
             durability: Durability::Normal,
             busy_timeout: Duration::from_secs(60),
             read_only: false,
-            max_idle_readers: 4,
+            max_idle_readers: 8,
             wal_limit_bytes: crate::checkpoint::DEFAULT_WAL_LIMIT,
         }
     }
