@@ -175,6 +175,8 @@ enum Command {
         /// Replace the slot with one for this key file instead.
         #[arg(long, value_name = "FILE")]
         new_key_file: Option<PathBuf>,
+        #[command(flatten)]
+        kdf: KdfArgs,
     },
     /// Manage key slots (several passphrases or key files may open one vault).
     #[command(subcommand)]
@@ -193,6 +195,23 @@ enum Command {
     },
 }
 
+/// Argon2id cost of a new passphrase slot (`passwd`, `key add`).
+#[derive(clap::Args, Debug, Clone, Copy)]
+struct KdfArgs {
+    /// Argon2id memory cost in MiB for the new passphrase.
+    #[arg(long, default_value_t = KdfParams::default().memory_kib / 1024, value_name = "MIB")]
+    kdf_memory_mib: u32,
+    /// Argon2id iterations for the new passphrase.
+    #[arg(long, default_value_t = KdfParams::default().iterations, value_name = "N")]
+    kdf_iterations: u32,
+}
+
+impl KdfArgs {
+    fn params(self) -> KdfParams {
+        KdfParams { memory_kib: self.kdf_memory_mib.saturating_mul(1024), iterations: self.kdf_iterations, parallelism: 1 }
+    }
+}
+
 #[derive(Subcommand, Debug)]
 enum KeyCommand {
     /// List key slots.
@@ -208,6 +227,8 @@ enum KeyCommand {
         new_passphrase_file: Option<PathBuf>,
         #[arg(long, value_name = "FILE")]
         new_key_file: Option<PathBuf>,
+        #[command(flatten)]
+        kdf: KdfArgs,
     },
     /// Remove a slot by its index (the last slot cannot be removed).
     Rm { vault: PathBuf, slot: usize },
@@ -415,10 +436,10 @@ fn run(cli: Cli) -> Result<u8, CliError> {
                 return Ok(3);
             }
         }
-        Command::Passwd { vault, new_passphrase_file, new_key_file } => {
+        Command::Passwd { vault, new_passphrase_file, new_key_file, kdf } => {
             let old = secret::existing(&ctx.secret)?;
             let new = secret::new_secret(new_key_file.as_deref(), new_passphrase_file.as_deref(), secret::ENV_NEW_PASSPHRASE)?;
-            Vault::change_secret(&vault, &old, &new, KdfParams::default())?;
+            Vault::change_secret(&vault, &old, &new, kdf.params())?;
             eprintln!("passphrase changed");
         }
         Command::Key(KeyCommand::Ls { vault, json }) => {
@@ -432,10 +453,10 @@ fn run(cli: Cli) -> Result<u8, CliError> {
                 }
             }
         }
-        Command::Key(KeyCommand::Add { vault, new_passphrase_file, new_key_file }) => {
+        Command::Key(KeyCommand::Add { vault, new_passphrase_file, new_key_file, kdf }) => {
             let old = secret::existing(&ctx.secret)?;
             let new = secret::new_secret(new_key_file.as_deref(), new_passphrase_file.as_deref(), secret::ENV_NEW_PASSPHRASE)?;
-            let i = Vault::add_secret(&vault, &old, &new, KdfParams::default())?;
+            let i = Vault::add_secret(&vault, &old, &new, kdf.params())?;
             eprintln!("added key slot {i}");
         }
         Command::Key(KeyCommand::Rm { vault, slot }) => {
