@@ -527,7 +527,7 @@ fn ls(v: &Vault, path: &str, long: bool, recursive: bool, json: bool) -> Result<
         let target = (top.kind == FileType::Symlink).then(|| v.read_link(path)).transpose()?;
         out.push(LsEntry { path: path.to_string(), name, attr: top, target });
     } else {
-        collect(v, path, recursive, &mut out)?;
+        collect(v, top.ino, path, recursive, &mut out)?;
     }
     if json {
         return print_json(&out);
@@ -549,15 +549,19 @@ fn ls(v: &Vault, path: &str, long: bool, recursive: bool, json: bool) -> Result<
     Ok(())
 }
 
-fn collect(v: &Vault, dir: &str, recursive: bool, out: &mut Vec<LsEntry>) -> Result<(), CliError> {
-    for e in v.read_dir(dir)? {
-        let p = sqlvault::join_path(dir, &e.name);
-        let attr = v.symlink_metadata(&p)?;
-        let target = (e.kind == FileType::Symlink).then(|| v.read_link(&p)).transpose()?;
-        let is_dir = e.kind == FileType::Dir;
-        out.push(LsEntry { path: p.clone(), name: e.name, attr, target });
-        if recursive && is_dir {
-            collect(v, &p, true, out)?;
+/// Lists by inode, not by path, so names that are not UTF-8 (the mount stores raw
+/// bytes) are shown lossily instead of failing the whole listing.
+fn collect(v: &Vault, dir: sqlvault::InodeId, shown: &str, recursive: bool, out: &mut Vec<LsEntry>) -> Result<(), CliError> {
+    for e in transfer::list_all(v, dir)? {
+        let name = String::from_utf8_lossy(&e.name).into_owned();
+        let p = sqlvault::join_path(shown, &name);
+        let attr = v.attr(e.ino)?;
+        let target = (e.kind == FileType::Symlink)
+            .then(|| v.read_link_ino(e.ino).map(|t| String::from_utf8_lossy(&t).into_owned()))
+            .transpose()?;
+        out.push(LsEntry { path: p.clone(), name, attr, target });
+        if recursive && e.kind == FileType::Dir {
+            collect(v, e.ino, &p, true, out)?;
         }
     }
     Ok(())
