@@ -36,7 +36,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use fsck::FsckReport;
 pub use handle::{to_io, FileHandle, FileOptions};
 pub use keys::{generate_key_file, HmacAlgorithm, KdfParams, Secret, SlotKind};
-pub use path::join as join_path;
+pub use path::{join as join_path, VaultPath};
 pub use tree::{check_name, Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
 pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
 pub use xattr::XattrMode;
