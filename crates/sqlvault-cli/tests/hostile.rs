@@ -75,8 +75,8 @@ fn put_of_hostile_tree_skips_with_warnings_and_never_hangs() {
     std::fs::create_dir(&closed_dir).unwrap();
     std::fs::write(closed_dir.join("inside"), b"in").unwrap();
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&unreadable, std::fs::Permissions::from_mode(0)).unwrap();
-    std::fs::set_permissions(&closed_dir, std::fs::Permissions::from_mode(0)).unwrap();
+    std::fs::set_permissions(&unreadable, std::fs::Permissions::from_mode(0o000)).unwrap();
+    std::fs::set_permissions(&closed_dir, std::fs::Permissions::from_mode(0o000)).unwrap();
     let mut expect_skipped = vec!["fifo", "sock", "bad-", "unreadable", "closed"];
     if is_root() {
         assert!(Command::new("mknod").arg(src.join("null-dev")).args(["c", "1", "3"]).status().unwrap().success());

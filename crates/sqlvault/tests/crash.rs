@@ -228,7 +228,7 @@ fn cycle(path: &std::path::Path, durability: Durability, cycle_no: usize, seed: 
     // half after a random number of acknowledgements plus a few microseconds.
     let started = Instant::now();
     let mut acked = 0;
-    if cycle_no % 2 == 0 {
+    if cycle_no & 1 == 0 {
         std::thread::sleep(Duration::from_micros(ctl.below(80_000)));
     } else {
         let want = 1 + ctl.below(120);
