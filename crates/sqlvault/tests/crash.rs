@@ -1,12 +1,14 @@
 //! Crash consistency with real processes and SIGKILL.
 //!
 //! A child process (this test binary re-executed with `SQLVAULT_CRASH_CHILD` set) runs a
-//! deterministic, seeded sequence of file operations on one directory of a vault and
+//! deterministic, seeded sequence of operations (files, tags, records, and transactions
+//! mixing all three) on one directory and one record collection of a vault and
 //! prints `ACK <n>` on its stdout pipe after operation `n` returned. The parent kills it
 //! with SIGKILL at a random moment (a random delay, or a random number of
 //! acknowledgements), reopens the vault, and checks:
 //!
-//! * the directory equals the model after exactly the acknowledged operations, or after
+//! * the directory (contents and tags) and the collection equal the model after exactly
+//!   the acknowledged operations, or after
 //!   one more (the one in flight may have committed before its ACK was written), or, for
 //!   an in-flight whole-file write, the state with that file truncated to empty (the
 //!   create-and-truncate step is its own commit, as `write_file` documents);
@@ -26,7 +28,9 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use sqlvault::{Durability, EngineConfig, FileOptions, Vault};
+use std::ops::Bound;
+
+use sqlvault::{Durability, EngineConfig, FileOptions, TagValue, Vault};
 
 const CHILD_ENV: &str = "SQLVAULT_CRASH_CHILD";
 /// Cycles per vault file before starting a fresh one (keeps fsck and checks short in soak).
@@ -70,68 +74,123 @@ enum Op {
     Truncate { name: String, len: u64 },
     Rename { from: String, to: String },
     Remove { name: String },
+    SetTag { name: String, tag: String, value: i64 },
+    PutRecord { key: String, value: Vec<u8> },
+    DeleteRecord { key: String },
+    /// One transaction: write a file, tag it, index it in a record. All or nothing.
+    Tx { name: String, data: Vec<u8>, value: i64, key: String },
 }
 
-type Model = BTreeMap<String, Vec<u8>>;
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct File {
+    data: Vec<u8>,
+    tags: BTreeMap<String, i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Model {
+    files: BTreeMap<String, File>,
+    records: BTreeMap<String, Vec<u8>>,
+}
 
 /// The next operation, chosen from the model so that every operation is valid.
 fn next_op(rng: &mut Rng, model: &Model) -> Op {
     let name = |rng: &mut Rng| format!("f{}", rng.below(NAMES));
-    let existing: Vec<&String> = model.keys().collect();
+    let key = |rng: &mut Rng| format!("k{}", rng.below(NAMES));
+    let existing: Vec<&String> = model.files.keys().collect();
     let pick = |rng: &mut Rng| existing[rng.below(existing.len() as u64) as usize].clone();
-    let choice = if existing.is_empty() { 0 } else { rng.below(10) };
+    let size = |rng: &mut Rng| {
+        (match rng.below(4) {
+            0 => rng.below(100),
+            1 | 2 => rng.below(9000),
+            _ => rng.below(40_000),
+        }) as usize
+    };
+    let choice = if existing.is_empty() { rng.below(2) * 14 } else { rng.below(16) };
     match choice {
         0..=3 => {
-            let len = match rng.below(4) {
-                0 => rng.below(100),
-                1 | 2 => rng.below(9000),
-                _ => rng.below(40_000),
-            } as usize;
-            Op::Write { name: name(rng), data: rng.bytes(len) }
+            let name = name(rng);
+            let len = size(rng);
+            Op::Write { name, data: rng.bytes(len) }
         }
         4 | 5 => {
             let name = pick(rng);
-            let size = model[&name].len() as u64;
+            let size = model.files[&name].data.len() as u64;
             let offset = rng.below(size + 5000);
             let len = 1 + rng.below(10_000) as usize;
             Op::Patch { name, offset, data: rng.bytes(len) }
         }
         6 => {
             let name = pick(rng);
-            let size = model[&name].len() as u64;
+            let size = model.files[&name].data.len() as u64;
             Op::Truncate { name, len: rng.below(size + 9000) }
         }
         7 | 8 => Op::Rename { from: pick(rng), to: name(rng) },
-        _ => Op::Remove { name: pick(rng) },
+        9 => Op::Remove { name: pick(rng) },
+        10 | 11 => Op::SetTag { name: pick(rng), tag: format!("t{}", rng.below(4)), value: rng.next() as i64 },
+        12 if !model.records.is_empty() => {
+            let keys: Vec<&String> = model.records.keys().collect();
+            Op::DeleteRecord { key: keys[rng.below(keys.len() as u64) as usize].clone() }
+        }
+        12 | 13 => {
+            let key = key(rng);
+            let len = 1 + rng.below(3000) as usize;
+            Op::PutRecord { key, value: rng.bytes(len) }
+        }
+        _ => {
+            let name = name(rng);
+            let len = size(rng);
+            let data = rng.bytes(len);
+            Op::Tx { name, data, value: rng.next() as i64, key: key(rng) }
+        }
     }
 }
 
 fn apply(model: &mut Model, op: &Op) {
+    let files = &mut model.files;
     match op {
-        Op::Write { name, data } => {
-            model.insert(name.clone(), data.clone());
-        }
+        Op::Write { name, data } => files.entry(name.clone()).or_default().data = data.clone(),
         Op::Patch { name, offset, data } => {
-            let f = model.get_mut(name).unwrap();
+            let f = &mut files.get_mut(name).unwrap().data;
             let end = *offset as usize + data.len();
             if f.len() < end {
                 f.resize(end, 0);
             }
             f[*offset as usize..end].copy_from_slice(data);
         }
-        Op::Truncate { name, len } => model.get_mut(name).unwrap().resize(*len as usize, 0),
+        Op::Truncate { name, len } => files.get_mut(name).unwrap().data.resize(*len as usize, 0),
         Op::Rename { from, to } => {
-            let d = model.remove(from).unwrap();
-            model.insert(to.clone(), d);
+            let f = files.remove(from).unwrap();
+            files.insert(to.clone(), f);
         }
         Op::Remove { name } => {
-            model.remove(name);
+            files.remove(name);
+        }
+        Op::SetTag { name, tag, value } => {
+            files.get_mut(name).unwrap().tags.insert(tag.clone(), *value);
+        }
+        Op::PutRecord { key, value } => {
+            model.records.insert(key.clone(), value.clone());
+        }
+        Op::DeleteRecord { key } => {
+            model.records.remove(key);
+        }
+        Op::Tx { name, data, value, key } => {
+            let f = files.entry(name.clone()).or_default();
+            f.data = data.clone();
+            f.tags.insert("tx".into(), *value);
+            model.records.insert(key.clone(), name.as_bytes().to_vec());
         }
     }
 }
 
+fn collection(dir: &str) -> String {
+    dir.trim_start_matches('/').to_string()
+}
+
 fn run_op(v: &Vault, dir: &str, op: &Op) -> sqlvault::Result<()> {
     let p = |n: &str| format!("{dir}/{n}");
+    let records = v.records(&collection(dir));
     match op {
         Op::Write { name, data } => v.write_file(&p(name), data),
         Op::Patch { name, offset, data } => {
@@ -142,6 +201,14 @@ fn run_op(v: &Vault, dir: &str, op: &Op) -> sqlvault::Result<()> {
         Op::Truncate { name, len } => v.truncate(&p(name), *len),
         Op::Rename { from, to } => v.rename(&p(from), &p(to)),
         Op::Remove { name } => v.remove_file(&p(name)),
+        Op::SetTag { name, tag, value } => v.set_tags(&p(name), &[(tag.as_str(), TagValue::Int(*value))]),
+        Op::PutRecord { key, value } => records.put(key, value),
+        Op::DeleteRecord { key } => records.delete(key).map(|_| ()),
+        Op::Tx { name, data, value, key } => v.transaction(|tx| {
+            tx.write_file(&p(name), data)?;
+            tx.set_tags(&p(name), &[("tx", TagValue::Int(*value))])?;
+            tx.records(&collection(dir)).put(key, name)
+        }),
     }
 }
 
@@ -166,7 +233,7 @@ fn crash_child_entry() {
     let durability = durability_from(&std::env::var("SQLVAULT_CRASH_DURABILITY").unwrap());
     let v = Vault::open(&vault, &pass(), config(durability)).unwrap();
     let mut rng = Rng(seed);
-    let mut model = Model::new();
+    let mut model = Model::default();
     let out = std::io::stdout();
     let mut out = out.lock();
     for n in 1.. {
@@ -178,16 +245,35 @@ fn crash_child_entry() {
     }
 }
 
-/// What the vault holds in `dir` (flat: files only).
+/// What the vault holds in `dir` (flat: files with their tags) and its collection.
 fn observe(v: &Vault, dir: &str) -> Model {
-    v.read_dir(dir)
+    let files = v
+        .read_dir(dir)
         .unwrap()
         .into_iter()
         .map(|e| {
-            let data = v.read_file(&format!("{dir}/{}", e.name)).unwrap();
-            (e.name, data)
+            let p = format!("{dir}/{}", e.name);
+            let data = v.read_file(&p).unwrap();
+            let tags = v
+                .tags(&p)
+                .unwrap()
+                .into_iter()
+                .map(|(k, t)| match t {
+                    TagValue::Int(i) => (k, i),
+                    other => panic!("{p}: tag {k} = {other:?} was never written"),
+                })
+                .collect();
+            (e.name, File { data, tags })
         })
-        .collect()
+        .collect();
+    let records = v
+        .records(&collection(dir))
+        .page(&(Bound::Unbounded, Bound::Unbounded), 100_000)
+        .unwrap()
+        .into_iter()
+        .map(|(k, val)| (String::from_utf8(k).unwrap(), val))
+        .collect();
+    Model { files, records }
 }
 
 struct Outcome {
@@ -252,7 +338,7 @@ fn cycle(path: &std::path::Path, durability: Durability, cycle_no: usize, seed: 
 
     // Replay the child's operations in the model.
     let mut rng = Rng(seed);
-    let mut model = Model::new();
+    let mut model = Model::default();
     for _ in 0..acked {
         let op = next_op(&mut rng, &model);
         apply(&mut model, &op);
@@ -268,7 +354,7 @@ fn cycle(path: &std::path::Path, durability: Durability, cycle_no: usize, seed: 
     let in_flight_committed = seen == after && seen != model;
     let mut truncated = model.clone();
     if let Op::Write { name, .. } = &pending {
-        truncated.insert(name.clone(), Vec::new());
+        truncated.files.entry(name.clone()).or_default().data.clear();
     }
     assert!(
         seen == model || seen == after || seen == truncated,
@@ -279,8 +365,11 @@ fn cycle(path: &std::path::Path, durability: Durability, cycle_no: usize, seed: 
     (seen, Outcome { acked, in_flight_committed })
 }
 
-fn summary(m: &Model) -> Vec<(String, usize, u64)> {
-    m.iter().map(|(k, v)| (k.clone(), v.len(), v.iter().map(|b| *b as u64).sum())).collect()
+fn summary(m: &Model) -> (Vec<(String, usize, u64, usize)>, Vec<(String, usize)>) {
+    (
+        m.files.iter().map(|(k, f)| (k.clone(), f.data.len(), f.data.iter().map(|b| *b as u64).sum(), f.tags.len())).collect(),
+        m.records.iter().map(|(k, v)| (k.clone(), v.len())).collect(),
+    )
 }
 
 fn cycles() -> usize {
