@@ -195,10 +195,16 @@ impl Engine {
             conn.execute_batch("COMMIT")?;
             out
         })();
-        if result.is_err() {
-            let _ = conn.execute_batch("ROLLBACK");
+        match &result {
+            Ok(_) => self.put_reader(conn),
+            // SQLCipher leaves a connection that met a page failing authentication in
+            // a sticky error state (every later page reads as zeros): never reuse it.
+            Err(Error::Damaged { .. }) => drop(conn),
+            Err(_) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                self.put_reader(conn);
+            }
         }
-        self.put_reader(conn);
         result
     }
 

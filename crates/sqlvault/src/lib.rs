@@ -50,7 +50,7 @@ pub use fsck::FsckReport;
 pub use handle::{to_io, FileHandle, FileOptions};
 pub use keys::{generate_key_file, HmacAlgorithm, KdfParams, Secret, SlotKind};
 pub use metadata::{RecordScan, Records};
-pub use path::join as join_path;
+pub use path::{join as join_path, VaultPath};
 pub use records::KeyRange;
 pub use tags::{Condition, Found, Op, Query, TagValue};
 pub use transaction::{Tx, TxRecords};

@@ -613,12 +613,18 @@ impl Vault {
     }
 
     /// Reads the whole file at `path` into memory (use `open_file` to stream).
+    /// Errors keep their kind: a damaged page is `Error::Damaged`, not an I/O error.
     pub fn read_file(&self, path: &str) -> Result<Vec<u8>> {
-        use std::io::Read;
-        let mut f = self.open_file(path, &FileOptions::new().read(true))?;
+        let f = self.open_file(path, &FileOptions::new().read(true))?;
         let mut out = Vec::new();
-        f.read_to_end(&mut out).map_err(|e| Error::io(format!("cannot read {path}"), e))?;
-        Ok(out)
+        let mut buf = vec![0u8; self.chunk_size() as usize];
+        loop {
+            let n = f.read_at(out.len() as u64, &mut buf)?;
+            if n == 0 {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
     }
 
     /// Truncates or extends the file at `path`.
