@@ -287,7 +287,8 @@ fn workload(conn: &Connection, spec: &Spec) -> Result<CaseOutput> {
         }
     }
     for &b in &spec.batches {
-        let ops = if b < 100 { 1000 } else { (2 * b as u64).max(10_000) };
+        // Small batches commit (and, with default settings, sync) often: fewer operations.
+        let ops = if b < 100 { (spec.ops / 20).clamp(100, 1000) } else { (2 * b as u64).max(spec.ops / 2) };
         for op in ["insert", "select"] {
             out.add(format!("{op} batch {b}@0"), w.run(op, ops, b)?);
         }
