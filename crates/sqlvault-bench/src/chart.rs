@@ -90,6 +90,7 @@ pub fn grouped_bars(path: &Path, spec: &ChartSpec, rows: &[Row]) -> Result<()> {
                 .x_label_formatter(&label_for)
                 .x_label_style((FAMILY, 12))
                 .y_desc(unit)
+                .y_label_formatter(&|v: &f64| axis_number(*v))
                 .y_label_style((FAMILY, 13))
                 .draw()
                 .map_err(draw_err)?;
@@ -135,6 +136,22 @@ pub fn grouped_bars(path: &Path, spec: &ChartSpec, rows: &[Row]) -> Result<()> {
     }
     root.present().map_err(draw_err)?;
     Ok(())
+}
+
+/// `2.5M`, `40k`, `120`, `3.5`, `0.25`.
+fn axis_number(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
 }
 
 fn draw_err(e: impl std::fmt::Display) -> crate::error::Error {
