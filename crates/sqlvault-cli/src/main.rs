@@ -13,6 +13,8 @@
 //! | 4 | not found, already exists, not empty, not a directory, invalid path and the like |
 //! | 5 | environment: I/O error, disk full, busy vault; or some entries were skipped by put |
 
+mod extract;
+mod meta;
 mod mount;
 mod secret;
 mod transfer;
@@ -105,7 +107,14 @@ enum Command {
     /// Write a new random 32-byte key file (mode 0600) for --key-file.
     Keygen { file: PathBuf },
     /// Import a host file or directory tree into the vault.
-    Put { vault: PathBuf, source: PathBuf, dest: String },
+    Put {
+        vault: PathBuf,
+        source: PathBuf,
+        dest: String,
+        /// Tag each file with size, mtime, MIME type and (JPEG) EXIF camera, datetime, ISO, dimensions.
+        #[arg(long)]
+        extract_tags: bool,
+    },
     /// Export a vault file or directory tree to the host.
     Get { vault: PathBuf, source: String, dest: PathBuf },
     /// Write a file's content to standard output.
@@ -185,6 +194,8 @@ enum Command {
         #[command(flatten)]
         args: mount::MountArgs,
     },
+    #[command(flatten)]
+    Meta(meta::MetaCommand),
     /// Format, sizes, counts and deduplication ratio.
     Info {
         vault: PathBuf,
@@ -234,19 +245,19 @@ fn main() -> ExitCode {
     }
 }
 
-struct Ctx {
+pub struct Ctx {
     secret: SecretArgs,
     config: EngineConfig,
 }
 
 impl Ctx {
-    fn open(&self, vault: &Path) -> Result<Vault, CliError> {
+    pub fn open(&self, vault: &Path) -> Result<Vault, CliError> {
         let secret = secret::existing(&self.secret)?;
         Ok(Vault::open(vault, &secret, self.config.clone())?)
     }
 }
 
-fn print_json<T: Serialize>(v: &T) -> Result<(), CliError> {
+pub fn print_json<T: Serialize>(v: &T) -> Result<(), CliError> {
     let s = serde_json::to_string_pretty(v).map_err(|e| CliError::usage(e.to_string()))?;
     println!("{s}");
     Ok(())
@@ -283,9 +294,9 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             sqlvault::generate_key_file(&file)?;
             eprintln!("wrote a new 32-byte key to {} (mode 0600); keep it safe", file.display());
         }
-        Command::Put { vault, source, dest } => {
+        Command::Put { vault, source, dest, extract_tags } => {
             let v = ctx.open(&vault)?;
-            let s = transfer::put(&v, &source, &dest)?;
+            let s = transfer::put(&v, &source, &dest, extract_tags)?;
             v.close()?;
             return Ok(report("imported", &s));
         }
@@ -446,6 +457,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Mount { vault, args } => {
             mount::run(&vault, secret::existing(&ctx.secret)?, ctx.config.clone(), &args)?;
         }
+        Command::Meta(cmd) => return meta::run(&ctx, cmd),
         Command::Info { vault, json } => {
             let v = ctx.open(&vault)?;
             let i = v.info()?;

@@ -42,6 +42,9 @@ pub struct MountArgs {
     /// Show every file as owned by this group id (stored groups are unchanged).
     #[arg(long, value_name = "GID")]
     pub gid: Option<u32>,
+    /// Threads serving requests (default 4; 1 serves them one at a time, in order).
+    #[arg(long, value_name = "N", default_value_t = sqlvault_fuse::DEFAULT_THREADS, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub threads: u16,
 }
 
 /// Mounts the vault at `vault_path` as `args` say; see the module documentation.
@@ -58,6 +61,7 @@ pub fn run(vault_path: &Path, secret: Secret, mut config: EngineConfig, args: &M
         allow_other: args.allow_other,
         uid: args.uid,
         gid: args.gid,
+        threads: usize::from(args.threads),
         ..MountOptions::default()
     };
     if args.background {

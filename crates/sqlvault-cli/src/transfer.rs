@@ -2,6 +2,8 @@
 //! progress bar. Memory stays bounded (one copy buffer) whatever the file sizes.
 //! Entries that cannot be copied (FIFOs, devices, sockets, unreadable files) are
 //! skipped with a warning and counted; the command then exits non-zero.
+//! With `--extract-tags`, `put` also tags each file (see `extract`), a thousand files
+//! per commit through the library's batch API.
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -15,6 +17,17 @@ use sqlvault::{FileOptions, FileType, Vault};
 use crate::CliError;
 
 const COPY_BUF: usize = 1 << 20;
+/// Files whose extracted tags are committed together.
+const TAG_BATCH: usize = 1000;
+
+/// Tags extracted and not yet committed: `(vault path, tags)`.
+type TagBatch = Vec<(String, Vec<(String, sqlvault::TagValue)>)>;
+
+/// What `put_entry` reuses from file to file: the copy buffer and pending tags.
+struct PutState {
+    buf: Vec<u8>,
+    tags: Option<TagBatch>,
+}
 
 /// Counts of what a transfer did and skipped.
 #[derive(Default)]
@@ -56,8 +69,9 @@ fn name_of(p: &Path) -> Result<String, CliError> {
 }
 
 /// Copies the host file or tree `src` to vault path `dest` (cp -r semantics: into
-/// `dest/<name>` if `dest` is an existing directory).
-pub fn put(vault: &Vault, src: &Path, dest: &str) -> Result<Summary, CliError> {
+/// `dest/<name>` if `dest` is an existing directory); with `extract_tags`, tags every
+/// file with its basic metadata.
+pub fn put(vault: &Vault, src: &Path, dest: &str, extract_tags: bool) -> Result<Summary, CliError> {
     let meta = fs::symlink_metadata(src).map_err(|e| CliError::host(src, e))?;
     let target = match vault.metadata(dest) {
         Ok(a) if a.kind == FileType::Dir => sqlvault::join_path(dest, &name_of(src)?),
@@ -65,8 +79,11 @@ pub fn put(vault: &Vault, src: &Path, dest: &str) -> Result<Summary, CliError> {
     };
     let pb = bar(host_total(src));
     let mut s = Summary::default();
-    let mut buf = vec![0u8; COPY_BUF];
-    put_entry(vault, src, &meta, &target, &pb, &mut s, &mut buf)?;
+    let mut st = PutState { buf: vec![0u8; COPY_BUF], tags: extract_tags.then(TagBatch::new) };
+    put_entry(vault, src, &meta, &target, &pb, &mut s, &mut st)?;
+    if let Some(batch) = st.tags.filter(|b| !b.is_empty()) {
+        vault.set_tags_batch(&batch)?;
+    }
     pb.finish_and_clear();
     Ok(s)
 }
@@ -78,7 +95,7 @@ fn put_entry(
     dest: &str,
     pb: &ProgressBar,
     s: &mut Summary,
-    buf: &mut [u8],
+    st: &mut PutState,
 ) -> Result<(), CliError> {
     let ft = meta.file_type();
     let mtime = meta.mtime() * 1_000_000_000 + meta.mtime_nsec();
@@ -106,7 +123,7 @@ fn put_entry(
                 continue;
             };
             match fs::symlink_metadata(&path) {
-                Ok(m) => put_entry(vault, &path, &m, &sqlvault::join_path(dest, &name), pb, s, buf)?,
+                Ok(m) => put_entry(vault, &path, &m, &sqlvault::join_path(dest, &name), pb, s, st)?,
                 Err(e) => skip(pb, s, format!("{}: {e}", path.display())),
             }
         }
@@ -124,13 +141,13 @@ fn put_entry(
         let mut out =
             vault.open_file(dest, &FileOptions::new().write(true).create(true).truncate(true).perm(meta.mode() & 0o7777))?;
         loop {
-            let n = match input.read(buf) {
+            let n = match input.read(&mut st.buf) {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(CliError::host(src, e)),
             };
-            out.write_all(&buf[..n]).map_err(|e| CliError::vault_io(dest, e))?;
+            out.write_all(&st.buf[..n]).map_err(|e| CliError::vault_io(dest, e))?;
             s.bytes += n as u64;
             pb.inc(n as u64);
         }
@@ -140,6 +157,13 @@ fn put_entry(
         }
         vault.set_times(dest, Some(atime), Some(mtime))?;
         s.files += 1;
+        if let Some(batch) = st.tags.as_mut() {
+            batch.push((dest.to_string(), crate::extract::tags_of(src, meta)));
+            if batch.len() >= TAG_BATCH {
+                vault.set_tags_batch(batch)?;
+                batch.clear();
+            }
+        }
     } else if ft.is_symlink() {
         let target = fs::read_link(src).map_err(|e| CliError::host(src, e))?;
         match target.to_str() {

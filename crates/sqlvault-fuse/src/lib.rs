@@ -27,9 +27,10 @@
 //!   caching is off: every `write` reaches the vault before it returns, so a read from
 //!   another process sees it, and a crash of the mount loses at most what the core
 //!   still buffered.
-//! * **Concurrency**: by default one thread serves every request, in order (fuser's
-//!   default session loop). The core is thread-safe and [`MountOptions::threads`]
-//!   can raise this, but only the single-threaded loop is proven by the tests.
+//! * **Concurrency**: [`DEFAULT_THREADS`] threads serve requests (fuser's multi-channel
+//!   session loop; [`MountOptions::threads`] changes it, 1 serialises everything).
+//!   The core is thread-safe, keeps open and unlink atomic against each other, and
+//!   shares commits between concurrent writers; the exerciser test runs threaded.
 //! * **Unlinked open files** keep their data until the last handle is released (the
 //!   core keeps them as orphans; a crashed mount's orphans are purged on next open).
 
@@ -37,4 +38,4 @@ mod attr;
 mod fs;
 mod session;
 
-pub use session::{mount, MountOptions, Mounted, Unmounter};
+pub use session::{mount, MountOptions, Mounted, Unmounter, DEFAULT_THREADS};

@@ -3,17 +3,22 @@
 //!
 //! * The master key is handed to SQLCipher as a raw key (`x'..'`), so opening a
 //!   connection costs no key derivation; the passphrase KDF ran once in [`crate::keys`].
-//! * One writer connection per process, behind a mutex; every write transaction is
-//!   `BEGIN IMMEDIATE` so a second process waits on the busy handler instead of failing
-//!   halfway (article 001).
+//! * One writer connection per process, with group commit ([`crate::commit`]):
+//!   concurrent writers share one `BEGIN IMMEDIATE` transaction, each in its own
+//!   savepoint; a second process waits on the busy handler instead of failing halfway
+//!   (article 001).
 //! * Reader connections are pooled and reused; in WAL mode they never block the writer.
 //! * `temp_store=MEMORY`: SQLite never writes plaintext temporary files.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags};
+
+use crate::checkpoint::Checkpointer;
+use crate::commit::{CommitStats, WriteTx, Writer};
 
 use crate::error::{Error, Result};
 use crate::keys::{CipherSettings, MasterKey};
@@ -43,6 +48,10 @@ pub struct EngineConfig {
     pub read_only: bool,
     /// Reader connections kept open for reuse.
     pub max_idle_readers: usize,
+    /// WAL size at which the committing writer checkpoints itself; a background thread
+    /// starts checkpointing at a quarter of it (see `checkpoint.rs`). Bounds the WAL
+    /// to about this plus one transaction.
+    pub wal_limit_bytes: u64,
 }
 
 impl Default for EngineConfig {
@@ -53,6 +62,7 @@ impl Default for EngineConfig {
             busy_timeout: Duration::from_secs(60),
             read_only: false,
             max_idle_readers: 4,
+            wal_limit_bytes: crate::checkpoint::DEFAULT_WAL_LIMIT,
         }
     }
 }
@@ -62,8 +72,11 @@ pub(crate) struct Engine {
     key: MasterKey,
     cipher: CipherSettings,
     config: EngineConfig,
-    writer: Option<Mutex<Connection>>,
+    writer: Option<Writer>,
     readers: Mutex<Vec<Connection>>,
+    /// After `writer`: its WAL hook points into the checkpointer's shared state, which
+    /// must outlive the writer connection.
+    checkpointer: Option<Checkpointer>,
 }
 
 impl Engine {
@@ -77,16 +90,19 @@ impl Engine {
             config,
             writer: None,
             readers: Mutex::new(Vec::new()),
+            checkpointer: None,
         };
         if create {
             let conn = engine.connect(true)?;
             conn.execute_batch("PRAGMA journal_mode=WAL;")?;
             schema::create(&conn)?;
-            engine.writer = Some(Mutex::new(conn));
+            engine.checkpointer = Some(Checkpointer::start(engine.connect(true)?, &conn, engine.cipher.page_size, engine.config.wal_limit_bytes)?);
+            engine.writer = Some(Writer::new(conn));
         } else if !engine.config.read_only {
             let mut conn = engine.connect(true)?;
             schema::check_and_migrate(&mut conn)?;
-            engine.writer = Some(Mutex::new(conn));
+            engine.checkpointer = Some(Checkpointer::start(engine.connect(true)?, &conn, engine.cipher.page_size, engine.config.wal_limit_bytes)?);
+            engine.writer = Some(Writer::new(conn));
         } else {
             let conn = engine.connect(false)?;
             schema::check(&conn)?;
@@ -103,6 +119,8 @@ impl Engine {
         } | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_EXRESCODE;
         let conn = Connection::open_with_flags_and_vfs(&self.path, flags, vfs::VFS_NAME)?;
+        // SAFETY: the handle is valid while `conn` lives.
+        vfs::count_statements(unsafe { conn.handle() });
         // SQLCipher logs decryption failures to stderr; we report them as errors instead.
         conn.execute_batch("PRAGMA cipher_log_level = NONE")?;
         let lit = self.key.sqlcipher_literal();
@@ -134,15 +152,32 @@ impl Engine {
         Ok(conn)
     }
 
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection; commits if
-    /// it returns `Ok`, rolls back (leaving the vault as it was) if it returns `Err`.
-    pub fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        let writer = self.writer.as_ref().ok_or(Error::ReadOnly)?;
-        let mut conn = writer.lock().map_err(|_| poisoned())?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let out = f(&tx)?;
-        tx.commit()?;
-        Ok(out)
+    /// Runs `f` as one all-or-nothing write: if it returns `Ok` its work commits, if it
+    /// returns `Err` (or panics) its work is rolled back and the vault is as before.
+    /// Concurrent calls share one transaction and one commit (group commit, see
+    /// [`crate::commit`]); a call returns once its work is committed, as durable as the
+    /// vault's durability setting says.
+    pub fn write<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
+        self.writer.as_ref().ok_or(Error::ReadOnly)?.write(f)
+    }
+
+    /// Runs `f` on the writer connection, serialised with every write and without a
+    /// transaction of its own (it sees the writes of the open batch). Read-only vaults
+    /// run it on a reader. Used where a check must be atomic against writes.
+    pub fn serialized<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        match self.writer.as_ref() {
+            Some(w) => w.serialized(f),
+            None => self.read(f),
+        }
+    }
+
+    /// Operations and commits of the group commit so far.
+    pub fn commit_stats(&self) -> CommitStats {
+        let mut s = self.writer.as_ref().map(|w| w.stats()).unwrap_or_default();
+        if let Some(c) = &self.checkpointer {
+            (s.background_checkpoints, s.inline_checkpoints) = c.runs();
+        }
+        s
     }
 
     /// Runs `f` on a pooled reader connection inside one read transaction, so every
@@ -184,24 +219,26 @@ impl Engine {
             return Ok(());
         }
         let Some(writer) = self.writer.as_ref() else { return Ok(()) };
-        let conn = writer.lock().map_err(|_| poisoned())?;
-        conn.execute_batch("PRAGMA synchronous=FULL")?;
-        let r = conn.execute_batch(
-            "BEGIN IMMEDIATE; UPDATE meta SET value = value + 1 WHERE key = 'sync_count'; COMMIT;",
-        );
-        if r.is_err() {
-            let _ = conn.execute_batch("ROLLBACK");
-        }
-        conn.execute_batch("PRAGMA synchronous=NORMAL")?;
-        r.map_err(Error::from)
+        writer.idle(|conn| {
+            conn.execute_batch("PRAGMA synchronous=FULL")?;
+            let r = conn.execute_batch(
+                "BEGIN IMMEDIATE; UPDATE meta SET value = value + 1 WHERE key = 'sync_count'; COMMIT;",
+            );
+            if r.is_err() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            conn.execute_batch("PRAGMA synchronous=NORMAL")?;
+            r.map_err(Error::from)
+        })
     }
 
     /// Writes the WAL back into the main file and truncates it (used before closing).
     pub fn checkpoint_truncate(&self) -> Result<()> {
         let Some(writer) = self.writer.as_ref() else { return Ok(()) };
-        let conn = writer.lock().map_err(|_| poisoned())?;
-        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
-        Ok(())
+        writer.idle(|conn| {
+            conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+            Ok(())
+        })
     }
 
     /// Opens one more reader connection, as the pool does when it is empty (raw key,
@@ -218,9 +255,7 @@ impl Engine {
     #[cfg(any(feature = "testing", feature = "bench"))]
     /// Runs `f` with the writer connection outside any transaction (VACUUM, integrity checks).
     pub fn with_writer<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let writer = self.writer.as_ref().ok_or(Error::ReadOnly)?;
-        let conn = writer.lock().map_err(|_| poisoned())?;
-        f(&conn)
+        self.writer.as_ref().ok_or(Error::ReadOnly)?.idle(f)
     }
 }
 
@@ -229,9 +264,12 @@ fn poisoned() -> Error {
 }
 
 impl Drop for Engine {
-    /// Readers close first so the writer is the last connection: SQLite then
+    /// The checkpoint thread and readers close first so the writer is the last connection: SQLite then
     /// checkpoints and removes the WAL and shared-memory files, leaving one file.
     fn drop(&mut self) {
+        if let Some(c) = self.checkpointer.as_mut() {
+            c.stop();
+        }
         if let Ok(mut pool) = self.readers.lock() {
             pool.clear();
         }

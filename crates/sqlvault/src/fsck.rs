@@ -142,6 +142,16 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
             "dangling xattr",
         ),
         (
+            "SELECT 'tag ' || quote(t.name) || ': inode ' || t.ino || ' is missing'
+             FROM tags t LEFT JOIN inodes i ON i.ino = t.ino WHERE i.ino IS NULL",
+            "dangling tag",
+        ),
+        (
+            "SELECT 'records: collection ' || r.coll || ' is missing (' || count(*) || ' records)'
+             FROM records r LEFT JOIN record_collections c ON c.id = r.coll WHERE c.id IS NULL GROUP BY r.coll",
+            "dangling record",
+        ),
+        (
             "SELECT 'root inode 1 is missing or not a directory'
              WHERE NOT EXISTS (SELECT 1 FROM inodes WHERE ino = 1 AND (mode & 61440) = 16384)",
             "root",

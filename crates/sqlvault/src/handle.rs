@@ -66,6 +66,20 @@ impl OpenInode {
         self.lock().ok().and_then(|s| s.modified_ns.map(|m| (s.size, m)))
     }
 
+    /// Stored attributes with buffered size and mtime laid over them, read under the
+    /// state lock so a concurrent flush cannot slip between the two.
+    pub fn attr(&self, vault: &Vault) -> Result<Attr> {
+        let st = self.lock()?;
+        let ino = self.ino;
+        let mut a = vault.engine().read(|c| tree::attr(c, ino))?;
+        if let Some(mtime_ns) = st.modified_ns {
+            a.size = st.size;
+            a.mtime_ns = mtime_ns;
+            a.ctime_ns = a.ctime_ns.max(mtime_ns);
+        }
+        Ok(a)
+    }
+
     fn current_size(&self, vault: &Vault, st: &ContentState) -> Result<u64> {
         if st.dirty() {
             return Ok(st.size);

@@ -6,8 +6,12 @@
 //!   touches secret bytes); `vfs`: keeps the header and the database in one file.
 //! * `engine`: SQLCipher connections, pragmas, migrations, one writer, pooled readers.
 //! * `chunks`: content-addressed, reference-counted chunk store; `tree`: inodes and
-//!   directory entries with POSIX semantics; `handle`: buffered open files.
-//! * [`Vault`]: the facade the CLI, the FUSE mount and applications use.
+//!   directory entries with POSIX semantics; `handle`: buffered open files; [`tags`]:
+//!   typed tags on inodes and the indexed `find`; `records`: named key -> value
+//!   collections.
+//! * [`Vault`]: the facade the CLI, the FUSE mount and applications use; `metadata`
+//!   (tag and record methods, [`Records`]) and `transaction` ([`Vault::transaction`]
+//!   over files, tags and records) extend it.
 //!
 //! ```no_run
 //! use sqlvault::{Vault, Secret, CreateOptions};
@@ -18,25 +22,37 @@
 //! # Ok::<(), sqlvault::Error>(())
 //! ```
 
+mod checkpoint;
 mod chunks;
+mod commit;
 mod engine;
 mod error;
 pub mod fsck;
 mod handle;
 pub mod keys;
+mod metadata;
 mod path;
+pub mod records;
 mod schema;
+pub mod tags;
+mod transaction;
 mod tree;
 mod vault;
 mod vfs;
 mod xattr;
 
+pub use commit::CommitStats;
 pub use engine::{Durability, EngineConfig};
 pub use error::{Error, ErrorKind, Result};
 pub use fsck::FsckReport;
 pub use handle::{to_io, FileHandle, FileOptions};
 pub use keys::{generate_key_file, HmacAlgorithm, KdfParams, Secret, SlotKind};
+pub use metadata::{RecordScan, Records};
 pub use path::join as join_path;
+pub use records::KeyRange;
+pub use tags::{Condition, Found, Op, Query, TagValue};
+pub use transaction::{Tx, TxRecords};
 pub use tree::{check_name, Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
 pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
+pub use vfs::{io_counts, IoCounts};
 pub use xattr::XattrMode;

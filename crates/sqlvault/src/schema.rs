@@ -9,7 +9,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Schema version written by this build.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Inode number of the root directory.
 pub const ROOT_INO: i64 = 1;
@@ -75,6 +75,49 @@ const MIGRATIONS: &[&str] = &[
     -- Extended attributes (see xattr.rs); deleted with their inode.
     CREATE TABLE xattrs(ino INTEGER NOT NULL, name BLOB NOT NULL, value BLOB NOT NULL, PRIMARY KEY(ino, name)) WITHOUT ROWID;
     ",
+    // 2: tags (typed name -> value per inode; the mount's `user.*` xattrs) and records.
+    "
+    -- Tags (see tags.rs). `value` has BLOB affinity, so SQLite keeps integers, reals,
+    -- text and blobs exactly as bound and orders them numbers < text < blobs; numbers
+    -- compare numerically whatever their storage class. Names are TEXT (raw bytes for
+    -- names that came from the mount and are not UTF-8).
+    CREATE TABLE tags(
+        ino   INTEGER NOT NULL,
+        name  TEXT    NOT NULL,
+        value BLOB    NOT NULL,
+        PRIMARY KEY(ino, name)
+    ) WITHOUT ROWID;
+    -- find: name = ? AND value <op> ? is one range scan; ino comes with the index key.
+    CREATE INDEX tags_by_value ON tags(name, value);
+
+    -- `user.NAME` extended attributes become tag NAME, with values typed as tags.rs
+    -- types values set through the mount: canonical integers and plain decimals become
+    -- numbers, anything else text (read back byte for byte).
+    INSERT INTO tags(ino, name, value)
+        SELECT ino, CAST(substr(name, 6) AS TEXT),
+               CASE
+                   WHEN CAST(CAST(CAST(value AS TEXT) AS INTEGER) AS TEXT) = CAST(value AS TEXT)
+                       THEN CAST(CAST(value AS TEXT) AS INTEGER)
+                   WHEN CAST(value AS TEXT) GLOB '*[0-9].[0-9]*' AND NOT CAST(value AS TEXT) GLOB '*[^-0-9.]*'
+                        AND CAST(CAST(CAST(value AS TEXT) AS REAL) AS TEXT) = CAST(value AS TEXT)
+                       THEN CAST(CAST(value AS TEXT) AS REAL)
+                   ELSE CAST(value AS TEXT)
+               END
+        FROM xattrs WHERE substr(name, 1, 5) = CAST('user.' AS BLOB) AND length(name) > 5;
+    DELETE FROM xattrs WHERE substr(name, 1, 5) = CAST('user.' AS BLOB) AND length(name) > 5;
+
+    -- Records (see records.rs): named collections of key -> value, both bytes.
+    CREATE TABLE record_collections(
+        id   INTEGER PRIMARY KEY,
+        name TEXT    NOT NULL UNIQUE
+    );
+    CREATE TABLE records(
+        coll  INTEGER NOT NULL,
+        key   BLOB    NOT NULL,
+        value BLOB    NOT NULL,
+        PRIMARY KEY(coll, key)
+    ) WITHOUT ROWID;
+    ",
 ];
 
 /// Creates the schema of a new vault (the connection's database must be empty).
@@ -135,4 +178,83 @@ pub fn meta_int(conn: &Connection, key: &str) -> Result<i64> {
             rusqlite::Error::QueryReturnedNoRows => Error::damaged(format!("setting {key} is missing")),
             e => e.into(),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tags::TagValue;
+    use rusqlite::types::ValueRef;
+
+    #[test]
+    fn migration_2_turns_user_xattrs_into_tags_typed_as_the_mount_types_them() {
+        let mut c = Connection::open_in_memory().unwrap();
+        c.execute_batch(MIGRATIONS[0]).unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+        let rows: &[(&[u8], &[u8])] = &[
+            (b"user.iso", b"400"),
+            (b"user.neg", b"-3"),
+            (b"user.zip", b"0400"),
+            (b"user.plus", b"+3"),
+            (b"user.huge", b"9223372036854775808"),
+            (b"user.ratio", b"2.5"),
+            (b"user.round", b"400.0"),
+            (b"user.trail", b"2.50"),
+            (b"user.exp", b"1e3"),
+            (b"user.camera", b"X100V"),
+            (b"user.empty", b""),
+            (b"user.raw", b"\xff\x00"),
+            (b"trusted.keep", b"400"),
+            (b"user.", b"no name: stays an xattr"),
+        ];
+        for (n, v) in rows {
+            c.execute("INSERT INTO xattrs(ino, name, value) VALUES (7, ?1, ?2)", rusqlite::params![n, v]).unwrap();
+        }
+        check_and_migrate(&mut c).unwrap();
+        assert_eq!(version(&c).unwrap(), SCHEMA_VERSION);
+        for (n, v) in rows.iter().filter(|r| r.0.starts_with(b"user.") && r.0.len() > 5) {
+            let name = std::str::from_utf8(&n[5..]).unwrap();
+            let (stored, bytes): (TagValue, Vec<u8>) = c
+                .query_row("SELECT value FROM tags WHERE ino = 7 AND name = ?1", [name], |r| {
+                    let raw = r.get_ref(0)?;
+                    let bytes = match raw {
+                        ValueRef::Text(t) => t.to_vec(),
+                        _ => Vec::new(),
+                    };
+                    Ok((
+                        match raw {
+                            ValueRef::Integer(i) => TagValue::Int(i),
+                            ValueRef::Real(f) => TagValue::Real(f),
+                            ValueRef::Text(t) => TagValue::from_xattr(t),
+                            ValueRef::Blob(b) => TagValue::Bytes(b.to_vec()),
+                            ValueRef::Null => panic!("null"),
+                        },
+                        bytes,
+                    ))
+                })
+                .unwrap();
+            // The same typing as a value set through the mount today, and the same bytes back.
+            assert_eq!(stored.kind(), TagValue::from_xattr(v).kind(), "{name}");
+            assert_eq!(stored.to_xattr(), *v, "{name}");
+            if stored.kind() == "text" || stored.kind() == "bytes" {
+                assert_eq!(bytes, *v);
+            }
+        }
+        let left: Vec<Vec<u8>> =
+            c.prepare("SELECT name FROM xattrs ORDER BY name").unwrap().query_map([], |r| r.get(0)).unwrap().map(|r| r.unwrap()).collect();
+        assert_eq!(left, vec![b"trusted.keep".to_vec(), b"user.".to_vec()]);
+    }
+
+    #[test]
+    fn fsck_reports_tags_of_missing_inodes_and_records_of_missing_collections() {
+        let c = Connection::open_in_memory().unwrap();
+        create(&c).unwrap();
+        initialize(&c, 4096, 0, 0, 0).unwrap();
+        assert!(crate::fsck::check(&c, 4096).unwrap().is_clean());
+        c.execute_batch("INSERT INTO tags VALUES (99, 'k', 1); INSERT INTO records VALUES (5, x'01', x'02');").unwrap();
+        let r = crate::fsck::check(&c, 4096).unwrap();
+        assert_eq!(r.problems.len(), 2, "{:?}", r.problems);
+        assert!(r.problems[0].contains("inode 99 is missing"));
+        assert!(r.problems[1].contains("collection 5 is missing"));
+    }
 }

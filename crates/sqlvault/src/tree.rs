@@ -178,6 +178,15 @@ pub fn parent_of(conn: &Connection, dir: InodeId) -> Result<InodeId> {
         .unwrap_or(InodeId::ROOT))
 }
 
+/// The entry naming a directory: `(parent, name)`, `None` for the root (or an
+/// inode without a name). For a file with several links, one of them.
+pub fn dir_entry_of(conn: &Connection, dir: InodeId) -> Result<Option<(InodeId, Vec<u8>)>> {
+    Ok(conn
+        .prepare_cached("SELECT parent, name FROM dirents WHERE ino = ?1 LIMIT 1")?
+        .query_row([dir.sql()], |r| Ok((InodeId(r.get::<_, i64>(0)? as u64), r.get::<_, Vec<u8>>(1)?)))
+        .optional()?)
+}
+
 /// Target of a symlink.
 pub fn read_link(conn: &Connection, ino: InodeId) -> Result<Vec<u8>> {
     let t: Option<Vec<u8>> = conn
@@ -301,6 +310,7 @@ fn drop_link(conn: &Connection, ino: InodeId, now: i64, is_open: &dyn Fn(InodeId
 pub fn purge(conn: &Connection, ino: InodeId) -> Result<()> {
     chunks::truncate(conn, ino.sql(), 0)?;
     crate::xattr::remove_all(conn, ino)?;
+    crate::tags::remove_all(conn, ino)?;
     conn.prepare_cached("DELETE FROM inodes WHERE ino = ?1")?.execute([ino.sql()])?;
     conn.prepare_cached("DELETE FROM orphans WHERE ino = ?1")?.execute([ino.sql()])?;
     Ok(())
@@ -331,6 +341,7 @@ pub fn rmdir(conn: &Connection, parent: InodeId, name: &[u8]) -> Result<()> {
     conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?
         .execute(params![parent.sql(), name])?;
     crate::xattr::remove_all(conn, ino)?;
+    crate::tags::remove_all(conn, ino)?;
     conn.prepare_cached("DELETE FROM inodes WHERE ino = ?1")?.execute([ino.sql()])?;
     touch_dir(conn, parent, -1, now_ns())
 }
@@ -401,6 +412,7 @@ pub fn rename(
                     conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?
                         .execute(params![new_parent.sql(), new_name])?;
                     crate::xattr::remove_all(conn, dst)?;
+                    crate::tags::remove_all(conn, dst)?;
                     conn.prepare_cached("DELETE FROM inodes WHERE ino = ?1")?.execute([dst.sql()])?;
                     touch_dir(conn, new_parent, -1, now)?;
                 }

@@ -9,6 +9,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::chunks;
+use crate::commit::CommitStats;
 use crate::engine::{Engine, EngineConfig};
 use crate::error::{Error, Result};
 use crate::handle::{FileHandle, FileOptions, OpenInode};
@@ -237,6 +239,12 @@ impl Vault {
         self.inner.max_dirty_bytes
     }
 
+    /// How many write operations ran and how many commits they took (group commit
+    /// shares one commit between concurrent writers).
+    pub fn commit_stats(&self) -> CommitStats {
+        self.engine().commit_stats()
+    }
+
     /// Makes everything committed so far durable on disk.
     pub fn sync(&self) -> Result<()> {
         self.engine().sync()
@@ -250,7 +258,7 @@ impl Vault {
         Ok(())
     }
 
-    fn is_open(&self, ino: InodeId) -> bool {
+    pub(crate) fn is_open(&self, ino: InodeId) -> bool {
         self.inner.open.lock().map(|m| m.contains_key(&ino)).unwrap_or(true)
     }
 
@@ -280,8 +288,10 @@ impl Vault {
         };
         if last && !self.engine().is_read_only() {
             let ino = node.ino;
+            // Under the writer lock: an open of the same inode since we dropped it from
+            // `open` (it registers under this lock too) keeps the inode alive.
             self.engine().write(|tx| match tree::get(tx, ino)? {
-                Some(a) if a.nlink == 0 => tree::purge(tx, ino),
+                Some(a) if a.nlink == 0 && !self.is_open(ino) => tree::purge(tx, ino),
                 _ => Ok(()),
             })?;
         }
@@ -291,19 +301,16 @@ impl Vault {
     // ----- by inode (used by the FUSE frontend) -----
 
     /// Attributes of `ino`, including the size of writes still buffered in this process.
+    ///
+    /// For a file open here, the stored attributes are read under the file's state lock
+    /// (the lock a commit of its buffers holds), so a `stat` racing a flush sees the
+    /// size before or after it, never an older stored size without the buffers.
     pub fn attr(&self, ino: InodeId) -> Result<Attr> {
-        let mut a = self.engine().read(|c| tree::attr(c, ino))?;
-        if let Some((size, mtime_ns)) = self.buffered(ino) {
-            a.size = size;
-            a.mtime_ns = mtime_ns;
-            a.ctime_ns = a.ctime_ns.max(mtime_ns);
+        let node = self.inner.open.lock().map_err(|_| poisoned())?.get(&ino).map(|e| e.0.clone());
+        match node {
+            Some(node) => node.attr(self),
+            None => self.engine().read(|c| tree::attr(c, ino)),
         }
-        Ok(a)
-    }
-
-    fn buffered(&self, ino: InodeId) -> Option<(u64, i64)> {
-        let node = self.inner.open.lock().ok()?.get(&ino).map(|e| e.0.clone())?;
-        node.buffered()
     }
 
     /// Looks `name` up in directory `parent`.
@@ -331,7 +338,7 @@ impl Vault {
     }
 
     /// Default owner for new nodes created through the path API.
-    fn new_node<'a>(&self, kind: FileType, perm: u32, target: Option<&'a [u8]>) -> NewNode<'a> {
+    pub(crate) fn new_node<'a>(&self, kind: FileType, perm: u32, target: Option<&'a [u8]>) -> NewNode<'a> {
         NewNode { kind, perm, uid: self.inner.uid, gid: self.inner.gid, target }
     }
 
@@ -376,17 +383,23 @@ impl Vault {
     }
 
     /// Opens the file `ino`.
+    ///
+    /// Checking the inode and registering the handle run under the writer lock
+    /// ([`Engine::serialized`]), the lock every unlink and rename runs under: an unlink
+    /// either came first (the open fails with `NotFound`) or comes after and sees the
+    /// file open (it keeps the inode as an orphan until the last handle closes).
     pub fn open_ino(&self, ino: InodeId, opts: &FileOptions) -> Result<FileHandle> {
-        let a = self.engine().read(|c| tree::attr(c, ino))?;
-        match a.kind {
-            FileType::Dir => return Err(Error::IsADirectory { path: format!("inode {}", ino.0) }),
-            FileType::Symlink => return Err(Error::InvalidArgument { what: "cannot open a symbolic link's content".into() }),
-            FileType::File => {}
-        }
         if (opts.write || opts.append || opts.truncate) && self.engine().is_read_only() {
             return Err(Error::ReadOnly);
         }
-        let node = self.acquire_inode(ino)?;
+        let node = self.engine().serialized(|c| {
+            match tree::attr(c, ino)?.kind {
+                FileType::Dir => return Err(Error::IsADirectory { path: format!("inode {}", ino.0) }),
+                FileType::Symlink => return Err(Error::InvalidArgument { what: "cannot open a symbolic link's content".into() }),
+                FileType::File => {}
+            }
+            self.acquire_inode(ino)
+        })?;
         let handle = FileHandle::new(self.clone(), node, opts);
         if opts.truncate && (opts.write || opts.append) {
             handle.set_len(0)?;
@@ -419,7 +432,7 @@ impl Vault {
 
     /// Resolves names from the root, following symlinks in every component but the
     /// last, and in the last too if `follow_last`.
-    fn resolve_in(&self, conn: &rusqlite::Connection, names: &[&[u8]], follow_last: bool, shown: &str) -> Result<InodeId> {
+    pub(crate) fn resolve_in(&self, conn: &rusqlite::Connection, names: &[&[u8]], follow_last: bool, shown: &str) -> Result<InodeId> {
         let mut stack = vec![InodeId::ROOT];
         let mut queue: std::collections::VecDeque<Vec<u8>> = names.iter().map(|n| n.to_vec()).collect();
         let mut links = 0;
@@ -458,13 +471,13 @@ impl Vault {
         Ok(*stack.last().unwrap_or(&InodeId::ROOT))
     }
 
-    fn resolve(&self, path: &str, follow_last: bool) -> Result<InodeId> {
+    pub(crate) fn resolve(&self, path: &str, follow_last: bool) -> Result<InodeId> {
         let vp = VaultPath::parse(path)?;
         self.engine().read(|c| self.resolve_in(c, &vp.names, follow_last, path))
     }
 
     /// Resolves the parent directory of `path` and returns it with the last name.
-    fn parent_of<'p>(&self, conn: &rusqlite::Connection, vp: &VaultPath<'p>, path: &str) -> Result<(InodeId, &'p [u8])> {
+    pub(crate) fn parent_of<'p>(&self, conn: &rusqlite::Connection, vp: &VaultPath<'p>, path: &str) -> Result<(InodeId, &'p [u8])> {
         let (parent, name) = vp
             .split_last()
             .ok_or_else(|| Error::InvalidArgument { what: "the root directory cannot be changed this way".into() })?;
@@ -505,29 +518,29 @@ impl Vault {
 
     /// Creates `path` and any missing parents; fine if it already is a directory.
     pub fn create_dir_all(&self, path: &str) -> Result<()> {
+        self.engine().write(|tx| self.create_dir_all_in(tx, path)).map_err(|e| e.with_path(path))
+    }
+
+    pub(crate) fn create_dir_all_in(&self, tx: &rusqlite::Connection, path: &str) -> Result<()> {
         let vp = VaultPath::parse(path)?;
-        self.engine()
-            .write(|tx| {
-                let mut cur = InodeId::ROOT;
-                for (depth, name) in vp.names.iter().enumerate() {
-                    cur = match tree::lookup(tx, cur, name)? {
-                        Some(i) => {
-                            let i = if tree::attr(tx, i)?.kind == FileType::Symlink {
-                                self.resolve_in(tx, &vp.names[..=depth], true, path)?
-                            } else {
-                                i
-                            };
-                            if tree::attr(tx, i)?.kind != FileType::Dir {
-                                return Err(Error::NotADirectory { path: path.into() });
-                            }
-                            i
-                        }
-                        None => tree::create(tx, cur, name, self.new_node(FileType::Dir, 0o755, None))?.ino,
+        let mut cur = InodeId::ROOT;
+        for (depth, name) in vp.names.iter().enumerate() {
+            cur = match tree::lookup(tx, cur, name)? {
+                Some(i) => {
+                    let i = if tree::attr(tx, i)?.kind == FileType::Symlink {
+                        self.resolve_in(tx, &vp.names[..=depth], true, path)?
+                    } else {
+                        i
                     };
+                    if tree::attr(tx, i)?.kind != FileType::Dir {
+                        return Err(Error::NotADirectory { path: path.into() });
+                    }
+                    i
                 }
-                Ok(())
-            })
-            .map_err(|e| e.with_path(path))
+                None => tree::create(tx, cur, name, self.new_node(FileType::Dir, 0o755, None))?.ino,
+            };
+        }
+        Ok(())
     }
 
     /// Opens the file at `path` as `opts` say (creating it if asked).
@@ -557,10 +570,46 @@ impl Vault {
     }
 
     /// Writes `data` as the whole content of `path`, creating it if needed.
+    ///
+    /// One write operation (one transaction, shared with concurrent writers by the group
+    /// commit) when `data` fits the dirty-buffer limit and the file is not open in this
+    /// process; otherwise it streams through a [`FileHandle`].
     pub fn write_file(&self, path: &str, data: &[u8]) -> Result<()> {
+        if data.len() as u64 <= self.max_dirty_bytes() && !self.engine().is_read_only() && self.write_file_at_once(path, data)? {
+            return Ok(());
+        }
         let f = self.create_file(path)?;
         f.write_at(0, data)?;
         f.close()
+    }
+
+    /// The one-operation path of [`Vault::write_file`]; `false` if the file is open here.
+    fn write_file_at_once(&self, path: &str, data: &[u8]) -> Result<bool> {
+        let vp = VaultPath::parse(path)?;
+        let cs = self.chunk_size() as usize;
+        self.engine()
+            .write(|tx| {
+                let (dir, name) = self.parent_of(tx, &vp, path)?;
+                let ino = match tree::lookup(tx, dir, name)? {
+                    Some(_) => self.resolve_in(tx, &vp.names, true, path)?,
+                    None => tree::create(tx, dir, name, self.new_node(FileType::File, 0o644, None))?.ino,
+                };
+                if self.is_open(ino) {
+                    return Ok(false);
+                }
+                if tree::attr(tx, ino)?.kind != FileType::File {
+                    return Err(Error::IsADirectory { path: path.into() });
+                }
+                let mut n = 0u64;
+                for (idx, piece) in data.chunks(cs).enumerate() {
+                    chunks::put(tx, ino.0 as i64, idx as u64, piece)?;
+                    n += 1;
+                }
+                chunks::truncate(tx, ino.0 as i64, n)?;
+                tree::set_size(tx, ino, data.len() as u64, tree::now_ns())?;
+                Ok(true)
+            })
+            .map_err(|e| e.with_path(path))
     }
 
     /// Reads the whole file at `path` into memory (use `open_file` to stream).
@@ -579,13 +628,13 @@ impl Vault {
     }
 
     pub fn remove_file(&self, path: &str) -> Result<()> {
+        self.engine().write(|tx| self.remove_file_in(tx, path)).map_err(|e| e.with_path(path))
+    }
+
+    pub(crate) fn remove_file_in(&self, tx: &rusqlite::Connection, path: &str) -> Result<()> {
         let vp = VaultPath::parse(path)?;
-        self.engine()
-            .write(|tx| {
-                let (dir, name) = self.parent_of(tx, &vp, path)?;
-                tree::unlink(tx, dir, name, &|i| self.is_open(i))
-            })
-            .map_err(|e| e.with_path(path))
+        let (dir, name) = self.parent_of(tx, &vp, path)?;
+        tree::unlink(tx, dir, name, &|i| self.is_open(i))
     }
 
     pub fn remove_dir(&self, path: &str) -> Result<()> {

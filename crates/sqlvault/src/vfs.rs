@@ -7,10 +7,16 @@
 //! journal files pass through unchanged. SQLCipher encrypts pages above this layer,
 //! so the shim only ever moves ciphertext.
 //!
+//! The shim also counts, per thread, the reads, writes and syncs it passes on (main
+//! database and WAL apart) and the statements the thread's connections ran: see
+//! [`IoCounts`]. The counts are what a file operation costs in SQLite pages,
+//! independent of timing, so tests can assert them (`tests/io_counts.rs`).
+//!
 //! Memory-mapped I/O is refused (`xFetch` returns no page): SQLCipher never maps an
 //! encrypted database anyway, and refusing keeps the offset arithmetic in one place.
 
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::cell::Cell;
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::OnceLock;
 
 use rusqlite::ffi;
@@ -30,6 +36,92 @@ struct ShimFile {
     real: *mut ffi::sqlite3_file,
     /// Byte offset added to every access of the wrapped file.
     offset: i64,
+    /// Which counters this file's I/O goes to.
+    kind: FileKind,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum FileKind {
+    Main,
+    Wal,
+    Other,
+}
+
+/// I/O the calling thread's SQLite connections did through the vault's VFS, and the
+/// statements they ran. SQLite does all I/O of a statement on the thread that steps
+/// it, so the difference of two snapshots taken on one thread is exactly what the
+/// work in between cost. (A write through the group commit may be committed by
+/// another thread; measure single-threaded.)
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IoCounts {
+    /// `xRead` calls on the main database file (pages read from it).
+    pub db_reads: u64,
+    pub db_read_bytes: u64,
+    /// `xWrite` calls on the main database file (pages checkpointed into it).
+    pub db_writes: u64,
+    pub db_write_bytes: u64,
+    /// `xRead` calls on the WAL (frame headers and pages).
+    pub wal_reads: u64,
+    pub wal_read_bytes: u64,
+    /// `xWrite` calls on the WAL (frame headers and pages).
+    pub wal_writes: u64,
+    pub wal_write_bytes: u64,
+    /// `xSync` calls on any file.
+    pub syncs: u64,
+    /// Statements started (`sqlite3_trace_v2` `SQLITE_TRACE_STMT`, triggers included).
+    pub statements: u64,
+}
+
+impl IoCounts {
+    /// What happened between `earlier` and `self`.
+    pub fn since(&self, earlier: &IoCounts) -> IoCounts {
+        IoCounts {
+            db_reads: self.db_reads - earlier.db_reads,
+            db_read_bytes: self.db_read_bytes - earlier.db_read_bytes,
+            db_writes: self.db_writes - earlier.db_writes,
+            db_write_bytes: self.db_write_bytes - earlier.db_write_bytes,
+            wal_reads: self.wal_reads - earlier.wal_reads,
+            wal_read_bytes: self.wal_read_bytes - earlier.wal_read_bytes,
+            wal_writes: self.wal_writes - earlier.wal_writes,
+            wal_write_bytes: self.wal_write_bytes - earlier.wal_write_bytes,
+            syncs: self.syncs - earlier.syncs,
+            statements: self.statements - earlier.statements,
+        }
+    }
+}
+
+thread_local! {
+    static COUNTS: Cell<IoCounts> = const { Cell::new(IoCounts {
+        db_reads: 0, db_read_bytes: 0, db_writes: 0, db_write_bytes: 0, wal_reads: 0, wal_read_bytes: 0,
+        wal_writes: 0, wal_write_bytes: 0, syncs: 0, statements: 0,
+    }) };
+}
+
+/// The calling thread's counters so far (see [`IoCounts`]).
+pub fn io_counts() -> IoCounts {
+    COUNTS.with(|c| c.get())
+}
+
+fn count(f: impl FnOnce(&mut IoCounts)) {
+    COUNTS.with(|c| {
+        let mut v = c.get();
+        f(&mut v);
+        c.set(v);
+    });
+}
+
+/// Counts statements on `db` into the calling thread's [`IoCounts`].
+pub fn count_statements(db: *mut ffi::sqlite3) {
+    // SAFETY: `db` is an open connection; the callback has no state and outlives it.
+    unsafe {
+        ffi::sqlite3_trace_v2(db, ffi::SQLITE_TRACE_STMT as c_uint, Some(on_statement), std::ptr::null_mut());
+    }
+}
+
+unsafe extern "C" fn on_statement(_kind: c_uint, _ctx: *mut c_void, _stmt: *mut c_void, _sql: *mut c_void) -> c_int {
+    count(|c| c.statements += 1);
+    0
 }
 
 struct Registered(#[allow(dead_code)] *mut ffi::sqlite3_vfs);
@@ -109,6 +201,13 @@ unsafe extern "C" fn shim_open(
     }
     (*shim).real = real;
     (*shim).offset = if flags & ffi::SQLITE_OPEN_MAIN_DB != 0 { HEADER_LEN } else { 0 };
+    (*shim).kind = if flags & ffi::SQLITE_OPEN_MAIN_DB != 0 {
+        FileKind::Main
+    } else if flags & ffi::SQLITE_OPEN_WAL != 0 {
+        FileKind::Wal
+    } else {
+        FileKind::Other
+    };
     (*shim).base.pMethods = &METHODS;
     rc
 }
@@ -126,11 +225,35 @@ unsafe extern "C" fn shim_close(f: *mut ffi::sqlite3_file) -> c_int {
 
 unsafe extern "C" fn shim_read(f: *mut ffi::sqlite3_file, buf: *mut c_void, amt: c_int, ofst: i64) -> c_int {
     let (real, m, off) = parts(f);
+    let n = amt.max(0) as u64;
+    match (*(f as *mut ShimFile)).kind {
+        FileKind::Main => count(|c| {
+            c.db_reads += 1;
+            c.db_read_bytes += n;
+        }),
+        FileKind::Wal => count(|c| {
+            c.wal_reads += 1;
+            c.wal_read_bytes += n;
+        }),
+        FileKind::Other => {}
+    }
     call!(m, xRead(real, buf, amt, ofst + off))
 }
 
 unsafe extern "C" fn shim_write(f: *mut ffi::sqlite3_file, buf: *const c_void, amt: c_int, ofst: i64) -> c_int {
     let (real, m, off) = parts(f);
+    let n = amt.max(0) as u64;
+    match (*(f as *mut ShimFile)).kind {
+        FileKind::Main => count(|c| {
+            c.db_writes += 1;
+            c.db_write_bytes += n;
+        }),
+        FileKind::Wal => count(|c| {
+            c.wal_writes += 1;
+            c.wal_write_bytes += n;
+        }),
+        FileKind::Other => {}
+    }
     call!(m, xWrite(real, buf, amt, ofst + off))
 }
 
@@ -141,6 +264,7 @@ unsafe extern "C" fn shim_truncate(f: *mut ffi::sqlite3_file, size: i64) -> c_in
 
 unsafe extern "C" fn shim_sync(f: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
     let (real, m, _) = parts(f);
+    count(|c| c.syncs += 1);
     call!(m, xSync(real, flags))
 }
 

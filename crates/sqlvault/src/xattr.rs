@@ -1,4 +1,8 @@
-//! Extended attributes: `(inode, name) -> value` rows in the `xattrs` table.
+//! Extended attributes: `(inode, name) -> value` rows in the `xattrs` table, except
+//! the `user.*` namespace, which *is* the inode's tags: `user.NAME` reads and writes tag
+//! `NAME` in [`crate::tags`], typed by [`crate::tags::TagValue::from_xattr`] (so
+//! `setfattr -n user.iso -v 400` sets the integer 400, and `getfattr` returns exactly
+//! the bytes that were set).
 //!
 //! Names and values are raw bytes. Which namespaces (`user.`, `trusted.`, ...) a
 //! frontend accepts is its own policy; this module only bounds sizes (the Linux limits:
@@ -10,6 +14,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, Result};
+use crate::tags::{self, TagValue};
 use crate::tree::{self, InodeId, SetAttr};
 
 /// Longest attribute name, in bytes (Linux `XATTR_NAME_MAX`).
@@ -43,6 +48,11 @@ fn check_name(name: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// The tag an attribute name stands for: `user.NAME` -> `NAME`.
+fn tag_name(name: &[u8]) -> Option<&[u8]> {
+    name.strip_prefix(b"user.").filter(|n| !n.is_empty())
+}
+
 fn lookup(conn: &Connection, ino: InodeId, name: &[u8]) -> Result<Option<Vec<u8>>> {
     Ok(conn
         .prepare_cached("SELECT value FROM xattrs WHERE ino = ?1 AND name = ?2")?
@@ -54,6 +64,11 @@ fn lookup(conn: &Connection, ino: InodeId, name: &[u8]) -> Result<Option<Vec<u8>
 /// the inode is gone.
 pub fn get(conn: &Connection, ino: InodeId, name: &[u8]) -> Result<Vec<u8>> {
     check_name(name)?;
+    if let Some(tag) = tag_name(name) {
+        return tags::get(conn, ino, tag)?
+            .map(|v| v.to_xattr())
+            .ok_or_else(|| Error::NoSuchAttribute { name: shown(name) });
+    }
     match lookup(conn, ino, name)? {
         Some(v) => Ok(v),
         None => {
@@ -72,15 +87,22 @@ pub fn set(conn: &Connection, ino: InodeId, name: &[u8], value: &[u8], mode: Xat
         });
     }
     tree::attr(conn, ino)?;
-    let exists = conn
-        .prepare_cached("SELECT 1 FROM xattrs WHERE ino = ?1 AND name = ?2")?
-        .query_row(params![ino.0 as i64, name], |_| Ok(()))
-        .optional()?
-        .is_some();
+    let tag = tag_name(name);
+    let exists = match tag {
+        Some(tag) => tags::exists(conn, ino, tag)?,
+        None => conn
+            .prepare_cached("SELECT 1 FROM xattrs WHERE ino = ?1 AND name = ?2")?
+            .query_row(params![ino.0 as i64, name], |_| Ok(()))
+            .optional()?
+            .is_some(),
+    };
     match (mode, exists) {
         (XattrMode::Create, true) => return Err(Error::AlreadyExists { path: shown(name) }),
         (XattrMode::Replace, false) => return Err(Error::NoSuchAttribute { name: shown(name) }),
         _ => {}
+    }
+    if let Some(tag) = tag {
+        return tags::set(conn, ino, &[(tag, &TagValue::from_xattr(value))]);
     }
     conn.prepare_cached("INSERT OR REPLACE INTO xattrs(ino, name, value) VALUES (?1, ?2, ?3)")?.execute(params![
         ino.0 as i64,
@@ -91,18 +113,27 @@ pub fn set(conn: &Connection, ino: InodeId, name: &[u8], value: &[u8], mode: Xat
     Ok(())
 }
 
-/// Names of every attribute of `ino`, in byte order.
+/// Names of every attribute of `ino` (tags as `user.NAME`), in byte order.
 pub fn list(conn: &Connection, ino: InodeId) -> Result<Vec<Vec<u8>>> {
     tree::attr(conn, ino)?;
     let mut stmt = conn.prepare_cached("SELECT name FROM xattrs WHERE ino = ?1 ORDER BY name")?;
     let rows = stmt.query_map([ino.0 as i64], |r| r.get(0))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let mut names: Vec<Vec<u8>> = rows.collect::<rusqlite::Result<_>>()?;
+    names.extend(tags::names(conn, ino)?.into_iter().map(|t| [&b"user."[..], &t].concat()));
+    names.sort();
+    Ok(names)
 }
 
 /// Removes `name` from `ino`; `NoSuchAttribute` if it has none.
 pub fn remove(conn: &Connection, ino: InodeId, name: &[u8]) -> Result<()> {
     check_name(name)?;
     tree::attr(conn, ino)?;
+    if let Some(tag) = tag_name(name) {
+        return match tags::remove(conn, ino, &[tag])? {
+            0 => Err(Error::NoSuchAttribute { name: shown(name) }),
+            _ => Ok(()),
+        };
+    }
     let n =
         conn.prepare_cached("DELETE FROM xattrs WHERE ino = ?1 AND name = ?2")?.execute(params![ino.0 as i64, name])?;
     if n == 0 {

@@ -55,3 +55,42 @@ fn independent_connections_wait_instead_of_failing() {
     }
     assert!(v.fsck().unwrap().is_clean());
 }
+
+/// Open by inode (what the FUSE mount does) racing unlink of the same file on another
+/// thread: an open that succeeds must read the whole file (the unlink keeps it as an
+/// orphan), and once every handle is closed no inode is left behind.
+#[test]
+fn open_and_unlink_racing_never_hand_out_a_dead_handle() {
+    let (_t, v) = TestVault::new(4096);
+    let data = vec![7u8; 10_000];
+    for round in 0..150 {
+        let path = format!("/f{round}");
+        v.write_file(&path, &data).unwrap();
+        let ino = v.metadata(&path).unwrap().ino;
+        let root = sqlvault::InodeId::ROOT;
+        let name = path[1..].as_bytes().to_vec();
+        std::thread::scope(|s| {
+            let opener = s.spawn(|| {
+                let mut opened = Vec::new();
+                for _ in 0..4 {
+                    match v.open_ino(ino, &sqlvault::FileOptions::new().read(true)) {
+                        Ok(h) => opened.push(h),
+                        // The unlink came first: the inode is gone.
+                        Err(sqlvault::Error::StaleHandle | sqlvault::Error::NotFound { .. }) => break,
+                        Err(e) => panic!("open: {e}"),
+                    }
+                }
+                for h in opened {
+                    let mut buf = vec![0u8; 20_000];
+                    assert_eq!(h.read_at(0, &mut buf).unwrap(), data.len(), "an open handle reads the whole file");
+                    assert_eq!(&buf[..data.len()], &data[..]);
+                    h.close().unwrap();
+                }
+            });
+            s.spawn(|| v.unlink_at(root, &name).unwrap());
+            opener.join().unwrap();
+        });
+    }
+    assert_eq!(v.info().unwrap().files, 0, "every unlinked file is purged after its last close");
+    assert!(v.fsck().unwrap().is_clean());
+}

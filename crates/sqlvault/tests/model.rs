@@ -23,7 +23,15 @@
 //!   random offsets and lengths, `set_len`, `metadata`, second handles on the same
 //!   inode (writes through one must be visible through the other), and handles on
 //!   files that have since been unlinked or replaced by a rename;
-//! * "close and reopen the vault": every handle is closed, then `Vault::open` again.
+//! * "close and reopen the vault": every handle is closed, then `Vault::open` again;
+//! * tags: `set_tags` / `remove_tags` with typed values (integers, reals, text, bytes)
+//!   on files, directories and the root, and `find` under a directory with one or two
+//!   conditions (every operator, comparisons across value kinds) and a name glob,
+//!   against a model that compares the way the documentation says;
+//! * records: put / delete / prefix scans in two collections;
+//! * `Vault::transaction` mixing `write_file`, `set_tags`, record puts and deletes,
+//!   sometimes failing on purpose at the end (or failing by itself on a bad path or an
+//!   open file): the model applies all of it or none.
 //!
 //! After each operation the outcome class must match: success, or the same
 //! `sqlvault::Error` variant (`NotFound`, `AlreadyExists`, `NotADirectory`,
@@ -34,7 +42,8 @@
 //! that equal model inodes are equal vault inodes and different ones different, what
 //! each open handle sees, and `fsck()` must report no problems. With no handle open,
 //! `info()` counts (files, directories, logical bytes) must match too, so a leaked
-//! orphan inode is caught. Each case ends by closing every handle, checking, reopening
+//! orphan inode is caught. The full comparison also compares every node's tags and
+//! every record collection (names, counts, all records). Each case ends by closing every handle, checking, reopening
 //! and checking again.
 //!
 //! Volume: `DEFAULT_CASES` (50) cases x `OPS_PER_CASE` (250) operations = 12,500
@@ -57,7 +66,7 @@ use common::*;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
-use sqlvault::{Error, FileHandle, FileOptions, FileType, InodeId, RenameMode, Vault};
+use sqlvault::{Condition, Error, FileHandle, FileOptions, FileType, InodeId, Query, RenameMode, TagValue, Vault};
 
 const CHUNK: u32 = 4096;
 const DEFAULT_CASES: u32 = 50;
@@ -67,6 +76,22 @@ const _: () = assert!(DEFAULT_CASES as usize * OPS_PER_CASE >= 10_000);
 const CHECK_EVERY: usize = 25;
 const SLOTS: usize = 4;
 const NAMES: [&str; 4] = ["a", "b", "c", "d"];
+/// A record: key and value.
+type Record = (Vec<u8>, Vec<u8>);
+const TAGS: [&str; 3] = ["camera", "iso", "x"];
+const COLLS: [&str; 2] = ["c0", "c1"];
+/// Record keys, chosen so that prefixes `k1` and `k` cover different sets.
+const KEYS: [&str; 5] = ["k0", "k1", "k10", "k2", "x"];
+const PREFIXES: [&str; 4] = ["", "k", "k1", "x"];
+const TAG_OPS: [sqlvault::Op; 7] = [
+    sqlvault::Op::Exists,
+    sqlvault::Op::Eq,
+    sqlvault::Op::Ne,
+    sqlvault::Op::Lt,
+    sqlvault::Op::Le,
+    sqlvault::Op::Gt,
+    sqlvault::Op::Ge,
+];
 
 // ----------------------------------------------------------------------------------
 // Operations and their strategies
@@ -125,8 +150,24 @@ enum Op {
     Rmdir { path: Sel },
     RemoveAll { path: Sel },
     Link { from: Sel, to: Sel },
+    SetTags { path: Sel, tags: Vec<(u8, TagValue)> },
+    RemoveTags { path: Sel, names: Vec<u8> },
+    Find { dir: Sel, conds: Vec<(u8, u8, TagValue)>, glob: bool },
+    RecPut { coll: u8, key: u8, val: u8 },
+    RecDel { coll: u8, key: u8 },
+    RecScan { coll: u8, prefix: u8 },
+    Tx { ops: Vec<TxOp>, fail: bool },
     Check,
     Reopen,
+}
+
+/// One step of an `Op::Tx` transaction.
+#[derive(Debug, Clone)]
+enum TxOp {
+    Write { path: Sel, len: u32, data: Data },
+    Tag { path: Sel, name: u8, value: TagValue },
+    Put { coll: u8, key: u8, val: u8 },
+    Del { coll: u8, key: u8 },
 }
 
 fn names() -> impl Strategy<Value = Vec<u8>> {
@@ -201,6 +242,25 @@ fn mode() -> impl Strategy<Value = RenameMode> {
     prop_oneof![6 => Just(RenameMode::Replace), 1 => Just(RenameMode::NoReplace), 1 => Just(RenameMode::Exchange)]
 }
 
+/// Few values of every kind, so that equal values and cross-kind comparisons are common.
+fn tag_value() -> impl Strategy<Value = TagValue> {
+    prop_oneof![
+        3 => (0i64..4).prop_map(TagValue::Int),
+        2 => prop_oneof![Just(0.5f64), Just(1.0), Just(2.5)].prop_map(TagValue::Real),
+        2 => prop_oneof![Just("a"), Just("b"), Just("1")].prop_map(TagValue::from),
+        1 => prop_oneof![Just(vec![0u8]), Just(vec![1u8])].prop_map(TagValue::Bytes),
+    ]
+}
+
+fn tx_op() -> impl Strategy<Value = TxOp> {
+    prop_oneof![
+        2 => (sel_new(), 0u32..9_000, data()).prop_map(|(path, len, data)| TxOp::Write { path, len, data }),
+        2 => (sel_existing(), 0u8..3, tag_value()).prop_map(|(path, name, value)| TxOp::Tag { path, name, value }),
+        2 => (0u8..2, 0u8..5, any::<u8>()).prop_map(|(coll, key, val)| TxOp::Put { coll, key, val }),
+        1 => (0u8..2, 0u8..5).prop_map(|(coll, key)| TxOp::Del { coll, key }),
+    ]
+}
+
 fn op() -> impl Strategy<Value = Op> {
     let slot = || any::<u8>();
     prop_oneof![
@@ -243,6 +303,15 @@ fn op() -> impl Strategy<Value = Op> {
         3 => sel_dir().prop_map(|path| Op::Rmdir { path }),
         1 => sel_dir().prop_map(|path| Op::RemoveAll { path }),
         4 => (sel_existing(), sel_new()).prop_map(|(from, to)| Op::Link { from, to }),
+        4 => (prop_oneof![3 => sel_existing(), 1 => sel_dir()], vec((0u8..3, tag_value()), 1..=3))
+            .prop_map(|(path, tags)| Op::SetTags { path, tags }),
+        1 => (sel_existing(), vec(0u8..3, 1..=2)).prop_map(|(path, names)| Op::RemoveTags { path, names }),
+        3 => (sel_dir(), vec((0u8..3, 0u8..7, tag_value()), 1..=2), prop::bool::weighted(0.3))
+            .prop_map(|(dir, conds, glob)| Op::Find { dir, conds, glob }),
+        2 => (0u8..2, 0u8..5, any::<u8>()).prop_map(|(coll, key, val)| Op::RecPut { coll, key, val }),
+        1 => (0u8..2, 0u8..5).prop_map(|(coll, key)| Op::RecDel { coll, key }),
+        1 => (0u8..2, 0u8..4).prop_map(|(coll, prefix)| Op::RecScan { coll, prefix }),
+        2 => (vec(tx_op(), 1..=4), prop::bool::weighted(0.3)).prop_map(|(ops, fail)| Op::Tx { ops, fail }),
         1 => Just(Op::Check),
         1 => Just(Op::Reopen),
     ]
@@ -288,11 +357,49 @@ enum Node {
     Dir { parent: Mid, children: BTreeMap<String, Mid> },
 }
 
+#[derive(Clone)]
 struct Model {
     nodes: HashMap<Mid, Node>,
     next: Mid,
     /// Open handles per inode.
     open: HashMap<Mid, usize>,
+    /// Tags per inode (entries of removed inodes are never looked at again: model
+    /// inode numbers are not reused).
+    tags: HashMap<Mid, BTreeMap<String, TagValue>>,
+    /// Record collections (a collection exists from its first put on).
+    records: BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>,
+}
+
+/// How the documentation says tag values compare: numbers numerically, text and bytes
+/// byte-wise, different kinds not at all.
+fn tag_cmp(a: &TagValue, b: &TagValue) -> Option<std::cmp::Ordering> {
+    use TagValue::*;
+    match (a, b) {
+        (Int(x), Int(y)) => Some(x.cmp(y)),
+        (Int(x), Real(y)) => (*x as f64).partial_cmp(y),
+        (Real(x), Int(y)) => x.partial_cmp(&(*y as f64)),
+        (Real(x), Real(y)) => x.partial_cmp(y),
+        (Text(x), Text(y)) => Some(x.as_bytes().cmp(y.as_bytes())),
+        (Bytes(x), Bytes(y)) => Some(x.cmp(y)),
+        _ => None,
+    }
+}
+
+/// Whether a stored value satisfies `op q`; `!=` holds across kinds (the tag is set
+/// and is not equal).
+fn tag_matches(stored: &TagValue, op: sqlvault::Op, q: &TagValue) -> bool {
+    use sqlvault::Op as O;
+    use std::cmp::Ordering::*;
+    let c = tag_cmp(stored, q);
+    match op {
+        O::Exists => true,
+        O::Eq => c == Some(Equal),
+        O::Ne => c != Some(Equal),
+        O::Lt => c == Some(Less),
+        O::Le => matches!(c, Some(Less | Equal)),
+        O::Gt => c == Some(Greater),
+        O::Ge => matches!(c, Some(Greater | Equal)),
+    }
 }
 
 fn comps(path: &str) -> Vec<&str> {
@@ -311,7 +418,7 @@ impl Model {
     fn new() -> Model {
         let mut nodes = HashMap::new();
         nodes.insert(ROOT, Node::Dir { parent: ROOT, children: BTreeMap::new() });
-        Model { nodes, next: 1, open: HashMap::new() }
+        Model { nodes, next: 1, open: HashMap::new(), tags: HashMap::new(), records: BTreeMap::new() }
     }
 
     fn node(&self, id: Mid) -> &Node {
@@ -657,6 +764,85 @@ impl Model {
         self.set_parent(src, dp);
         Ok(())
     }
+}
+
+impl Model {
+    fn set_tags(&mut self, path: &str, tags: &[(String, TagValue)]) -> Result<(), E> {
+        let id = self.resolve(path)?;
+        let t = self.tags.entry(id).or_default();
+        for (n, v) in tags {
+            t.insert(n.clone(), v.clone());
+        }
+        Ok(())
+    }
+
+    fn remove_tags(&mut self, path: &str, names: &[&str]) -> Result<usize, E> {
+        let id = self.resolve(path)?;
+        let t = self.tags.entry(id).or_default();
+        Ok(names.iter().filter(|n| t.remove(**n).is_some()).count())
+    }
+
+    fn tags_of(&self, id: Mid) -> Vec<(String, TagValue)> {
+        self.tags.get(&id).map(|t| t.iter().map(|(n, v)| (n.clone(), v.clone())).collect()).unwrap_or_default()
+    }
+
+    /// Paths below `dir` (not `dir` itself) matching every condition and the glob `[ab]`.
+    fn find(&self, dir: &str, conds: &[Condition], glob: bool) -> Result<Vec<String>, E> {
+        let id = self.resolve(dir)?;
+        if !self.is_dir(id) {
+            return Err(E::NotADirectory);
+        }
+        let prefix = if dir == "/" { "/".to_string() } else { format!("{dir}/") };
+        let mut out: Vec<String> = self
+            .paths()
+            .into_iter()
+            .filter(|(p, _)| p.starts_with(&prefix) && p.len() > prefix.len())
+            .filter(|(p, _)| !glob || p.ends_with("/a") || p.ends_with("/b"))
+            .filter(|(_, id)| {
+                conds.iter().all(|c| {
+                    self.tags.get(id).and_then(|t| t.get(&c.name)).is_some_and(|v| tag_matches(v, c.op, &c.value))
+                })
+            })
+            .map(|(p, _)| p)
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    fn rec_put(&mut self, coll: &str, key: &str, val: &[u8]) {
+        self.records.entry(coll.to_string()).or_default().insert(key.as_bytes().to_vec(), val.to_vec());
+    }
+
+    fn rec_del(&mut self, coll: &str, key: &str) -> bool {
+        self.records.get_mut(coll).is_some_and(|c| c.remove(key.as_bytes()).is_some())
+    }
+
+    /// `Tx::write_file`: create or replace the whole content; refused for a file with
+    /// open handles.
+    fn tx_write(&mut self, path: &str, bytes: &[u8]) -> Result<(), E> {
+        let (dir, name) = self.parent(path)?;
+        match self.lookup(dir, name) {
+            Some(id) if self.is_dir(id) => Err(E::IsADirectory),
+            Some(id) if self.open.contains_key(&id) => Err(E::InvalidArgument),
+            Some(id) => {
+                *self.data_mut(id) = bytes.to_vec();
+                Ok(())
+            }
+            None => {
+                let id = self.add(Node::File { data: bytes.to_vec(), nlink: 1 });
+                self.children_mut(dir).insert(name.to_string(), id);
+                Ok(())
+            }
+        }
+    }
+}
+
+fn key_of(k: u8) -> &'static str {
+    KEYS[k as usize % KEYS.len()]
+}
+
+fn rec_val(v: u8) -> Vec<u8> {
+    format!("v{v}").into_bytes()
 }
 
 // ----------------------------------------------------------------------------------
@@ -1056,9 +1242,144 @@ impl Harness {
                 let want = self.m.link(&f, &t);
                 self.same(&got, &want);
             }
+            Op::SetTags { path, tags } => {
+                let p = self.path(path);
+                let tags: Vec<(String, TagValue)> =
+                    tags.iter().map(|(n, v)| (TAGS[*n as usize % 3].to_string(), v.clone())).collect();
+                self.what = format!("set_tags {p} {tags:?}");
+                let got = self.v().set_tags(&p, &tags);
+                let want = self.m.set_tags(&p, &tags);
+                self.same(&got, &want);
+            }
+            Op::RemoveTags { path, names } => {
+                let p = self.path(path);
+                let names: Vec<&str> = names.iter().map(|n| TAGS[*n as usize % 3]).collect();
+                self.what = format!("remove_tags {p} {names:?}");
+                let got = self.v().remove_tags(&p, &names);
+                let want = self.m.remove_tags(&p, &names);
+                if self.same(&got, &want) && got.as_ref().ok() != want.as_ref().ok() {
+                    self.fail(format!("removed {got:?} tags, model {want:?}"));
+                }
+            }
+            Op::Find { dir, conds, glob } => {
+                let d = self.path(dir);
+                let conds: Vec<Condition> = conds
+                    .iter()
+                    .map(|(n, o, v)| Condition::new(TAGS[*n as usize % 3], TAG_OPS[*o as usize % 7], v.clone()))
+                    .collect();
+                self.what = format!("find {d} {conds:?} glob={glob}");
+                let mut q = conds.iter().cloned().fold(Query::new(), |q, c| q.tag(c));
+                if *glob {
+                    q = q.name("[ab]");
+                }
+                let got = self.v().find(&d, &q).map(|hits| {
+                    let mut p: Vec<String> = hits.into_iter().map(|f| f.path).collect();
+                    p.sort();
+                    p
+                });
+                let want = self.m.find(&d, &conds, *glob);
+                if self.same(&got, &want) && got.as_ref().ok() != want.as_ref().ok() {
+                    self.fail(format!("find gave {:?}, model {:?}", got.unwrap(), want.unwrap()));
+                }
+            }
+            Op::RecPut { coll, key, val } => {
+                let (c, k) = (COLLS[*coll as usize % 2], key_of(*key));
+                self.what = format!("records({c}).put({k}, {val})");
+                let got = self.v().records(c).put(k, rec_val(*val));
+                self.m.rec_put(c, k, &rec_val(*val));
+                self.same(&got, &Ok(()));
+            }
+            Op::RecDel { coll, key } => {
+                let (c, k) = (COLLS[*coll as usize % 2], key_of(*key));
+                self.what = format!("records({c}).delete({k})");
+                let got = self.v().records(c).delete(k);
+                let want = self.m.rec_del(c, k);
+                if self.same(&got, &Ok(())) && *got.as_ref().unwrap() != want {
+                    self.fail(format!("delete said {got:?}, model {want}"));
+                }
+            }
+            Op::RecScan { coll, prefix } => {
+                let (c, pre) = (COLLS[*coll as usize % 2], PREFIXES[*prefix as usize % PREFIXES.len()]);
+                self.what = format!("records({c}).scan_prefix({pre:?})");
+                let got: Result<Vec<Record>, Error> = self.v().records(c).scan_prefix(pre).collect();
+                let want: Vec<Record> = self
+                    .m
+                    .records
+                    .get(c)
+                    .map(|r| {
+                        r.iter().filter(|(k, _)| k.starts_with(pre.as_bytes())).map(|(k, v)| (k.clone(), v.clone())).collect()
+                    })
+                    .unwrap_or_default();
+                if self.same(&got, &Ok(())) && got.as_ref().unwrap() != &want {
+                    self.fail(format!("scan gave {:?}, model {want:?}", got.unwrap()));
+                }
+            }
+            Op::Tx { ops, fail } => self.transaction(ops, *fail),
             Op::Check => self.check(false),
             Op::Reopen => self.reopen(),
         }
+    }
+
+    /// Runs `ops` in one `Vault::transaction` (failing at the end if `fail`); the model
+    /// applies them all, or keeps its state if any fails.
+    fn transaction(&mut self, ops: &[TxOp], fail: bool) {
+        let steps: Vec<(TxOp, String)> = ops
+            .iter()
+            .map(|o| {
+                let p = match o {
+                    TxOp::Write { path, .. } | TxOp::Tag { path, .. } => self.path(path),
+                    TxOp::Put { .. } | TxOp::Del { .. } => String::new(),
+                };
+                (o.clone(), p)
+            })
+            .collect();
+        self.what = format!("transaction {steps:?} fail={fail}");
+        let saved = self.m.clone();
+        let mut want: Result<(), E> = Ok(());
+        for (o, p) in &steps {
+            want = match o {
+                TxOp::Write { len, data, .. } => self.m.tx_write(p, &bytes(data, 0, *len)),
+                TxOp::Tag { name, value, .. } => {
+                    self.m.set_tags(p, &[(TAGS[*name as usize % 3].to_string(), value.clone())])
+                }
+                TxOp::Put { coll, key, val } => {
+                    self.m.rec_put(COLLS[*coll as usize % 2], key_of(*key), &rec_val(*val));
+                    Ok(())
+                }
+                TxOp::Del { coll, key } => {
+                    self.m.rec_del(COLLS[*coll as usize % 2], key_of(*key));
+                    Ok(())
+                }
+            };
+            if want.is_err() {
+                break;
+            }
+        }
+        if fail && want.is_ok() {
+            want = Err(E::InvalidArgument);
+        }
+        if want.is_err() {
+            self.m = saved;
+        }
+        let got = self.v().transaction(|tx| {
+            for (o, p) in &steps {
+                match o {
+                    TxOp::Write { len, data, .. } => tx.write_file(p, &bytes(data, 0, *len))?,
+                    TxOp::Tag { name, value, .. } => tx.set_tags(p, &[(TAGS[*name as usize % 3], value.clone())])?,
+                    TxOp::Put { coll, key, val } => {
+                        tx.records(COLLS[*coll as usize % 2]).put(key_of(*key), rec_val(*val))?
+                    }
+                    TxOp::Del { coll, key } => {
+                        tx.records(COLLS[*coll as usize % 2]).delete(key_of(*key))?;
+                    }
+                }
+            }
+            if fail {
+                return Err(Error::InvalidArgument { what: "failure injected by the model test".into() });
+            }
+            Ok(())
+        });
+        self.same(&got, &want);
     }
 
     fn compare_attr(&self, path: &str, a: &sqlvault::Attr, id: Mid) {
@@ -1131,6 +1452,26 @@ impl Harness {
                     )),
                     Err(e) => self.fail(format!("read_file {p}: {e:?}")),
                 }
+            }
+        }
+        for (p, id) in self.m.paths() {
+            match self.v().tags(&p) {
+                Ok(t) if t == self.m.tags_of(id) => {}
+                Ok(t) => self.fail(format!("tags of {p}: vault has {t:?}, model has {:?}", self.m.tags_of(id))),
+                Err(e) => self.fail(format!("tags {p}: {e:?}")),
+            }
+        }
+        let cols: Vec<(String, u64)> = self.m.records.iter().map(|(n, r)| (n.clone(), r.len() as u64)).collect();
+        match self.v().collections() {
+            Ok(c) if c == cols => {}
+            other => self.fail(format!("collections: vault has {other:?}, model has {cols:?}")),
+        }
+        for (name, recs) in &self.m.records {
+            let all = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+            let got: Result<Vec<Record>, Error> = self.v().records(name).scan(all).collect();
+            let want: Vec<Record> = recs.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            if got.as_ref().ok() != Some(&want) {
+                self.fail(format!("records {name}: vault has {got:?}, model has {want:?}"));
             }
         }
         for s in 0..SLOTS {

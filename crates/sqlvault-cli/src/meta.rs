@@ -1,0 +1,322 @@
+//! `tag`, `tags`, `find` and `rec`: tags and record collections from the command line.
+//!
+//! Values typed on the command line are numbers when they read as numbers (`iso=400`,
+//! `ratio=2.5`) unless quoted (`iso='400'`) or `--text` is given; see
+//! `sqlvault::TagValue::parse_guess`. Listings stream: `find` and `rec ls` print as
+//! they read, a page at a time, whatever the number of hits.
+
+use std::io::{Read, Write};
+use std::ops::Bound;
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use serde_json::{json, Value};
+use sqlvault::{Query, TagValue, Vault};
+
+use crate::{CliError, Ctx};
+
+#[derive(Subcommand, Debug)]
+pub enum MetaCommand {
+    /// Set tags on a file or directory: NAME=VALUE... (numbers unless quoted or --text).
+    Tag {
+        vault: PathBuf,
+        path: String,
+        /// NAME=VALUE pairs (with --remove: NAMEs).
+        #[arg(required = true, value_name = "NAME=VALUE")]
+        tags: Vec<String>,
+        /// Store every value as text, even `400`.
+        #[arg(long)]
+        text: bool,
+        /// Remove the named tags instead.
+        #[arg(long, conflicts_with = "text")]
+        remove: bool,
+    },
+    /// Show the tags of a file or directory.
+    Tags {
+        vault: PathBuf,
+        path: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Find entries below DIR whose tags match every --tag (indexed).
+    Find {
+        vault: PathBuf,
+        #[arg(default_value = "/")]
+        dir: String,
+        /// NAME, NAME=V, NAME!=V, NAME<V, NAME<=V, NAME>V or NAME>=V; repeat for AND.
+        #[arg(long = "tag", required = true, value_name = "COND")]
+        tags: Vec<String>,
+        /// Only entries whose name matches this glob (`*.jpg`; case-sensitive).
+        #[arg(long, value_name = "GLOB")]
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Record collections: put, get, del, ls.
+    #[command(subcommand)]
+    Rec(RecCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RecCommand {
+    /// Store VALUE (or standard input if VALUE is `-` or missing) under KEY.
+    Put { vault: PathBuf, collection: String, key: String, value: Option<String> },
+    /// Write the value of KEY to standard output.
+    Get { vault: PathBuf, collection: String, key: String },
+    /// Delete KEY.
+    Del { vault: PathBuf, collection: String, key: String },
+    /// List collections with their counts, or the keys of COLLECTION.
+    Ls {
+        vault: PathBuf,
+        collection: Option<String>,
+        /// Only keys starting with this prefix.
+        #[arg(long)]
+        prefix: Option<String>,
+        /// Print the number of (matching) records only.
+        #[arg(long)]
+        count: bool,
+        /// Show values too (as text, or hex if not UTF-8).
+        #[arg(short, long)]
+        long: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// A tag value as JSON: numbers and text as themselves, bytes as `{"hex": ".."}`.
+pub fn value_json(v: &TagValue) -> Value {
+    match v {
+        TagValue::Int(i) => json!(i),
+        TagValue::Real(f) => json!(f),
+        TagValue::Text(s) => json!(s),
+        TagValue::Bytes(b) => json!({ "hex": hex(b) }),
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Bytes as JSON: a string if UTF-8, else `{"hex": ".."}`.
+fn bytes_json(b: &[u8]) -> Value {
+    match std::str::from_utf8(b) {
+        Ok(s) => json!(s),
+        Err(_) => json!({ "hex": hex(b) }),
+    }
+}
+
+fn bytes_text(b: &[u8]) -> String {
+    match std::str::from_utf8(b) {
+        Ok(s) => s.to_string(),
+        Err(_) => format!("0x{}", hex(b)),
+    }
+}
+
+/// Parses `NAME=VALUE` for `tag`.
+pub fn parse_assignment(s: &str, text: bool) -> Result<(String, TagValue), CliError> {
+    let (name, value) =
+        s.split_once('=').ok_or_else(|| CliError::usage(format!("{s:?} is not NAME=VALUE")))?;
+    if name.is_empty() {
+        return Err(CliError::usage(format!("{s:?}: empty tag name")));
+    }
+    let value = if text { TagValue::Text(value.to_string()) } else { sqlvault::tags::parse_quoted(value) };
+    Ok((name.to_string(), value))
+}
+
+fn out_err(e: std::io::Error) -> CliError {
+    CliError { code: 5, message: format!("standard output: {e}") }
+}
+
+/// Writes a line; `Ok(false)` if standard output was closed (`| head`).
+fn line(w: &mut impl Write, s: &str) -> Result<bool, CliError> {
+    match writeln!(w, "{s}") {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(out_err(e)),
+    }
+}
+
+pub fn run(ctx: &Ctx, cmd: MetaCommand) -> Result<u8, CliError> {
+    match cmd {
+        MetaCommand::Tag { vault, path, tags, text, remove } => {
+            let v = ctx.open(&vault)?;
+            if remove {
+                let n = v.remove_tags(&path, &tags)?;
+                eprintln!("removed {n} of {} tags", tags.len());
+            } else {
+                let parsed = tags.iter().map(|t| parse_assignment(t, text)).collect::<Result<Vec<_>, _>>()?;
+                v.set_tags(&path, &parsed)?;
+            }
+            v.close()?;
+        }
+        MetaCommand::Tags { vault, path, json } => {
+            let v = ctx.open(&vault)?;
+            let tags = v.tags(&path)?;
+            if json {
+                let obj: serde_json::Map<String, Value> = tags.iter().map(|(n, t)| (n.clone(), value_json(t))).collect();
+                crate::print_json(&obj)?;
+            } else {
+                let stdout = std::io::stdout();
+                let mut w = stdout.lock();
+                for (n, t) in &tags {
+                    if !line(&mut w, &format!("{n}={t}"))? {
+                        break;
+                    }
+                }
+            }
+        }
+        MetaCommand::Find { vault, dir, tags, name, json } => {
+            let mut q = Query::new();
+            for t in &tags {
+                q = q.parse_tag(t).map_err(|e| CliError::usage(e.to_string()))?;
+            }
+            if let Some(g) = name {
+                q = q.name(g);
+            }
+            let v = ctx.open(&vault)?;
+            find(&v, &dir, &q, json)?;
+        }
+        MetaCommand::Rec(cmd) => return rec(ctx, cmd),
+    }
+    Ok(0)
+}
+
+fn find(v: &Vault, dir: &str, q: &Query, json: bool) -> Result<(), CliError> {
+    let stdout = std::io::stdout();
+    let mut w = stdout.lock();
+    let mut first = true;
+    let mut open = true;
+    if json {
+        open = line(&mut w, "[")?;
+    }
+    v.find_each(dir, q, |f| {
+        let s = if json {
+            let obj = json!({ "path": f.path, "ino": f.ino.0, "type": f.kind });
+            format!("{}  {obj}", if first { "" } else { "," })
+        } else {
+            f.path
+        };
+        first = false;
+        // A closed pipe just stops the listing.
+        open = open && writeln!(w, "{s}").is_ok();
+        Ok(open)
+    })?;
+    if json && open {
+        line(&mut w, "]")?;
+    }
+    Ok(())
+}
+
+fn not_found(coll: &str, key: &str) -> CliError {
+    CliError { code: 4, message: format!("no record {key:?} in collection {coll:?}") }
+}
+
+fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
+    match cmd {
+        RecCommand::Put { vault, collection, key, value } => {
+            let data = match value.as_deref() {
+                None | Some("-") => {
+                    let mut buf = Vec::new();
+                    let limit = sqlvault::records::MAX_VALUE as u64 + 1;
+                    std::io::stdin()
+                        .lock()
+                        .take(limit)
+                        .read_to_end(&mut buf)
+                        .map_err(|e| CliError { code: 5, message: format!("standard input: {e}") })?;
+                    if buf.len() as u64 >= limit {
+                        return Err(CliError {
+                            code: 4,
+                            message: format!("record value too large (at most {} MiB)", sqlvault::records::MAX_VALUE >> 20),
+                        });
+                    }
+                    buf
+                }
+                Some(s) => s.as_bytes().to_vec(),
+            };
+            let v = ctx.open(&vault)?;
+            v.records(&collection).put(&key, &data)?;
+            v.close()?;
+        }
+        RecCommand::Get { vault, collection, key } => {
+            let v = ctx.open(&vault)?;
+            let data = v.records(&collection).get(&key)?.ok_or_else(|| not_found(&collection, &key))?;
+            let stdout = std::io::stdout();
+            let mut w = stdout.lock();
+            match w.write_all(&data).and_then(|_| w.flush()) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                Err(e) => return Err(out_err(e)),
+            }
+        }
+        RecCommand::Del { vault, collection, key } => {
+            let v = ctx.open(&vault)?;
+            if !v.records(&collection).delete(&key)? {
+                return Err(not_found(&collection, &key));
+            }
+            v.close()?;
+        }
+        RecCommand::Ls { vault, collection: None, prefix, count, long: _, json } => {
+            if prefix.is_some() {
+                return Err(CliError::usage("--prefix needs a COLLECTION"));
+            }
+            let v = ctx.open(&vault)?;
+            let cols = v.collections()?;
+            if count {
+                println!("{}", cols.len());
+            } else if json {
+                let list: Vec<Value> = cols.iter().map(|(n, c)| json!({ "collection": n, "records": c })).collect();
+                crate::print_json(&list)?;
+            } else {
+                let stdout = std::io::stdout();
+                let mut w = stdout.lock();
+                for (n, c) in &cols {
+                    if !line(&mut w, &format!("{n}\t{c}"))? {
+                        break;
+                    }
+                }
+            }
+        }
+        RecCommand::Ls { vault, collection: Some(coll), prefix, count, long, json } => {
+            let v = ctx.open(&vault)?;
+            let r = v.records(&coll);
+            let range = match &prefix {
+                Some(p) => sqlvault::records::prefix_range(p.as_bytes()),
+                None => (Bound::Unbounded, Bound::Unbounded),
+            };
+            if count {
+                let n = r.count_range(&range)?;
+                if json {
+                    crate::print_json(&json!({ "collection": coll, "records": n }))?;
+                } else {
+                    println!("{n}");
+                }
+                return Ok(0);
+            }
+            let scan = if long || json { r.scan(range) } else { r.scan_keys(range) };
+            let stdout = std::io::stdout();
+            let mut w = stdout.lock();
+            let mut first = true;
+            if json && !line(&mut w, "[")? {
+                return Ok(0);
+            }
+            for item in scan {
+                let (k, val) = item?;
+                let s = if json {
+                    format!("{}  {}", if first { "" } else { "," }, json!({ "key": bytes_json(&k), "value": bytes_json(&val) }))
+                } else if long {
+                    format!("{}\t{}", bytes_text(&k), bytes_text(&val))
+                } else {
+                    bytes_text(&k)
+                };
+                first = false;
+                if !line(&mut w, &s)? {
+                    return Ok(0);
+                }
+            }
+            if json {
+                line(&mut w, "]")?;
+            }
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,231 @@
+//! `tag`, `tags`, `find`, `rec` and `put --extract-tags` on real vault files: output,
+//! JSON, exit codes, and that bad input changes nothing.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+struct Env {
+    dir: tempfile::TempDir,
+    vault: PathBuf,
+}
+
+fn sqlvault() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sqlvault"));
+    c.env_remove("SQLVAULT_PASSPHRASE").env_remove("SQLVAULT_NEW_PASSPHRASE").env("SQLVAULT_PASSPHRASE", "pw");
+    c
+}
+
+impl Env {
+    fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let vault = dir.path().join("t.vault");
+        let e = Env { dir, vault };
+        e.ok(&["init", e.v(), "--kdf-memory-mib", "1", "--kdf-iterations", "1", "--chunk-kib", "4", "--page-kib", "4"]);
+        e
+    }
+    fn v(&self) -> &str {
+        self.vault.to_str().unwrap()
+    }
+    fn run_stdin(&self, args: &[&str], stdin: &[u8]) -> Output {
+        let mut child = sqlvault().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(stdin).unwrap();
+        child.wait_with_output().unwrap()
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        sqlvault().args(args).stdin(Stdio::null()).output().unwrap()
+    }
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(out.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    }
+    fn fails(&self, code: i32, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "error is one line: {err:?}");
+        assert!(err.starts_with("sqlvault: "), "{err}");
+        err
+    }
+    fn lines(&self, args: &[&str]) -> Vec<String> {
+        let mut l: Vec<String> = self.ok(args).lines().map(str::to_string).collect();
+        l.sort();
+        l
+    }
+}
+
+fn photos(e: &Env) {
+    let v = e.v();
+    e.ok(&["mkdir", v, "/photos/2024", "-p"]);
+    for f in ["/photos/a.jpg", "/photos/b.jpg", "/photos/2024/c.jpg", "/photos/2024/d.png", "/photos/e.jpg"] {
+        e.ok(&["touch", v, f]);
+    }
+    e.ok(&["tag", v, "/photos/a.jpg", "camera=X100V", "iso=400", "rating=4.5"]);
+    e.ok(&["tag", v, "/photos/b.jpg", "camera=X-T5", "iso=200"]);
+    e.ok(&["tag", v, "/photos/2024/c.jpg", "camera=X100V", "iso=1600"]);
+    e.ok(&["tag", v, "/photos/2024/d.png", "camera=X100V", "iso=3200"]);
+    e.ok(&["tag", v, "/photos/e.jpg", "camera=X100V", "iso='800'"]); // quoted: text
+}
+
+#[test]
+fn tag_tags_and_find_with_types_globs_and_json() {
+    let e = Env::new();
+    let v = e.v();
+    photos(&e);
+    assert_eq!(e.ok(&["tags", v, "/photos/a.jpg"]), "camera=X100V\niso=400\nrating=4.5\n");
+    let j: serde_json::Value = serde_json::from_str(&e.ok(&["tags", v, "/photos/a.jpg", "--json"])).unwrap();
+    assert_eq!(j, serde_json::json!({"camera": "X100V", "iso": 400, "rating": 4.5}));
+    let j: serde_json::Value = serde_json::from_str(&e.ok(&["tags", v, "/photos/e.jpg", "--json"])).unwrap();
+    assert_eq!(j["iso"], "800");
+
+    assert_eq!(e.lines(&["find", v, "/photos", "--tag", "camera=X100V", "--tag", "iso>=400"]), ["/photos/2024/c.jpg", "/photos/2024/d.png", "/photos/a.jpg"]);
+    assert_eq!(e.lines(&["find", v, "/photos", "--tag", "camera=X100V", "--tag", "iso>=400", "--name", "*.jpg"]), ["/photos/2024/c.jpg", "/photos/a.jpg"]);
+    assert_eq!(e.lines(&["find", v, "/photos/2024", "--tag", "iso<2000"]), ["/photos/2024/c.jpg"]);
+    assert_eq!(e.lines(&["find", v, "/", "--tag", "iso='800'"]), ["/photos/e.jpg"]);
+    assert_eq!(e.lines(&["find", v, "/", "--tag", "camera!=X100V"]), ["/photos/b.jpg"]);
+    assert_eq!(e.lines(&["find", v, "/", "--tag", "rating"]), ["/photos/a.jpg"]);
+    assert_eq!(e.ok(&["find", v, "/", "--tag", "camera=none"]), "");
+    let j: serde_json::Value = serde_json::from_str(&e.ok(&["find", v, "/photos", "--tag", "iso>=3000", "--json"])).unwrap();
+    assert_eq!(j.as_array().unwrap().len(), 1);
+    assert_eq!(j[0]["path"], "/photos/2024/d.png");
+    assert_eq!(j[0]["type"], "file");
+    let j: serde_json::Value = serde_json::from_str(&e.ok(&["find", v, "/", "--tag", "iso>=1", "--json"])).unwrap();
+    assert_eq!(j.as_array().unwrap().len(), 4);
+
+    // --text, --remove, and tags on directories.
+    e.ok(&["tag", v, "/photos/b.jpg", "--text", "iso=200", "note=a b"]);
+    assert_eq!(e.lines(&["find", v, "/", "--tag", "iso=200"]), Vec::<String>::new());
+    assert_eq!(e.lines(&["find", v, "/", "--tag", "iso='200'"]), ["/photos/b.jpg"]);
+    e.ok(&["tag", v, "/photos/b.jpg", "--remove", "note", "iso"]);
+    assert_eq!(e.ok(&["tags", v, "/photos/b.jpg"]), "camera=X-T5\n");
+    e.ok(&["tag", v, "/photos/2024", "album=2024"]);
+    assert_eq!(e.lines(&["find", v, "/", "--tag", "album=2024"]), ["/photos/2024"]);
+    // Tags go with the file.
+    e.ok(&["rm", v, "/photos/2024", "-r"]);
+    assert_eq!(e.lines(&["find", v, "/", "--tag", "iso>=400"]), ["/photos/a.jpg"]);
+    assert!(e.ok(&["fsck", v]).starts_with("clean"));
+}
+
+#[test]
+fn bad_tag_input_is_one_line_with_the_right_code_and_changes_nothing() {
+    let e = Env::new();
+    let v = e.v();
+    photos(&e);
+    let before = e.ok(&["tags", v, "/photos/a.jpg"]);
+    e.fails(1, &["tag", v, "/photos/a.jpg", "iso=1", "novalue"]);
+    e.fails(1, &["tag", v, "/photos/a.jpg", "=3"]);
+    e.fails(4, &["tag", v, "/photos/a.jpg", "iso=1", &format!("{}=1", "n".repeat(300))]);
+    e.fails(4, &["tag", v, "/photos/none.jpg", "iso=1"]);
+    e.fails(4, &["tags", v, "/photos/none.jpg"]);
+    e.fails(1, &["find", v, "/", "--tag", "iso!3"]);
+    assert_eq!(e.run(&["find", v, "/"]).status.code(), Some(1)); // clap's usage message
+    e.fails(4, &["find", v, "/photos/a.jpg", "--tag", "iso"]);
+    e.fails(4, &["find", v, "/missing", "--tag", "iso"]);
+    assert_eq!(e.ok(&["tags", v, "/photos/a.jpg"]), before);
+}
+
+#[test]
+fn records_put_get_del_ls_with_stdin_prefix_counts_and_json() {
+    let e = Env::new();
+    let v = e.v();
+    e.ok(&["rec", "put", v, "settings", "theme", "dark"]);
+    e.ok(&["rec", "put", v, "settings", "lang", "en"]);
+    let bin: Vec<u8> = (0..=255u8).cycle().take(100_000).collect();
+    let out = e.run_stdin(&["rec", "put", v, "blobs", "b1", "-"], &bin);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = e.run_stdin(&["rec", "put", v, "blobs", "b2"], b"from stdin");
+    assert!(out.status.success());
+    assert_eq!(e.run(&["rec", "get", v, "blobs", "b1"]).stdout, bin);
+    assert_eq!(e.ok(&["rec", "get", v, "blobs", "b2"]), "from stdin");
+    assert_eq!(e.ok(&["rec", "get", v, "settings", "theme"]), "dark");
+    e.ok(&["rec", "put", v, "settings", "theme", "light"]);
+    assert_eq!(e.ok(&["rec", "get", v, "settings", "theme"]), "light");
+
+    for i in 0..30 {
+        e.ok(&["rec", "put", v, "index", &format!("user/{i:02}"), &format!("v{i}")]);
+    }
+    e.ok(&["rec", "put", v, "index", "other", "x"]);
+    assert_eq!(e.ok(&["rec", "ls", v]), "blobs\t2\nindex\t31\nsettings\t2\n");
+    assert_eq!(e.ok(&["rec", "ls", v, "index", "--count"]), "31\n");
+    assert_eq!(e.ok(&["rec", "ls", v, "index", "--prefix", "user/", "--count"]), "30\n");
+    let keys = e.ok(&["rec", "ls", v, "index", "--prefix", "user/1"]);
+    assert_eq!(keys.lines().count(), 10);
+    assert!(keys.starts_with("user/10\nuser/11\n"));
+    assert_eq!(e.ok(&["rec", "ls", v, "settings", "-l"]), "lang\ten\ntheme\tlight\n");
+    let j: serde_json::Value = serde_json::from_str(&e.ok(&["rec", "ls", v, "settings", "--json"])).unwrap();
+    assert_eq!(j, serde_json::json!([{"key": "lang", "value": "en"}, {"key": "theme", "value": "light"}]));
+    let j: serde_json::Value = serde_json::from_str(&e.ok(&["rec", "ls", v, "--json"])).unwrap();
+    assert_eq!(j[1], serde_json::json!({"collection": "index", "records": 31}));
+
+    e.ok(&["rec", "del", v, "settings", "theme"]);
+    assert!(e.fails(4, &["rec", "get", v, "settings", "theme"]).contains("no record"));
+    e.fails(4, &["rec", "del", v, "settings", "theme"]);
+    e.fails(4, &["rec", "get", v, "nocollection", "k"]);
+    e.fails(1, &["rec", "ls", v, "--prefix", "x"]);
+    e.fails(4, &["rec", "put", v, "settings", &"k".repeat(5000), "v"]);
+    assert_eq!(e.ok(&["rec", "ls", v, "settings"]), "lang\n");
+    assert!(e.ok(&["fsck", v]).starts_with("clean"));
+}
+
+/// A JPEG whose only content is an EXIF segment written by kamadak-exif's writer.
+fn jpeg_with_exif() -> Vec<u8> {
+    use exif::{Field, In, Tag, Value};
+    let fields = [
+        Field { tag: Tag::Make, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"FUJIFILM".to_vec()]) },
+        Field { tag: Tag::Model, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"X100V".to_vec()]) },
+        Field { tag: Tag::DateTimeOriginal, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"2024:05:06 07:08:09".to_vec()]) },
+        Field { tag: Tag::PhotographicSensitivity, ifd_num: In::PRIMARY, value: Value::Short(vec![640]) },
+        Field { tag: Tag::PixelXDimension, ifd_num: In::PRIMARY, value: Value::Long(vec![6240]) },
+        Field { tag: Tag::PixelYDimension, ifd_num: In::PRIMARY, value: Value::Long(vec![4160]) },
+    ];
+    let mut w = exif::experimental::Writer::new();
+    for f in &fields {
+        w.push_field(f);
+    }
+    let mut tiff = std::io::Cursor::new(Vec::new());
+    w.write(&mut tiff, false).unwrap();
+    let tiff = tiff.into_inner();
+    let mut jpeg = vec![0xff, 0xd8, 0xff, 0xe1];
+    jpeg.extend_from_slice(&((tiff.len() + 8) as u16).to_be_bytes());
+    jpeg.extend_from_slice(b"Exif\0\0");
+    jpeg.extend_from_slice(&tiff);
+    jpeg.extend_from_slice(&[0xff, 0xd9]);
+    jpeg
+}
+
+#[test]
+fn put_extract_tags_reads_size_mtime_mime_and_exif() {
+    let e = Env::new();
+    let v = e.v();
+    let src = e.dir.path().join("in");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    std::fs::write(src.join("photo.jpg"), jpeg_with_exif()).unwrap();
+    std::fs::write(src.join("sub/pic.png"), b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap();
+    std::fs::write(src.join("notes.txt"), b"plain words").unwrap();
+    std::fs::write(src.join("broken.jpg"), b"\xff\xd8\xff\xe1\x00\x10Exif\0\0garbage").unwrap();
+    e.ok(&["put", v, src.to_str().unwrap(), "/in", "--extract-tags"]);
+    let j: serde_json::Value = serde_json::from_str(&e.ok(&["tags", v, "/in/photo.jpg", "--json"])).unwrap();
+    assert_eq!(j["camera"], "X100V");
+    assert_eq!(j["make"], "FUJIFILM");
+    assert_eq!(j["datetime"], "2024-05-06T07:08:09");
+    assert_eq!(j["iso"], 640);
+    assert_eq!(j["width"], 6240);
+    assert_eq!(j["height"], 4160);
+    assert_eq!(j["mime"], "image/jpeg");
+    assert_eq!(j["size"], jpeg_with_exif().len());
+    let mtime = std::fs::metadata(src.join("photo.jpg")).unwrap();
+    assert_eq!(j["mtime"], std::os::unix::fs::MetadataExt::mtime(&mtime));
+    let j: serde_json::Value = serde_json::from_str(&e.ok(&["tags", v, "/in/sub/pic.png", "--json"])).unwrap();
+    assert_eq!(j["mime"], "image/png");
+    assert!(j.get("camera").is_none());
+    let j: serde_json::Value = serde_json::from_str(&e.ok(&["tags", v, "/in/notes.txt", "--json"])).unwrap();
+    assert_eq!(j, serde_json::json!({"size": 11, "mtime": j["mtime"].clone()}));
+    let j: serde_json::Value = serde_json::from_str(&e.ok(&["tags", v, "/in/broken.jpg", "--json"])).unwrap();
+    assert_eq!(j["mime"], "image/jpeg");
+    assert!(j.get("camera").is_none());
+    assert_eq!(e.lines(&["find", v, "/in", "--tag", "camera=X100V", "--tag", "iso>=400"]), ["/in/photo.jpg"]);
+    // Without the flag, no tags.
+    e.ok(&["put", v, src.join("notes.txt").to_str().unwrap(), "/plain.txt"]);
+    assert_eq!(e.ok(&["tags", v, "/plain.txt"]), "");
+}

@@ -1,0 +1,384 @@
+//! Group commit: the one writer connection of a process, shared by every thread that
+//! writes, with concurrent writers' operations applied in one transaction.
+//!
+//! A caller hands [`Writer::write`] a closure. Under the writer lock the closure runs
+//! inside its own `SAVEPOINT` of the current *batch* transaction (`BEGIN IMMEDIATE`,
+//! opened by the first operation of the batch). If the closure fails (or panics), only
+//! its savepoint is rolled back: the other operations of the batch are unaffected.
+//!
+//! Who commits: when a caller is done and another thread is already queued on the
+//! writer lock, it leaves the batch open and sleeps until the batch is finished;
+//! the last caller of a burst (nobody queued) or the one that fills the batch
+//! ([`MAX_BATCH`] operations) commits. So a lone writer commits at once, exactly as
+//! a transaction per call would, and `n` concurrent writers share one commit (and,
+//! with `Durability::Full`, one `fsync`). Nobody can pick the slow path by mistake:
+//! every `Engine::write` goes through here.
+//!
+//! Invariants (ARCHITECTURE.md repeats them):
+//! * A call returns `Ok` only after the batch holding its work committed, so its data
+//!   is as durable as the vault's durability setting says, and any read that starts
+//!   after the return sees it.
+//! * A call returns `Err` if its own closure failed (its work rolled back, the batch
+//!   goes on), or if the batch commit failed (then every operation of the batch
+//!   failed, and every caller in it gets the error).
+//! * Whoever releases the writer lock with a batch still open saw another thread
+//!   queued for the lock; that thread will take the lock and, by the same rule,
+//!   either pass the batch on or finish it. A batch is therefore never left open.
+//! * Closures run one at a time, in lock order, and see the uncommitted work of the
+//!   earlier operations of their batch (it commits with theirs or not at all).
+
+use std::collections::HashMap;
+use std::ops::Deref;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+
+/// Most operations one batch transaction takes before it is committed anyway.
+pub const MAX_BATCH: usize = 64;
+
+/// The write transaction an `Engine::write` closure runs in: a connection (it derefs
+/// to one) inside a savepoint of the current batch. Do not commit or roll back
+/// through it; return `Err` to undo your work.
+pub struct WriteTx<'a> {
+    conn: &'a Connection,
+}
+
+impl Deref for WriteTx<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+/// Counters of the group commit, for tests and the benchmark.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CommitStats {
+    /// Write operations that ran (successful or not).
+    pub operations: u64,
+    /// Batch transactions committed.
+    pub commits: u64,
+    /// WAL checkpoints run by the background thread.
+    pub background_checkpoints: u64,
+    /// WAL checkpoints the writer ran itself because the WAL reached its limit.
+    pub inline_checkpoints: u64,
+}
+
+struct State {
+    conn: Connection,
+    /// A batch transaction is open on `conn`.
+    open: bool,
+    /// Id of the open batch, or of the last one.
+    batch: u64,
+    /// Operations in the open batch.
+    ops: usize,
+    /// Callers sleeping until the open batch is finished.
+    sleepers: usize,
+    /// Id of the last finished batch.
+    done: u64,
+    /// Failed batches with their error and the number of sleepers yet to read it.
+    failed: HashMap<u64, (Error, usize)>,
+}
+
+pub(crate) struct Writer {
+    state: Mutex<State>,
+    finished: Condvar,
+    /// Threads between "I want the writer" and holding its lock.
+    queued: AtomicUsize,
+    operations: AtomicU64,
+    commits: AtomicU64,
+}
+
+impl Writer {
+    pub fn new(conn: Connection) -> Writer {
+        Writer {
+            state: Mutex::new(State { conn, open: false, batch: 0, ops: 0, sleepers: 0, done: 0, failed: HashMap::new() }),
+            finished: Condvar::new(),
+            queued: AtomicUsize::new(0),
+            operations: AtomicU64::new(0),
+            commits: AtomicU64::new(0),
+        }
+    }
+
+    pub fn stats(&self) -> CommitStats {
+        CommitStats { operations: self.operations.load(Ordering::Relaxed), commits: self.commits.load(Ordering::Relaxed), ..Default::default() }
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, State>> {
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        let g = self.state.lock();
+        self.queued.fetch_sub(1, Ordering::SeqCst);
+        g.map_err(|_| poisoned())
+    }
+
+    /// Runs `f` in its own savepoint of the current batch transaction; returns once the
+    /// batch committed (see the module documentation).
+    pub fn write<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
+        let mut g = self.lock()?;
+        if !g.open {
+            g.conn.execute_batch("BEGIN IMMEDIATE")?;
+            g.open = true;
+            g.batch += 1;
+            g.ops = 0;
+        }
+        let my = g.batch;
+        g.ops += 1;
+        self.operations.fetch_add(1, Ordering::Relaxed);
+
+        if let Err(e) = g.conn.execute_batch("SAVEPOINT op") {
+            let e = Error::from(e);
+            self.abort(&mut g, &e);
+            return Err(e);
+        }
+        let out = catch_unwind(AssertUnwindSafe(|| f(&WriteTx { conn: &g.conn })));
+        if g.conn.is_autocommit() {
+            // SQLite rolled the whole transaction back itself (disk full, I/O error):
+            // the batch is lost, for every caller in it.
+            let e = match &out {
+                Ok(Err(e)) => replay(e),
+                _ => Error::Io { context: "write transaction rolled back".into(), source: std::io::Error::other("aborted") },
+            };
+            self.abort(&mut g, &e);
+            return match out {
+                Ok(r) => r.and(Err(e)),
+                Err(panic) => {
+                    drop(g);
+                    resume_unwind(panic)
+                }
+            };
+        }
+        let kept = matches!(out, Ok(Ok(_)));
+        let end = if kept { g.conn.execute_batch("RELEASE op") } else { g.conn.execute_batch("ROLLBACK TO op; RELEASE op") };
+        if let Err(e) = end {
+            let e = Error::from(e);
+            self.abort(&mut g, &e);
+            return match out {
+                Ok(_) => Err(e),
+                Err(panic) => {
+                    drop(g);
+                    resume_unwind(panic)
+                }
+            };
+        }
+
+        let out = match out {
+            Ok(r) => r,
+            Err(panic) => {
+                self.settle(&mut g);
+                drop(g);
+                resume_unwind(panic)
+            }
+        };
+        if out.is_err() {
+            // Our work is undone; the batch goes on without it.
+            self.settle(&mut g);
+            return out;
+        }
+        if let Some(err) = self.settle(&mut g) {
+            return Err(err);
+        }
+        if g.done >= my {
+            return out;
+        }
+        // Someone queued behind us will finish the batch.
+        g.sleepers += 1;
+        while g.done < my {
+            g = self.finished.wait(g).map_err(|_| poisoned())?;
+        }
+        match g.failed.get_mut(&my) {
+            Some((e, left)) => {
+                let err = replay(e);
+                *left -= 1;
+                if *left == 0 {
+                    g.failed.remove(&my);
+                }
+                Err(err)
+            }
+            None => out,
+        }
+    }
+
+    /// Runs `f` on the writer connection outside any savepoint, after finishing an
+    /// open batch (for `sync`, checkpoints and test hooks).
+    pub fn idle<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let mut g = self.lock()?;
+        if g.open {
+            let _ = self.finish(&mut g);
+        }
+        f(&g.conn)
+    }
+
+    /// Runs `f` on the writer connection under the writer lock without starting a
+    /// transaction: `f` is serialised with every write and sees the open batch.
+    pub fn serialized<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let mut g = self.lock()?;
+        let out = catch_unwind(AssertUnwindSafe(|| f(&g.conn)));
+        self.settle(&mut g);
+        match out {
+            Ok(r) => r,
+            Err(panic) => {
+                drop(g);
+                resume_unwind(panic)
+            }
+        }
+    }
+
+    /// Called before releasing the lock: commits the open batch unless another thread
+    /// is queued to take it over. Returns the commit error if this call committed and
+    /// the commit failed.
+    fn settle(&self, g: &mut State) -> Option<Error> {
+        if !g.open {
+            return None;
+        }
+        if self.queued.load(Ordering::SeqCst) > 0 && g.ops < MAX_BATCH {
+            return None;
+        }
+        self.finish(g).err()
+    }
+
+    /// Commits the open batch and wakes its sleepers.
+    fn finish(&self, g: &mut State) -> Result<()> {
+        let r = g.conn.execute_batch("COMMIT").map_err(Error::from);
+        match r {
+            Ok(()) => {
+                self.commits.fetch_add(1, Ordering::Relaxed);
+                self.close_batch(g, None);
+                Ok(())
+            }
+            Err(e) => {
+                if !g.conn.is_autocommit() {
+                    let _ = g.conn.execute_batch("ROLLBACK");
+                }
+                self.close_batch(g, Some(replay(&e)));
+                Err(e)
+            }
+        }
+    }
+
+    /// Rolls the whole open batch back after a failure that broke it.
+    fn abort(&self, g: &mut State, e: &Error) {
+        if !g.conn.is_autocommit() {
+            let _ = g.conn.execute_batch("ROLLBACK");
+        }
+        self.close_batch(g, Some(replay(e)));
+    }
+
+    fn close_batch(&self, g: &mut State, failure: Option<Error>) {
+        g.open = false;
+        g.done = g.batch;
+        if let Some(e) = failure {
+            if g.sleepers > 0 {
+                g.failed.insert(g.batch, (e, g.sleepers));
+            }
+        }
+        g.sleepers = 0;
+        self.finished.notify_all();
+    }
+}
+
+/// A copy of `e` for another caller of a failed batch (errors are not `Clone`).
+fn replay(e: &Error) -> Error {
+    match e {
+        Error::Busy => Error::Busy,
+        Error::DiskFull => Error::DiskFull,
+        Error::ReadOnly => Error::ReadOnly,
+        Error::Damaged { what } => Error::Damaged { what: what.clone() },
+        Error::Io { context, source } => Error::Io { context: context.clone(), source: std::io::Error::new(source.kind(), source.to_string()) },
+        Error::Sqlite(rusqlite::Error::SqliteFailure(code, msg)) => Error::Sqlite(rusqlite::Error::SqliteFailure(*code, msg.clone())),
+        other => Error::Io { context: "the group commit failed".into(), source: std::io::Error::other(other.to_string()) },
+    }
+}
+
+fn poisoned() -> Error {
+    Error::Io { context: "internal lock poisoned by an earlier panic".into(), source: std::io::Error::other("poisoned") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn writer() -> Writer {
+        let c = Connection::open_in_memory().unwrap();
+        c.execute_batch("CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT)").unwrap();
+        Writer::new(c)
+    }
+
+    fn count(w: &Writer) -> i64 {
+        w.serialized(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?)).unwrap()
+    }
+
+    #[test]
+    fn a_lone_writer_commits_every_call() {
+        let w = writer();
+        for i in 0..5 {
+            w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (?1, 'x')", [i])?)).unwrap();
+        }
+        assert_eq!((w.stats().operations, w.stats().commits), (5, 5));
+        assert_eq!(count(&w), 5);
+    }
+
+    #[test]
+    fn a_failing_closure_rolls_back_only_its_own_work() {
+        let w = writer();
+        w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (1, 'a')", [])?)).unwrap();
+        let r: Result<()> = w.write(|tx| {
+            tx.execute("INSERT INTO t VALUES (2, 'b')", [])?;
+            Err(Error::InvalidArgument { what: "no".into() })
+        });
+        assert!(matches!(r, Err(Error::InvalidArgument { .. })));
+        assert_eq!(count(&w), 1);
+    }
+
+    #[test]
+    fn queued_writers_share_one_commit_and_a_failure_stays_in_its_savepoint() {
+        let w = writer();
+        let (entered, wait_entered) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            let w = &w;
+            s.spawn(move || {
+                w.write(|tx| {
+                    tx.execute("INSERT INTO t VALUES (1, 'a')", [])?;
+                    entered.send(()).unwrap();
+                    // Hold the lock until both other writers are queued behind us.
+                    while w.queued.load(Ordering::SeqCst) < 2 {
+                        std::thread::yield_now();
+                    }
+                    Ok(())
+                })
+                .unwrap()
+            });
+            wait_entered.recv().unwrap();
+            let failing = s.spawn(move || {
+                w.write(|tx| -> Result<()> {
+                    tx.execute("INSERT INTO t VALUES (2, 'b')", [])?;
+                    Err(Error::InvalidArgument { what: "refused".into() })
+                })
+            });
+            let ok = s.spawn(move || w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (3, 'c')", [])?)));
+            assert!(matches!(failing.join().unwrap(), Err(Error::InvalidArgument { .. })));
+            ok.join().unwrap().unwrap();
+        });
+        assert_eq!((w.stats().operations, w.stats().commits), (3, 1));
+        let keys: Vec<i64> = w
+            .serialized(|c| Ok(c.prepare("SELECT k FROM t ORDER BY k")?.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?))
+            .unwrap();
+        assert_eq!(keys, vec![1, 3]);
+    }
+
+    #[test]
+    fn a_panicking_closure_rolls_back_and_leaves_the_writer_usable() {
+        let w = writer();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            w.write(|tx| -> Result<()> {
+                tx.execute("INSERT INTO t VALUES (5, 'p')", [])?;
+                panic!("boom")
+            })
+        }));
+        assert!(r.is_err());
+        w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (6, 'q')", [])?)).unwrap();
+        assert_eq!(count(&w), 1);
+    }
+}

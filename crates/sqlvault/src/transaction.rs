@@ -1,0 +1,210 @@
+//! One transaction over files, tags and records: [`Vault::transaction`] and [`Tx`].
+//!
+//! The closure runs inside one `BEGIN IMMEDIATE` transaction of the engine
+//! ([`crate::engine::Engine::write`]); every change it makes through the [`Tx`] commits
+//! together when it returns `Ok`, and none does when it returns `Err` or panics (the
+//! panic is caught, the transaction rolled back, then the panic resumed, so the vault
+//! stays usable). Reads through the `Tx` see the transaction's own writes.
+//!
+//! Inside the closure use only the `Tx`: calling a write method of the `Vault` itself
+//! would wait for the writer the transaction holds.
+
+use std::panic::{self, AssertUnwindSafe};
+
+use rusqlite::Connection;
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::chunks;
+use crate::error::{Error, Result};
+use crate::path::VaultPath;
+use crate::records::{self, KeyRange};
+use crate::tags::{self, TagValue};
+use crate::tree::{self, FileType, InodeId};
+use crate::vault::Vault;
+
+/// The handle a [`Vault::transaction`] closure works through.
+pub struct Tx<'a> {
+    vault: &'a Vault,
+    conn: &'a Connection,
+}
+
+impl Vault {
+    /// Runs `f` as one transaction: all of its file, tag and record changes commit
+    /// together when it returns `Ok`; when it returns `Err` or panics, the vault is left
+    /// exactly as before (the error is returned, the panic resumed after the rollback).
+    ///
+    /// ```no_run
+    /// # let vault: sqlvault::Vault = unimplemented!();
+    /// use sqlvault::TagValue;
+    /// vault.transaction(|tx| {
+    ///     tx.write_file("/inbox/a.json", b"{}")?;
+    ///     tx.set_tags("/inbox/a.json", &[("state", TagValue::from("new"))])?;
+    ///     tx.records("index").put(b"a", b"/inbox/a.json")?;
+    ///     Ok::<_, sqlvault::Error>(())
+    /// })?;
+    /// # Ok::<(), sqlvault::Error>(())
+    /// ```
+    pub fn transaction<T, E: From<Error>>(&self, f: impl FnOnce(&Tx<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E> {
+        let mut failed: Option<E> = None;
+        let mut panicked = None;
+        let r = self.engine().write(|conn| {
+            let tx = Tx { vault: self, conn };
+            match panic::catch_unwind(AssertUnwindSafe(|| f(&tx))) {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(e)) => {
+                    failed = Some(e);
+                    Err(Error::InvalidArgument { what: "transaction aborted".into() })
+                }
+                Err(p) => {
+                    panicked = Some(p);
+                    Err(Error::InvalidArgument { what: "transaction panicked".into() })
+                }
+            }
+        });
+        if let Some(p) = panicked {
+            panic::resume_unwind(p);
+        }
+        r.map_err(|e| failed.unwrap_or_else(|| E::from(e)))
+    }
+}
+
+impl<'a> Tx<'a> {
+    fn resolve(&self, path: &str) -> Result<InodeId> {
+        let vp = VaultPath::parse(path)?;
+        self.vault.resolve_in(self.conn, &vp.names, true, path)
+    }
+
+    /// Writes `data` as the whole content of `path` (created if needed, following a
+    /// symlink). Refuses a file this process has open (its buffers would overwrite it).
+    pub fn write_file(&self, path: &str, data: &[u8]) -> Result<()> {
+        let vp = VaultPath::parse(path)?;
+        let (dir, name) = self.vault.parent_of(self.conn, &vp, path).map_err(|e| e.with_path(path))?;
+        let ino = match tree::lookup(self.conn, dir, name)? {
+            Some(_) => self.vault.resolve_in(self.conn, &vp.names, true, path)?,
+            None => tree::create(self.conn, dir, name, self.vault.new_node(FileType::File, 0o644, None))
+                .map_err(|e| e.with_path(path))?
+                .ino,
+        };
+        match tree::attr(self.conn, ino)?.kind {
+            FileType::File => {}
+            FileType::Dir => return Err(Error::IsADirectory { path: path.into() }),
+            FileType::Symlink => return Err(Error::InvalidArgument { what: format!("{path} is a symbolic link") }),
+        }
+        if self.vault.is_open(ino) {
+            return Err(Error::InvalidArgument {
+                what: format!("{path} is open in this process; close it before writing it in a transaction"),
+            });
+        }
+        let cs = self.vault.chunk_size() as usize;
+        let mut n = 0u64;
+        for (i, chunk) in data.chunks(cs).enumerate() {
+            chunks::put(self.conn, ino.0 as i64, i as u64, chunk)?;
+            n = i as u64 + 1;
+        }
+        chunks::truncate(self.conn, ino.0 as i64, n)?;
+        tree::set_size(self.conn, ino, data.len() as u64, tree::now_ns())
+    }
+
+    /// Reads the whole file at `path` as this transaction sees it.
+    pub fn read_file(&self, path: &str) -> Result<Vec<u8>> {
+        let ino = self.resolve(path).map_err(|e| e.with_path(path))?;
+        let a = tree::attr(self.conn, ino)?;
+        if a.kind != FileType::File {
+            return Err(Error::IsADirectory { path: path.into() });
+        }
+        let cs = self.vault.chunk_size() as u64;
+        let mut out = Vec::with_capacity(a.size as usize);
+        let mut idx = 0;
+        while (out.len() as u64) < a.size {
+            let want = (a.size - out.len() as u64).min(cs) as usize;
+            match chunks::mapped(self.conn, ino.0 as i64, idx)? {
+                Some(id) => {
+                    let data = chunks::read(self.conn, id)?;
+                    out.extend_from_slice(&data[..want.min(data.len())]);
+                    out.resize(out.len() + want - want.min(data.len()), 0);
+                }
+                None => out.resize(out.len() + want, 0),
+            }
+            idx += 1;
+        }
+        Ok(out)
+    }
+
+    /// Creates `path` and any missing parents.
+    pub fn create_dir_all(&self, path: &str) -> Result<()> {
+        self.vault.create_dir_all_in(self.conn, path).map_err(|e| e.with_path(path))
+    }
+
+    /// Removes the file (or symlink) `path`.
+    pub fn remove_file(&self, path: &str) -> Result<()> {
+        self.vault.remove_file_in(self.conn, path).map_err(|e| e.with_path(path))
+    }
+
+    /// Sets tags on `path` (see [`Vault::set_tags`]).
+    pub fn set_tags<N: AsRef<str>>(&self, path: &str, tags: &[(N, TagValue)]) -> Result<()> {
+        let ino = self.resolve(path).map_err(|e| e.with_path(path))?;
+        set_tags_ino(self.conn, ino, tags)
+    }
+
+    /// Removes tags from `path`; returns how many existed.
+    pub fn remove_tags<N: AsRef<str>>(&self, path: &str, names: &[N]) -> Result<usize> {
+        let ino = self.resolve(path).map_err(|e| e.with_path(path))?;
+        let names: Vec<&[u8]> = names.iter().map(|n| n.as_ref().as_bytes()).collect();
+        tags::remove(self.conn, ino, &names)
+    }
+
+    /// Every tag of `path`, in name order.
+    pub fn tags(&self, path: &str) -> Result<Vec<(String, TagValue)>> {
+        let ino = self.resolve(path).map_err(|e| e.with_path(path))?;
+        Ok(named(tags::list(self.conn, ino)?))
+    }
+
+    /// The records of collection `name`, inside this transaction.
+    pub fn records(&self, name: &str) -> TxRecords<'_> {
+        TxRecords { conn: self.conn, name: name.to_string() }
+    }
+}
+
+pub(crate) fn set_tags_ino<N: AsRef<str>>(conn: &Connection, ino: InodeId, tags: &[(N, TagValue)]) -> Result<()> {
+    let refs: Vec<(&[u8], &TagValue)> = tags.iter().map(|(n, v)| (n.as_ref().as_bytes(), v)).collect();
+    tags::set(conn, ino, &refs)
+}
+
+pub(crate) fn named(list: Vec<(Vec<u8>, TagValue)>) -> Vec<(String, TagValue)> {
+    list.into_iter().map(|(n, v)| (String::from_utf8_lossy(&n).into_owned(), v)).collect()
+}
+
+/// A record collection inside a [`Tx`]; see [`crate::Records`] for the meaning of each
+/// method.
+pub struct TxRecords<'a> {
+    conn: &'a Connection,
+    name: String,
+}
+
+impl TxRecords<'_> {
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        records::get(self.conn, &self.name, key.as_ref())
+    }
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        records::put(self.conn, &self.name, &[(key.as_ref(), value.as_ref())])
+    }
+    pub fn put_many<K: AsRef<[u8]>, V: AsRef<[u8]>>(&self, items: &[(K, V)]) -> Result<()> {
+        records::put(self.conn, &self.name, items)
+    }
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+        records::delete(self.conn, &self.name, key.as_ref())
+    }
+    pub fn count(&self) -> Result<u64> {
+        records::count(self.conn, &self.name, &(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded))
+    }
+    pub fn page(&self, range: &KeyRange, limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        records::page(self.conn, &self.name, range, limit, true)
+    }
+    pub fn put_json<T: Serialize + ?Sized>(&self, key: impl AsRef<[u8]>, value: &T) -> Result<()> {
+        self.put(key, crate::metadata::to_json(value)?)
+    }
+    pub fn get_json<T: DeserializeOwned>(&self, key: impl AsRef<[u8]>) -> Result<Option<T>> {
+        let key = key.as_ref();
+        self.get(key)?.map(|v| crate::metadata::from_json(key, &v)).transpose()
+    }
+}

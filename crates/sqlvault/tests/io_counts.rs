@@ -1,0 +1,157 @@
+//! What each file operation costs in SQLite page I/O and statements, asserted against
+//! fixed budgets: a regression guard that does not depend on timing (CryFS counts
+//! block reads and writes per operation the same way). Counts come from the vault's
+//! VFS shim ([`sqlvault::io_counts`]); they are per thread, and SQLite does a
+//! statement's I/O on the thread that runs it, so these single-threaded measurements
+//! are exact and repeatable.
+//!
+//! Each case starts from the same state: a vault with a 1 MiB file, checkpointed and
+//! reopened (WAL empty, caches cold), then one warm-up read and write so connections
+//! have read their schema. A budget is the count measured when it was written, with a
+//! small tolerance; a change that doubles the pages a 4 KiB overwrite writes fails.
+//! If you make an operation cheaper, lower its budget.
+
+mod common;
+use common::*;
+use sqlvault::{io_counts, CreateOptions, EngineConfig, FileOptions, IoCounts, Vault};
+
+const PAGE: u64 = 8192;
+/// A WAL frame: 24-byte header and one page.
+const FRAME: u64 = PAGE + 24;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    vault: Vault,
+}
+
+fn data(n: usize, seed: u8) -> Vec<u8> {
+    (0..n).map(|i| (i as u32).wrapping_mul(2654435761).rotate_left(seed as u32) as u8 ^ seed).collect()
+}
+
+fn fixture() -> Fixture {
+    fixture_with(EngineConfig::default())
+}
+
+fn fixture_with(config: EngineConfig) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("io.vault");
+    let o = CreateOptions { kdf: fast_kdf(), ..Default::default() };
+    assert_eq!(o.page_size as u64, PAGE, "budgets below assume the default page size");
+    let v = Vault::create(&path, &pass(), &o).unwrap();
+    v.create_dir_all("/d").unwrap();
+    v.write_file("/d/big", &data(1 << 20, 1)).unwrap();
+    v.write_file("/d/small", b"small").unwrap();
+    v.write_file("/d/warm", b"warm").unwrap();
+    v.close().unwrap();
+    let vault = Vault::open(&path, &pass(), config).unwrap();
+    // Warm-up: connections read their schema; the WAL gets its header.
+    vault.read_file("/d/warm").unwrap();
+    vault.set_permissions("/d/warm", 0o600).unwrap();
+    Fixture { _dir: dir, vault }
+}
+
+/// Pages and calls one operation cost.
+#[derive(Debug)]
+struct Cost {
+    wal_frames: u64,
+    db_reads: u64,
+    wal_reads: u64,
+    db_writes: u64,
+    syncs: u64,
+    statements: u64,
+}
+
+fn measure(f: impl FnOnce()) -> Cost {
+    let before = io_counts();
+    f();
+    let c: IoCounts = io_counts().since(&before);
+    assert_eq!(c.wal_write_bytes % FRAME, 0, "WAL writes are whole frames: {c:?}");
+    Cost {
+        wal_frames: c.wal_write_bytes / FRAME,
+        db_reads: c.db_reads,
+        wal_reads: c.wal_reads,
+        db_writes: c.db_writes,
+        syncs: c.syncs,
+        statements: c.statements,
+    }
+}
+
+/// `actual` within `budget` plus a tolerance of 2 or 15%, whichever is larger; and
+/// not suspiciously far below (then the budget should be lowered).
+fn check(what: &str, field: &str, actual: u64, budget: u64) {
+    let tol = (budget * 15 / 100).max(2);
+    assert!(
+        actual <= budget + tol && actual + tol >= budget,
+        "{what}: {field} = {actual}, budget {budget} ± {tol}. If this is an improvement, lower the budget."
+    );
+}
+
+fn assert_cost(what: &str, c: &Cost, frames: u64, db_reads: u64, wal_reads: u64, statements: u64) {
+    eprintln!("{what}: {c:?}");
+    check(what, "WAL frames written", c.wal_frames, frames);
+    check(what, "main-file reads", c.db_reads, db_reads);
+    check(what, "WAL reads", c.wal_reads, wal_reads);
+    check(what, "statements", c.statements, statements);
+    assert_eq!(c.db_writes, 0, "{what}: no checkpoint expected");
+    assert_eq!(c.syncs, 0, "{what}: durability normal syncs only at checkpoints");
+}
+
+#[test]
+fn overwrite_4k_in_a_1mib_file() {
+    let fx = fixture();
+    let c = measure(|| {
+        let f = fx.vault.open_file("/d/big", &FileOptions::new().write(true)).unwrap();
+        f.write_at(512 * 1024 + 100, &data(4096, 2)).unwrap();
+        f.close().unwrap();
+    });
+    // Writes one new 64 KiB chunk (8 overflow pages + leaf), frees the old one: with
+    // SQLCipher's forced secure_delete the freed pages are rewritten too.
+    assert_cost("4 KiB overwrite", &c, 22, 25, 0, 32);
+}
+
+#[test]
+fn create_small_file() {
+    let fx = fixture();
+    let c = measure(|| fx.vault.write_file("/d/new", &data(3000, 3)).unwrap());
+    assert_cost("create 3000-byte file", &c, 10, 9, 0, 22);
+}
+
+#[test]
+fn rename_file() {
+    let fx = fixture();
+    let c = measure(|| fx.vault.rename("/d/small", "/d/renamed").unwrap());
+    assert_cost("rename", &c, 3, 2, 0, 20);
+}
+
+#[test]
+fn unlink_file() {
+    let fx = fixture();
+    let c = measure(|| fx.vault.remove_file("/d/big").unwrap());
+    // 16 chunks of 8 overflow pages each are read to walk their chains and, with
+    // secure_delete, rewritten as they are freed.
+    assert_cost("unlink 1 MiB file", &c, 138, 137, 0, 49);
+}
+
+#[test]
+fn read_64k() {
+    let fx = fixture();
+    let c = measure(|| {
+        let f = fx.vault.open_file("/d/big", &FileOptions::new().read(true)).unwrap();
+        let mut buf = vec![0u8; 65536];
+        assert_eq!(f.read_at(128 * 1024, &mut buf).unwrap(), 65536);
+        f.close().unwrap();
+    });
+    // One chunk: 8 overflow pages plus the B-tree paths to its row and map entry.
+    assert_cost("read 64 KiB", &c, 0, 12, 0, 21);
+}
+
+#[test]
+fn durable_small_write_costs_one_sync() {
+    let fx = fixture_with(EngineConfig { durability: sqlvault::Durability::Full, ..Default::default() });
+    let before = io_counts();
+    fx.vault.write_file("/d/durable", &data(3000, 4)).unwrap();
+    let c = io_counts().since(&before);
+    eprintln!("durable create: {c:?}");
+    assert_eq!(c.syncs, 1, "one WAL sync per commit with durability full");
+    check("durable create", "WAL frames written", c.wal_write_bytes / FRAME, 10);
+}
