@@ -252,11 +252,18 @@ impl Engine {
         })
     }
 
+    /// Opens one more reader connection, as the pool does when it is empty (raw key,
+    /// first read of page 1), and closes it. Benchmark hook.
+    #[cfg(feature = "bench")]
+    pub fn connect_reader_once(&self) -> Result<()> {
+        self.connect(false).map(drop)
+    }
+
     pub fn is_read_only(&self) -> bool {
         self.writer.is_none()
     }
 
-    #[cfg(feature = "testing")]
+    #[cfg(any(feature = "testing", feature = "bench"))]
     /// Runs `f` with the writer connection outside any transaction (VACUUM, integrity checks).
     pub fn with_writer<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         self.writer.as_ref().ok_or(Error::ReadOnly)?.idle(f)

@@ -820,6 +820,25 @@ impl Vault {
     pub fn debug_execute_sql(&self, sql: &str) -> Result<()> {
         self.engine().with_writer(|c| Ok(c.execute_batch(sql)?))
     }
+
+    /// Runs `f` on the writer connection outside any transaction, with every setting
+    /// the engine gives it (raw key, cipher page size and HMAC, WAL, cache size,
+    /// synchronous). Benchmark hook, only with feature `bench`: `sqlvault-bench blocks`
+    /// runs the article's SQL workload on exactly sqlvault's connection settings.
+    #[cfg(feature = "bench")]
+    #[doc(hidden)]
+    pub fn bench_with_writer<T>(&self, f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T>) -> Result<T> {
+        self.engine().with_writer(|c| Ok(f(c)?))
+    }
+
+    /// Opens and closes one more connection to this vault the way the engine does
+    /// (raw key, no key derivation). Benchmark hook, only with feature `bench`:
+    /// `sqlvault-bench open` times it.
+    #[cfg(feature = "bench")]
+    #[doc(hidden)]
+    pub fn bench_connect(&self) -> Result<()> {
+        self.engine().connect_reader_once()
+    }
 }
 
 fn ids() -> (u32, u32) {
