@@ -5,16 +5,32 @@
 //! * `chunk-sweep`: write and read throughput, CPU and memory per chunk size and page
 //!   size, against a plain file on the same disk ([`sweep`]).
 //! * `kdf`: the cost of one Argon2id passphrase derivation per parameter set ([`kdf`]).
+//! * `parallel`: 1..8 threads reading, and doing small durable writes through the
+//!   group commit, against plain files ([`parallel`]).
+//! * `open`, `stream`, `blocks`, `metadata`, `peers`: the scenarios of the four
+//!   articles and of the peer file systems, each against baselines measured in the same
+//!   run ([`open`], [`stream`], [`blocks`], [`metadata`], [`peers`]), on the shared
+//!   machinery of [`harness`] and [`chart`].
+//! * `all [--quick]`: every scenario in turn, and the table of targets ([`all`]).
 //! * `snapshot`: time and vault growth of a snapshot of many small files ([`snapshot`]).
 //!
 //! Build with `cargo build --release -p sqlvault-bench`; debug builds measure nothing
 //! useful.
 
+mod all;
+mod blocks;
+mod chart;
 mod data;
 mod error;
+mod harness;
 mod kdf;
+mod parallel;
+mod metadata;
+mod open;
+mod peers;
 mod report;
 mod snapshot;
+mod stream;
 mod sweep;
 mod sys;
 
@@ -36,11 +52,36 @@ enum Cmd {
     ChunkSweep(sweep::SweepArgs),
     /// Time one Argon2id key derivation for a grid of parameters.
     Kdf(kdf::KdfArgs),
+    /// 1, 2, 4, 8 threads reading, and doing small durable writes (group commit),
+    /// against plain files on the same disk (article 002).
+    Parallel(parallel::ParallelArgs),
+    /// Open + first write, subsequent write, second connection: SQLite, SQLCipher with a
+    /// passphrase per connection, SQLCipher raw key, sqlvault (article 000).
+    Open(open::OpenArgs),
+    /// 2 MiB and 256 MiB files in 256 B..1 MiB application writes, against the article's
+    /// ladder on a bare SQLCipher table (article 001).
+    Stream(stream::StreamArgs),
+    /// The Block/Blockset/BlocksetEntry workload at 1e5..1e7 rows and batch sizes
+    /// 1..1e5: SQLite defaults, tuned SQLite, SQLCipher defaults, sqlvault (article 002).
+    Blocks(blocks::BlocksArgs),
+    /// 10,000 objects x 20 tags: one commit per tag, per object, sqlvault (article 003).
+    Metadata(metadata::MetadataArgs),
+    /// 256 MiB file and 10,000 small files through a plain directory, gocryptfs, cryfs,
+    /// a sqlvault FUSE mount and the sqlvault library.
+    Peers(peers::PeersArgs),
+    /// Every scenario in turn, with the table of targets vs measured.
+    All(all::AllArgs),
     /// Time and vault growth of one snapshot of a 10,000-file tree, against writing it.
     Snapshot(snapshot::SnapshotArgs),
     /// One phase of one chunk-sweep configuration (run by chunk-sweep in a child process).
     #[command(hide = true)]
     RunOne(sweep::RunOneArgs),
+    /// One case of one scenario (run by the scenarios in a child process).
+    #[command(hide = true)]
+    Case(harness::CaseArgs),
+    /// Serves a sqlvault FUSE mount until stdin closes (run by `peers`).
+    #[command(hide = true)]
+    ServeMount(peers::ServeMountArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,8 +89,17 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Cmd::ChunkSweep(a) => sweep::chunk_sweep(a),
         Cmd::Kdf(a) => kdf::kdf(a),
+        Cmd::Parallel(a) => parallel::parallel(a),
         Cmd::Snapshot(a) => snapshot::snapshot(a),
         Cmd::RunOne(a) => sweep::run_one(a),
+        Cmd::Open(a) => open::run(a).map(drop),
+        Cmd::Stream(a) => stream::run(a).map(drop),
+        Cmd::Blocks(a) => blocks::run(a).map(drop),
+        Cmd::Metadata(a) => metadata::run(a).map(drop),
+        Cmd::Peers(a) => peers::run(a).map(drop),
+        Cmd::All(a) => all::all(a),
+        Cmd::Case(a) => harness::run_case(a),
+        Cmd::ServeMount(a) => peers::serve_mount(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -185,6 +185,8 @@ enum Command {
         /// Replace the slot with one for this key file instead.
         #[arg(long, value_name = "FILE")]
         new_key_file: Option<PathBuf>,
+        #[command(flatten)]
+        kdf: KdfArgs,
     },
     /// Manage key slots (several passphrases or key files may open one vault).
     #[command(subcommand)]
@@ -217,6 +219,23 @@ enum Command {
     },
 }
 
+/// Argon2id cost of a new passphrase slot (`passwd`, `key add`).
+#[derive(clap::Args, Debug, Clone, Copy)]
+struct KdfArgs {
+    /// Argon2id memory cost in MiB for the new passphrase.
+    #[arg(long, default_value_t = KdfParams::default().memory_kib / 1024, value_name = "MIB")]
+    kdf_memory_mib: u32,
+    /// Argon2id iterations for the new passphrase.
+    #[arg(long, default_value_t = KdfParams::default().iterations, value_name = "N")]
+    kdf_iterations: u32,
+}
+
+impl KdfArgs {
+    fn params(self) -> KdfParams {
+        KdfParams { memory_kib: self.kdf_memory_mib.saturating_mul(1024), iterations: self.kdf_iterations, parallelism: 1 }
+    }
+}
+
 #[derive(Subcommand, Debug)]
 enum KeyCommand {
     /// List key slots.
@@ -232,6 +251,8 @@ enum KeyCommand {
         new_passphrase_file: Option<PathBuf>,
         #[arg(long, value_name = "FILE")]
         new_key_file: Option<PathBuf>,
+        #[command(flatten)]
+        kdf: KdfArgs,
     },
     /// Remove a slot by its index (the last slot cannot be removed).
     Rm { vault: PathBuf, slot: usize },
@@ -439,10 +460,10 @@ fn run(cli: Cli) -> Result<u8, CliError> {
                 return Ok(3);
             }
         }
-        Command::Passwd { vault, new_passphrase_file, new_key_file } => {
+        Command::Passwd { vault, new_passphrase_file, new_key_file, kdf } => {
             let old = secret::existing(&ctx.secret)?;
             let new = secret::new_secret(new_key_file.as_deref(), new_passphrase_file.as_deref(), secret::ENV_NEW_PASSPHRASE)?;
-            Vault::change_secret(&vault, &old, &new, KdfParams::default())?;
+            Vault::change_secret(&vault, &old, &new, kdf.params())?;
             eprintln!("passphrase changed");
         }
         Command::Key(KeyCommand::Ls { vault, json }) => {
@@ -456,10 +477,10 @@ fn run(cli: Cli) -> Result<u8, CliError> {
                 }
             }
         }
-        Command::Key(KeyCommand::Add { vault, new_passphrase_file, new_key_file }) => {
+        Command::Key(KeyCommand::Add { vault, new_passphrase_file, new_key_file, kdf }) => {
             let old = secret::existing(&ctx.secret)?;
             let new = secret::new_secret(new_key_file.as_deref(), new_passphrase_file.as_deref(), secret::ENV_NEW_PASSPHRASE)?;
-            let i = Vault::add_secret(&vault, &old, &new, KdfParams::default())?;
+            let i = Vault::add_secret(&vault, &old, &new, kdf.params())?;
             eprintln!("added key slot {i}");
         }
         Command::Key(KeyCommand::Rm { vault, slot }) => {
@@ -537,7 +558,7 @@ fn ls(v: &Vault, path: &str, long: bool, recursive: bool, json: bool) -> Result<
         let target = (top.kind == FileType::Symlink).then(|| v.read_link(path)).transpose()?;
         out.push(LsEntry { path: path.to_string(), name, attr: top, target });
     } else {
-        collect(v, path, recursive, &mut out)?;
+        collect(v, top.ino, path, recursive, &mut out)?;
     }
     if json {
         return print_json(&out);
@@ -559,15 +580,19 @@ fn ls(v: &Vault, path: &str, long: bool, recursive: bool, json: bool) -> Result<
     Ok(())
 }
 
-fn collect(v: &Vault, dir: &str, recursive: bool, out: &mut Vec<LsEntry>) -> Result<(), CliError> {
-    for e in v.read_dir(dir)? {
-        let p = sqlvault::join_path(dir, &e.name);
-        let attr = v.symlink_metadata(&p)?;
-        let target = (e.kind == FileType::Symlink).then(|| v.read_link(&p)).transpose()?;
-        let is_dir = e.kind == FileType::Dir;
-        out.push(LsEntry { path: p.clone(), name: e.name, attr, target });
-        if recursive && is_dir {
-            collect(v, &p, true, out)?;
+/// Lists by inode, not by path, so names that are not UTF-8 (the mount stores raw
+/// bytes) are shown lossily instead of failing the whole listing.
+fn collect(v: &Vault, dir: sqlvault::InodeId, shown: &str, recursive: bool, out: &mut Vec<LsEntry>) -> Result<(), CliError> {
+    for e in transfer::list_all(v, dir)? {
+        let name = String::from_utf8_lossy(&e.name).into_owned();
+        let p = sqlvault::join_path(shown, &name);
+        let attr = v.attr(e.ino)?;
+        let target = (e.kind == FileType::Symlink)
+            .then(|| v.read_link_ino(e.ino).map(|t| String::from_utf8_lossy(&t).into_owned()))
+            .transpose()?;
+        out.push(LsEntry { path: p.clone(), name, attr, target });
+        if recursive && e.kind == FileType::Dir {
+            collect(v, e.ino, &p, true, out)?;
         }
     }
     Ok(())

@@ -37,9 +37,24 @@ fn read_passphrase_file(path: &Path) -> Result<Zeroizing<String>, CliError> {
     Ok(Zeroizing::new(line.to_string()))
 }
 
+/// Reads and removes an environment variable, and overwrites its value in place.
+///
+/// `remove_var` alone only unlinks the variable: its bytes stay in the block the
+/// kernel copied at exec, which `/proc/PID/environ` shows for the life of the process
+/// and of any child forked from it (the `mount -d` server). Zeroing them closes that.
 fn take_env(name: &str) -> Option<Zeroizing<String>> {
     let v = std::env::var(name).ok().map(Zeroizing::new);
     if v.is_some() {
+        let cname = std::ffi::CString::new(name).ok()?;
+        // SAFETY: the CLI reads secrets while it is still single-threaded (before any
+        // mount, progress bar or SQLite thread exists), so nothing else touches the
+        // environment; `getenv` returns a NUL-terminated string we may overwrite.
+        unsafe {
+            let p = libc::getenv(cname.as_ptr());
+            if !p.is_null() {
+                std::ptr::write_bytes(p, 0, libc::strlen(p));
+            }
+        }
         std::env::remove_var(name);
     }
     v.filter(|s| !s.is_empty())
@@ -56,10 +71,16 @@ fn prompt(label: &str) -> Result<Zeroizing<String>, CliError> {
         .map_err(|e| CliError::usage(format!("cannot read passphrase: {e}")))
 }
 
+/// A key file that is missing, unreadable or not 32 bytes is a missing key: exit 2,
+/// like a wrong one (README's exit codes).
+fn key_file(path: &Path) -> Result<Secret, CliError> {
+    Secret::from_key_file(path).map_err(|e| CliError { code: 2, message: e.to_string() })
+}
+
 /// The secret that unlocks an existing vault.
 pub fn existing(args: &SecretArgs) -> Result<Secret, CliError> {
     if let Some(k) = &args.key_file {
-        return Ok(Secret::from_key_file(k)?);
+        return key_file(k);
     }
     if let Some(p) = &args.passphrase_file {
         return Ok(Secret::Passphrase(read_passphrase_file(p)?));
@@ -74,7 +95,7 @@ pub fn existing(args: &SecretArgs) -> Result<Secret, CliError> {
 /// prompt asked twice.
 pub fn new_secret(key_file: Option<&Path>, passphrase_file: Option<&Path>, env: &str) -> Result<Secret, CliError> {
     if let Some(k) = key_file {
-        return Ok(Secret::from_key_file(k)?);
+        return self::key_file(k);
     }
     if let Some(p) = passphrase_file {
         return Ok(Secret::Passphrase(read_passphrase_file(p)?));

@@ -184,6 +184,20 @@ fn skip(pb: &ProgressBar, s: &mut Summary, why: String) {
     s.skipped.push(why);
 }
 
+/// Every entry of directory `dir` with its raw name bytes, in name order.
+pub fn list_all(vault: &Vault, dir: sqlvault::InodeId) -> Result<Vec<sqlvault::Entry>, CliError> {
+    const PAGE: usize = 512;
+    let mut out: Vec<sqlvault::Entry> = Vec::new();
+    loop {
+        let page = vault.list(dir, out.last().map(|e| e.name.as_slice()), PAGE)?;
+        let done = page.len() < PAGE;
+        out.extend(page);
+        if done {
+            return Ok(out);
+        }
+    }
+}
+
 fn vault_total(vault: &Vault, path: &str) -> u64 {
     match vault.symlink_metadata(path) {
         Ok(a) if a.kind == FileType::Dir => vault
@@ -239,8 +253,13 @@ fn get_entry(
                 Err(e) => return Err(CliError::host(dest, e)),
             }
             s.dirs += 1;
-            for e in vault.read_dir(src)? {
-                get_entry(vault, &sqlvault::join_path(src, &e.name), e.kind, &dest.join(&e.name), pb, s, buf)?;
+            for e in list_all(vault, attr.ino)? {
+                // The mount stores raw byte names; paths here are UTF-8.
+                let Ok(name) = std::str::from_utf8(&e.name) else {
+                    skip(pb, s, format!("{}: name is not UTF-8", sqlvault::join_path(src, &String::from_utf8_lossy(&e.name))));
+                    continue;
+                };
+                get_entry(vault, &sqlvault::join_path(src, name), e.kind, &dest.join(name), pb, s, buf)?;
             }
             fs::set_permissions(dest, fs::Permissions::from_mode(attr.perm)).map_err(|e| CliError::host(dest, e))?;
             let f = fs::File::open(dest).map_err(|e| CliError::host(dest, e))?;

@@ -229,3 +229,40 @@ fn put_extract_tags_reads_size_mtime_mime_and_exif() {
     e.ok(&["put", v, src.join("notes.txt").to_str().unwrap(), "/plain.txt"]);
     assert_eq!(e.ok(&["tags", v, "/plain.txt"]), "");
 }
+
+/// A vault of schema 1 (made by downgrading a new one: the tag tables dropped, tags
+/// as `user.*` rows of `xattrs`) is migrated when the CLI opens it: the xattrs become
+/// typed tags that `find` sees, other namespaces stay.
+#[test]
+fn a_schema_1_vault_is_migrated_and_its_user_xattrs_become_tags() {
+    let e = Env::new();
+    let v = e.v();
+    e.ok(&["touch", v, "/a.jpg"]);
+    {
+        let vault = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), Default::default()).unwrap();
+        let ino = vault.metadata("/a.jpg").unwrap().ino.0;
+        vault
+            .debug_execute_sql(&format!(
+                "DROP TABLE tags; DROP TABLE records; DROP TABLE record_collections;
+                 DROP TABLE snap_xattrs; DROP TABLE snap_tags; DROP TABLE chunk_holds; DROP TABLE snap_chunks;
+                 DROP TABLE snap_dirents; DROP TABLE snap_inodes; DROP TABLE snapshots;
+                 INSERT INTO xattrs VALUES ({ino}, CAST('user.camera' AS BLOB), CAST('X100V' AS BLOB)),
+                                           ({ino}, CAST('user.iso' AS BLOB), CAST('400' AS BLOB)),
+                                           ({ino}, CAST('user.zip' AS BLOB), CAST('0400' AS BLOB)),
+                                           ({ino}, CAST('trusted.t' AS BLOB), x'00ff');
+                 PRAGMA user_version = 1;"
+            ))
+            .unwrap();
+        vault.close().unwrap();
+    }
+    assert_eq!(e.lines(&["find", v, "/", "--tag", "camera=X100V", "--tag", "iso>=400"]), ["/a.jpg"]);
+    let j: serde_json::Value = serde_json::from_str(&e.ok(&["tags", v, "/a.jpg", "--json"])).unwrap();
+    assert_eq!(j, serde_json::json!({"camera": "X100V", "iso": 400, "zip": "0400"}));
+    let info: serde_json::Value = serde_json::from_str(&e.ok(&["info", v, "--json"])).unwrap();
+    assert!(info["schema_version"].as_i64().unwrap() >= 2);
+    let vault = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), Default::default()).unwrap();
+    let ino = vault.metadata("/a.jpg").unwrap().ino;
+    assert_eq!(vault.get_xattr(ino, b"trusted.t").unwrap(), b"\x00\xff");
+    assert_eq!(vault.get_xattr(ino, b"user.zip").unwrap(), b"0400");
+    assert!(vault.fsck().unwrap().is_clean());
+}

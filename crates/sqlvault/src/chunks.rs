@@ -153,12 +153,25 @@ pub fn adopt(conn: &Connection, ino: i64, idx: u64, id: ChunkId) -> Result<()> {
     Ok(())
 }
 
-/// Reads a chunk's bytes.
+/// Reads a chunk's bytes and checks them against the chunk's hash.
+///
+/// The check is not optional: when a page fails SQLCipher's authentication, SQLCipher
+/// zeroes the page and puts the connection into an error state, but the statement that
+/// read it may still return the zeroed bytes as content (seen with a flipped byte in an
+/// overflow page: `tests/tamper.rs`). The hash turns that into `Error::Damaged`.
 pub fn read(conn: &Connection, id: ChunkId) -> Result<Vec<u8>> {
-    conn.prepare_cached("SELECT data FROM chunks WHERE id = ?1")?
-        .query_row([id.0], |r| r.get(0))
+    let (stored, data): (Vec<u8>, Vec<u8>) = conn
+        .prepare_cached("SELECT hash, data FROM chunks WHERE id = ?1")?
+        .query_row([id.0], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?
-        .ok_or_else(|| Error::damaged(format!("chunk {} is referenced but missing", id.0)))
+        .ok_or_else(|| Error::damaged(format!("chunk {} is referenced but missing", id.0)))?;
+    if stored[..] != hash(&data)[..] {
+        return Err(Error::damaged(format!(
+            "chunk {} does not match its hash (a page failed authentication or was altered)",
+            id.0
+        )));
+    }
+    Ok(data)
 }
 
 /// The chunk at index `idx` of file `ino`, or `None` for a hole.
@@ -227,6 +240,15 @@ mod tests {
         put(&c, 3, 5, b"other").unwrap();
         assert_eq!(count(&c), 1);
         assert_eq!(read(&c, mapped(&c, 3, 5).unwrap().unwrap()).unwrap(), b"other");
+    }
+
+    #[test]
+    fn altered_chunk_content_is_damage_not_data() {
+        let c = db();
+        put(&c, 2, 0, b"original").unwrap();
+        let id = mapped(&c, 2, 0).unwrap().unwrap();
+        c.execute("UPDATE chunks SET data = zeroblob(8) WHERE id = ?1", [id.0]).unwrap();
+        assert!(matches!(read(&c, id), Err(Error::Damaged { .. })));
     }
 
     #[test]

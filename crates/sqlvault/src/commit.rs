@@ -9,7 +9,11 @@
 //! Who commits: when a caller is done and another thread is already queued on the
 //! writer lock, it leaves the batch open and sleeps until the batch is finished;
 //! the last caller of a burst (nobody queued) or the one that fills the batch
-//! ([`MAX_BATCH`] operations) commits. So a lone writer commits at once, exactly as
+//! ([`MAX_BATCH`] operations) commits. Writers woken by a commit need a moment to come
+//! back with their next operation; so when the batch is smaller than the previous one
+//! (more writers were active), the committer first waits a little for one to queue:
+//! at most a quarter of the recent commit time (an `fsync` with `Durability::Full`,
+//! microseconds otherwise) and never more than [`MAX_COMMIT_DELAY`]. So a lone writer commits at once, exactly as
 //! a transaction per call would, and `n` concurrent writers share one commit (and,
 //! with `Durability::Full`, one `fsync`). Nobody can pick the slow path by mistake:
 //! every `Engine::write` goes through here.
@@ -32,6 +36,7 @@ use std::ops::Deref;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
@@ -39,6 +44,8 @@ use crate::error::{Error, Result};
 
 /// Most operations one batch transaction takes before it is committed anyway.
 pub const MAX_BATCH: usize = 64;
+/// Longest a committer waits for another writer to join its batch.
+pub const MAX_COMMIT_DELAY: Duration = Duration::from_millis(2);
 
 /// The write transaction an `Engine::write` closure runs in: a connection (it derefs
 /// to one) inside a savepoint of the current batch. Do not commit or roll back
@@ -75,16 +82,27 @@ struct State {
     batch: u64,
     /// Operations in the open batch.
     ops: usize,
-    /// Callers sleeping until the open batch is finished.
-    sleepers: usize,
+    /// Operations in the last committed batch.
+    last_ops: usize,
+    /// Moving average of the time a `COMMIT` took.
+    commit_time: Duration,
+}
+
+/// How batches ended, behind its own lock so that sleepers wake (and come back with
+/// their next operation) without waiting for the writer lock.
+#[derive(Default)]
+struct Outcomes {
     /// Id of the last finished batch.
     done: u64,
+    /// Callers sleeping until the open batch is finished.
+    sleepers: usize,
     /// Failed batches with their error and the number of sleepers yet to read it.
     failed: HashMap<u64, (Error, usize)>,
 }
 
 pub(crate) struct Writer {
     state: Mutex<State>,
+    outcomes: Mutex<Outcomes>,
     finished: Condvar,
     /// Threads between "I want the writer" and holding its lock.
     queued: AtomicUsize,
@@ -95,7 +113,15 @@ pub(crate) struct Writer {
 impl Writer {
     pub fn new(conn: Connection) -> Writer {
         Writer {
-            state: Mutex::new(State { conn, open: false, batch: 0, ops: 0, sleepers: 0, done: 0, failed: HashMap::new() }),
+            state: Mutex::new(State {
+                conn,
+                open: false,
+                batch: 0,
+                ops: 0,
+                last_ops: 0,
+                commit_time: Duration::ZERO,
+            }),
+            outcomes: Mutex::new(Outcomes::default()),
             finished: Condvar::new(),
             queued: AtomicUsize::new(0),
             operations: AtomicU64::new(0),
@@ -180,20 +206,23 @@ impl Writer {
         if let Some(err) = self.settle(&mut g) {
             return Err(err);
         }
-        if g.done >= my {
+        if !g.open || g.batch != my {
             return out;
         }
-        // Someone queued behind us will finish the batch.
-        g.sleepers += 1;
-        while g.done < my {
-            g = self.finished.wait(g).map_err(|_| poisoned())?;
+        // Someone queued behind us will finish the batch. Register as a sleeper while
+        // still holding the writer lock, so the batch cannot finish unseen.
+        let mut o = self.outcomes.lock().map_err(|_| poisoned())?;
+        o.sleepers += 1;
+        drop(g);
+        while o.done < my {
+            o = self.finished.wait(o).map_err(|_| poisoned())?;
         }
-        match g.failed.get_mut(&my) {
+        match o.failed.get_mut(&my) {
             Some((e, left)) => {
                 let err = replay(e);
                 *left -= 1;
                 if *left == 0 {
-                    g.failed.remove(&my);
+                    o.failed.remove(&my);
                 }
                 Err(err)
             }
@@ -233,15 +262,37 @@ impl Writer {
         if !g.open {
             return None;
         }
-        if self.queued.load(Ordering::SeqCst) > 0 && g.ops < MAX_BATCH {
+        if g.ops >= MAX_BATCH {
+            return self.finish(g).err();
+        }
+        if self.queued.load(Ordering::SeqCst) > 0 || self.joiner_arrives(g) {
             return None;
         }
         self.finish(g).err()
     }
 
+    /// With fewer operations in the batch than in the last one, waits briefly (see the
+    /// module documentation) for another writer to queue; true if one did.
+    fn joiner_arrives(&self, g: &State) -> bool {
+        if g.ops >= g.last_ops {
+            return false;
+        }
+        let deadline = Instant::now() + (g.commit_time / 4).min(MAX_COMMIT_DELAY);
+        while Instant::now() < deadline {
+            if self.queued.load(Ordering::SeqCst) > 0 {
+                return true;
+            }
+            std::thread::yield_now();
+        }
+        self.queued.load(Ordering::SeqCst) > 0
+    }
+
     /// Commits the open batch and wakes its sleepers.
     fn finish(&self, g: &mut State) -> Result<()> {
+        let start = Instant::now();
         let r = g.conn.execute_batch("COMMIT").map_err(Error::from);
+        g.commit_time = (g.commit_time * 3 + start.elapsed()) / 4;
+        g.last_ops = g.ops;
         match r {
             Ok(()) => {
                 self.commits.fetch_add(1, Ordering::Relaxed);
@@ -268,13 +319,17 @@ impl Writer {
 
     fn close_batch(&self, g: &mut State, failure: Option<Error>) {
         g.open = false;
-        g.done = g.batch;
-        if let Some(e) = failure {
-            if g.sleepers > 0 {
-                g.failed.insert(g.batch, (e, g.sleepers));
+        // Lock order: writer state, then outcomes.
+        if let Ok(mut o) = self.outcomes.lock() {
+            o.done = g.batch;
+            if let Some(e) = failure {
+                if o.sleepers > 0 {
+                    let n = o.sleepers;
+                    o.failed.insert(g.batch, (e, n));
+                }
             }
+            o.sleepers = 0;
         }
-        g.sleepers = 0;
         self.finished.notify_all();
     }
 }

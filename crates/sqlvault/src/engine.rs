@@ -61,7 +61,7 @@ impl Default for EngineConfig {
             durability: Durability::Normal,
             busy_timeout: Duration::from_secs(60),
             read_only: false,
-            max_idle_readers: 4,
+            max_idle_readers: 8,
             wal_limit_bytes: crate::checkpoint::DEFAULT_WAL_LIMIT,
         }
     }
@@ -158,6 +158,11 @@ impl Engine {
     /// [`crate::commit`]); a call returns once its work is committed, as durable as the
     /// vault's durability setting says.
     pub fn write<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
+        if nested_write() {
+            return Err(Error::InvalidArgument {
+                what: "a write through the Vault inside Vault::transaction (write through its Tx instead)".into(),
+            });
+        }
         self.writer.as_ref().ok_or(Error::ReadOnly)?.write(f)
     }
 
@@ -190,10 +195,16 @@ impl Engine {
             conn.execute_batch("COMMIT")?;
             out
         })();
-        if result.is_err() {
-            let _ = conn.execute_batch("ROLLBACK");
+        match &result {
+            Ok(_) => self.put_reader(conn),
+            // SQLCipher leaves a connection that met a page failing authentication in
+            // a sticky error state (every later page reads as zeros): never reuse it.
+            Err(Error::Damaged { .. }) => drop(conn),
+            Err(_) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                self.put_reader(conn);
+            }
         }
-        self.put_reader(conn);
         result
     }
 
@@ -241,6 +252,13 @@ impl Engine {
         })
     }
 
+    /// Opens one more reader connection, as the pool does when it is empty (raw key,
+    /// first read of page 1), and closes it. Benchmark hook.
+    #[cfg(feature = "bench")]
+    pub fn connect_reader_once(&self) -> Result<()> {
+        self.connect(false).map(drop)
+    }
+
     pub fn is_read_only(&self) -> bool {
         self.writer.is_none()
     }
@@ -249,6 +267,30 @@ impl Engine {
     pub fn with_writer<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         self.writer.as_ref().ok_or(Error::ReadOnly)?.idle(f)
     }
+}
+
+thread_local! {
+    /// Set while this thread runs a `Vault::transaction` closure, which holds the writer.
+    static IN_TRANSACTION: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn nested_write() -> bool {
+    IN_TRANSACTION.with(|c| c.get())
+}
+
+/// Runs `f` (a transaction's closure, inside [`Engine::write`]) with this thread marked,
+/// so that a write through the `Vault` itself fails at once instead of waiting forever
+/// for the writer lock this thread already holds.
+pub(crate) fn in_transaction<T>(f: impl FnOnce() -> T) -> T {
+    struct Unmark;
+    impl Drop for Unmark {
+        fn drop(&mut self) {
+            IN_TRANSACTION.with(|c| c.set(false));
+        }
+    }
+    IN_TRANSACTION.with(|c| c.set(true));
+    let _unmark = Unmark;
+    f()
 }
 
 fn poisoned() -> Error {

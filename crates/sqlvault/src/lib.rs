@@ -4,7 +4,9 @@
 //!
 //! * [`keys`]: passphrase / key file -> key slots -> master key (the only code that
 //!   touches secret bytes); `vfs`: keeps the header and the database in one file.
-//! * `engine`: SQLCipher connections, pragmas, migrations, one writer, pooled readers.
+//! * `engine`: SQLCipher connections, pragmas, migrations, one writer, pooled readers;
+//!   `commit`: group commit on the writer; `checkpoint`: WAL checkpoints off the
+//!   writer's path.
 //! * `chunks`: content-addressed, reference-counted chunk store; `tree`: inodes and
 //!   directory entries with POSIX semantics; `handle`: buffered open files; [`tags`]:
 //!   typed tags on inodes and the indexed `find`; `records`: named key -> value
@@ -51,7 +53,7 @@ pub use fsck::FsckReport;
 pub use handle::{to_io, FileHandle, FileOptions};
 pub use keys::{generate_key_file, HmacAlgorithm, KdfParams, Secret, SlotKind};
 pub use metadata::{RecordScan, Records};
-pub use path::join as join_path;
+pub use path::{join as join_path, VaultPath};
 pub use records::KeyRange;
 pub use snapshot::{RestoreSummary, SnapshotId, SnapshotInfo};
 pub use tags::{Condition, Found, Op, Query, TagValue};

@@ -13,13 +13,14 @@
 //!   back identically (`2.5`, `400.0`) a real, so `setfattr -v 400` matches `iso>=400`
 //!   and `getfattr` still returns exactly the bytes that were set; other UTF-8 is text,
 //!   anything else bytes.
-//! * `find` runs on the `tags_by_value(name, value)` index: one range scan for the
-//!   first condition, primary-key probes for the others, then one directory-entry
-//!   lookup per hit and a walk up the (cached) parent directories to keep hits below the
-//!   requested directory. Its cost grows with the number of hits, not of files.
+//! * `find` runs on the `tags_by_value(name, value)` index: one range scan for one
+//!   condition (an equality if there is one), primary-key probes for the others (AND),
+//!   then one directory-entry lookup per hit and a walk up the (cached) parent
+//!   directories to keep hits below the requested directory. Its cost grows with the
+//!   number of entries matching the scanned condition, not with the number of files.
 //!
 //! Every function runs inside the caller's transaction. Tags go away with their inode
-//! ([`crate::tree`] calls [`remove_all`] wherever it deletes one); `fsck` checks that.
+//! (the `tree` module calls [`remove_all`] wherever it deletes one); `fsck` checks that.
 
 use std::collections::HashMap;
 

@@ -6,9 +6,11 @@
 //! panic is caught, the transaction rolled back, then the panic resumed, so the vault
 //! stays usable). Reads through the `Tx` see the transaction's own writes.
 //!
-//! Inside the closure use only the `Tx`: calling a write method of the `Vault` itself
-//! would wait for the writer the transaction holds.
+//! Inside the closure use only the `Tx`: a write method of the `Vault` itself fails
+//! with `InvalidArgument` (it would otherwise wait for the writer the transaction
+//! holds); reads through the `Vault` see the state before the transaction.
 
+use std::io::Read;
 use std::panic::{self, AssertUnwindSafe};
 
 use rusqlite::Connection;
@@ -49,7 +51,7 @@ impl Vault {
         let mut panicked = None;
         let r = self.engine().write(|conn| {
             let tx = Tx { vault: self, conn };
-            match panic::catch_unwind(AssertUnwindSafe(|| f(&tx))) {
+            match panic::catch_unwind(AssertUnwindSafe(|| crate::engine::in_transaction(|| f(&tx)))) {
                 Ok(Ok(v)) => Ok(v),
                 Ok(Err(e)) => {
                     failed = Some(e);
@@ -77,6 +79,43 @@ impl<'a> Tx<'a> {
     /// Writes `data` as the whole content of `path` (created if needed, following a
     /// symlink). Refuses a file this process has open (its buffers would overwrite it).
     pub fn write_file(&self, path: &str, data: &[u8]) -> Result<()> {
+        self.write_file_from(path, data).map(|_| ())
+    }
+
+    /// Like [`Tx::write_file`], streaming the content from `reader` a chunk at a time
+    /// (memory: one chunk). Returns the number of bytes written.
+    pub fn write_file_from(&self, path: &str, mut reader: impl Read) -> Result<u64> {
+        let ino = self.file_for_write(path)?;
+        let cs = self.vault.chunk_size() as usize;
+        let mut buf = vec![0u8; cs];
+        let (mut idx, mut total) = (0u64, 0u64);
+        loop {
+            let mut n = 0;
+            while n < cs {
+                match reader.read(&mut buf[n..]) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(Error::io(format!("reading the content of {path}"), e)),
+                }
+            }
+            if n == 0 {
+                break;
+            }
+            chunks::put(self.conn, ino.0 as i64, idx, &buf[..n])?;
+            idx += 1;
+            total += n as u64;
+            if n < cs {
+                break;
+            }
+        }
+        chunks::truncate(self.conn, ino.0 as i64, idx)?;
+        tree::set_size(self.conn, ino, total, tree::now_ns())?;
+        Ok(total)
+    }
+
+    /// The regular file at `path`, created if missing, that a transaction may rewrite.
+    fn file_for_write(&self, path: &str) -> Result<InodeId> {
         let vp = VaultPath::parse(path)?;
         let (dir, name) = self.vault.parent_of(self.conn, &vp, path).map_err(|e| e.with_path(path))?;
         let ino = match tree::lookup(self.conn, dir, name)? {
@@ -95,14 +134,7 @@ impl<'a> Tx<'a> {
                 what: format!("{path} is open in this process; close it before writing it in a transaction"),
             });
         }
-        let cs = self.vault.chunk_size() as usize;
-        let mut n = 0u64;
-        for (i, chunk) in data.chunks(cs).enumerate() {
-            chunks::put(self.conn, ino.0 as i64, i as u64, chunk)?;
-            n = i as u64 + 1;
-        }
-        chunks::truncate(self.conn, ino.0 as i64, n)?;
-        tree::set_size(self.conn, ino, data.len() as u64, tree::now_ns())
+        Ok(ino)
     }
 
     /// Reads the whole file at `path` as this transaction sees it.

@@ -618,12 +618,18 @@ impl Vault {
     }
 
     /// Reads the whole file at `path` into memory (use `open_file` to stream).
+    /// Errors keep their kind: a damaged page is `Error::Damaged`, not an I/O error.
     pub fn read_file(&self, path: &str) -> Result<Vec<u8>> {
-        use std::io::Read;
-        let mut f = self.open_file(path, &FileOptions::new().read(true))?;
+        let f = self.open_file(path, &FileOptions::new().read(true))?;
         let mut out = Vec::new();
-        f.read_to_end(&mut out).map_err(|e| Error::io(format!("cannot read {path}"), e))?;
-        Ok(out)
+        let mut buf = vec![0u8; self.chunk_size() as usize];
+        loop {
+            let n = f.read_at(out.len() as u64, &mut buf)?;
+            if n == 0 {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
     }
 
     /// Truncates or extends the file at `path`.
@@ -807,6 +813,25 @@ impl Vault {
     #[doc(hidden)]
     pub fn debug_execute_sql(&self, sql: &str) -> Result<()> {
         self.engine().with_writer(|c| Ok(c.execute_batch(sql)?))
+    }
+
+    /// Runs `f` on the writer connection outside any transaction, with every setting
+    /// the engine gives it (raw key, cipher page size and HMAC, WAL, cache size,
+    /// synchronous). Benchmark hook, only with feature `bench`: `sqlvault-bench blocks`
+    /// runs the article's SQL workload on exactly sqlvault's connection settings.
+    #[cfg(feature = "bench")]
+    #[doc(hidden)]
+    pub fn bench_with_writer<T>(&self, f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T>) -> Result<T> {
+        self.engine().with_writer(|c| Ok(f(c)?))
+    }
+
+    /// Opens and closes one more connection to this vault the way the engine does
+    /// (raw key, no key derivation). Benchmark hook, only with feature `bench`:
+    /// `sqlvault-bench open` times it.
+    #[cfg(feature = "bench")]
+    #[doc(hidden)]
+    pub fn bench_connect(&self) -> Result<()> {
+        self.engine().connect_reader_once()
     }
 }
 

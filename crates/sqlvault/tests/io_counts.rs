@@ -154,4 +154,13 @@ fn durable_small_write_costs_one_sync() {
     eprintln!("durable create: {c:?}");
     assert_eq!(c.syncs, 1, "one WAL sync per commit with durability full");
     check("durable create", "WAL frames written", c.wal_write_bytes / FRAME, 10);
+    // Through a handle: the write commits on close; the close's own bookkeeping
+    // (purge check) changes nothing and so syncs nothing.
+    let before = io_counts();
+    let f = fx.vault.open_file("/d/small", &FileOptions::new().write(true)).unwrap();
+    f.write_at(0, b"changed").unwrap();
+    f.close().unwrap();
+    let c = io_counts().since(&before);
+    eprintln!("durable overwrite through a handle: {c:?}");
+    assert_eq!(c.syncs, 1, "one sync for open + write + close");
 }

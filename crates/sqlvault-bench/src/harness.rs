@@ -1,0 +1,475 @@
+//! Shared machinery of the article scenarios (`open`, `stream`, `blocks`, `metadata`,
+//! `peers`): every measured case runs in its own child process (the hidden `case`
+//! subcommand), so its CPU time and peak RSS are its own; the parent collects the
+//! phases each child timed, takes medians over repetitions, ratios against the
+//! baselines of the same run, and renders one Markdown section, one JSON file and
+//! PNG charts per scenario.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Context, Result};
+use crate::report::{self, median, OutputArgs};
+use crate::sys::{self, Machine, Usage};
+
+/// Wall and CPU time of one timed phase inside a child process.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Sample {
+    pub seconds: f64,
+    /// Units of work done: bytes for throughput phases, operations otherwise.
+    pub units: f64,
+    /// User + system CPU seconds of the measuring process during the phase (plus, for
+    /// the `peers` mounts, the file-system server's).
+    pub cpu_s: f64,
+}
+
+/// Starts the clock and the CPU meter of one phase.
+pub struct Meter {
+    u0: Usage,
+    t0: Instant,
+    excluded: Duration,
+}
+
+impl Meter {
+    pub fn start() -> Result<Meter> {
+        Ok(Meter { u0: Usage::now()?, t0: Instant::now(), excluded: Duration::ZERO })
+    }
+
+    /// Subtracts `d` (data generation, checksumming) from the wall time.
+    pub fn exclude(&mut self, d: Duration) {
+        self.excluded += d;
+    }
+
+    pub fn stop(self, units: f64) -> Result<Sample> {
+        let wall = self.t0.elapsed().saturating_sub(self.excluded);
+        let (u, s) = Usage::now()?.cpu_since(&self.u0);
+        Ok(Sample { seconds: wall.as_secs_f64().max(1e-9), units, cpu_s: u + s })
+    }
+}
+
+/// What one child process measured: named phases, its peak RSS, free-form notes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CaseOutput {
+    pub phases: BTreeMap<String, Sample>,
+    pub peak_rss_kib: u64,
+    pub notes: BTreeMap<String, String>,
+}
+
+impl CaseOutput {
+    pub fn add(&mut self, phase: impl Into<String>, s: Sample) {
+        self.phases.insert(phase.into(), s);
+    }
+}
+
+/// Arguments of the hidden `case` subcommand: one case of one scenario, as JSON.
+#[derive(Debug, clap::Args)]
+pub struct CaseArgs {
+    pub scenario: String,
+    pub spec: String,
+}
+
+/// Entry point of the hidden `case` subcommand: runs the case, prints a
+/// [`CaseOutput`] as JSON on stdout.
+pub fn run_case(a: &CaseArgs) -> Result<()> {
+    let mut out = match a.scenario.as_str() {
+        "open" => crate::open::case(&a.spec),
+        "stream" => crate::stream::case(&a.spec),
+        "blocks" => crate::blocks::case(&a.spec),
+        "metadata" => crate::metadata::case(&a.spec),
+        "peers" => crate::peers::case(&a.spec),
+        other => crate::bail!("unknown scenario {other:?}"),
+    }?;
+    out.peak_rss_kib = sys::vm_hwm_kib()?;
+    println!("{}", serde_json::to_string(&out).context("cannot serialize the case result")?);
+    Ok(())
+}
+
+/// Runs one case in a child process (this program, `case SCENARIO SPEC`).
+pub fn spawn_case(scenario: &str, spec: &impl Serialize) -> Result<CaseOutput> {
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
+    let spec = serde_json::to_string(spec).context("cannot serialize a case")?;
+    let out = Command::new(exe)
+        .args(["case", scenario, &spec])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .with_context(|| format!("cannot start the {scenario} case {spec}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        crate::bail!("{scenario} case {spec} failed ({}): {}", out.status, err.trim());
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim()).with_context(|| format!("bad output of the {scenario} case {spec}: {text}"))
+}
+
+/// How a row's value reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Unit {
+    /// Bytes per second, shown as MB/s (10^6); CPU shown as CPU ms per MB.
+    MBps,
+    /// Operations per second; CPU shown as CPU µs per operation.
+    Ops,
+    /// Milliseconds per operation (lower is better); CPU shown as CPU ms per operation.
+    Ms,
+}
+
+impl Unit {
+    pub fn label(self) -> &'static str {
+        match self {
+            Unit::MBps => "MB/s",
+            Unit::Ops => "ops/s",
+            Unit::Ms => "ms",
+        }
+    }
+    fn cpu_label(self) -> &'static str {
+        match self {
+            Unit::MBps => "CPU ms/MB",
+            Unit::Ops => "CPU µs/op",
+            Unit::Ms => "CPU ms/op",
+        }
+    }
+    fn value(self, s: &Sample) -> f64 {
+        match self {
+            Unit::MBps => s.units / s.seconds / 1e6,
+            Unit::Ops => s.units / s.seconds,
+            Unit::Ms => s.seconds * 1e3 / s.units,
+        }
+    }
+    fn cpu(self, s: &Sample) -> f64 {
+        match self {
+            Unit::MBps => s.cpu_s * 1e3 / (s.units / 1e6),
+            Unit::Ops => s.cpu_s * 1e6 / s.units,
+            Unit::Ms => s.cpu_s * 1e3 / s.units,
+        }
+    }
+}
+
+/// One line of a scenario's table: the median of one phase of one system.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    /// What was measured (the chart's x axis), e.g. `256 MiB, 4 KiB writes: write`.
+    pub group: String,
+    /// Who did it (the chart's series), e.g. `sqlvault API`.
+    pub system: String,
+    pub unit: Unit,
+    pub value: f64,
+    pub min: f64,
+    pub max: f64,
+    pub reps: usize,
+    pub cpu: f64,
+    pub peak_rss_mib: f64,
+    /// The baseline this row is compared with, and value / baseline value.
+    pub vs: Option<(String, f64)>,
+}
+
+/// Collects samples per (group, system) and turns them into rows.
+#[derive(Default)]
+pub struct Collector {
+    order: Vec<(String, String, Unit)>,
+    samples: BTreeMap<(String, String), (Vec<Sample>, u64)>,
+}
+
+impl Collector {
+    pub fn push(&mut self, group: &str, system: &str, unit: Unit, s: &Sample, peak_rss_kib: u64) {
+        let key = (group.to_string(), system.to_string());
+        let e = self.samples.entry(key).or_insert_with(|| {
+            self.order.push((group.to_string(), system.to_string(), unit));
+            (Vec::new(), 0)
+        });
+        e.0.push(s.clone());
+        e.1 = e.1.max(peak_rss_kib);
+    }
+
+    /// Rows in first-seen order; `baseline(group, system)` names the system each row
+    /// is compared with (in the same group).
+    pub fn rows(&self, baseline: impl Fn(&str, &str) -> Option<String>) -> Vec<Row> {
+        let mut rows: Vec<Row> = self
+            .order
+            .iter()
+            .map(|(g, sys, unit)| {
+                let (v, rss) = &self.samples[&(g.clone(), sys.clone())];
+                let values: Vec<f64> = v.iter().map(|s| unit.value(s)).collect();
+                let cpus: Vec<f64> = v.iter().map(|s| unit.cpu(s)).collect();
+                Row {
+                    group: g.clone(),
+                    system: sys.clone(),
+                    unit: *unit,
+                    value: median(&values),
+                    min: report::min(&values),
+                    max: report::max(&values),
+                    reps: v.len(),
+                    cpu: median(&cpus),
+                    peak_rss_mib: *rss as f64 / 1024.0,
+                    vs: None,
+                }
+            })
+            .collect();
+        let snapshot = rows.clone();
+        for r in &mut rows {
+            if let Some(b) = baseline(&r.group, &r.system) {
+                if let Some(base) = snapshot.iter().find(|x| x.group == r.group && x.system == b) {
+                    r.vs = Some((b, r.value / base.value));
+                }
+            }
+        }
+        rows
+    }
+}
+
+/// Finds a row's value.
+pub fn value(rows: &[Row], group: &str, system: &str) -> f64 {
+    rows.iter().find(|r| r.group == group && r.system == system).map(|r| r.value).unwrap_or(f64::NAN)
+}
+
+/// One target of the issue, with what this run measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Target {
+    pub scenario: String,
+    pub target: String,
+    pub measured: String,
+    /// `None` when the run could not measure it (quick mode, a missing peer).
+    pub met: Option<bool>,
+}
+
+impl Target {
+    pub fn new(scenario: &str, target: &str, measured: String, met: Option<bool>) -> Target {
+        Target { scenario: scenario.into(), target: target.into(), measured, met }
+    }
+    pub fn verdict(&self) -> &'static str {
+        match self.met {
+            Some(true) => "met",
+            Some(false) => "**missed**",
+            None => "not measured",
+        }
+    }
+}
+
+/// A chart to draw from a scenario's rows.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChartSpec {
+    /// File name stem (`open`, `stream-write`), under `<docs dir>/bench/`.
+    pub name: String,
+    pub title: String,
+    /// Groups to draw, in order (a subset of the rows' groups).
+    pub groups: Vec<String>,
+    pub log_scale: bool,
+}
+
+/// Everything one scenario produced.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScenarioReport {
+    pub scenario: String,
+    pub heading: String,
+    pub command: String,
+    pub quick: bool,
+    pub machine: Machine,
+    pub filesystem: Option<sys::FsInfo>,
+    pub directory: String,
+    pub total_seconds: f64,
+    pub loadavg_at_end: String,
+    /// The method, as Markdown paragraphs.
+    pub method: String,
+    pub rows: Vec<Row>,
+    pub targets: Vec<Target>,
+    pub charts: Vec<ChartSpec>,
+    /// Findings and notes, as Markdown bullet items (without the bullet).
+    pub notes: Vec<String>,
+}
+
+/// Common settings of a scenario run.
+pub struct Run {
+    pub scenario: &'static str,
+    pub quick: bool,
+    pub dir: PathBuf,
+    pub started: Instant,
+    pub machine: Machine,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+impl Run {
+    /// Creates the scratch directory (`--dir`, else `<results-dir>/tmp/<scenario>`),
+    /// removed again when the run ends.
+    pub fn new(scenario: &'static str, quick: bool, dir: Option<&Path>, out: &OutputArgs) -> Result<Run> {
+        let base = match dir {
+            Some(d) => d.to_path_buf(),
+            None => out.results_dir.join("tmp"),
+        };
+        std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!("{scenario}-"))
+            .tempdir_in(&base)
+            .with_context(|| format!("cannot create a scratch directory in {}", base.display()))?;
+        Ok(Run {
+            scenario,
+            quick,
+            dir: tmp.path().to_path_buf(),
+            started: Instant::now(),
+            machine: Machine::describe(),
+            _tmp: Some(tmp),
+        })
+    }
+
+    pub fn report(&self, heading: &str, method: String, rows: Vec<Row>, targets: Vec<Target>, charts: Vec<ChartSpec>, notes: Vec<String>) -> ScenarioReport {
+        ScenarioReport {
+            scenario: self.scenario.into(),
+            heading: heading.into(),
+            command: sys::command_line(),
+            quick: self.quick,
+            machine: self.machine.clone(),
+            filesystem: sys::fs_info(&self.dir).ok(),
+            directory: self.dir.display().to_string(),
+            total_seconds: self.started.elapsed().as_secs_f64(),
+            loadavg_at_end: sys::loadavg(),
+            method,
+            rows,
+            targets,
+            charts,
+            notes,
+        }
+    }
+}
+
+/// A progress bar over `n` steps on stderr (hidden when stderr is not a terminal; a
+/// line is then printed per scenario instead).
+pub fn progress(scenario: &str, n: u64) -> ProgressBar {
+    let pb = ProgressBar::new(n);
+    let style = ProgressStyle::with_template("{prefix:>9} [{elapsed_precise}] {bar:30} {pos}/{len} {wide_msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    pb.set_style(style);
+    pb.set_prefix(scenario.to_string());
+    if pb.is_hidden() {
+        eprintln!("sqlvault-bench: {scenario}: {n} runs");
+    }
+    pb
+}
+
+fn fmt_value(unit: Unit, v: f64) -> String {
+    match unit {
+        Unit::Ms => {
+            if v.is_nan() {
+                "–".into()
+            } else if v >= 100.0 {
+                format!("{v:.0}")
+            } else if v >= 1.0 {
+                format!("{v:.2}")
+            } else {
+                format!("{v:.3}")
+            }
+        }
+        Unit::Ops => {
+            if v >= 1e6 {
+                format!("{:.2}M", v / 1e6)
+            } else if v >= 1e4 {
+                format!("{:.0}k", v / 1e3)
+            } else if v >= 1e3 {
+                format!("{:.1}k", v / 1e3)
+            } else {
+                report::rate(v)
+            }
+        }
+        Unit::MBps => report::rate(v),
+    }
+}
+
+fn fmt_cpu(v: f64) -> String {
+    if v.is_nan() {
+        "–".into()
+    } else if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// The scenario's Markdown section (without its heading).
+pub fn markdown(r: &ScenarioReport, chart_dir_rel: &str) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("Command: `{}` (release build){}.\n\n", r.command, if r.quick { ", **quick mode**: small sizes, one repetition; figures are indicative only" } else { "" }));
+    s.push_str(&r.machine.markdown());
+    if let Some(fs) = &r.filesystem {
+        s.push_str(&format!(" Disk: {} on {} (mounted at {}).", fs.fs_type, fs.device, fs.mount_point));
+    }
+    s.push_str(&format!(
+        " Run time {:.0} s; load average at the end {}.\n\n",
+        r.total_seconds,
+        r.loadavg_at_end.split(' ').take(3).collect::<Vec<_>>().join(" ")
+    ));
+    s.push_str(r.method.trim_end());
+    s.push_str("\n\n");
+    // One table per unit, so columns read the same.
+    for unit in [Unit::Ms, Unit::MBps, Unit::Ops] {
+        let rows: Vec<&Row> = r.rows.iter().filter(|x| x.unit == unit).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        s.push_str(&format!(
+            "| measured | system | {} (median) | min–max | ×baseline | {} | peak RSS MiB |\n|---|---|--:|--:|--:|--:|--:|\n",
+            unit.label(),
+            unit.cpu_label()
+        ));
+        for x in rows {
+            let vs = match &x.vs {
+                Some((b, v)) => format!("{} of {b}", report::ratio(*v)),
+                None => "–".into(),
+            };
+            let range = if x.reps > 1 { format!("{}–{}", fmt_value(unit, x.min), fmt_value(unit, x.max)) } else { "–".into() };
+            s.push_str(&format!(
+                "| {} | {} | {} | {range} | {vs} | {} | {:.0} |\n",
+                x.group,
+                x.system,
+                fmt_value(unit, x.value),
+                fmt_cpu(x.cpu),
+                x.peak_rss_mib
+            ));
+        }
+        s.push('\n');
+    }
+    for c in &r.charts {
+        s.push_str(&format!("![{}]({chart_dir_rel}/{}.png)\n\n", c.title, c.name));
+    }
+    if !r.targets.is_empty() {
+        s.push_str("| target | measured | verdict |\n|---|---|---|\n");
+        for t in &r.targets {
+            s.push_str(&format!("| {} | {} | {} |\n", t.target, t.measured, t.verdict()));
+        }
+        s.push('\n');
+    }
+    for n in &r.notes {
+        s.push_str(&format!("* {n}\n"));
+    }
+    s
+}
+
+/// Writes the JSON, the charts and the Markdown section of one scenario.
+pub fn publish(out: &OutputArgs, r: &ScenarioReport) -> Result<()> {
+    let json = out.results_dir.join(format!("{}{}.json", r.scenario, if r.quick { "-quick" } else { "" }));
+    let docs_dir = out.docs.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let chart_dir = if out.no_docs { out.results_dir.join("bench") } else { docs_dir.join("bench") };
+    for c in &r.charts {
+        let path = chart_dir.join(format!("{}.png", c.name));
+        crate::chart::grouped_bars(&path, c, &r.rows).with_context(|| format!("cannot draw {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    let md = markdown(r, "bench");
+    report::publish(out, &json, r, &r.heading, &md, None)
+}
+
+/// Sets up the scratch file of a case: removes `path` and its `-wal`, `-shm` and
+/// `-journal` companions.
+pub fn remove_db(path: &Path) {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}
+
+/// Parses a case spec.
+pub fn parse_spec<T: for<'de> Deserialize<'de>>(spec: &str) -> Result<T> {
+    serde_json::from_str(spec).with_context(|| format!("bad case spec {spec}"))
+}

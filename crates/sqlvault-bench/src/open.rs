@@ -1,0 +1,304 @@
+//! `open` (article 000): the cost of opening a database and doing a first write, of a
+//! subsequent write on the open connection, and of a second connection in the same
+//! process, for plain SQLite, SQLCipher keyed with a passphrase per connection (the
+//! article's naive path: PBKDF2 on every open), SQLCipher keyed with a raw key, and
+//! sqlvault (one key derivation per `Vault::open`, raw key, long-lived connections).
+//! The journal modes DELETE, TRUNCATE, PERSIST and WAL are compared for the SQLite and
+//! SQLCipher paths; sqlvault always runs in WAL.
+//!
+//! Each repetition of each case is a fresh process, so "first" means first in the
+//! process, as for an application starting up.
+
+use std::path::PathBuf;
+
+use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
+use sqlvault::{CreateOptions, EngineConfig, KdfParams, Secret, Vault};
+
+use crate::error::{Context, Result};
+use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Target, Unit};
+use crate::report::{self, OutputArgs};
+
+const HEADING: &str = "## open (article 000)";
+const JOURNALS: [&str; 4] = ["DELETE", "TRUNCATE", "PERSIST", "WAL"];
+const PASSPHRASE: &str = "sqlvault-bench open scenario";
+const SUBSEQUENT: u32 = 20;
+
+/// Arguments of `sqlvault-bench open`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OpenArgs {
+    /// Repetitions of every case (each a fresh process; the median is reported).
+    #[arg(long, default_value_t = 5)]
+    pub reps: u32,
+    /// One repetition, well under a minute.
+    #[arg(long)]
+    pub quick: bool,
+    /// Scratch directory, on the disk to measure [default: <results-dir>/tmp].
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+enum System {
+    Sqlite,
+    CipherPassphrase,
+    CipherRawKey,
+    VaultKeyFile,
+    VaultPassphrase,
+}
+
+impl System {
+    fn label(self) -> &'static str {
+        match self {
+            System::Sqlite => "SQLite (no key)",
+            System::CipherPassphrase => "SQLCipher passphrase per connection (PBKDF2)",
+            System::CipherRawKey => "SQLCipher raw key",
+            System::VaultKeyFile => "sqlvault, key file",
+            System::VaultPassphrase => "sqlvault, passphrase (Argon2id default)",
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Spec {
+    system: System,
+    journal: String,
+    path: PathBuf,
+    key_file: Option<PathBuf>,
+    /// Measure only the open (in its own fresh process), not the writes.
+    only_open: bool,
+}
+
+/// A raw key for the SQLCipher raw-key baseline (a fixed test value).
+const RAW_KEY: &str = "x'2DD29CA851E7B56E4697B0E1F08507293D761A05CE4D1B628663F411A8086D99'";
+
+fn open_sqlite(spec: &Spec) -> Result<Connection> {
+    let conn = Connection::open(&spec.path).with_context(|| format!("cannot open {}", spec.path.display()))?;
+    match spec.system {
+        System::CipherPassphrase => conn.pragma_update(None, "key", PASSPHRASE)?,
+        System::CipherRawKey => conn.execute_batch(&format!("PRAGMA key = \"{RAW_KEY}\";"))?,
+        _ => {}
+    }
+    conn.query_row(&format!("PRAGMA journal_mode={}", spec.journal), [], |_| Ok(()))?;
+    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get::<_, i64>(0))?;
+    Ok(conn)
+}
+
+fn insert(conn: &Connection) -> Result<()> {
+    conn.execute("INSERT INTO blog (url) VALUES ('http://some.blog.com/post')", [])?;
+    Ok(())
+}
+
+/// One repetition in a child process.
+pub fn case(spec: &str) -> Result<CaseOutput> {
+    let spec: Spec = harness::parse_spec(spec)?;
+    let mut out = CaseOutput::default();
+    match spec.system {
+        System::Sqlite | System::CipherPassphrase | System::CipherRawKey => {
+            if spec.only_open {
+                let m = Meter::start()?;
+                let conn = open_sqlite(&spec)?;
+                out.add("open", m.stop(1.0)?);
+                drop(conn);
+                return Ok(out);
+            }
+            let m = Meter::start()?;
+            let conn = open_sqlite(&spec)?;
+            insert(&conn)?;
+            out.add("open_first_write", m.stop(1.0)?);
+            let m = Meter::start()?;
+            for _ in 0..SUBSEQUENT {
+                insert(&conn)?;
+            }
+            out.add("subsequent", m.stop(SUBSEQUENT as f64)?);
+            let m = Meter::start()?;
+            let second = open_sqlite(&spec)?;
+            out.add("second", m.stop(1.0)?);
+            drop(second);
+        }
+        System::VaultKeyFile | System::VaultPassphrase => {
+            let pid = std::process::id();
+            let secret = |s: &Spec| -> Result<Secret> {
+                match &s.key_file {
+                    Some(k) if s.system == System::VaultKeyFile => Ok(Secret::from_key_file(k)?),
+                    _ => Ok(Secret::passphrase(PASSPHRASE)),
+                }
+            };
+            if spec.only_open {
+                let m = Meter::start()?;
+                let vault = Vault::open(&spec.path, &secret(&spec)?, EngineConfig::default())
+                    .with_context(|| format!("cannot open {}", spec.path.display()))?;
+                out.add("open", m.stop(1.0)?);
+                drop(vault);
+                return Ok(out);
+            }
+            let m = Meter::start()?;
+            let vault = Vault::open(&spec.path, &secret(&spec)?, EngineConfig::default())
+                .with_context(|| format!("cannot open {}", spec.path.display()))?;
+            vault.write_file(&format!("/o-{pid}-0"), b"http://some.blog.com/post")?;
+            out.add("open_first_write", m.stop(1.0)?);
+            let m = Meter::start()?;
+            for i in 1..=SUBSEQUENT {
+                vault.write_file(&format!("/o-{pid}-{i}"), b"http://some.blog.com/post")?;
+            }
+            out.add("subsequent", m.stop(SUBSEQUENT as f64)?);
+            let m = Meter::start()?;
+            vault.bench_connect()?;
+            out.add("second", m.stop(1.0)?);
+            vault.close()?;
+        }
+    }
+    Ok(out)
+}
+
+const PHASES: [(&str, &str); 4] = [
+    ("open", "open"),
+    ("open_first_write", "open + first write"),
+    ("subsequent", "subsequent write"),
+    ("second", "second connection"),
+];
+
+fn group(phase: &str, journal: &str) -> String {
+    format!("{phase} ({journal})")
+}
+
+/// Entry point of `sqlvault-bench open`.
+pub fn open(a: &OpenArgs) -> Result<harness::ScenarioReport> {
+    let run = Run::new("open", a.quick, a.dir.as_deref(), &a.out)?;
+    let reps = if a.quick { 1 } else { a.reps.max(1) };
+    let dir = run.dir.clone();
+    // Setup (not timed): one database per system and journal mode, one vault.
+    let mut cases: Vec<Spec> = Vec::new();
+    for j in JOURNALS {
+        for system in [System::Sqlite, System::CipherPassphrase, System::CipherRawKey] {
+            let path = dir.join(format!("{system:?}-{j}.db"));
+            let spec = Spec { system, journal: j.into(), path, key_file: None, only_open: false };
+            let conn = open_sqlite(&spec)?;
+            conn.execute_batch("CREATE TABLE blog (id INTEGER PRIMARY KEY, url TEXT NOT NULL);")?;
+            cases.push(Spec { only_open: true, path: spec.path.clone(), journal: spec.journal.clone(), key_file: None, system });
+            cases.push(spec);
+        }
+    }
+    let vault_path = dir.join("open.vault");
+    let key_file = dir.join("open.key");
+    sqlvault::generate_key_file(&key_file)?;
+    {
+        let key = Secret::from_key_file(&key_file)?;
+        let opts = CreateOptions { kdf: KdfParams::default(), ..CreateOptions::default() };
+        let v = Vault::create(&vault_path, &key, &opts)?;
+        v.close()?;
+        Vault::add_secret(&vault_path, &key, &Secret::passphrase(PASSPHRASE), KdfParams::default())?;
+    }
+    for system in [System::VaultKeyFile, System::VaultPassphrase] {
+        for only_open in [true, false] {
+            cases.push(Spec { system, journal: "WAL".into(), path: vault_path.clone(), key_file: Some(key_file.clone()), only_open });
+        }
+    }
+
+    let pb = harness::progress("open", (cases.len() as u64) * reps as u64);
+    let mut col = Collector::default();
+    for _ in 0..reps {
+        for c in &cases {
+            pb.set_message(format!("{} {}", c.system.label(), c.journal));
+            let out = harness::spawn_case("open", c)?;
+            for (phase, name) in PHASES {
+                if let Some(s) = out.phases.get(phase) {
+                    col.push(&group(name, &c.journal), c.system.label(), Unit::Ms, s, out.peak_rss_kib);
+                }
+            }
+            pb.inc(1);
+        }
+    }
+    pb.finish_and_clear();
+    let sqlite = System::Sqlite.label().to_string();
+    let rows = col.rows(|_, sys| (sys != sqlite).then(|| sqlite.clone()));
+
+    let v = |phase: &str, j: &str, s: System| harness::value(&rows, &group(phase, j), s.label());
+    let second = v("second connection", "WAL", System::VaultKeyFile);
+    let pbkdf2 = v("second connection", "WAL", System::CipherPassphrase);
+    let raw = v("second connection", "WAL", System::CipherRawKey);
+    let first = v("open + first write", "WAL", System::VaultKeyFile);
+    let plain_open = v("open", "WAL", System::Sqlite);
+    let plain_first = v("open + first write", "WAL", System::Sqlite);
+    let targets = vec![
+        Target::new(
+            "open",
+            "a second connection in a process costs no key derivation",
+            format!(
+                "sqlvault second connection {} ms (SQLCipher raw key {} ms; with a passphrase, PBKDF2, {} ms): {} of the PBKDF2 connection",
+                fmt_ms(second),
+                fmt_ms(raw),
+                fmt_ms(pbkdf2),
+                report::ratio(second / pbkdf2)
+            ),
+            (!a.quick).then_some(second < pbkdf2 / 10.0 && second < raw * 3.0),
+        ),
+        Target::new(
+            "open",
+            "open + first write with a key file <= 5x the plain-SQLite open (WAL)",
+            format!(
+                "{} ms vs plain-SQLite open + first write {} ms: {}; vs plain-SQLite open alone {} ms: {}",
+                fmt_ms(first),
+                fmt_ms(plain_first),
+                report::ratio(first / plain_first),
+                fmt_ms(plain_open),
+                report::ratio(first / plain_open)
+            ),
+            (!a.quick).then_some(first <= 5.0 * plain_first),
+        ),
+    ];
+    let charts = vec![
+        ChartSpec {
+            name: "open-first-write".into(),
+            title: "open + first write, per journal mode".into(),
+            groups: JOURNALS.iter().map(|j| group("open + first write", j)).collect(),
+            log_scale: true,
+        },
+        ChartSpec {
+            name: "open-subsequent-write".into(),
+            title: "subsequent write on an open connection".into(),
+            groups: JOURNALS.iter().map(|j| group("subsequent write", j)).collect(),
+            log_scale: true,
+        },
+    ];
+    let method = format!(
+        "Method: every repetition of every case is a fresh process (so \"first\" is first in the process). \
+         *open*: open the connection, key it, set the journal mode, read the schema (for sqlvault: \
+         `Vault::open`), alone in its process. *open + first write*: the same open plus one `INSERT` of a \
+         small row in autocommit (for sqlvault: `Vault::open` + `write_file` of 25 bytes, one \
+         transaction), in another process. *subsequent write*: the mean of {SUBSEQUENT} \
+         more such writes on the open connection / vault. *second connection*: one more connection in the \
+         same process (for sqlvault, the engine opening one more reader with the raw key it already \
+         holds). SQLite and SQLCipher run with their default settings (`synchronous=FULL`, so DELETE, \
+         TRUNCATE and PERSIST sync twice per commit and WAL once); sqlvault runs with its defaults (WAL, \
+         `synchronous=NORMAL`). The SQLCipher passphrase path derives its key with SQLCipher 4's default \
+         PBKDF2-HMAC-SHA512, 256,000 iterations, on every connection; sqlvault's passphrase path runs \
+         Argon2id (its default parameters) once per `Vault::open`, its key-file path no KDF. \"SQLite (no \
+         key)\" is the same bundled SQLCipher library without a key, i.e. plain SQLite. {reps} repetition(s); \
+         times in milliseconds (lower is better), ×baseline is the ratio of medians to SQLite's in the same \
+         row group (above 1 = slower)."
+    );
+    let notes = vec![format!(
+        "Key derivation dominates the naive path: the PBKDF2 connection takes {} ms against {} ms with a raw \
+         key, on every connection the application opens.",
+        fmt_ms(pbkdf2),
+        fmt_ms(raw)
+    )];
+    Ok(run.report(HEADING, method, rows, targets, charts, notes))
+}
+
+fn fmt_ms(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+pub fn run(a: &OpenArgs) -> Result<Vec<Target>> {
+    let r = open(a)?;
+    harness::publish(&a.out, &r)?;
+    Ok(r.targets)
+}

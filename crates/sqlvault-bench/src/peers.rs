@@ -1,0 +1,658 @@
+//! `peers`: sequential write and read of one large file (256 MiB) and of a tree of
+//! 10,000 small files (4-64 KiB) through (a) a plain directory on the same disk, (b) a
+//! gocryptfs mount, (c) a cryfs mount, (d) a sqlvault FUSE mount and (e) the sqlvault
+//! library API. The same driver (this program's `case` subcommand, one process per
+//! phase) does the I/O for all; the page cache is dropped between write and read.
+//!
+//! The suite creates and mounts the encrypted file systems itself, with the passphrase
+//! in a mode-0600 file (`gocryptfs -passfile`; cryfs reads it from its stdin with
+//! `CRYFS_FRONTEND=noninteractive`), and serves the sqlvault mount from a child
+//! process of its own (`serve-mount`, hidden), keyed by a key file. The CPU time of
+//! each mount's server process during a phase is added to the driver's.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use sqlvault::{CreateOptions, EngineConfig, FileOptions, Secret, Vault};
+
+use crate::data::{Checksum, Stream};
+use crate::error::{Context, Result};
+use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Sample, Target, Unit};
+use crate::report::{self, OutputArgs};
+use crate::sys;
+
+const HEADING: &str = "## peers";
+const MIB: usize = 1 << 20;
+const FILES_PER_DIR: u64 = 100;
+
+/// Arguments of `sqlvault-bench peers`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PeersArgs {
+    /// Size of the large file, MiB.
+    #[arg(long, default_value_t = 256)]
+    pub large_mib: u64,
+    /// Number of small files (4-64 KiB each).
+    #[arg(long, default_value_t = 10_000)]
+    pub files: u64,
+    /// Repetitions (the median is reported).
+    #[arg(long, default_value_t = 2)]
+    pub reps: u32,
+    /// 32 MiB, 500 files, one repetition, no cryfs (its key derivation alone takes
+    /// about 30 s here).
+    #[arg(long)]
+    pub quick: bool,
+    /// Scratch directory, on the disk to measure (not tmpfs) [default: <results-dir>/tmp].
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+enum System {
+    Plain,
+    Gocryptfs,
+    Cryfs,
+    VaultFuse,
+    VaultLib,
+}
+
+impl System {
+    fn label(self) -> &'static str {
+        match self {
+            System::Plain => "plain directory",
+            System::Gocryptfs => "gocryptfs",
+            System::Cryfs => "cryfs",
+            System::VaultFuse => "sqlvault FUSE",
+            System::VaultLib => "sqlvault library",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+enum Workload {
+    Large,
+    Tree,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+enum Where {
+    /// A directory (plain, or a mount point).
+    Dir(PathBuf),
+    /// A vault through the library, keyed by a key file.
+    Vault { path: PathBuf, key_file: PathBuf },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Spec {
+    target: Where,
+    workload: Workload,
+    write: bool,
+    /// Sub-directory (per repetition) the workload writes into.
+    sub: String,
+    large_mib: u64,
+    files: u64,
+    seed: u64,
+}
+
+/// Size of small file `i`: 4..=64 KiB, a multiple of 8 bytes.
+fn small_size(seed: u64, i: u64) -> usize {
+    let mut s = Stream::new(seed ^ i.wrapping_mul(0x9E37_79B9));
+    let mut b = [0u8; 8];
+    s.fill(&mut b);
+    let r = u64::from_le_bytes(b) % ((60 << 10) / 8 + 1);
+    (4 << 10) + r as usize * 8
+}
+
+fn small_path(sub: &str, i: u64) -> (String, String) {
+    let d = format!("{sub}/d{:03}", i / FILES_PER_DIR);
+    (d.clone(), format!("{d}/f{i:05}.bin"))
+}
+
+/// The driver: one phase of one workload on one target, in a child process.
+pub fn case(spec: &str) -> Result<CaseOutput> {
+    let spec: Spec = harness::parse_spec(spec)?;
+    let mut out = CaseOutput::default();
+    let mut sum = Checksum::new();
+    let mut buf = vec![0u8; MIB];
+    let vault = match &spec.target {
+        Where::Vault { path, key_file } => Some(Vault::open(path, &Secret::from_key_file(key_file)?, EngineConfig::default())?),
+        Where::Dir(_) => None,
+    };
+    let dir = match &spec.target {
+        Where::Dir(d) => d.clone(),
+        Where::Vault { .. } => PathBuf::from("/"),
+    };
+    let mut m = Meter::start()?;
+    let bytes: u64;
+    match (spec.workload, spec.write) {
+        (Workload::Large, true) => {
+            let mut gen = Stream::new(spec.seed);
+            let mut w = Writer::create(&vault, &dir, &spec.sub, &format!("{}/large.bin", spec.sub))?;
+            for _ in 0..spec.large_mib {
+                let t = Instant::now();
+                gen.fill(&mut buf);
+                sum.update(&buf);
+                m.exclude(t.elapsed());
+                w.write_all(&buf)?;
+            }
+            w.finish()?;
+            bytes = sum.bytes();
+        }
+        (Workload::Large, false) => {
+            let mut r = Reader::open(&vault, &dir, &format!("{}/large.bin", spec.sub))?;
+            loop {
+                let n = read_full(&mut r, &mut buf)?;
+                let t = Instant::now();
+                sum.update(&buf[..n]);
+                m.exclude(t.elapsed());
+                if n < buf.len() {
+                    break;
+                }
+            }
+            bytes = sum.bytes();
+        }
+        (Workload::Tree, true) => {
+            let mut gen = Stream::new(spec.seed);
+            for i in 0..spec.files {
+                let (d, f) = small_path(&spec.sub, i);
+                let n = small_size(spec.seed, i);
+                let t = Instant::now();
+                gen.fill(&mut buf[..n]);
+                sum.update(&buf[..n]);
+                m.exclude(t.elapsed());
+                let mut w = Writer::create(&vault, &dir, &d, &f)?;
+                w.write_all(&buf[..n])?;
+                w.close()?;
+            }
+            sync_target(&vault)?;
+            bytes = sum.bytes();
+        }
+        (Workload::Tree, false) => {
+            for i in 0..spec.files {
+                let (_, f) = small_path(&spec.sub, i);
+                let mut r = Reader::open(&vault, &dir, &f)?;
+                let n = read_full(&mut r, &mut buf)?;
+                let t = Instant::now();
+                sum.update(&buf[..n]);
+                m.exclude(t.elapsed());
+            }
+            bytes = sum.bytes();
+        }
+    }
+    let units = bytes as f64;
+    out.add("phase", m.stop(units)?);
+    out.notes.insert("checksum".into(), sum.hex());
+    if let Some(v) = vault {
+        v.close()?;
+    }
+    Ok(out)
+}
+
+/// Makes everything written durable: `sync(2)` for file systems (it also flushes
+/// FUSE mounts' dirty pages and the stores behind them), plus `Vault::sync`.
+fn sync_target(vault: &Option<Vault>) -> Result<()> {
+    if let Some(v) = vault {
+        v.sync()?;
+    }
+    // SAFETY: sync() takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    Ok(())
+}
+
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e).context("read failed"),
+        }
+    }
+    Ok(got)
+}
+
+/// A file being written, through the file system or the library.
+enum Writer {
+    Fs(std::fs::File),
+    Vault(sqlvault::FileHandle),
+}
+
+impl Writer {
+    fn create(vault: &Option<Vault>, dir: &Path, parent: &str, path: &str) -> Result<Writer> {
+        match vault {
+            Some(v) => {
+                let p = format!("/{parent}");
+                if !v.exists(&p)? {
+                    v.create_dir_all(&p)?;
+                }
+                Ok(Writer::Vault(v.create_file(&format!("/{path}"))?))
+            }
+            None => {
+                let d = dir.join(parent);
+                std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
+                let p = dir.join(path);
+                Ok(Writer::Fs(std::fs::File::create(&p).with_context(|| format!("cannot create {}", p.display()))?))
+            }
+        }
+    }
+    fn write_all(&mut self, b: &[u8]) -> Result<()> {
+        match self {
+            Writer::Fs(f) => f.write_all(b).context("write failed"),
+            Writer::Vault(f) => f.write_all(b).context("write failed"),
+        }
+    }
+    /// Closes (for the library: commits) without forcing the data to disk.
+    fn close(self) -> Result<()> {
+        match self {
+            Writer::Fs(f) => drop(f),
+            Writer::Vault(f) => f.close()?,
+        }
+        Ok(())
+    }
+    /// Makes the file durable (`fsync`, or commit and `Vault::sync`) and closes it.
+    fn finish(self) -> Result<()> {
+        match self {
+            Writer::Fs(f) => f.sync_all().context("fsync failed")?,
+            Writer::Vault(f) => {
+                f.sync_all()?;
+                f.close()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+enum Reader {
+    Fs(std::fs::File),
+    Vault(sqlvault::FileHandle),
+}
+
+impl Reader {
+    fn open(vault: &Option<Vault>, dir: &Path, path: &str) -> Result<Reader> {
+        match vault {
+            Some(v) => Ok(Reader::Vault(v.open_file(&format!("/{path}"), &FileOptions::new().read(true))?)),
+            None => {
+                let p = dir.join(path);
+                Ok(Reader::Fs(std::fs::File::open(&p).with_context(|| format!("cannot open {}", p.display()))?))
+            }
+        }
+    }
+}
+
+impl Read for Reader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Reader::Fs(f) => f.read(buf),
+            Reader::Vault(f) => f.read(buf),
+        }
+    }
+}
+
+// ----- mounts (parent process) -----
+
+/// Arguments of the hidden `serve-mount` subcommand.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeMountArgs {
+    #[arg(long)]
+    pub vault: PathBuf,
+    #[arg(long)]
+    pub key_file: PathBuf,
+    #[arg(long)]
+    pub mountpoint: PathBuf,
+}
+
+/// Serves a sqlvault FUSE mount: prints `ready` once mounted, unmounts (committing
+/// every open file and checkpointing) when its standard input closes.
+pub fn serve_mount(a: &ServeMountArgs) -> Result<()> {
+    let vault = Vault::open(&a.vault, &Secret::from_key_file(&a.key_file)?, EngineConfig::default())?;
+    let mounted = sqlvault_fuse::mount(vault, &a.mountpoint, &sqlvault_fuse::MountOptions::default())?;
+    println!("ready");
+    std::io::stdout().flush().context("cannot write to stdout")?;
+    let mut rest = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut rest);
+    mounted.unmount()?;
+    Ok(())
+}
+
+/// A mounted file system served by a child process; unmounted on drop.
+struct Mount {
+    system: System,
+    mountpoint: PathBuf,
+    child: Child,
+}
+
+impl Mount {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn unmount(&mut self) {
+        if self.system == System::VaultFuse {
+            drop(self.child.stdin.take());
+        } else {
+            let _ = Command::new("fusermount3").arg("-u").arg(&self.mountpoint).stderr(Stdio::null()).status();
+            if is_mounted(&self.mountpoint) {
+                let _ = Command::new("umount").arg(&self.mountpoint).stderr(Stdio::null()).status();
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if is_mounted(&self.mountpoint) {
+            let _ = Command::new("umount").arg("-l").arg(&self.mountpoint).status();
+        }
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        self.unmount();
+    }
+}
+
+fn is_mounted(p: &Path) -> bool {
+    let Ok(p) = p.canonicalize() else { return false };
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else { return false };
+    let want = p.to_string_lossy().replace(' ', "\\040");
+    info.lines().any(|l| l.split(' ').nth(4) == Some(want.as_str()))
+}
+
+fn wait_mounted(mnt: &Path, child: &mut Child, what: &str, limit: Duration) -> Result<()> {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if is_mounted(mnt) {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            if let Some(e) = child.stderr.as_mut() {
+                let _ = e.read_to_string(&mut err);
+            }
+            crate::bail!("{what} exited ({status}) before mounting: {}", err.trim());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    crate::bail!("{what} did not mount {} within {:?}", mnt.display(), limit)
+}
+
+fn mount(system: System, root: &Path, pass_file: &Path, key_file: &Path, exe: &Path) -> Result<Mount> {
+    let mnt = root.join(format!("{system:?}.mnt"));
+    std::fs::create_dir_all(&mnt).with_context(|| format!("cannot create {}", mnt.display()))?;
+    let store = root.join(format!("{system:?}.store"));
+    let mut child = match system {
+        System::Gocryptfs => {
+            std::fs::create_dir_all(&store)?;
+            let st = Command::new("gocryptfs")
+                .args(["-init", "-q", "-passfile"])
+                .arg(pass_file)
+                .arg(&store)
+                .stdout(Stdio::null())
+                .status()
+                .context("cannot run gocryptfs (Debian package gocryptfs)")?;
+            if !st.success() {
+                crate::bail!("gocryptfs -init failed ({st})");
+            }
+            Command::new("gocryptfs")
+                .args(["-f", "-q", "-passfile"])
+                .arg(pass_file)
+                .arg(&store)
+                .arg(&mnt)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .context("cannot run gocryptfs")?
+        }
+        System::Cryfs => {
+            std::fs::create_dir_all(&store)?;
+            let mut c = Command::new("cryfs")
+                .arg("-f")
+                .arg(&store)
+                .arg(&mnt)
+                .env("CRYFS_FRONTEND", "noninteractive")
+                .env("CRYFS_NO_UPDATE_CHECK", "true")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .context("cannot run cryfs (Debian package cryfs)")?;
+            let pass = std::fs::read(pass_file).context("cannot read the passphrase file")?;
+            if let Some(mut i) = c.stdin.take() {
+                i.write_all(&pass).context("cannot give cryfs its passphrase")?;
+                i.write_all(b"\n").context("cannot give cryfs its passphrase")?;
+            }
+            c
+        }
+        System::VaultFuse => {
+            let vault = store.with_extension("vault");
+            let opts = CreateOptions::default();
+            Vault::create(&vault, &Secret::from_key_file(key_file)?, &opts)?.close()?;
+            let mut c = Command::new(exe)
+                .arg("serve-mount")
+                .arg("--vault")
+                .arg(&vault)
+                .arg("--key-file")
+                .arg(key_file)
+                .arg("--mountpoint")
+                .arg(&mnt)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .context("cannot start the sqlvault mount")?;
+            let mut line = String::new();
+            if let Some(o) = c.stdout.take() {
+                let _ = BufReader::new(o).read_line(&mut line);
+            }
+            if line.trim() != "ready" {
+                let mut err = String::new();
+                if let Some(e) = c.stderr.as_mut() {
+                    let _ = e.read_to_string(&mut err);
+                }
+                let _ = c.kill();
+                crate::bail!("the sqlvault mount did not start: {}", err.trim());
+            }
+            c
+        }
+        _ => crate::bail!("{system:?} is not a mount"),
+    };
+    wait_mounted(&mnt, &mut child, system.label(), Duration::from_secs(180))?;
+    Ok(Mount { system, mountpoint: mnt, child })
+}
+
+/// CPU seconds (user + system) a process has used so far, from `/proc/PID/stat`.
+fn proc_cpu_s(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return 0.0 };
+    let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else { return 0.0 };
+    let f: Vec<&str> = after.split(' ').collect();
+    // Fields 14 and 15 of the line (utime, stime) are 11 and 12 after the state field.
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // SAFETY: sysconf with a valid name.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    (ticks(11) + ticks(12)) / hz
+}
+
+fn proc_hwm_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()))
+        .unwrap_or(0)
+}
+
+fn group(w: Workload, write: bool, large_mib: u64, files: u64) -> String {
+    let what = match w {
+        Workload::Large => format!("{large_mib} MiB file"),
+        Workload::Tree => format!("{files} small files"),
+    };
+    format!("{what}: {}", if write { "write" } else { "read" })
+}
+
+/// Entry point of `sqlvault-bench peers`.
+pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
+    let run = Run::new("peers", a.quick, a.dir.as_deref(), &a.out)?;
+    let (large, files, reps) = if a.quick { (32, 500, 1) } else { (a.large_mib, a.files, a.reps.max(1)) };
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
+    let root = run.dir.clone();
+    let pass_file = root.join("passphrase");
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&pass_file)?;
+        let mut secret = [0u8; 24];
+        Stream::new(std::process::id() as u64 ^ 0xC0FFEE).fill(&mut secret);
+        let text: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+        f.write_all(text.as_bytes())?;
+    }
+    let key_file = root.join("vault.key");
+    sqlvault::generate_key_file(&key_file)?;
+    let mut notes = Vec::new();
+    let can_drop = sys::drop_caches().is_ok();
+    if !can_drop {
+        notes.push("The page cache could not be dropped (not root): reads may come from memory.".into());
+    }
+
+    let mut systems = vec![System::Plain, System::Gocryptfs];
+    if !a.quick {
+        systems.push(System::Cryfs);
+    }
+    systems.extend([System::VaultFuse, System::VaultLib]);
+    let mut mounts: Vec<Mount> = Vec::new();
+    let mut targets_of = Vec::new();
+    let pb = harness::progress("peers", (systems.len() * 4) as u64 * reps as u64 + systems.len() as u64);
+    for &s in &systems {
+        pb.set_message(format!("setting up {}", s.label()));
+        let t = match s {
+            System::Plain => {
+                let d = root.join("plain");
+                std::fs::create_dir_all(&d)?;
+                Ok(Where::Dir(d))
+            }
+            System::VaultLib => {
+                let path = root.join("lib.vault");
+                Vault::create(&path, &Secret::from_key_file(&key_file)?, &CreateOptions::default())?.close()?;
+                Ok(Where::Vault { path, key_file: key_file.clone() })
+            }
+            m => mount(m, &root, &pass_file, &key_file, &exe).map(|mnt| {
+                let d = mnt.mountpoint.clone();
+                mounts.push(mnt);
+                Where::Dir(d)
+            }),
+        };
+        match t {
+            Ok(t) => targets_of.push((s, t)),
+            Err(e) => {
+                eprintln!("sqlvault-bench: peers: {} skipped: {e}", s.label());
+                notes.push(format!("{} was not measured: {e}", s.label()));
+            }
+        }
+        pb.inc(1);
+    }
+
+    let mut col = Collector::default();
+    let mut seed = 100u64;
+    for rep in 0..reps {
+        for (s, t) in &targets_of {
+            let server = mounts.iter().find(|m| m.system == *s).map(|m| m.pid());
+            for w in [Workload::Large, Workload::Tree] {
+                seed += 1;
+                let mut checks = Vec::new();
+                for write in [true, false] {
+                    pb.set_message(format!("{} {}", s.label(), group(w, write, large, files)));
+                    if !write && can_drop {
+                        sys::drop_caches()?;
+                    }
+                    let spec = Spec { target: t.clone(), workload: w, write, sub: format!("r{rep}-{w:?}"), large_mib: large, files, seed };
+                    let c0 = server.map(proc_cpu_s).unwrap_or(0.0);
+                    let out = harness::spawn_case("peers", &spec)?;
+                    let c1 = server.map(proc_cpu_s).unwrap_or(0.0);
+                    let mut sample: Sample = out.phases.get("phase").cloned().context("the driver reported no phase")?;
+                    sample.cpu_s += c1 - c0;
+                    let rss = out.peak_rss_kib + server.map(proc_hwm_kib).unwrap_or(0);
+                    col.push(&group(w, write, large, files), s.label(), Unit::MBps, &sample, rss);
+                    checks.push(out.notes.get("checksum").cloned().unwrap_or_default());
+                    pb.inc(1);
+                }
+                if checks[0] != checks[1] {
+                    crate::bail!("{}: read back {} but wrote {}", s.label(), checks[1], checks[0]);
+                }
+            }
+        }
+    }
+    pb.finish_and_clear();
+    drop(mounts);
+
+    let goc = System::Gocryptfs.label().to_string();
+    let rows = col.rows(|_, sys| (sys != goc).then(|| goc.clone()));
+    let mut targets = Vec::new();
+    for (sys, want) in [(System::VaultFuse, 1.0), (System::VaultLib, 1.5)] {
+        let mut parts = Vec::new();
+        let mut worst = f64::INFINITY;
+        for w in [Workload::Large, Workload::Tree] {
+            for write in [true, false] {
+                let g = group(w, write, large, files);
+                let r = harness::value(&rows, &g, sys.label()) / harness::value(&rows, &g, &goc);
+                worst = worst.min(r);
+                parts.push(format!("{g} {}", report::ratio(r)));
+            }
+        }
+        targets.push(Target::new(
+            "peers",
+            &format!("{} >= {want:.1}x gocryptfs on large-file write and read and on the small-file tree", sys.label()),
+            parts.join(", "),
+            (!a.quick && worst.is_finite()).then_some(worst >= want),
+        ));
+    }
+    let charts = vec![ChartSpec {
+        name: "peers".into(),
+        title: "sequential write and read, cold reads".into(),
+        groups: [Workload::Large, Workload::Tree]
+            .iter()
+            .flat_map(|&w| [true, false].map(|write| group(w, write, large, files)))
+            .collect(),
+        log_scale: false,
+    }];
+    let method = format!(
+        "Method: the same driver for every system (a child process per phase): the large file is written \
+         in 1 MiB writes of non-repeating data and `fsync`ed (library: `sync_all`); the tree is {files} files \
+         of 4–64 KiB (uniform, {per} per directory), each created, written in one write and closed, then \
+         `sync(2)` once (library: each file's `close` commits, then `Vault::sync`). The page cache is dropped \
+         before each read phase; reads use 1 MiB reads and verify a checksum of everything written. gocryptfs \
+         and cryfs run with their defaults, created by the suite (`gocryptfs -init`, cryfs non-interactive), \
+         served in the foreground by a child process; the sqlvault mount is `sqlvault_fuse::mount` with its \
+         defaults in a child process, the vault created with the library defaults and a key file. CPU is \
+         the driver's plus the mount server's (user+sys, `/proc/PID/stat`) per MB; kernel FUSE and writeback \
+         threads are not counted. Peak RSS is the driver's plus the server's peak so far. {reps} \
+         repetition(s); ×baseline is the ratio of medians to gocryptfs.",
+        per = FILES_PER_DIR,
+    );
+    Ok(run.report(HEADING, method, rows, targets, charts, notes))
+}
+
+pub fn run(a: &PeersArgs) -> Result<Vec<Target>> {
+    let r = peers(a)?;
+    harness::publish(&a.out, &r)?;
+    Ok(r.targets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_files_are_4_to_64_kib() {
+        let sizes: Vec<usize> = (0..2000).map(|i| small_size(7, i)).collect();
+        assert!(sizes.iter().all(|s| (4096..=65536).contains(s) && s % 8 == 0));
+        assert!(sizes.iter().any(|s| *s < 8192) && sizes.iter().any(|s| *s > 60000));
+    }
+}

@@ -1,0 +1,194 @@
+//! Hostile input through the CLI and the mount: host trees with symlink loops,
+//! unreadable files, FIFOs, devices and sockets (skipped with a warning, exit 5, never
+//! a hang); vault names that are not UTF-8 (as the mount may create); `..` and other
+//! escapes (refused; nothing written outside the tree).
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use sqlvault::{EngineConfig, InodeId, NewNode, Secret, Vault};
+
+fn sqlvault() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sqlvault"));
+    c.env_remove("SQLVAULT_PASSPHRASE").env_remove("SQLVAULT_NEW_PASSPHRASE").stdin(Stdio::null());
+    c
+}
+
+/// Waits for `child`, failing the test (after killing it) if it runs over `limit`.
+fn wait_or_hang(mut child: Child, limit: Duration, what: &str) -> Output {
+    let t = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            panic!("{what} hung for more than {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    let child = sqlvault()
+        .env("SQLVAULT_PASSPHRASE", "pw")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_or_hang(child, Duration::from_secs(60), &format!("{args:?}"))
+}
+
+fn init(dir: &Path) -> PathBuf {
+    let vault = dir.join("h.vault");
+    let out = run(&["init", vault.to_str().unwrap(), "--kdf-memory-mib", "1", "--kdf-iterations", "1", "--chunk-kib", "4", "--page-kib", "4"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    vault
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[test]
+fn put_of_hostile_tree_skips_with_warnings_and_never_hangs() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = init(dir.path());
+    let v = vault.to_str().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    std::fs::write(src.join("good.txt"), b"good").unwrap();
+    std::os::unix::fs::symlink("loop", src.join("loop")).unwrap();
+    std::os::unix::fs::symlink(".", src.join("sub/self")).unwrap();
+    std::os::unix::fs::symlink("..", src.join("sub/up")).unwrap();
+    std::os::unix::fs::symlink("../../../../../../etc/passwd", src.join("escape")).unwrap();
+    assert!(Command::new("mkfifo").arg(src.join("fifo")).status().unwrap().success());
+    let _sock = std::os::unix::net::UnixListener::bind(src.join("sock")).unwrap();
+    std::fs::write(src.join(std::ffi::OsStr::from_bytes(b"bad-\xff-name")), b"x").unwrap();
+    let unreadable = src.join("unreadable");
+    std::fs::write(&unreadable, b"secret").unwrap();
+    let closed_dir = src.join("closed");
+    std::fs::create_dir(&closed_dir).unwrap();
+    std::fs::write(closed_dir.join("inside"), b"in").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&unreadable, std::fs::Permissions::from_mode(0o000)).unwrap();
+    std::fs::set_permissions(&closed_dir, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let mut expect_skipped = vec!["fifo", "sock", "bad-", "unreadable", "closed"];
+    if is_root() {
+        assert!(Command::new("mknod").arg(src.join("null-dev")).args(["c", "1", "3"]).status().unwrap().success());
+        expect_skipped.push("null-dev");
+    }
+
+    // Root reads everything; without CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH it obeys mode
+    // bits like any user, so the mode-000 file and directory really are unreadable.
+    let mut cmd = if is_root() {
+        let mut c = Command::new("setpriv");
+        c.args(["--bounding-set", "-dac_override,-dac_read_search", "--"]).arg(env!("CARGO_BIN_EXE_sqlvault"));
+        c
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_sqlvault"))
+    };
+    let child = cmd
+        .env("SQLVAULT_PASSPHRASE", "pw")
+        .args(["put", v, src.to_str().unwrap(), "/in"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_or_hang(child, Duration::from_secs(60), "put of a hostile tree");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    for name in &expect_skipped {
+        assert!(err.lines().any(|l| l.starts_with("sqlvault: skipped") && l.contains(name)), "no warning for {name}: {err}");
+    }
+    assert!(err.contains(&format!("{} entries skipped", expect_skipped.len())), "{err}");
+    // What could be imported was, symlinks as symlinks (never followed).
+    let cat = run(&["cat", v, "/in/good.txt"]);
+    assert_eq!(cat.stdout, b"good");
+    let ls = String::from_utf8(run(&["ls", "-l", v, "/in"]).stdout).unwrap();
+    assert!(ls.contains("loop -> loop") && ls.contains("escape -> ../../../../../../etc/passwd"), "{ls}");
+    // Reading through the loop is a clear error, not a hang.
+    let out = run(&["cat", v, "/in/loop"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("too many levels of symbolic links"));
+    // A symlink aiming outside resolves inside the vault (its root is the top), so it
+    // never reads the host's file.
+    let out = run(&["cat", v, "/in/escape"]);
+    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stdout));
+    // Exporting the tree again does not hang on the loops and writes only below dest.
+    let back = dir.path().join("back");
+    let out = run(&["get", v, "/in", back.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_link(back.join("sub/up")).unwrap(), Path::new(".."));
+    assert_eq!(std::fs::read(back.join("good.txt")).unwrap(), b"good");
+    std::fs::set_permissions(&closed_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+}
+
+#[test]
+fn put_of_a_lone_fifo_or_device_skips_without_opening_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = init(dir.path());
+    let fifo = dir.path().join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    // Opening a FIFO for reading blocks until a writer comes: put must not open it.
+    let out = run(&["put", vault.to_str().unwrap(), fifo.to_str().unwrap(), "/fifo"]);
+    assert_eq!(out.status.code(), Some(5), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("skipped"));
+}
+
+#[test]
+fn escapes_and_bad_names_are_refused_by_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = init(dir.path());
+    let v = vault.to_str().unwrap();
+    let f = dir.path().join("f");
+    std::fs::write(&f, b"x").unwrap();
+    for bad in ["/../f", "/a/../../f", "..", "../f", "f", "./f", "", "/a/./../f"] {
+        let out = run(&["put", v, f.to_str().unwrap(), bad]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{bad:?}: {err}");
+        assert!(err.starts_with("sqlvault: ") && err.lines().count() == 1, "{err}");
+    }
+    let long_path = format!("/{}", ["d"; 2100].join("/"));
+    let out = run(&["mkdir", "-p", v, &long_path]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("longer than 4096 bytes"));
+    // Nothing landed next to the vault or in the tree.
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert_eq!(run(&["ls", v, "/"]).stdout, b"");
+}
+
+#[test]
+fn non_utf8_names_from_the_mount_are_listed_and_skipped_by_get_not_fatal() {
+    // The mount stores raw byte names, as the inode API does; the CLI speaks UTF-8.
+    let dir = tempfile::tempdir().unwrap();
+    let vault = init(dir.path());
+    {
+        let lib = Vault::open(&vault, &Secret::passphrase("pw"), EngineConfig::default()).unwrap();
+        lib.write_file("/ok.txt", b"fine").unwrap();
+        let node = || NewNode { kind: sqlvault::FileType::File, perm: 0o644, uid: 0, gid: 0, target: None };
+        lib.create_node(InodeId::ROOT, b"bad-\xff\xfe", node()).unwrap();
+        // Names with '/' or NUL, '.' and '..' are refused whatever the API.
+        for bad in [&b"a/b"[..], b"a\0b", b"..", b".", b""] {
+            let e = lib.create_node(InodeId::ROOT, bad, node()).unwrap_err();
+            assert!(matches!(e, sqlvault::Error::InvalidPath { .. }), "{bad:?}: {e:?}");
+        }
+        let long = vec![b'n'; 256];
+        assert!(matches!(lib.create_node(InodeId::ROOT, &long, node()), Err(sqlvault::Error::NameTooLong { .. })));
+    }
+    let v = vault.to_str().unwrap();
+    let ls = run(&["ls", v, "/"]);
+    assert!(ls.status.success(), "{}", String::from_utf8_lossy(&ls.stderr));
+    let back = dir.path().join("back");
+    let out = run(&["get", v, "/", back.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains("skipped") && err.contains("not UTF-8"), "{err}");
+    assert_eq!(std::fs::read(back.join("ok.txt")).unwrap(), b"fine");
+}

@@ -1,0 +1,321 @@
+//! Tampering: one flipped byte anywhere in the vault file or its WAL, truncation and a
+//! zero-length file. Opening and reading must fail with `Error::Damaged` (or, where no
+//! header is left, `NotAVault`), or return exactly the original data (the byte was in
+//! unused space): never different plaintext.
+//!
+//! CI flips 200 offsets in a closed vault and 200 in the live WAL of a writer process;
+//! `SQLVAULT_TAMPER_TRIALS=N` runs N of each for the soak run (docs/reliability.md).
+
+mod common;
+use common::*;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use sqlvault::{EngineConfig, Error, Vault};
+
+const CHILD_ENV: &str = "SQLVAULT_TAMPER_CHILD";
+
+type Model = BTreeMap<String, Vec<u8>>;
+
+fn trials() -> usize {
+    std::env::var("SQLVAULT_TAMPER_TRIALS").ok().and_then(|s| s.parse().ok()).unwrap_or(200)
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    /// A non-zero mask, so the byte really changes.
+    fn flip(&mut self) -> u8 {
+        1 + self.below(255) as u8
+    }
+}
+
+/// Distinct, non-repeating content for file `i` (no dedup, no holes: every chunk counts).
+fn content(i: usize, len: usize) -> Vec<u8> {
+    let mut r = Rng(i as u64 * 7919 + 1);
+    (0..len).map(|_| r.next() as u8).collect()
+}
+
+/// Everything the vault holds: every file (recursively) with its content.
+fn observe(v: &Vault) -> sqlvault::Result<Model> {
+    fn walk(v: &Vault, dir: &str, out: &mut Model) -> sqlvault::Result<()> {
+        for e in v.read_dir(dir)? {
+            let p = sqlvault::join_path(dir, &e.name);
+            match e.kind {
+                sqlvault::FileType::Dir => walk(v, &p, out)?,
+                _ => {
+                    out.insert(p.clone(), v.read_file(&p)?);
+                }
+            }
+        }
+        Ok(())
+    }
+    let mut m = Model::new();
+    walk(v, "/", &mut m)?;
+    Ok(m)
+}
+
+fn content_sum(d: &[u8]) -> u64 {
+    d.iter().enumerate().map(|(i, b)| (i as u64 + 1) * *b as u64).sum()
+}
+
+#[derive(Debug, Default)]
+struct Tally {
+    damaged: usize,
+    not_a_vault: usize,
+    unused: usize,
+    fsck_found: usize,
+}
+
+/// Opens, reads everything, runs fsck. Classifies the result; panics on wrong data or
+/// on an error that is not a damage report. `accept` says which contents are correct.
+fn check(path: &Path, config: EngineConfig, accept: &dyn Fn(&Model) -> bool, what: &str, t: &mut Tally) {
+    let r = Vault::open(path, &pass(), config).and_then(|v| {
+        let m = observe(&v)?;
+        if !accept(&m) {
+            let sizes: Vec<_> = m.iter().map(|(k, d)| (k.clone(), d.len(), content_sum(d))).collect();
+            panic!("{what}: the vault returned different content without an error: {sizes:?}");
+        }
+        let report = v.fsck()?;
+        Ok(report.is_clean())
+    });
+    match r {
+        Ok(true) => t.unused += 1,
+        Ok(false) => t.fsck_found += 1,
+        Err(Error::Damaged { what: why }) => {
+            assert!(!why.is_empty());
+            t.damaged += 1
+        }
+        Err(Error::NotAVault { .. }) => t.not_a_vault += 1,
+        Err(e) => panic!("{what}: expected a damage report, got {e:?} ({e})"),
+    }
+}
+
+/// A closed vault with a tree of distinct files, several chunks each.
+fn make_vault(dir: &Path) -> (PathBuf, Model) {
+    let path = dir.join("orig.vault");
+    let v = Vault::create(&path, &pass(), &opts(4096)).unwrap();
+    let mut model = Model::new();
+    v.create_dir_all("/a/b").unwrap();
+    for i in 0..12 {
+        let p = if i % 3 == 0 { format!("/a/b/f{i}") } else { format!("/f{i}") };
+        let data = content(i, 700 + i * 2500);
+        v.write_file(&p, &data).unwrap();
+        model.insert(p, data);
+    }
+    // Leave some free pages, whose bytes are legitimately unused.
+    v.remove_file("/f1").unwrap();
+    model.remove("/f1");
+    v.close().unwrap();
+    if std::env::var("SQLVAULT_TAMPER_DEBUG").is_ok() {
+        eprintln!("{:?}", model.iter().map(|(k, d)| (k.clone(), d.len(), content_sum(d))).collect::<Vec<_>>());
+    }
+    (path, model)
+}
+
+#[test]
+fn flipped_byte_in_closed_vault_is_damage_or_original_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let (orig, model) = make_vault(dir.path());
+    let bytes = std::fs::read(&orig).unwrap();
+    let path = dir.path().join("t.vault");
+    let mut rng = Rng(0xdead);
+    let mut t = Tally::default();
+    let n = trials();
+    // Each header copy's magic, then a third of the trials in the header, the rest anywhere.
+    let magic = [0usize, 3, 7, 4096, 4100, 4103];
+    for trial in 0..n {
+        let at = match trial {
+            t if t < magic.len() => magic[t],
+            t if t % 3 == 0 => rng.below(8192) as usize,
+            _ => rng.below(bytes.len() as u64) as usize,
+        };
+        let mut b = bytes.clone();
+        b[at] ^= rng.flip();
+        for s in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{s}", path.display()));
+        }
+        std::fs::write(&path, &b).unwrap();
+        check(&path, EngineConfig::default(), &|m| *m == model, &format!("byte {at} of {}", bytes.len()), &mut t);
+    }
+    eprintln!("tamper vault: {n} flips: {t:?}");
+    assert!(t.damaged > n / 3, "most flips land in used pages and must be detected: {t:?}");
+    assert_eq!(t.not_a_vault, 0, "a flip in one header copy must not make the vault unrecognisable: {t:?}");
+}
+
+#[test]
+fn truncated_or_empty_vault_is_damage_not_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let (orig, model) = make_vault(dir.path());
+    let bytes = std::fs::read(&orig).unwrap();
+    let path = dir.path().join("t.vault");
+    let mut rng = Rng(7);
+    let mut t = Tally::default();
+    let mut lens: Vec<usize> = (0..40).map(|_| rng.below(bytes.len() as u64) as usize).collect();
+    lens.extend([0, 1, 8, 100, 4096, 8191, 8192, 8192 + 4096, bytes.len() - 4096, bytes.len() - 1]);
+    for len in lens {
+        for s in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{s}", path.display()));
+        }
+        std::fs::write(&path, &bytes[..len]).unwrap();
+        check(&path, EngineConfig::default(), &|m| *m == model, &format!("truncated to {len} bytes"), &mut t);
+        if len < 8 {
+            // Not even the magic is left: indistinguishable from any other file.
+            assert_eq!(t.not_a_vault, 1, "{len}: {t:?}");
+            t.not_a_vault = 0;
+        }
+    }
+    eprintln!("truncations: {t:?}");
+    assert_eq!(t.not_a_vault, 0);
+}
+
+/// The child: opens the vault, commits `SQLVAULT_TAMPER_FILES` files one by one into
+/// the WAL, says READY, and keeps the vault open until its stdin closes.
+#[test]
+fn tamper_child_entry() {
+    let Ok(vault) = std::env::var(CHILD_ENV) else { return };
+    let files: usize = std::env::var("SQLVAULT_TAMPER_FILES").unwrap().parse().unwrap();
+    let v = Vault::open(&vault, &pass(), EngineConfig::default()).unwrap();
+    for i in 0..files {
+        v.write_file(&format!("/w{i}"), &content(1000 + i, 3000 + i * 500)).unwrap();
+    }
+    println!("READY");
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+    std::process::exit(0);
+}
+
+const WAL_FILES: usize = 16;
+
+fn with_wal_files(mut m: Model, k: usize) -> Model {
+    for i in 0..k {
+        m.insert(format!("/w{i}"), content(1000 + i, 3000 + i * 500));
+    }
+    m
+}
+
+fn start_writer(path: &Path) -> std::process::Child {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["tamper_child_entry", "--exact", "--nocapture", "--quiet", "--test-threads", "1"])
+        .env(CHILD_ENV, path)
+        .env("SQLVAULT_TAMPER_FILES", WAL_FILES.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while out.read_line(&mut line).unwrap() > 0 && !line.contains("READY") {
+        line.clear();
+    }
+    assert!(line.contains("READY"), "writer child did not start");
+    child
+}
+
+#[test]
+fn flipped_byte_in_live_wal_is_damage_or_original_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, base) = make_vault(dir.path());
+    let mut writer = start_writer(&path);
+    let wal_path = PathBuf::from(format!("{}-wal", path.display()));
+    let wal = std::fs::OpenOptions::new().read(true).write(true).open(&wal_path).unwrap();
+    let wal_len = wal.metadata().unwrap().len();
+    assert!(wal_len > 10 * 4096, "the writer's commits are in the WAL ({wal_len} bytes)");
+    let expected = with_wal_files(base, WAL_FILES);
+    let mut rng = Rng(0xbeef);
+    let mut t = Tally::default();
+    let n = trials();
+    // Read-only: the checker must not write (and so not checkpoint) the live WAL.
+    let ro = EngineConfig { read_only: true, ..EngineConfig::default() };
+    for _ in 0..n {
+        let at = rng.below(wal_len);
+        let mut b = [0u8];
+        wal.read_exact_at(&mut b, at).unwrap();
+        wal.write_all_at(&[b[0] ^ rng.flip()], at).unwrap();
+        check(&path, ro.clone(), &|m| *m == expected, &format!("WAL byte {at} of {wal_len}"), &mut t);
+        wal.write_all_at(&b, at).unwrap();
+    }
+    drop(writer.stdin.take());
+    writer.wait().unwrap();
+    eprintln!("tamper live WAL: {n} flips: {t:?}");
+    // Most frames hold page versions that later frames superseded, so most flips
+    // land in bytes nobody reads; the rest must all be caught.
+    assert!(t.damaged > n / 10, "flips in live WAL frames must be detected: {t:?}");
+    // With the byte restored and the writer gone, everything is there.
+    let v = Vault::open(&path, &pass(), EngineConfig::default()).unwrap();
+    assert_eq!(observe(&v).unwrap(), expected);
+}
+
+#[test]
+fn flipped_byte_in_wal_of_crashed_writer_never_yields_foreign_data() {
+    // After a crash SQLite rebuilds its WAL index and stops at the first frame whose
+    // checksum fails, treating the rest as a torn write: a flipped byte then rolls the
+    // vault back to an earlier commit. Allowed outcomes: damage, or exactly the state
+    // after some prefix of the writer's commits (docs/SECURITY.md, "rollback").
+    let dir = tempfile::tempdir().unwrap();
+    let (path, base) = make_vault(dir.path());
+    let mut writer = start_writer(&path);
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    let orig = std::fs::read(&path).unwrap();
+    let orig_wal = std::fs::read(format!("{}-wal", path.display())).unwrap();
+    let copy = dir.path().join("c.vault");
+    let prefixes: Vec<Model> = (0..=WAL_FILES)
+        .flat_map(|k| {
+            let full = with_wal_files(base.clone(), k);
+            let mut torn = with_wal_files(base.clone(), k);
+            torn.insert(format!("/w{k}"), Vec::new());
+            [full, torn]
+        })
+        .collect();
+    let mut rng = Rng(0xfeed);
+    let mut t = Tally::default();
+    let mut rolled_back = 0;
+    let n = trials() / 2;
+    for _ in 0..n {
+        let at = rng.below(orig_wal.len() as u64) as usize;
+        let mut w = orig_wal.clone();
+        w[at] ^= rng.flip();
+        for s in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{s}", copy.display()));
+        }
+        std::fs::write(&copy, &orig).unwrap();
+        std::fs::write(format!("{}-wal", copy.display()), &w).unwrap();
+        let full = with_wal_files(base.clone(), WAL_FILES);
+        check(&copy, EngineConfig::default(), &|m| prefixes.contains(m), &format!("crashed WAL byte {at}"), &mut t);
+        if let Ok(v) = Vault::open(&copy, &pass(), EngineConfig::default()) {
+            if observe(&v).map(|m| m != full).unwrap_or(false) {
+                rolled_back += 1;
+            }
+        }
+    }
+    eprintln!("tamper crashed WAL: {n} flips: {t:?}, {rolled_back} rolled back to an earlier commit");
+}
+
+#[test]
+fn untouched_wal_of_crashed_writer_recovers_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, base) = make_vault(dir.path());
+    let mut writer = start_writer(&path);
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    let copy = dir.path().join("c.vault");
+    std::fs::copy(&path, &copy).unwrap();
+    std::fs::copy(format!("{}-wal", path.display()), format!("{}-wal", copy.display())).unwrap();
+    let v = Vault::open(&copy, &pass(), EngineConfig::default()).unwrap();
+    assert_eq!(observe(&v).unwrap(), with_wal_files(base, WAL_FILES));
+}
+
