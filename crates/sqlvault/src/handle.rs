@@ -88,49 +88,70 @@ impl OpenInode {
         Ok(vault.engine().read(|c| tree::attr(c, ino))?.size)
     }
 
+    /// Reads at `offset`. Buffered chunks are copied under the state lock; stored chunks
+    /// are read and decrypted without it, so reads of one file from several threads
+    /// (the kernel's readahead through a threaded mount) run in parallel. A read that
+    /// races a write returns the data from before or after it, chunk by chunk.
     pub fn read_at(&self, vault: &Vault, offset: u64, buf: &mut [u8]) -> Result<usize> {
         let cs = vault.chunk_size() as u64;
-        let mut st = self.lock()?;
-        let size = self.current_size(vault, &st)?;
-        if offset >= size || buf.is_empty() {
-            return Ok(0);
-        }
-        let end = size.min(offset + buf.len() as u64);
-        let want = (end - offset) as usize;
-        let ino = self.ino;
-        let st = &mut *st;
-        vault.engine().read(|conn| {
+        // (chunk index, offset within it, length, offset in `buf`) still to read.
+        let mut stored: Vec<(u64, usize, usize, usize)> = Vec::new();
+        let (want, cached) = {
+            let st = self.lock()?;
+            let size = self.current_size(vault, &st)?;
+            if offset >= size || buf.is_empty() {
+                return Ok(0);
+            }
+            let want = (size.min(offset + buf.len() as u64) - offset) as usize;
             let mut done = 0usize;
             while done < want {
                 let pos = offset + done as u64;
                 let idx = pos / cs;
                 let within = (pos % cs) as usize;
                 let n = (cs as usize - within).min(want - done);
-                let out = &mut buf[done..done + n];
-                if let Some(b) = st.buffers.get(&idx) {
-                    out.copy_from_slice(&b[within..within + n]);
-                } else if let Some(id) = chunks::mapped(conn, ino.0 as i64, idx)? {
-                    let data = match &st.cache {
-                        Some((cid, d)) if *cid == id => d.clone(),
-                        _ => {
-                            let d = Arc::new(chunks::read(conn, id)?);
-                            st.cache = Some((id, d.clone()));
-                            d
-                        }
-                    };
-                    // A stored chunk may end before `within` (the file grew past it later).
-                    let avail = data.len().saturating_sub(within).min(n);
-                    if avail > 0 {
-                        out[..avail].copy_from_slice(&data[within..within + avail]);
-                    }
-                    out[avail..].fill(0);
-                } else {
-                    out.fill(0);
+                match st.buffers.get(&idx) {
+                    Some(b) => buf[done..done + n].copy_from_slice(&b[within..within + n]),
+                    None => stored.push((idx, within, n, done)),
                 }
                 done += n;
             }
+            (want, st.cache.clone())
+        };
+        if stored.is_empty() {
+            return Ok(want);
+        }
+        let ino = self.ino.0 as i64;
+        let mut last = cached;
+        let mut fetched = false;
+        vault.engine().read(|conn| {
+            for &(idx, within, n, at) in &stored {
+                let out = &mut buf[at..at + n];
+                let Some(id) = chunks::mapped(conn, ino, idx)? else {
+                    out.fill(0);
+                    continue;
+                };
+                let data = match &last {
+                    Some((cid, d)) if *cid == id => d.clone(),
+                    _ => {
+                        let d = Arc::new(chunks::read(conn, id)?);
+                        last = Some((id, d.clone()));
+                        fetched = true;
+                        d
+                    }
+                };
+                // A stored chunk may end before `within` (the file grew past it later).
+                let avail = data.len().saturating_sub(within).min(n);
+                if avail > 0 {
+                    out[..avail].copy_from_slice(&data[within..within + avail]);
+                }
+                out[avail..].fill(0);
+            }
             Ok(())
         })?;
+        if fetched {
+            // Chunk ids are content hashes: whatever happened meanwhile, this is not stale.
+            self.lock()?.cache = last;
+        }
         Ok(want)
     }
 
