@@ -74,6 +74,10 @@ pub(crate) struct Engine {
     config: EngineConfig,
     writer: Option<Writer>,
     readers: Mutex<Vec<Connection>>,
+    /// Reads running now, and the CPUs there are: a large read is split over spare
+    /// CPUs (see [`Engine::spare_readers`]).
+    active_reads: std::sync::atomic::AtomicUsize,
+    cpus: usize,
     /// After `writer`: its WAL hook points into the checkpointer's shared state, which
     /// must outlive the writer connection.
     checkpointer: Option<Checkpointer>,
@@ -90,6 +94,8 @@ impl Engine {
             config,
             writer: None,
             readers: Mutex::new(Vec::new()),
+            active_reads: std::sync::atomic::AtomicUsize::new(0),
+            cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             checkpointer: None,
         };
         if create {
@@ -183,6 +189,21 @@ impl Engine {
     /// Runs `f` on a pooled reader connection inside one read transaction, so every
     /// statement in `f` sees the same committed snapshot.
     pub fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        use std::sync::atomic::Ordering;
+        self.active_reads.fetch_add(1, Ordering::Relaxed);
+        let r = self.read_inner(f);
+        self.active_reads.fetch_sub(1, Ordering::Relaxed);
+        r
+    }
+
+    /// How many parallel reads (at most `want`, at least 1) a caller about to read may
+    /// run: CPUs not busy with other reads of this vault, at most 4.
+    pub fn spare_readers(&self, want: usize) -> usize {
+        let busy = self.active_reads.load(std::sync::atomic::Ordering::Relaxed);
+        self.cpus.saturating_sub(busy).clamp(1, 4).min(want.max(1))
+    }
+
+    fn read_inner<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let conn = self.take_reader()?;
         let result = (|| {
             conn.execute_batch("BEGIN")?;
