@@ -52,6 +52,10 @@ pub struct EngineConfig {
     /// starts checkpointing at a quarter of it (see `checkpoint.rs`). Bounds the WAL
     /// to about this plus one transaction.
     pub wal_limit_bytes: u64,
+    /// Most threads one large read is split over (each part decrypted on its own
+    /// reader connection, only on CPUs no other read of this vault uses); 1 turns
+    /// splitting off. Splitting buys throughput with some CPU (see docs/benchmarks.md).
+    pub read_threads: usize,
 }
 
 impl Default for EngineConfig {
@@ -63,6 +67,7 @@ impl Default for EngineConfig {
             read_only: false,
             max_idle_readers: 8,
             wal_limit_bytes: crate::checkpoint::DEFAULT_WAL_LIMIT,
+            read_threads: 4,
         }
     }
 }
@@ -197,10 +202,10 @@ impl Engine {
     }
 
     /// How many parallel reads (at most `want`, at least 1) a caller about to read may
-    /// run: CPUs not busy with other reads of this vault, at most 4.
+    /// run: CPUs not busy with other reads of this vault, at most `read_threads`.
     pub fn spare_readers(&self, want: usize) -> usize {
         let busy = self.active_reads.load(std::sync::atomic::Ordering::Relaxed);
-        self.cpus.saturating_sub(busy).clamp(1, 4).min(want.max(1))
+        self.cpus.saturating_sub(busy).min(self.config.read_threads).max(1).min(want.max(1))
     }
 
     fn read_inner<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
