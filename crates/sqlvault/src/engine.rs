@@ -83,6 +83,8 @@ pub(crate) struct Engine {
     /// CPUs (see [`Engine::spare_readers`]).
     active_reads: std::sync::atomic::AtomicUsize,
     cpus: usize,
+    /// Writer commits known synced to disk by `sync` (see there).
+    synced_commits: std::sync::atomic::AtomicU64,
     /// After `writer`: its WAL hook points into the checkpointer's shared state, which
     /// must outlive the writer connection.
     checkpointer: Option<Checkpointer>,
@@ -101,6 +103,7 @@ impl Engine {
             readers: Mutex::new(Vec::new()),
             active_reads: std::sync::atomic::AtomicUsize::new(0),
             cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            synced_commits: std::sync::atomic::AtomicU64::new(0),
             checkpointer: None,
         };
         if create {
@@ -240,12 +243,22 @@ impl Engine {
 
     /// Makes every committed transaction durable, whatever the durability setting:
     /// commits one tiny frame with `synchronous=FULL`, which syncs the whole WAL.
+    /// Concurrent calls share one sync when it covers their commits.
     pub fn sync(&self) -> Result<()> {
         if self.config.durability == Durability::Full {
             return Ok(());
         }
         let Some(writer) = self.writer.as_ref() else { return Ok(()) };
+        use std::sync::atomic::Ordering;
+        // Everything this caller committed is among the first `needed` commits.
+        let needed = writer.stats().commits;
         writer.idle(|conn| {
+            // Group sync: a sync that ran after those commits (another thread's, while
+            // we waited for the lock) made them durable already.
+            if self.synced_commits.load(Ordering::SeqCst) >= needed {
+                return Ok(());
+            }
+            let covered = writer.stats().commits;
             conn.execute_batch("PRAGMA synchronous=FULL")?;
             let r = conn.execute_batch(
                 "BEGIN IMMEDIATE; UPDATE meta SET value = value + 1 WHERE key = 'sync_count'; COMMIT;",
@@ -254,7 +267,9 @@ impl Engine {
                 let _ = conn.execute_batch("ROLLBACK");
             }
             conn.execute_batch("PRAGMA synchronous=NORMAL")?;
-            r.map_err(Error::from)
+            r.map_err(Error::from)?;
+            self.synced_commits.fetch_max(covered, Ordering::SeqCst);
+            Ok(())
         })
     }
 
