@@ -185,6 +185,11 @@ impl Engine {
         }
     }
 
+    /// The page cache of each connection, in bytes.
+    pub fn cache_bytes(&self) -> u64 {
+        u64::from(self.config.cache_kib) * 1024
+    }
+
     /// Operations and commits of the group commit so far.
     pub fn commit_stats(&self) -> CommitStats {
         let mut s = self.writer.as_ref().map(|w| w.stats()).unwrap_or_default();
