@@ -20,6 +20,9 @@ use crate::error::{Error, Result};
 use crate::tree::{self, Attr, InodeId};
 use crate::vault::Vault;
 
+/// The last chunk read: its id (a content hash) and bytes.
+type Cached = Option<(ChunkId, Arc<Vec<u8>>)>;
+
 /// Stored chunks per thread below which a read is not split over CPUs (4 x 64 KiB).
 const PARALLEL_READ_CHUNKS: usize = 4;
 
@@ -32,7 +35,7 @@ fn fetch(
     todo: &[(u64, usize, usize, usize)],
     out: &mut [u8],
     base: usize,
-    last: &mut Option<(ChunkId, Arc<Vec<u8>>)>,
+    last: &mut Cached,
 ) -> Result<bool> {
     let mut fetched = false;
     for &(idx, within, n, at) in todo {
@@ -181,7 +184,7 @@ impl OpenInode {
                 base = end;
                 regions.push((group, region, first));
             }
-            let results: Vec<Result<(bool, Option<(ChunkId, Arc<Vec<u8>>)>)>> = std::thread::scope(|s| {
+            let results: Vec<Result<(bool, Cached)>> = std::thread::scope(|s| {
                 let handles: Vec<_> = regions
                     .into_iter()
                     .map(|(group, region, first)| {

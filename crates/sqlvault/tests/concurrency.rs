@@ -68,7 +68,7 @@ fn open_and_unlink_racing_never_hand_out_a_dead_handle() {
         v.write_file(&path, &data).unwrap();
         let ino = v.metadata(&path).unwrap().ino;
         let root = sqlvault::InodeId::ROOT;
-        let name = path[1..].as_bytes().to_vec();
+        let name = path.as_bytes()[1..].to_vec();
         std::thread::scope(|s| {
             let opener = s.spawn(|| {
                 let mut opened = Vec::new();
