@@ -548,10 +548,11 @@ fn findings(cells: &[Cell], cpus: usize) -> Vec<String> {
     if let (Some((n, v)), p) = (scale(Mode::ReadVault), scale(Mode::ReadPlain)) {
         out.push(format!(
             "Reads: {n} threads (the machine's {cpus} logical CPUs) read {} as fast as one through the vault{}. \
-             Target: reads scale with readers up to the core count ({}).",
+             A single reader already splits each 1 MiB read over idle CPUs (one reader connection per part), so \
+             one thread is not one core; compare the CPU per GiB column, and the load average above: the \
+             machine is shared.",
             ratio(v),
             p.map(|(_, p)| format!(", plain files {}", ratio(p))).unwrap_or_default(),
-            if v >= 0.8 * n as f64 { "met" } else { "missed; see the CPU per GiB column: the machine is shared" }
         ));
     }
     out

@@ -52,6 +52,10 @@ pub struct EngineConfig {
     /// starts checkpointing at a quarter of it (see `checkpoint.rs`). Bounds the WAL
     /// to about this plus one transaction.
     pub wal_limit_bytes: u64,
+    /// Most threads one large read is split over (each part decrypted on its own
+    /// reader connection, only on CPUs no other read of this vault uses); 1 turns
+    /// splitting off. Splitting buys throughput with some CPU (see docs/benchmarks.md).
+    pub read_threads: usize,
 }
 
 impl Default for EngineConfig {
@@ -63,6 +67,7 @@ impl Default for EngineConfig {
             read_only: false,
             max_idle_readers: 8,
             wal_limit_bytes: crate::checkpoint::DEFAULT_WAL_LIMIT,
+            read_threads: 4,
         }
     }
 }
@@ -74,6 +79,12 @@ pub(crate) struct Engine {
     config: EngineConfig,
     writer: Option<Writer>,
     readers: Mutex<Vec<Connection>>,
+    /// Reads running now, and the CPUs there are: a large read is split over spare
+    /// CPUs (see [`Engine::spare_readers`]).
+    active_reads: std::sync::atomic::AtomicUsize,
+    cpus: usize,
+    /// Writer commits known synced to disk by `sync` (see there).
+    synced_commits: std::sync::atomic::AtomicU64,
     /// After `writer`: its WAL hook points into the checkpointer's shared state, which
     /// must outlive the writer connection.
     checkpointer: Option<Checkpointer>,
@@ -90,6 +101,9 @@ impl Engine {
             config,
             writer: None,
             readers: Mutex::new(Vec::new()),
+            active_reads: std::sync::atomic::AtomicUsize::new(0),
+            cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            synced_commits: std::sync::atomic::AtomicU64::new(0),
             checkpointer: None,
         };
         if create {
@@ -176,6 +190,11 @@ impl Engine {
         }
     }
 
+    /// The page cache of each connection, in bytes.
+    pub fn cache_bytes(&self) -> u64 {
+        u64::from(self.config.cache_kib) * 1024
+    }
+
     /// Operations and commits of the group commit so far.
     pub fn commit_stats(&self) -> CommitStats {
         let mut s = self.writer.as_ref().map(|w| w.stats()).unwrap_or_default();
@@ -188,6 +207,21 @@ impl Engine {
     /// Runs `f` on a pooled reader connection inside one read transaction, so every
     /// statement in `f` sees the same committed snapshot.
     pub fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        use std::sync::atomic::Ordering;
+        self.active_reads.fetch_add(1, Ordering::Relaxed);
+        let r = self.read_inner(f);
+        self.active_reads.fetch_sub(1, Ordering::Relaxed);
+        r
+    }
+
+    /// How many parallel reads (at most `want`, at least 1) a caller about to read may
+    /// run: CPUs not busy with other reads of this vault, at most `read_threads`.
+    pub fn spare_readers(&self, want: usize) -> usize {
+        let busy = self.active_reads.load(std::sync::atomic::Ordering::Relaxed);
+        self.cpus.saturating_sub(busy).min(self.config.read_threads).max(1).min(want.max(1))
+    }
+
+    fn read_inner<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let conn = self.take_reader()?;
         let result = (|| {
             conn.execute_batch("BEGIN")?;
@@ -225,12 +259,22 @@ impl Engine {
 
     /// Makes every committed transaction durable, whatever the durability setting:
     /// commits one tiny frame with `synchronous=FULL`, which syncs the whole WAL.
+    /// Concurrent calls share one sync when it covers their commits.
     pub fn sync(&self) -> Result<()> {
         if self.config.durability == Durability::Full {
             return Ok(());
         }
         let Some(writer) = self.writer.as_ref() else { return Ok(()) };
+        use std::sync::atomic::Ordering;
+        // Everything this caller committed is among the first `needed` commits.
+        let needed = writer.stats().commits;
         writer.idle(|conn| {
+            // Group sync: a sync that ran after those commits (another thread's, while
+            // we waited for the lock) made them durable already.
+            if self.synced_commits.load(Ordering::SeqCst) >= needed {
+                return Ok(());
+            }
+            let covered = writer.stats().commits;
             conn.execute_batch("PRAGMA synchronous=FULL")?;
             let r = conn.execute_batch(
                 "BEGIN IMMEDIATE; UPDATE meta SET value = value + 1 WHERE key = 'sync_count'; COMMIT;",
@@ -239,7 +283,9 @@ impl Engine {
                 let _ = conn.execute_batch("ROLLBACK");
             }
             conn.execute_batch("PRAGMA synchronous=NORMAL")?;
-            r.map_err(Error::from)
+            r.map_err(Error::from)?;
+            self.synced_commits.fetch_max(covered, Ordering::SeqCst);
+            Ok(())
         })
     }
 

@@ -20,6 +20,49 @@ use crate::error::{Error, Result};
 use crate::tree::{self, Attr, InodeId};
 use crate::vault::Vault;
 
+/// The last chunk read: its id (a content hash) and bytes.
+type Cached = Option<(ChunkId, Arc<Vec<u8>>)>;
+
+/// Stored chunks per thread below which a read is not split over CPUs (4 x 64 KiB).
+const PARALLEL_READ_CHUNKS: usize = 4;
+
+/// Reads the stored chunks `todo` (index, offset within, length, offset in the read)
+/// of file `ino` into `out`, which starts at offset `base` of the read. `last` is the
+/// chunk cache to consult and update; returns whether it read a chunk.
+fn fetch(
+    conn: &rusqlite::Connection,
+    ino: i64,
+    todo: &[(u64, usize, usize, usize)],
+    out: &mut [u8],
+    base: usize,
+    last: &mut Cached,
+) -> Result<bool> {
+    let mut fetched = false;
+    for &(idx, within, n, at) in todo {
+        let out = &mut out[at - base..at - base + n];
+        let Some(id) = chunks::mapped(conn, ino, idx)? else {
+            out.fill(0);
+            continue;
+        };
+        let data = match last {
+            Some((cid, d)) if *cid == id => d.clone(),
+            _ => {
+                let d = Arc::new(chunks::read(conn, id)?);
+                *last = Some((id, d.clone()));
+                fetched = true;
+                d
+            }
+        };
+        // A stored chunk may end before `within` (the file grew past it later).
+        let avail = data.len().saturating_sub(within).min(n);
+        if avail > 0 {
+            out[..avail].copy_from_slice(&data[within..within + avail]);
+        }
+        out[avail..].fill(0);
+    }
+    Ok(fetched)
+}
+
 #[derive(Default)]
 struct ContentState {
     /// Logical size including buffered writes; valid while `dirty()` is true.
@@ -88,49 +131,88 @@ impl OpenInode {
         Ok(vault.engine().read(|c| tree::attr(c, ino))?.size)
     }
 
+    /// Reads at `offset`. Buffered chunks are copied under the state lock; stored chunks
+    /// are read and decrypted without it, so reads of one file from several threads
+    /// (the kernel's readahead through a threaded mount) run in parallel. A read that
+    /// races a write returns the data from before or after it, chunk by chunk.
     pub fn read_at(&self, vault: &Vault, offset: u64, buf: &mut [u8]) -> Result<usize> {
         let cs = vault.chunk_size() as u64;
-        let mut st = self.lock()?;
-        let size = self.current_size(vault, &st)?;
-        if offset >= size || buf.is_empty() {
-            return Ok(0);
-        }
-        let end = size.min(offset + buf.len() as u64);
-        let want = (end - offset) as usize;
-        let ino = self.ino;
-        let st = &mut *st;
-        vault.engine().read(|conn| {
+        // (chunk index, offset within it, length, offset in `buf`) still to read.
+        let mut stored: Vec<(u64, usize, usize, usize)> = Vec::new();
+        let (want, cached) = {
+            let st = self.lock()?;
+            let size = self.current_size(vault, &st)?;
+            if offset >= size || buf.is_empty() {
+                return Ok(0);
+            }
+            let want = (size.min(offset + buf.len() as u64) - offset) as usize;
             let mut done = 0usize;
             while done < want {
                 let pos = offset + done as u64;
                 let idx = pos / cs;
                 let within = (pos % cs) as usize;
                 let n = (cs as usize - within).min(want - done);
-                let out = &mut buf[done..done + n];
-                if let Some(b) = st.buffers.get(&idx) {
-                    out.copy_from_slice(&b[within..within + n]);
-                } else if let Some(id) = chunks::mapped(conn, ino.0 as i64, idx)? {
-                    let data = match &st.cache {
-                        Some((cid, d)) if *cid == id => d.clone(),
-                        _ => {
-                            let d = Arc::new(chunks::read(conn, id)?);
-                            st.cache = Some((id, d.clone()));
-                            d
-                        }
-                    };
-                    // A stored chunk may end before `within` (the file grew past it later).
-                    let avail = data.len().saturating_sub(within).min(n);
-                    if avail > 0 {
-                        out[..avail].copy_from_slice(&data[within..within + avail]);
-                    }
-                    out[avail..].fill(0);
-                } else {
-                    out.fill(0);
+                match st.buffers.get(&idx) {
+                    Some(b) => buf[done..done + n].copy_from_slice(&b[within..within + n]),
+                    None => stored.push((idx, within, n, done)),
                 }
                 done += n;
             }
-            Ok(())
-        })?;
+            (want, st.cache.clone())
+        };
+        if stored.is_empty() {
+            return Ok(want);
+        }
+        let ino = self.ino.0 as i64;
+        // Large reads are split over spare CPUs: decryption is the cost of a read.
+        let parts = vault.engine().spare_readers(stored.len() / PARALLEL_READ_CHUNKS);
+        let last = if parts <= 1 {
+            let mut last = cached;
+            let fetched = vault.engine().read(|conn| fetch(conn, ino, &stored, buf, 0, &mut last))?;
+            fetched.then_some(last)
+        } else {
+            let per = stored.len().div_ceil(parts);
+            let mut regions = Vec::with_capacity(parts);
+            let mut rest: &mut [u8] = buf;
+            let mut base = 0usize;
+            for group in stored.chunks(per) {
+                let (first, end) = (group[0].3, group[group.len() - 1].3 + group[group.len() - 1].2);
+                let tail = std::mem::take(&mut rest);
+                let (_, tail) = tail.split_at_mut(first - base);
+                let (region, tail) = tail.split_at_mut(end - first);
+                rest = tail;
+                base = end;
+                regions.push((group, region, first));
+            }
+            let results: Vec<Result<(bool, Cached)>> = std::thread::scope(|s| {
+                let handles: Vec<_> = regions
+                    .into_iter()
+                    .map(|(group, region, first)| {
+                        let mut last = cached.clone();
+                        s.spawn(move || {
+                            let fetched = vault.engine().read(|conn| fetch(conn, ino, group, region, first, &mut last))?;
+                            Ok((fetched, last))
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|_| Err(Error::Io { context: "a read thread panicked".into(), source: io::Error::other("panic") })))
+                    .collect()
+            });
+            let mut last = None;
+            for r in results {
+                let (fetched, l) = r?;
+                if fetched {
+                    last = Some(l);
+                }
+            }
+            last
+        };
+        if let Some(last) = last {
+            // Chunk ids are content hashes: whatever happened meanwhile, this is not stale.
+            self.lock()?.cache = last;
+        }
         Ok(want)
     }
 

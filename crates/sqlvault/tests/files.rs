@@ -235,3 +235,39 @@ fn second_vault_in_same_process_keeps_open_orphans() {
     h.close().unwrap();
     assert_eq!(other.info().unwrap().files, 0);
 }
+
+/// One large read mixing stored chunks, holes, buffered (uncommitted) chunks and a
+/// short last chunk: split over threads or not, the bytes are the same.
+#[test]
+fn large_reads_mixing_stored_buffered_and_holes_are_exact() {
+    for read_threads in [1, 4] {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = sqlvault::EngineConfig { read_threads, ..Default::default() };
+        let o = sqlvault::CreateOptions { engine, ..opts(4096) };
+        let v = sqlvault::Vault::create(dir.path().join("m.vault"), &pass(), &o).unwrap();
+        let mut expect = vec![0u8; 40 * 4096 + 100];
+        let f = v.create_file("/m").unwrap();
+        for k in (0..40).filter(|k| k % 5 != 3) {
+            let piece = vec![k as u8 + 1; 4096];
+            f.write_at(k * 4096, &piece).unwrap();
+            expect[k as usize * 4096..][..4096].copy_from_slice(&piece);
+        }
+        f.write_at(40 * 4096, &[77u8; 100]).unwrap();
+        expect[40 * 4096..].fill(77);
+        f.commit().unwrap();
+        // Buffered, not committed: every seventh chunk, partly.
+        for k in (0..40).step_by(7) {
+            f.write_at(k * 4096 + 1000, &[200u8; 50]).unwrap();
+            expect[k as usize * 4096 + 1000..][..50].fill(200);
+        }
+        // A second handle shares the file's buffers.
+        let r = v.open_file("/m", &FileOptions::new().read(true)).unwrap();
+        let mut got = vec![0u8; expect.len() + 10];
+        assert_eq!(r.read_at(0, &mut got).unwrap(), expect.len());
+        assert_eq!(&got[..expect.len()], &expect[..], "read_threads = {read_threads}");
+        assert_eq!(r.read_at(4096 * 3 + 7, &mut got[..20 * 4096]).unwrap(), 20 * 4096);
+        assert_eq!(&got[..20 * 4096], &expect[4096 * 3 + 7..][..20 * 4096]);
+        r.close().unwrap();
+        f.close().unwrap();
+    }
+}

@@ -169,3 +169,35 @@ fn sigkill_during_group_commit_loses_no_acknowledged_write() {
     }
     assert!(v.fsck().unwrap().is_clean());
 }
+
+/// `sync` from many threads at once (what fsync through a threaded mount does): one
+/// WAL sync covers every commit made before it, so concurrent calls share syncs, and
+/// each call still returns only after a sync that covers its own writes.
+#[test]
+fn concurrent_syncs_share_one_wal_sync() {
+    let (_t, v) = TestVault::new(4096);
+    let total: u64 = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..8)
+            .map(|t| {
+                let v = v.clone();
+                s.spawn(move || {
+                    let before = sqlvault::io_counts();
+                    for i in 0..20 {
+                        v.write_file(&format!("/t{t}-{i}"), &content(t, i)).unwrap();
+                        v.sync().unwrap();
+                    }
+                    sqlvault::io_counts().since(&before).syncs
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    eprintln!("{total} syncs for 160 sync calls");
+    assert!(total >= 1);
+    assert!(total < 160, "every sync call synced on its own: {total}");
+    for t in 0..8 {
+        for i in 0..20 {
+            assert_eq!(v.read_file(&format!("/t{t}-{i}")).unwrap(), content(t, i));
+        }
+    }
+}
