@@ -31,6 +31,7 @@ for target in path_parse file_ops; do
   # libFuzzer is chatty: show its verdict and statistics, and the whole tail on failure.
   grep -E "^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::new_units_added|Done )" "$scratch/$target.log" || true
   if [ "$status" -ne 0 ]; then
+    grep -E -A3 "panicked|ERROR: |SUMMARY" "$scratch/$target.log" | head -n 40 || true
     tail -n 60 "$scratch/$target.log"
     echo "fuzz: $target FAILED (input in fuzz/artifacts/$target/)"
     exit 1
