@@ -16,7 +16,7 @@ cargo +nightly --version >/dev/null
 cargo +nightly fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 cd fuzz
 started=$(date +%s)
-cargo +nightly fuzz build -O
+cargo +nightly fuzz build -O --codegen-units 16
 echo "fuzz: build took $(( $(date +%s) - started )) s"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -24,7 +24,7 @@ for target in path_parse file_ops; do
   mkdir -p "corpus/$target" "$scratch/$target"
   echo "fuzz: $target for $secs s"
   set +e
-  cargo +nightly fuzz run -O "$target" "$scratch/$target" "corpus/$target" -- \
+  cargo +nightly fuzz run -O --codegen-units 16 "$target" "$scratch/$target" "corpus/$target" -- \
     -max_total_time="$secs" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 >"$scratch/$target.log" 2>&1
   status=$?
   set -e
