@@ -16,7 +16,7 @@ cargo +nightly --version >/dev/null
 cargo +nightly fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 cd fuzz
 started=$(date +%s)
-cargo +nightly fuzz build -O
+cargo +nightly fuzz build -O --codegen-units 16
 echo "fuzz: build took $(( $(date +%s) - started )) s"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -24,13 +24,14 @@ for target in path_parse file_ops; do
   mkdir -p "corpus/$target" "$scratch/$target"
   echo "fuzz: $target for $secs s"
   set +e
-  cargo +nightly fuzz run -O "$target" "$scratch/$target" "corpus/$target" -- \
+  cargo +nightly fuzz run -O --codegen-units 16 "$target" "$scratch/$target" "corpus/$target" -- \
     -max_total_time="$secs" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 >"$scratch/$target.log" 2>&1
   status=$?
   set -e
   # libFuzzer is chatty: show its verdict and statistics, and the whole tail on failure.
   grep -E "^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::new_units_added|Done )" "$scratch/$target.log" || true
   if [ "$status" -ne 0 ]; then
+    grep -E -A3 "panicked|ERROR: |SUMMARY" "$scratch/$target.log" | head -n 40 || true
     tail -n 60 "$scratch/$target.log"
     echo "fuzz: $target FAILED (input in fuzz/artifacts/$target/)"
     exit 1

@@ -98,6 +98,10 @@ fn model_apply(m: &mut Model, op: &Op) -> bool {
         Op::Patch(p, off, len, seed) => match m.get_mut(&p.names()) {
             Some(Node::File(d)) => {
                 let (off, data) = (*off as usize, bytes(*len, *seed));
+                // A write of nothing does not extend the file (POSIX write(2)).
+                if data.is_empty() {
+                    return true;
+                }
                 if d.len() < off + data.len() {
                     d.resize(off + data.len(), 0);
                 }

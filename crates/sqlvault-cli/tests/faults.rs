@@ -270,15 +270,22 @@ fn passwd_killed_at_random_moments_leaves_old_or_new_passphrase() {
     let mut current = 1u64;
     let trials: u64 = std::env::var("SQLVAULT_PASSWD_TRIALS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
     let mut seed = 0x1234_5678u64;
-    let (mut kept_old, mut got_new) = (0, 0);
+    let (mut kept_old, mut got_new, mut between) = (0, 0, 0);
     for trial in 0..trials {
         let (old, new) = (format!("pass-{current}"), format!("pass-{}", current + 1));
         seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         let delay = Duration::from_nanos((seed >> 11) % (full.as_nanos() as u64 * 6 / 5).max(1));
+        let gens_before = generations(&vault);
         let mut child = passwd(v, &old, &new).spawn().unwrap();
         std::thread::sleep(delay);
         let _ = child.kill();
         child.wait().unwrap();
+        // Copies newly at different generations: the kill landed between the two
+        // header writes (docs/format.md).
+        let gens = generations(&vault);
+        if gens.0 != gens.1 && gens != gens_before {
+            between += 1;
+        }
         let with_old = opens_with(&vault, &old);
         let with_new = opens_with(&vault, &new);
         assert!(with_old || with_new, "trial {trial}: neither the old nor the new passphrase opens the vault");
@@ -291,10 +298,18 @@ fn passwd_killed_at_random_moments_leaves_old_or_new_passphrase() {
         }
     }
     eprintln!(
-        "passwd: {trials} SIGKILLs over 0..{:?}: {kept_old} kept the old passphrase, {got_new} switched to the new one",
+        "passwd: {trials} SIGKILLs over 0..{:?}: {kept_old} kept the old passphrase, {got_new} switched to the new one, \
+         {between} killed between the two header copy writes",
         full * 6 / 5
     );
     assert!(ok_fsck(&vault, &format!("pass-{current}")));
+}
+
+/// The generation numbers of the two header copies (the u64 at offset 12 of each).
+fn generations(vault: &Path) -> (u64, u64) {
+    let header = std::fs::read(vault).unwrap();
+    let at = |c: usize| u64::from_le_bytes(header[c + 12..c + 20].try_into().unwrap());
+    (at(0), at(4096))
 }
 
 fn ok_fsck(vault: &Path, pass: &str) -> bool {

@@ -192,3 +192,46 @@ fn non_utf8_names_from_the_mount_are_listed_and_skipped_by_get_not_fatal() {
     assert!(err.contains("skipped") && err.contains("not UTF-8"), "{err}");
     assert_eq!(std::fs::read(back.join("ok.txt")).unwrap(), b"fine");
 }
+
+#[test]
+fn non_utf8_names_through_a_real_mount_round_trip_and_stay_inside() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = init(dir.path());
+    let v = vault.to_str().unwrap();
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let out = run(&["mount", "-d", v, mnt.to_str().unwrap()]);
+    assert!(out.status.success(), "mount: {}", String::from_utf8_lossy(&out.stderr));
+    let pid: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let raw = std::ffi::OsStr::from_bytes(b"raw-\xff\xfe-name");
+    let result = std::panic::catch_unwind(|| {
+        std::fs::write(mnt.join(raw), b"raw bytes").unwrap();
+        // The kernel never hands a FUSE server '/' or NUL in a name, and resolves '..'
+        // itself: a '..' path written through the mount lands inside it.
+        std::fs::create_dir(mnt.join("d")).unwrap();
+        std::fs::write(mnt.join("d/../up.txt"), b"up").unwrap();
+        let names: Vec<Vec<u8>> =
+            std::fs::read_dir(&mnt).unwrap().map(|e| e.unwrap().file_name().as_bytes().to_vec()).collect();
+        assert!(names.contains(&b"raw-\xff\xfe-name".to_vec()), "{names:?}");
+        assert_eq!(std::fs::read(mnt.join(raw)).unwrap(), b"raw bytes");
+        // Over-long names get ENAMETOOLONG from the mount.
+        let e = std::fs::write(mnt.join("n".repeat(256)), b"x").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENAMETOOLONG), "{e}");
+    });
+    let _ = Command::new("fusermount3").arg("-u").arg(&mnt).output();
+    let t = Instant::now();
+    while Path::new(&format!("/proc/{pid}")).exists() && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if let Err(p) = result {
+        std::panic::resume_unwind(p);
+    }
+    assert!(!dir.path().join("up.txt").exists(), "a '..' through the mount escaped it");
+    let ls = run(&["ls", v, "/"]);
+    assert!(ls.status.success(), "{}", String::from_utf8_lossy(&ls.stderr));
+    assert!(String::from_utf8_lossy(&ls.stdout).contains("up.txt"));
+    let out = run(&["get", v, "/", dir.path().join("back").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(5), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not UTF-8"));
+    assert_eq!(std::fs::read(dir.path().join("back/up.txt")).unwrap(), b"up");
+}

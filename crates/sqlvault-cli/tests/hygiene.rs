@@ -1,5 +1,5 @@
 //! Security hygiene of real runs: files created 0600 whatever the umask, no plaintext
-//! in the vault, its WAL and shared-memory files or the temp directory, and the
+//! (file contents and names, tags, records) in the vault, its WAL and shared-memory files or the temp directory, and the
 //! passphrase neither in argv nor in the environment of the CLI's children (the
 //! background mount server, which lives as long as the mount).
 
@@ -76,6 +76,10 @@ fn files_are_0600_no_plaintext_on_disk_and_no_passphrase_in_children() {
     std::fs::write(&src, &data).unwrap();
     sh(&format!("put {v} {} /{}", src.display(), std::str::from_utf8(MARKER).unwrap()));
     std::fs::remove_file(&src).unwrap();
+    // Tags and records hold the marker too: names, keys and values.
+    let m = std::str::from_utf8(MARKER).unwrap();
+    sh(&format!("tag {v} /{m} {m}-tag={m}-value"));
+    sh(&format!("rec put {v} {m}-coll {m}-key {m}-record-value"));
 
     // The background mount server: a child of the CLI that lives on.
     let out = sh(&format!("mount -d {v} {}", mnt.display()));
@@ -113,7 +117,9 @@ fn files_are_0600_no_plaintext_on_disk_and_no_passphrase_in_children() {
     assert_eq!(mode(&vault), 0o600);
     // And it is all there: the marker was really written.
     let lib = Vault::open(&vault, &Secret::passphrase(PASS), EngineConfig::default()).unwrap();
-    assert_eq!(lib.read_file(&format!("/{}", std::str::from_utf8(MARKER).unwrap())).unwrap(), data);
+    assert_eq!(lib.read_file(&format!("/{m}")).unwrap(), data);
+    assert_eq!(lib.tags(&format!("/{m}")).unwrap().len(), 1);
+    assert_eq!(lib.records(&format!("{m}-coll")).get(format!("{m}-key")).unwrap().unwrap(), format!("{m}-record-value").as_bytes());
 }
 
 struct Unmount<'a> {
