@@ -61,6 +61,9 @@ fn run_scenario(name: &str, argv: &[String]) -> Result<Vec<Target>> {
         "blocks" => crate::blocks::run(&parse(argv)?),
         "metadata" => crate::metadata::run(&parse(argv)?),
         "peers" => crate::peers::run(&parse(argv)?),
+        // REGISTER `parallel` HERE once `crates/sqlvault-bench/src/parallel.rs` is merged
+        // (and add "parallel" to SCENARIOS); its arguments take the same common options:
+        // "parallel" => crate::parallel::parallel(&parse(argv)?).map(|()| Vec::new()),
         other => crate::bail!("unknown scenario {other:?}"),
     }
 }
@@ -140,4 +143,24 @@ pub fn all(a: &AllArgs) -> Result<()> {
         crate::bail!("{} scenario(s) failed: {}", failed.len(), failed.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join(", "));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenario_arguments_keep_their_defaults_and_take_the_common_options() {
+        let argv: Vec<String> = ["--results-dir", "/tmp/x", "--docs", "/tmp/x/b.md", "--quick"].iter().map(|s| s.to_string()).collect();
+        let a: crate::stream::StreamArgs = parse(&argv).unwrap();
+        assert!(a.quick);
+        assert_eq!(a.large_mib, 256);
+        assert_eq!(a.out.docs, PathBuf::from("/tmp/x/b.md"));
+        let b: crate::blocks::BlocksArgs = parse(&argv).unwrap();
+        assert_eq!(b.rows, vec![100_000, 1_000_000, 10_000_000]);
+        for name in SCENARIOS {
+            assert!(run_scenario(name, &["--no-such-option".to_string()]).is_err(), "{name} is registered");
+        }
+        assert!(run_scenario("nope", &argv).is_err());
+    }
 }

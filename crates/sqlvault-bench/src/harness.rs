@@ -473,3 +473,42 @@ pub fn remove_db(path: &Path) {
 pub fn parse_spec<T: for<'de> Deserialize<'de>>(spec: &str) -> Result<T> {
     serde_json::from_str(spec).with_context(|| format!("bad case spec {spec}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(seconds: f64, units: f64) -> Sample {
+        Sample { seconds, units, cpu_s: seconds / 2.0 }
+    }
+
+    #[test]
+    fn rows_are_medians_with_ratios_to_the_baseline_of_their_group() {
+        let mut c = Collector::default();
+        for secs in [1.0, 3.0, 2.0] {
+            c.push("write", "base", Unit::MBps, &s(secs, 100e6), 1024);
+        }
+        c.push("write", "vault", Unit::MBps, &s(0.5, 100e6), 4096);
+        c.push("read", "vault", Unit::MBps, &s(1.0, 100e6), 2048);
+        let rows = c.rows(|_, sys| (sys != "base").then(|| "base".to_string()));
+        assert_eq!(rows.len(), 3);
+        assert_eq!((rows[0].group.as_str(), rows[0].system.as_str()), ("write", "base"));
+        assert!((rows[0].value - 50.0).abs() < 1e-9, "median of 100, 33.3, 50 MB/s");
+        assert!((rows[0].cpu - 10.0).abs() < 1e-9, "1 CPU s per 100 MB = 10 ms/MB");
+        assert_eq!(rows[0].peak_rss_mib, 1.0);
+        let (b, r) = rows[1].vs.clone().unwrap();
+        assert_eq!(b, "base");
+        assert!((r - 4.0).abs() < 1e-9);
+        assert!(rows[2].vs.is_none(), "no baseline in the read group");
+        assert!(value(&rows, "read", "vault") > 99.0);
+        assert!(value(&rows, "read", "nobody").is_nan());
+    }
+
+    #[test]
+    fn milliseconds_are_per_operation() {
+        let mut c = Collector::default();
+        c.push("open", "x", Unit::Ms, &s(0.2, 100.0), 0);
+        let rows = c.rows(|_, _| None);
+        assert!((rows[0].value - 2.0).abs() < 1e-9);
+    }
+}
