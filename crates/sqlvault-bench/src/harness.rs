@@ -461,6 +461,29 @@ pub fn publish(out: &OutputArgs, r: &ScenarioReport) -> Result<()> {
     report::publish(out, &json, r, &r.heading, &md, None)
 }
 
+/// Arguments of `sqlvault-bench render`.
+#[derive(Debug, clap::Args)]
+pub struct RenderArgs {
+    /// JSON files written by earlier scenario runs (`bench-results/<scenario>.json`).
+    #[arg(required = true)]
+    pub json: Vec<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Measures nothing: redraws the charts and rewrites the Markdown sections of earlier
+/// scenario runs from their JSON.
+pub fn render(a: &RenderArgs) -> Result<()> {
+    for path in &a.json {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let r: ScenarioReport = serde_json::from_str(&text).with_context(|| format!("{} is not a scenario report", path.display()))?;
+        let mut out = a.out.clone();
+        out.results_dir = std::env::temp_dir().join("sqlvault-bench-render");
+        publish(&out, &r)?;
+    }
+    Ok(())
+}
+
 /// Sets up the scratch file of a case: removes `path` and its `-wal`, `-shm` and
 /// `-journal` companions.
 pub fn remove_db(path: &Path) {

@@ -63,6 +63,8 @@ enum Cmd {
     Peers(peers::PeersArgs),
     /// Every scenario in turn, with the table of targets vs measured.
     All(all::AllArgs),
+    /// Redraw charts and rewrite Markdown sections from scenario JSON files (measures nothing).
+    Render(harness::RenderArgs),
     /// One phase of one chunk-sweep configuration (run by chunk-sweep in a child process).
     #[command(hide = true)]
     RunOne(sweep::RunOneArgs),
@@ -86,6 +88,7 @@ fn main() -> ExitCode {
         Cmd::Metadata(a) => metadata::run(a).map(drop),
         Cmd::Peers(a) => peers::run(a).map(drop),
         Cmd::All(a) => all::all(a),
+        Cmd::Render(a) => harness::render(a),
         Cmd::Case(a) => harness::run_case(a),
         Cmd::ServeMount(a) => peers::serve_mount(a),
     };
