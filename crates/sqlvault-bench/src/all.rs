@@ -37,10 +37,8 @@ pub struct AllArgs {
 
 /// The scenarios `all` runs, in this order.
 ///
-/// REGISTER NEW SCENARIOS HERE (and in [`run_scenario`] below): `parallel` (article
-/// 002's threads, `crates/sqlvault-bench/src/parallel.rs`, owned by the engine work)
-/// goes in as one more name once its subcommand exists.
-pub const SCENARIOS: &[&str] = &["open", "stream", "blocks", "metadata", "peers", "snapshot"];
+/// New scenarios register here and in [`run_scenario`] below.
+pub const SCENARIOS: &[&str] = &["open", "stream", "blocks", "metadata", "peers", "parallel", "snapshot"];
 
 /// Parses a scenario's own arguments from `argv`, so its defaults apply.
 fn parse<T: clap::Args>(argv: &[String]) -> Result<T> {
@@ -62,6 +60,8 @@ fn run_scenario(name: &str, argv: &[String]) -> Result<Vec<Target>> {
         "metadata" => crate::metadata::run(&parse(argv)?),
         "peers" => crate::peers::run(&parse(argv)?),
         "snapshot" => crate::snapshot::run(&parse(argv)?),
+        // Reports its targets in its own section (group commit >= 5x, readers scaling).
+        "parallel" => crate::parallel::parallel(&parse(argv)?).map(|()| Vec::new()),
         other => crate::bail!("unknown scenario {other:?}"),
     }
 }
@@ -141,4 +141,24 @@ pub fn all(a: &AllArgs) -> Result<()> {
         crate::bail!("{} scenario(s) failed: {}", failed.len(), failed.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join(", "));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenario_arguments_keep_their_defaults_and_take_the_common_options() {
+        let argv: Vec<String> = ["--results-dir", "/tmp/x", "--docs", "/tmp/x/b.md", "--quick"].iter().map(|s| s.to_string()).collect();
+        let a: crate::stream::StreamArgs = parse(&argv).unwrap();
+        assert!(a.quick);
+        assert_eq!(a.large_mib, 256);
+        assert_eq!(a.out.docs, PathBuf::from("/tmp/x/b.md"));
+        let b: crate::blocks::BlocksArgs = parse(&argv).unwrap();
+        assert_eq!(b.rows, vec![100_000, 1_000_000, 10_000_000]);
+        for name in SCENARIOS {
+            assert!(run_scenario(name, &["--no-such-option".to_string()]).is_err(), "{name} is registered");
+        }
+        assert!(run_scenario("nope", &argv).is_err());
+    }
 }

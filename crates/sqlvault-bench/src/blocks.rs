@@ -416,7 +416,7 @@ pub fn blocks(a: &BlocksArgs) -> Result<harness::ScenarioReport> {
         ));
     }
     if let (Some(&small), Some(&big)) = (sizes.first(), sizes.last()) {
-        if big >= 10_000_000 {
+        if big >= 10_000_000 && small < big {
             let ratios: Vec<(String, f64)> = OPS
                 .iter()
                 .map(|op| (op.to_string(), harness::value(&rows, &group(op, big), vault) / harness::value(&rows, &group(op, small), vault)))

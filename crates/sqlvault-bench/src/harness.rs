@@ -461,6 +461,29 @@ pub fn publish(out: &OutputArgs, r: &ScenarioReport) -> Result<()> {
     report::publish(out, &json, r, &r.heading, &md, None)
 }
 
+/// Arguments of `sqlvault-bench render`.
+#[derive(Debug, clap::Args)]
+pub struct RenderArgs {
+    /// JSON files written by earlier scenario runs (`bench-results/<scenario>.json`).
+    #[arg(required = true)]
+    pub json: Vec<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Measures nothing: redraws the charts and rewrites the Markdown sections of earlier
+/// scenario runs from their JSON.
+pub fn render(a: &RenderArgs) -> Result<()> {
+    for path in &a.json {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let r: ScenarioReport = serde_json::from_str(&text).with_context(|| format!("{} is not a scenario report", path.display()))?;
+        let mut out = a.out.clone();
+        out.results_dir = std::env::temp_dir().join("sqlvault-bench-render");
+        publish(&out, &r)?;
+    }
+    Ok(())
+}
+
 /// Sets up the scratch file of a case: removes `path` and its `-wal`, `-shm` and
 /// `-journal` companions.
 pub fn remove_db(path: &Path) {
@@ -472,4 +495,43 @@ pub fn remove_db(path: &Path) {
 /// Parses a case spec.
 pub fn parse_spec<T: for<'de> Deserialize<'de>>(spec: &str) -> Result<T> {
     serde_json::from_str(spec).with_context(|| format!("bad case spec {spec}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(seconds: f64, units: f64) -> Sample {
+        Sample { seconds, units, cpu_s: seconds / 2.0 }
+    }
+
+    #[test]
+    fn rows_are_medians_with_ratios_to_the_baseline_of_their_group() {
+        let mut c = Collector::default();
+        for secs in [1.0, 3.0, 2.0] {
+            c.push("write", "base", Unit::MBps, &s(secs, 100e6), 1024);
+        }
+        c.push("write", "vault", Unit::MBps, &s(0.5, 100e6), 4096);
+        c.push("read", "vault", Unit::MBps, &s(1.0, 100e6), 2048);
+        let rows = c.rows(|_, sys| (sys != "base").then(|| "base".to_string()));
+        assert_eq!(rows.len(), 3);
+        assert_eq!((rows[0].group.as_str(), rows[0].system.as_str()), ("write", "base"));
+        assert!((rows[0].value - 50.0).abs() < 1e-9, "median of 100, 33.3, 50 MB/s");
+        assert!((rows[0].cpu - 10.0).abs() < 1e-9, "1 CPU s per 100 MB = 10 ms/MB");
+        assert_eq!(rows[0].peak_rss_mib, 1.0);
+        let (b, r) = rows[1].vs.clone().unwrap();
+        assert_eq!(b, "base");
+        assert!((r - 4.0).abs() < 1e-9);
+        assert!(rows[2].vs.is_none(), "no baseline in the read group");
+        assert!(value(&rows, "read", "vault") > 99.0);
+        assert!(value(&rows, "read", "nobody").is_nan());
+    }
+
+    #[test]
+    fn milliseconds_are_per_operation() {
+        let mut c = Collector::default();
+        c.push("open", "x", Unit::Ms, &s(0.2, 100.0), 0);
+        let rows = c.rows(|_, _| None);
+        assert!((rows[0].value - 2.0).abs() < 1e-9);
+    }
 }

@@ -73,6 +73,8 @@ enum Cmd {
     All(all::AllArgs),
     /// Time and vault growth of one snapshot of a 10,000-file tree, against writing it.
     Snapshot(snapshot::SnapshotArgs),
+    /// Redraw charts and rewrite Markdown sections from scenario JSON files (measures nothing).
+    Render(harness::RenderArgs),
     /// One phase of one chunk-sweep configuration (run by chunk-sweep in a child process).
     #[command(hide = true)]
     RunOne(sweep::RunOneArgs),
@@ -98,6 +100,7 @@ fn main() -> ExitCode {
         Cmd::Metadata(a) => metadata::run(a).map(drop),
         Cmd::Peers(a) => peers::run(a).map(drop),
         Cmd::All(a) => all::all(a),
+        Cmd::Render(a) => harness::render(a),
         Cmd::Case(a) => harness::run_case(a),
         Cmd::ServeMount(a) => peers::serve_mount(a),
     };
