@@ -37,5 +37,7 @@
 mod attr;
 mod fs;
 mod session;
+mod stats;
 
 pub use session::{mount, MountOptions, Mounted, Unmounter, DEFAULT_THREADS};
+pub use stats::{OpStats, RequestStats};
