@@ -25,7 +25,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle as Fh, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
@@ -40,10 +40,13 @@ use sqlvault::{
 
 use crate::attr::{file_attr, fuse_type, inode, time_ns, time_or_now_ns, ShownOwner};
 use crate::snapnode::{Node, SNAPSHOTS_DIR};
+use crate::stats::Counters;
 
 /// Largest write we ask the kernel for; it caps requests at its `max_pages` limit
 /// (1 MiB with 4 KiB pages unless `fs.fuse.max_pages_limit` is raised).
 const MAX_WRITE: u32 = 16 << 20;
+/// Background requests (readahead, asynchronous reads) the kernel may have in flight.
+const MAX_BACKGROUND: u16 = 64;
 /// Directory entries fetched from the vault per page while listing.
 const DIR_PAGE: usize = 256;
 /// Longest symlink target accepted (Linux `PATH_MAX`).
@@ -161,6 +164,7 @@ pub(crate) struct VaultFs {
     files: Table<FileHandle>,
     dirs: Table<DirStream>,
     closed: Closed,
+    counters: Arc<Counters>,
 }
 
 fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
@@ -172,7 +176,8 @@ fn closed_error() -> FsError {
 }
 
 impl VaultFs {
-    pub(crate) fn new(vault: Vault, settings: Settings, closed: Closed) -> VaultFs {
+    pub(crate) fn new(vault: Vault, settings: Settings, closed: Closed, counters: Arc<Counters>) -> VaultFs {
+        counters.start(&vault.commit_stats());
         let host_dir = vault
             .path()
             .parent()
@@ -187,7 +192,17 @@ impl VaultFs {
             files: Table::new(),
             dirs: Table::new(),
             closed,
+            counters,
         }
+    }
+
+    /// Runs one request's work (a panic becomes `EIO`) and counts it.
+    fn served<T>(&self, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let t = Instant::now();
+        let r = guarded(f);
+        let vault = self.vault.as_ref().map(Vault::commit_stats).unwrap_or_default();
+        self.counters.add(op, t.elapsed(), &vault);
+        r
     }
 
     fn vault(&self) -> Result<&Vault> {
@@ -482,8 +497,8 @@ impl VaultFs {
     }
 
     fn create_inner(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, flags: i32) -> Result<(Attr, Fh)> {
-        let attr = match self.create_node_inner(req, parent, name, FileType::File, mode, None) {
-            Ok(a) => a,
+        let (attr, created) = match self.create_node_inner(req, parent, name, FileType::File, mode, None) {
+            Ok(a) => (a, true),
             // Created meanwhile by another process using the vault: open it, unless
             // the caller insisted on creating it.
             Err(FsError::Vault(Error::AlreadyExists { .. })) if flags & libc::O_EXCL == 0 => {
@@ -491,10 +506,16 @@ impl VaultFs {
                 if a.kind == FileType::Dir {
                     return Err(FsError::Vault(Error::IsADirectory { path: name.to_string_lossy().into_owned() }));
                 }
-                a
+                (a, false)
             }
             Err(e) => return Err(e),
         };
+        if created {
+            // Empty and unknown to the kernel until this reply: no truncate (a commit
+            // for nothing) and no second look at its attributes.
+            let fh = self.open_inner(INodeNo(attr.ino.0), OpenFlags(flags & !libc::O_TRUNC))?;
+            return Ok((attr, fh));
+        }
         let fh = self.open_inner(INodeNo(attr.ino.0), OpenFlags(flags))?;
         // Attributes after a possible O_TRUNC of an existing file.
         let attr = self.vault()?.attr(attr.ino)?;
@@ -509,6 +530,7 @@ impl VaultFs {
             Node::Live(_) => self.files.get(fh)?.read_at(offset, &mut buf)?,
         };
         buf.truncate(n);
+        self.counters.add_bytes("read", n as u64);
         Ok(buf)
     }
 
@@ -516,6 +538,7 @@ impl VaultFs {
         self.live(ino)?;
         let handle = self.files.get(fh)?;
         let n = handle.write_at(offset, data)?;
+        self.counters.add_bytes("write", n as u64);
         u32::try_from(n).map_err(|_| FsError::Errno(libc::EINVAL))
     }
 
@@ -742,6 +765,13 @@ impl Filesystem for VaultFs {
             let _ = config.set_max_write(max);
         }
         let _ = config.set_time_granularity(Duration::from_nanos(1));
+        // Read ahead as far as the kernel allows, with room for several requests in
+        // flight, so the serving threads read chunks in parallel.
+        if let Err(max) = config.set_max_readahead(MAX_WRITE) {
+            let _ = config.set_max_readahead(max);
+        }
+        let _ = config.set_max_background(MAX_BACKGROUND);
+        let _ = config.set_congestion_threshold(MAX_BACKGROUND * 3 / 4);
         // Each is optional: a kernel without it simply does not get it.
         for cap in [
             InitFlags::FUSE_BIG_WRITES,
@@ -764,7 +794,7 @@ impl Filesystem for VaultFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        match guarded(|| self.lookup_inner(parent, name)) {
+        match self.served("lookup", || self.lookup_inner(parent, name)) {
             Ok(a) => reply.entry(&self.settings.ttl, &self.fattr(&a), GENERATION),
             Err(e) => reply.error(self.errno("lookup", e)),
         }
@@ -773,7 +803,7 @@ impl Filesystem for VaultFs {
     fn forget(&self, _req: &Request, _ino: INodeNo, _nlookup: u64) {}
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<Fh>, reply: ReplyAttr) {
-        match guarded(|| self.getattr_inner(ino)) {
+        match self.served("getattr", || self.getattr_inner(ino)) {
             Ok(a) => reply.attr(&self.settings.ttl, &self.fattr(&a)),
             Err(e) => reply.error(self.errno("getattr", e)),
         }
@@ -797,14 +827,14 @@ impl Filesystem for VaultFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        match guarded(|| self.setattr_inner(ino, mode, uid, gid, size, atime, mtime)) {
+        match self.served("setattr", || self.setattr_inner(ino, mode, uid, gid, size, atime, mtime)) {
             Ok(a) => reply.attr(&self.settings.ttl, &self.fattr(&a)),
             Err(e) => reply.error(self.errno("setattr", e)),
         }
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        match guarded(|| self.readlink_inner(ino)) {
+        match self.served("readlink", || self.readlink_inner(ino)) {
             Ok(t) => reply.data(&t),
             Err(e) => reply.error(self.errno("readlink", e)),
         }
@@ -820,35 +850,35 @@ impl Filesystem for VaultFs {
         _rdev: u32,
         reply: ReplyEntry,
     ) {
-        match guarded(|| self.mknod_inner(req, parent, name, mode)) {
+        match self.served("mknod", || self.mknod_inner(req, parent, name, mode)) {
             Ok(a) => reply.entry(&self.settings.ttl, &self.fattr(&a), GENERATION),
             Err(e) => reply.error(self.errno("mknod", e)),
         }
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, reply: ReplyEntry) {
-        match guarded(|| self.create_node_inner(req, parent, name, FileType::Dir, mode, None)) {
+        match self.served("mkdir", || self.create_node_inner(req, parent, name, FileType::Dir, mode, None)) {
             Ok(a) => reply.entry(&self.settings.ttl, &self.fattr(&a), GENERATION),
             Err(e) => reply.error(self.errno("mkdir", e)),
         }
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match guarded(|| self.unlink_inner(parent, name)) {
+        match self.served("unlink", || self.unlink_inner(parent, name)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.errno("unlink", e)),
         }
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match guarded(|| self.rmdir_inner(parent, name)) {
+        match self.served("rmdir", || self.rmdir_inner(parent, name)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.errno("rmdir", e)),
         }
     }
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
-        match guarded(|| self.symlink_inner(req, parent, link_name, target)) {
+        match self.served("symlink", || self.symlink_inner(req, parent, link_name, target)) {
             Ok(a) => reply.entry(&self.settings.ttl, &self.fattr(&a), GENERATION),
             Err(e) => reply.error(self.errno("symlink", e)),
         }
@@ -864,21 +894,21 @@ impl Filesystem for VaultFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        match guarded(|| self.rename_inner(parent, name, newparent, newname, flags)) {
+        match self.served("rename", || self.rename_inner(parent, name, newparent, newname, flags)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.errno("rename", e)),
         }
     }
 
     fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
-        match guarded(|| self.link_inner(ino, newparent, newname)) {
+        match self.served("link", || self.link_inner(ino, newparent, newname)) {
             Ok(a) => reply.entry(&self.settings.ttl, &self.fattr(&a), GENERATION),
             Err(e) => reply.error(self.errno("link", e)),
         }
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        match guarded(|| self.open_inner(ino, flags)) {
+        match self.served("open", || self.open_inner(ino, flags)) {
             Ok(fh) => reply.opened(fh, FopenFlags::empty()),
             Err(e) => reply.error(self.errno("open", e)),
         }
@@ -895,7 +925,7 @@ impl Filesystem for VaultFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        match guarded(|| self.read_inner(ino, fh, offset, size)) {
+        match self.served("read", || self.read_inner(ino, fh, offset, size)) {
             Ok(data) => reply.data(&data),
             Err(e) => reply.error(self.errno("read", e)),
         }
@@ -913,14 +943,14 @@ impl Filesystem for VaultFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        match guarded(|| self.write_inner(ino, fh, offset, data)) {
+        match self.served("write", || self.write_inner(ino, fh, offset, data)) {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(self.errno("write", e)),
         }
     }
 
     fn flush(&self, _req: &Request, ino: INodeNo, fh: Fh, _lock_owner: LockOwner, reply: ReplyEmpty) {
-        match guarded(|| self.flush_inner(ino, fh)) {
+        match self.served("flush", || self.flush_inner(ino, fh)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.errno("flush", e)),
         }
@@ -936,28 +966,28 @@ impl Filesystem for VaultFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        match guarded(|| self.release_inner(ino, fh)) {
+        match self.served("release", || self.release_inner(ino, fh)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.errno("release", e)),
         }
     }
 
     fn fsync(&self, _req: &Request, ino: INodeNo, fh: Fh, _datasync: bool, reply: ReplyEmpty) {
-        match guarded(|| self.fsync_inner(ino, fh)) {
+        match self.served("fsync", || self.fsync_inner(ino, fh)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.errno("fsync", e)),
         }
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match guarded(|| self.opendir_inner(ino)) {
+        match self.served("opendir", || self.opendir_inner(ino)) {
             Ok(fh) => reply.opened(fh, FopenFlags::empty()),
             Err(e) => reply.error(self.errno("opendir", e)),
         }
     }
 
     fn readdir(&self, _req: &Request, ino: INodeNo, fh: Fh, offset: u64, mut reply: ReplyDirectory) {
-        let r = guarded(|| {
+        let r = self.served("readdir", || {
             self.list_inner(ino, fh, offset, |item| {
                 Ok(reply.add(INodeNo(item.ino.0), item.next, fuse_type(item.kind), OsStr::from_bytes(item.name)))
             })
@@ -969,7 +999,7 @@ impl Filesystem for VaultFs {
     }
 
     fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: Fh, offset: u64, mut reply: ReplyDirectoryPlus) {
-        let r = guarded(|| {
+        let r = self.served("readdirplus", || {
             self.list_inner(ino, fh, offset, |item| {
                 let attr = match self.attr_of(Node::from_id(item.ino.0)) {
                     Ok(a) => a,
@@ -988,21 +1018,21 @@ impl Filesystem for VaultFs {
     }
 
     fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: Fh, _flags: OpenFlags, reply: ReplyEmpty) {
-        match guarded(|| self.releasedir_inner(fh)) {
+        match self.served("releasedir", || self.releasedir_inner(fh)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.errno("releasedir", e)),
         }
     }
 
     fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: Fh, _datasync: bool, reply: ReplyEmpty) {
-        match guarded(|| Ok(self.vault()?.sync()?)) {
+        match self.served("fsyncdir", || Ok(self.vault()?.sync()?)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.errno("fsyncdir", e)),
         }
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        match guarded(|| self.statfs_inner()) {
+        match self.served("statfs", || self.statfs_inner()) {
             Ok(st) => reply.statfs(
                 st.f_blocks,
                 st.f_bfree,
@@ -1027,35 +1057,35 @@ impl Filesystem for VaultFs {
         position: u32,
         reply: ReplyEmpty,
     ) {
-        match guarded(|| self.setxattr_inner(ino, name, value, flags, position)) {
+        match self.served("setxattr", || self.setxattr_inner(ino, name, value, flags, position)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.errno("setxattr", e)),
         }
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        match guarded(|| self.getxattr_inner(ino, name)) {
+        match self.served("getxattr", || self.getxattr_inner(ino, name)) {
             Ok(v) => reply_sized(reply, &v, size),
             Err(e) => reply.error(self.errno("getxattr", e)),
         }
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        match guarded(|| self.listxattr_inner(ino)) {
+        match self.served("listxattr", || self.listxattr_inner(ino)) {
             Ok(v) => reply_sized(reply, &v, size),
             Err(e) => reply.error(self.errno("listxattr", e)),
         }
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match guarded(|| self.removexattr_inner(ino, name)) {
+        match self.served("removexattr", || self.removexattr_inner(ino, name)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.errno("removexattr", e)),
         }
     }
 
     fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
-        match guarded(|| self.access_inner(req, ino, mask)) {
+        match self.served("access", || self.access_inner(req, ino, mask)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.errno("access", e)),
         }
@@ -1071,7 +1101,7 @@ impl Filesystem for VaultFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        match guarded(|| self.create_inner(req, parent, name, mode, flags)) {
+        match self.served("create", || self.create_inner(req, parent, name, mode, flags)) {
             Ok((a, fh)) => reply.created(&self.settings.ttl, &self.fattr(&a), GENERATION, fh, FopenFlags::empty()),
             Err(e) => reply.error(self.errno("create", e)),
         }

@@ -16,6 +16,7 @@ use sqlvault::{Error, Vault};
 
 use crate::attr::ShownOwner;
 use crate::fs::{Closed, Settings, VaultFs};
+use crate::stats::{Counters, RequestStats};
 
 /// How to mount a vault.
 #[derive(Debug, Clone)]
@@ -124,7 +125,8 @@ pub fn mount(vault: Vault, mountpoint: &Path, opts: &MountOptions) -> Result<Mou
     let settings =
         Settings { ttl: opts.ttl, owner: ShownOwner { uid: opts.uid, gid: opts.gid }, read_only: opts.read_only };
     let closed: Closed = Arc::new(Mutex::new(None));
-    let fs = VaultFs::new(vault, settings, closed.clone());
+    let counters = Arc::new(Counters::default());
+    let fs = VaultFs::new(vault, settings, closed.clone(), counters.clone());
     let session = Session::new(fs, &mountpoint, &config)
         .map_err(|e| io_error(format!("cannot mount on {}", mountpoint.display()), e))?;
     let done = Arc::new(Done::default());
@@ -137,7 +139,7 @@ pub fn mount(vault: Vault, mountpoint: &Path, opts: &MountOptions) -> Result<Mou
             r
         })
         .map_err(|e| io_error("cannot start the FUSE session thread", e))?;
-    Ok(Mounted { mountpoint, thread: Some(thread), closed, done })
+    Ok(Mounted { mountpoint, thread: Some(thread), closed, done, counters })
 }
 
 /// A mounted vault. Dropping it unmounts (lazily if the mount is busy).
@@ -147,9 +149,15 @@ pub struct Mounted {
     thread: Option<JoinHandle<io::Result<()>>>,
     closed: Closed,
     done: Arc<Done>,
+    counters: Arc<Counters>,
 }
 
 impl Mounted {
+    /// Requests served so far, by kind, and the vault's commits (see [`RequestStats`]).
+    pub fn stats(&self) -> RequestStats {
+        self.counters.snapshot()
+    }
+
     /// The canonical path of the mount point.
     pub fn mountpoint(&self) -> &Path {
         &self.mountpoint
@@ -186,6 +194,9 @@ impl Mounted {
             Err(_) => Err(io_error("the FUSE session thread panicked", io::Error::other("panic"))),
         };
         let closed = self.closed.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or(Ok(()));
+        if std::env::var_os("SQLVAULT_FUSE_STATS").is_some_and(|v| !v.is_empty() && v != "0") {
+            eprintln!("sqlvault-fuse: requests served by {}:\n{}", self.mountpoint.display(), self.counters.snapshot());
+        }
         run.and(closed)
     }
 }

@@ -299,11 +299,16 @@ impl Vault {
         if last && !self.engine().is_read_only() {
             let ino = node.ino;
             // Under the writer lock: an open of the same inode since we dropped it from
-            // `open` (it registers under this lock too) keeps the inode alive.
-            self.engine().write(|tx| match tree::get(tx, ino)? {
-                Some(a) if a.nlink == 0 && !self.is_open(ino) => tree::purge(tx, ino),
-                _ => Ok(()),
-            })?;
+            // `open` (it registers under this lock too) keeps the inode alive. Most
+            // closes find the file still linked; they check without a transaction (an
+            // unlink after this sees the inode closed and purges it itself), so closing
+            // costs no commit.
+            let unlinked = |c: &rusqlite::Connection| -> Result<bool> {
+                Ok(matches!(tree::get(c, ino)?, Some(a) if a.nlink == 0) && !self.is_open(ino))
+            };
+            if self.engine().serialized(unlinked)? {
+                self.engine().write(|tx| if unlinked(tx)? { tree::purge(tx, ino) } else { Ok(()) })?;
+            }
         }
         Ok(())
     }
@@ -556,6 +561,8 @@ impl Vault {
     /// Opens the file at `path` as `opts` say (creating it if asked).
     pub fn open_file(&self, path: &str, opts: &FileOptions) -> Result<FileHandle> {
         let vp = VaultPath::parse(path)?;
+        // A file created just now is empty: truncating it would cost a commit for nothing.
+        let mut created = false;
         let ino = if opts.create || opts.create_new {
             if self.engine().is_read_only() {
                 return Err(Error::ReadOnly);
@@ -565,13 +572,18 @@ impl Vault {
                 match tree::lookup(tx, dir, name)? {
                     Some(_) if opts.create_new => Err(Error::AlreadyExists { path: path.into() }),
                     Some(_) => self.resolve_in(tx, &vp.names, true, path),
-                    None => Ok(tree::create(tx, dir, name, self.new_node(FileType::File, opts.perm.unwrap_or(0o644), None))?.ino),
+                    None => {
+                        created = true;
+                        Ok(tree::create(tx, dir, name, self.new_node(FileType::File, opts.perm.unwrap_or(0o644), None))?.ino)
+                    }
                 }
             })
         } else {
             self.engine().read(|c| self.resolve_in(c, &vp.names, true, path))
         };
-        self.open_ino(ino.map_err(|e| e.with_path(path))?, opts).map_err(|e| e.with_path(path))
+        let ino = ino.map_err(|e| e.with_path(path))?;
+        let opts = if created && opts.truncate { &opts.clone().truncate(false) } else { opts };
+        self.open_ino(ino, opts).map_err(|e| e.with_path(path))
     }
 
     /// Creates or truncates `path` and opens it for writing.

@@ -142,7 +142,8 @@ fn read_64k() {
         f.close().unwrap();
     });
     // One chunk: 8 overflow pages plus the B-tree paths to its row and map entry.
-    assert_cost("read 64 KiB", &c, 0, 12, 0, 21);
+    // Closing a file that is still linked runs no transaction (was 21 statements).
+    assert_cost("read 64 KiB", &c, 0, 12, 0, 17);
 }
 
 #[test]

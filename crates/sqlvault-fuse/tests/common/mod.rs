@@ -87,6 +87,11 @@ impl TestMount {
         &self.tv.mnt
     }
 
+    /// Requests the mount has served so far.
+    pub fn stats(&self) -> sqlvault_fuse::RequestStats {
+        self.mounted.as_ref().expect("mounted").stats()
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.tv.mnt.join(rel)
     }
