@@ -100,7 +100,16 @@ impl TestMount {
     /// with fsck. Returns the reopened vault for further checks.
     pub fn unmount_and_check(&mut self) -> Vault {
         if let Some(m) = self.mounted.take() {
-            m.unmount().expect("unmount");
+            // The kernel sends RELEASE/RELEASEDIR after close(2) returns, so a handle
+            // the test just closed may still hold the mount busy for a moment.
+            let u = m.unmounter();
+            let mut tries = 0;
+            while let Err(e) = u.unmount() {
+                tries += 1;
+                assert!(tries < 100, "unmount still busy after 10 s: {e}");
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            m.wait().expect("unmount");
         }
         let v = self.tv.open();
         let report = v.fsck().expect("fsck");
