@@ -419,6 +419,7 @@ pub(crate) fn in_transaction<T>(f: impl FnOnce() -> T) -> T {
 /// (`sqlcipher_codec_ctx_set_error`) but the statement reading it may still succeed;
 /// `PRAGMA cipher_status` reports that error: "1" while none is set. Prepared anew
 /// each time, never cached: SQLCipher computes the answer when the pragma is compiled.
+/// A connection without a key has no codec and answers "0": only for keyed ones.
 /// Costs one statement compile and step, no page read (about a microsecond or two,
 /// see docs/reliability.md).
 pub(crate) fn codec_intact(conn: &Connection) -> Result<()> {
