@@ -351,3 +351,51 @@ fn tampered_vault_exits_3_with_one_line_naming_the_damage() {
     std::fs::write(&vault, &orig).unwrap();
     assert_eq!(run("pw", &["cat", v, "/data"]).stdout, pattern(7, 60_000));
 }
+
+#[test]
+fn tampered_record_value_exits_3_never_prints_zeros() {
+    // A 100 KB record value lives on overflow pages; SQLCipher zeroes a page that fails
+    // its HMAC and, before the engine asked the codec after each read, `rec get` could
+    // print those zeros with exit 0.
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("t.vault");
+    let v = vault.to_str().unwrap();
+    init(&vault, "pw");
+    let value = pattern(11, 100_000);
+    let mut put = sqlvault()
+        .env("SQLVAULT_PASSPHRASE", "pw")
+        .args(["rec", "put", v, "blobs", "k", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    put.stdin.take().unwrap().write_all(&value).unwrap();
+    assert!(put.wait().unwrap().success());
+    assert_eq!(run("pw", &["rec", "get", v, "blobs", "k"]).stdout, value);
+    let orig = std::fs::read(&vault).unwrap();
+    let mut caught = 0;
+    for k in 1..=8 {
+        let mut b = orig.clone();
+        let at = b.len() - k * 4096 + 1000;
+        b[at] ^= 0x01;
+        std::fs::write(&vault, &b).unwrap();
+        let out = run("pw", &["rec", "get", v, "blobs", "k"]);
+        match out.status.code() {
+            Some(0) => {
+                let zeros = out.stdout.iter().filter(|b| **b == 0).count();
+                assert!(out.stdout == value, "byte {at}: wrong value with exit 0 ({} bytes, {zeros} zeros)", out.stdout.len());
+            }
+            Some(3) => {
+                let err = String::from_utf8(out.stderr).unwrap();
+                assert_eq!(err.lines().count(), 1, "{err}");
+                assert!(err.starts_with("sqlvault: vault is damaged: "), "{err}");
+                assert!(out.stdout.is_empty(), "byte {at}: nothing printed before the error");
+                caught += 1;
+            }
+            c => panic!("byte {at}: exit {c:?}: {}", String::from_utf8_lossy(&out.stderr)),
+        }
+    }
+    assert!(caught > 0, "no flip in the value's pages was detected");
+    std::fs::write(&vault, &orig).unwrap();
+    assert_eq!(run("pw", &["rec", "get", v, "blobs", "k"]).stdout, value);
+}

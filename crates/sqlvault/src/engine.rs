@@ -9,6 +9,15 @@
 //!   (article 001).
 //! * Reader connections are pooled and reused; in WAL mode they never block the writer.
 //! * `temp_store=MEMORY`: SQLite never writes plaintext temporary files.
+//! * Damage is never data: when a page fails its HMAC, SQLCipher zeroes it, records a
+//!   sticky error in the connection's codec and lets the statement go on, so a
+//!   statement can succeed on the zeros (a record value, a tag, a link target read back
+//!   as zeros, or a row "missing"). Every read transaction, every write closure and
+//!   every serialized call therefore ends by asking the codec (`PRAGMA cipher_status`,
+//!   [`codec_intact`]) before anything reaches the caller; a failed codec turns the
+//!   result into [`Error::Damaged`]. A reader connection in that state is dropped; the
+//!   writer connection cannot be replaced while the vault is open, so from then on
+//!   every write fails with `Damaged` (reopen the vault after repairing or restoring it).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -85,6 +94,10 @@ pub(crate) struct Engine {
     cpus: usize,
     /// Writer commits known synced to disk by `sync` (see there).
     synced_commits: std::sync::atomic::AtomicU64,
+    /// The writer connection met a page that failed authentication: SQLCipher's error
+    /// is sticky (every later page it reads is zeros, every write fails), so every
+    /// later use of the writer reports damage.
+    writer_damaged: std::sync::atomic::AtomicBool,
     /// After `writer`: its WAL hook points into the checkpointer's shared state, which
     /// must outlive the writer connection.
     checkpointer: Option<Checkpointer>,
@@ -104,6 +117,7 @@ impl Engine {
             active_reads: std::sync::atomic::AtomicUsize::new(0),
             cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             synced_commits: std::sync::atomic::AtomicU64::new(0),
+            writer_damaged: std::sync::atomic::AtomicBool::new(false),
             checkpointer: None,
         };
         if create {
@@ -115,11 +129,13 @@ impl Engine {
         } else if !engine.config.read_only {
             let mut conn = engine.connect(true)?;
             schema::check_and_migrate(&mut conn)?;
+            codec_intact(&conn)?;
             engine.checkpointer = Some(Checkpointer::start(engine.connect(true)?, &conn, engine.cipher.page_size, engine.config.wal_limit_bytes)?);
             engine.writer = Some(Writer::new(conn));
         } else {
             let conn = engine.connect(false)?;
             schema::check(&conn)?;
+            codec_intact(&conn)?;
             engine.readers.lock().map_err(|_| poisoned())?.push(conn);
         }
         Ok(engine)
@@ -155,6 +171,7 @@ impl Engine {
         conn.busy_timeout(self.config.busy_timeout)?;
         // First read of page 1: a wrong key or a tampered page fails here.
         conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get::<_, i64>(0))?;
+        codec_intact(&conn)?;
         conn.execute_batch(&format!(
             "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-{cache}; PRAGMA synchronous={sync}; PRAGMA foreign_keys=OFF;",
             cache = self.config.cache_kib,
@@ -177,7 +194,45 @@ impl Engine {
                 what: "a write through the Vault inside Vault::transaction (write through its Tx instead)".into(),
             });
         }
-        self.writer.as_ref().ok_or(Error::ReadOnly)?.write(f)
+        let writer = self.writer.as_ref().ok_or(Error::ReadOnly)?;
+        self.writer_usable()?;
+        let r = writer.write(|tx| {
+            let r = f(tx);
+            self.writer_checked(tx, r)
+        });
+        self.writer_outcome(r)
+    }
+
+    /// Fails if the writer connection met damage before (see `writer_damaged`).
+    fn writer_usable(&self) -> Result<()> {
+        if self.writer_damaged.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(writer_damage());
+        }
+        Ok(())
+    }
+
+    /// `r`, unless the writer's codec failed while producing it: then `Damaged`, and
+    /// the writer is marked. Runs under the writer lock.
+    fn writer_checked<T>(&self, conn: &Connection, r: Result<T>) -> Result<T> {
+        match codec_intact(conn) {
+            Ok(()) => r,
+            Err(e) => {
+                self.writer_damaged.store(true, std::sync::atomic::Ordering::SeqCst);
+                Err(e)
+            }
+        }
+    }
+
+    /// A batch whose writer met damage fails at `COMMIT` (SQLCipher refuses to encrypt
+    /// pages once its error is set), which SQLite reports as an I/O or memory error:
+    /// every caller of that batch is told the real reason.
+    fn writer_outcome<T>(&self, r: Result<T>) -> Result<T> {
+        match r {
+            Err(Error::Sqlite(_) | Error::Io { .. }) if self.writer_damaged.load(std::sync::atomic::Ordering::SeqCst) => {
+                Err(writer_damage())
+            }
+            r => r,
+        }
     }
 
     /// Runs `f` on the writer connection, serialised with every write and without a
@@ -185,7 +240,14 @@ impl Engine {
     /// run it on a reader. Used where a check must be atomic against writes.
     pub fn serialized<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         match self.writer.as_ref() {
-            Some(w) => w.serialized(f),
+            Some(w) => {
+                self.writer_usable()?;
+                let r = w.serialized(|c| {
+                    let r = f(c);
+                    self.writer_checked(c, r)
+                });
+                self.writer_outcome(r)
+            }
             None => self.read(f),
         }
     }
@@ -229,6 +291,12 @@ impl Engine {
             conn.execute_batch("COMMIT")?;
             out
         })();
+        // Whatever `f` returned may stand on a zeroed page (see the module doc): the
+        // codec has the last word, on success and on failure alike.
+        let result = match codec_intact(&conn) {
+            Ok(()) => result,
+            Err(e) => Err(e),
+        };
         match &result {
             Ok(_) => self.put_reader(conn),
             // SQLCipher leaves a connection that met a page failing authentication in
@@ -265,6 +333,7 @@ impl Engine {
             return Ok(());
         }
         let Some(writer) = self.writer.as_ref() else { return Ok(()) };
+        self.writer_usable()?;
         use std::sync::atomic::Ordering;
         // Everything this caller committed is among the first `needed` commits.
         let needed = writer.stats().commits;
@@ -311,7 +380,13 @@ impl Engine {
 
     /// Runs `f` with the writer connection outside any transaction (VACUUM, test hooks).
     pub fn with_writer<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        self.writer.as_ref().ok_or(Error::ReadOnly)?.idle(f)
+        let writer = self.writer.as_ref().ok_or(Error::ReadOnly)?;
+        self.writer_usable()?;
+        let r = writer.idle(|c| {
+            let r = f(c);
+            self.writer_checked(c, r)
+        });
+        self.writer_outcome(r)
     }
 }
 
@@ -337,6 +412,31 @@ pub(crate) fn in_transaction<T>(f: impl FnOnce() -> T) -> T {
     IN_TRANSACTION.with(|c| c.set(true));
     let _unmark = Unmark;
     f()
+}
+
+/// Fails with `Damaged` once SQLCipher's codec on `conn` has met a page that failed
+/// authentication. SQLCipher zeroes such a page and sets a sticky error
+/// (`sqlcipher_codec_ctx_set_error`) but the statement reading it may still succeed;
+/// `PRAGMA cipher_status` reports that error: "1" while none is set. Prepared anew
+/// each time, never cached: SQLCipher computes the answer when the pragma is compiled.
+/// A connection without a key has no codec and answers "0": only for keyed ones.
+/// Costs one statement compile and step, no page read (about a microsecond or two,
+/// see docs/reliability.md).
+pub(crate) fn codec_intact(conn: &Connection) -> Result<()> {
+    let status: String = conn.query_row("PRAGMA cipher_status", [], |r| r.get(0))?;
+    if status == "1" {
+        Ok(())
+    } else {
+        Err(page_damage())
+    }
+}
+
+fn page_damage() -> Error {
+    Error::damaged("a database page failed authentication (file tampered or truncated); nothing read with it was returned")
+}
+
+fn writer_damage() -> Error {
+    Error::damaged("the writer met a database page that failed authentication (file tampered or truncated); reopen the vault after restoring it")
 }
 
 fn poisoned() -> Error {
