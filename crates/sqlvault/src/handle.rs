@@ -363,8 +363,11 @@ impl OpenInode {
         }
         if let Some(last) = last {
             // Chunk ids are content hashes: whatever happened meanwhile, this is not stale.
-            // (Parts were read in separate transactions: no view is made of them.)
-            self.lock()?.cache = last;
+            // Parts were read in separate transactions: no view is made of them, and an
+            // older view goes, so at most one chunk stays cached.
+            let mut st = self.lock()?;
+            st.cache = last;
+            st.view = None;
         }
         Ok(want)
     }
