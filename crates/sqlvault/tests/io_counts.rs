@@ -203,7 +203,7 @@ fn streaming_write_never_rereads_the_wal() {
 /// reads are copies from the handle's view of the chunk. The view is looked up again
 /// (no chunk read: its id is unchanged) when older than 1 ms, so the statements
 /// allowed grow with the elapsed time; before the view, every read ran two read
-/// transactions (about 8 statements each, 32,000 in all).
+/// transactions (the size, then the map entry), thousands of statements in all.
 #[test]
 fn small_reads_inside_one_chunk() {
     let fx = fixture();
