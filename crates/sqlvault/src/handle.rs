@@ -10,10 +10,23 @@
 //! Memory is bounded: at most `max_dirty_bytes` of buffers per inode plus one cached
 //! chunk for reads. The read cache is keyed by chunk id, and chunk ids are content
 //! hashes, so a cached chunk is never stale.
+//!
+//! Small reads cost a copy, not a query: the last read's lookup (stored size, the
+//! chunk index it ended in and that chunk's id and verified bytes) is kept as a
+//! [`View`], and a read that falls inside that chunk and below that size is served
+//! from it under the state lock. The view is looked up again (one read transaction:
+//! the inode row and one `file_chunks` row) when a read leaves the chunk or reaches the
+//! end of the file, when it is older than [`VIEW_TTL`], when a handle of the file is
+//! opened, and whenever this process flushes or truncates the file. So another
+//! process's commit is seen by reads that start [`VIEW_TTL`] after it, by any read in
+//! another chunk or at the end of the file, and by every handle opened after it
+//! (ARCHITECTURE.md, "Limits"). Chunk bytes are never trusted without their hash:
+//! the view holds bytes that `chunks::read` verified.
 
 use std::collections::BTreeMap;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use crate::chunks::{self, ChunkId};
 use crate::error::{Error, Result};
@@ -26,9 +39,60 @@ type Cached = Option<(ChunkId, Arc<Vec<u8>>)>;
 /// Stored chunks per thread below which a read is not split over CPUs (4 x 64 KiB).
 const PARALLEL_READ_CHUNKS: usize = 4;
 
+/// How long a [`View`] answers reads inside its chunk before it is looked up again:
+/// the longest another process's commit can stay unseen by a handle open here.
+pub(crate) const VIEW_TTL: Duration = Duration::from_millis(1);
+
+/// What one lookup found for the chunk a read ended in: enough to serve later reads
+/// inside that chunk without a query.
+struct View {
+    /// Chunk index.
+    idx: u64,
+    /// The stored file size at the lookup; `None` if the lookup ran while writes were
+    /// buffered (the buffered size is the size then, and a flush drops the view).
+    size: Option<u64>,
+    /// The chunk's id and verified bytes, `None` for a hole.
+    chunk: Option<(ChunkId, Arc<Vec<u8>>)>,
+    /// When the lookup started.
+    at: Instant,
+}
+
+/// The chunk a fetch ended in, as a [`View`] candidate: index and content.
+type Seen = Option<(u64, Option<(ChunkId, Arc<Vec<u8>>)>)>;
+
+/// Copies bytes `within..within + out.len()` of a stored chunk (zeros past its end: a
+/// stored chunk may end before the file does) into `out`.
+fn copy_chunk(data: &[u8], within: usize, out: &mut [u8]) {
+    let avail = data.len().saturating_sub(within).min(out.len());
+    if avail > 0 {
+        out[..avail].copy_from_slice(&data[within..within + avail]);
+    }
+    out[avail..].fill(0);
+}
+
+/// The pieces (chunk index, offset within, length, offset in the read) of a read of
+/// `len` bytes at `offset` in a file of `size` bytes, and the bytes it returns.
+fn plan(offset: u64, len: usize, size: u64, cs: u64) -> (usize, Vec<(u64, usize, usize, usize)>) {
+    if offset >= size {
+        return (0, Vec::new());
+    }
+    let want = (size.min(offset + len as u64) - offset) as usize;
+    let mut pieces = Vec::new();
+    let mut done = 0usize;
+    while done < want {
+        let pos = offset + done as u64;
+        let within = (pos % cs) as usize;
+        let n = (cs as usize - within).min(want - done);
+        pieces.push((pos / cs, within, n, done));
+        done += n;
+    }
+    (want, pieces)
+}
+
 /// Reads the stored chunks `todo` (index, offset within, length, offset in the read)
 /// of file `ino` into `out`, which starts at offset `base` of the read. `last` is the
-/// chunk cache to consult and update; returns whether it read a chunk.
+/// chunk cache to consult and update; returns whether it read a chunk, and the last
+/// chunk it looked up.
 fn fetch(
     conn: &rusqlite::Connection,
     ino: i64,
@@ -36,12 +100,14 @@ fn fetch(
     out: &mut [u8],
     base: usize,
     last: &mut Cached,
-) -> Result<bool> {
+) -> Result<(bool, Seen)> {
     let mut fetched = false;
+    let mut seen = None;
     for &(idx, within, n, at) in todo {
         let out = &mut out[at - base..at - base + n];
         let Some(id) = chunks::mapped(conn, ino, idx)? else {
             out.fill(0);
+            seen = Some((idx, None));
             continue;
         };
         let data = match last {
@@ -53,14 +119,10 @@ fn fetch(
                 d
             }
         };
-        // A stored chunk may end before `within` (the file grew past it later).
-        let avail = data.len().saturating_sub(within).min(n);
-        if avail > 0 {
-            out[..avail].copy_from_slice(&data[within..within + avail]);
-        }
-        out[avail..].fill(0);
+        copy_chunk(&data, within, out);
+        seen = Some((idx, Some((id, data))));
     }
-    Ok(fetched)
+    Ok((fetched, seen))
 }
 
 #[derive(Default)]
@@ -73,11 +135,57 @@ struct ContentState {
     modified_ns: Option<i64>,
     /// Last chunk read from the database.
     cache: Option<(ChunkId, Arc<Vec<u8>>)>,
+    /// The last read's lookup, serving reads inside its chunk (see the module doc).
+    view: Option<View>,
+    /// Bumped whenever the view is dropped: a lookup that started before must not
+    /// install its older view.
+    generation: u64,
 }
 
 impl ContentState {
     fn dirty(&self) -> bool {
         self.modified_ns.is_some()
+    }
+
+    /// Forgets the view: the stored size or chunk map may have changed.
+    fn drop_view(&mut self) {
+        self.view = None;
+        self.generation += 1;
+    }
+
+    /// Serves a read from buffers and the view alone, or `None` if it needs a lookup:
+    /// it leaves one chunk, reaches the stored end of file, or the view is missing,
+    /// for another chunk or older than [`VIEW_TTL`].
+    fn read_cached(&self, cs: u64, offset: u64, buf: &mut [u8]) -> Option<usize> {
+        let size = match (self.dirty(), &self.view) {
+            (true, _) => self.size,
+            (false, Some(View { size: Some(size), .. })) => *size,
+            (false, _) => return None,
+        };
+        if offset >= size {
+            // Buffered writes make this process's size the truth; a stored size is
+            // checked again, so a reader waiting at the end sees another's append.
+            return self.dirty().then_some(0);
+        }
+        let want = (size - offset).min(buf.len() as u64) as usize;
+        if want < buf.len() && !self.dirty() {
+            return None;
+        }
+        let (idx, within) = (offset / cs, (offset % cs) as usize);
+        if within + want > cs as usize {
+            return None;
+        }
+        let out = &mut buf[..want];
+        if let Some(b) = self.buffers.get(&idx) {
+            out.copy_from_slice(&b[within..within + want]);
+            return Some(want);
+        }
+        let v = self.view.as_ref().filter(|v| v.idx == idx && v.at.elapsed() < VIEW_TTL)?;
+        match &v.chunk {
+            Some((_, data)) => copy_chunk(data, within, out),
+            None => out.fill(0),
+        }
+        Some(want)
     }
 }
 
@@ -97,6 +205,15 @@ impl OpenInode {
             context: "file state lock poisoned by an earlier panic".into(),
             source: io::Error::other("poisoned"),
         })
+    }
+
+    /// Makes the next read look the file up again: called when a handle of it is
+    /// opened, so an open sees everything committed before it (close-to-open).
+    pub fn forget_view(&self) {
+        // A poisoned lock fails every read anyway.
+        if let Ok(mut st) = self.lock() {
+            st.drop_view();
+        }
     }
 
     /// The size including buffered writes (None if nothing is buffered).
@@ -131,87 +248,126 @@ impl OpenInode {
         Ok(vault.engine().read(|c| tree::attr(c, ino))?.size)
     }
 
-    /// Reads at `offset`. Buffered chunks are copied under the state lock; stored chunks
-    /// are read and decrypted without it, so reads of one file from several threads
-    /// (the kernel's readahead through a threaded mount) run in parallel. A read that
-    /// races a write returns the data from before or after it, chunk by chunk.
+    /// Reads at `offset`. Reads inside the chunk of the last lookup are copied from the
+    /// view or the buffers under the state lock (see the module doc). Otherwise buffered
+    /// chunks are copied under the lock and stored chunks are read and decrypted without
+    /// it, so reads of one file from several threads (the kernel's readahead through a
+    /// threaded mount) run in parallel. A read that races a write returns the data from
+    /// before or after it, chunk by chunk.
     pub fn read_at(&self, vault: &Vault, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
         let cs = vault.chunk_size() as u64;
-        // (chunk index, offset within it, length, offset in `buf`) still to read.
-        let mut stored: Vec<(u64, usize, usize, usize)> = Vec::new();
-        let (want, cached) = {
+        let started = Instant::now();
+        // (chunk index, offset within it, length, offset in `buf`) still to read, when
+        // the size is known here (writes are buffered); else planned in the lookup.
+        let (known, cached, generation) = {
             let st = self.lock()?;
-            let size = self.current_size(vault, &st)?;
-            if offset >= size || buf.is_empty() {
-                return Ok(0);
+            if let Some(n) = st.read_cached(cs, offset, buf) {
+                return Ok(n);
             }
-            let want = (size.min(offset + buf.len() as u64) - offset) as usize;
-            let mut done = 0usize;
-            while done < want {
-                let pos = offset + done as u64;
-                let idx = pos / cs;
-                let within = (pos % cs) as usize;
-                let n = (cs as usize - within).min(want - done);
-                match st.buffers.get(&idx) {
-                    Some(b) => buf[done..done + n].copy_from_slice(&b[within..within + n]),
-                    None => stored.push((idx, within, n, done)),
+            let known = if st.dirty() {
+                let (want, pieces) = plan(offset, buf.len(), st.size, cs);
+                let mut stored = Vec::new();
+                for (idx, within, n, at) in pieces {
+                    match st.buffers.get(&idx) {
+                        Some(b) => buf[at..at + n].copy_from_slice(&b[within..within + n]),
+                        None => stored.push((idx, within, n, at)),
+                    }
                 }
-                done += n;
+                if stored.is_empty() {
+                    return Ok(want);
+                }
+                Some((want, stored))
+            } else {
+                None
+            };
+            (known, st.cache.clone(), st.generation)
+        };
+        let ino = self.ino.0 as i64;
+        let est_chunks = known.as_ref().map_or(buf.len().div_ceil(cs as usize) + 1, |(_, s)| s.len());
+        // Large reads are split over spare CPUs: decryption is the cost of a read.
+        let parts = vault.engine().spare_readers(est_chunks / PARALLEL_READ_CHUNKS);
+        if parts <= 1 {
+            // One read transaction: the size (if not buffered), the map entries, the chunks.
+            let mut last = cached;
+            let (want, fetched, seen, size) = vault.engine().read(|conn| {
+                let (want, stored, size) = match &known {
+                    Some((want, stored)) => (*want, stored.clone(), None),
+                    None => {
+                        let size = tree::attr(conn, self.ino)?.size;
+                        let (want, stored) = plan(offset, buf.len(), size, cs);
+                        (want, stored, Some(size))
+                    }
+                };
+                let (fetched, seen) = fetch(conn, ino, &stored, buf, 0, &mut last)?;
+                Ok((want, fetched, seen, size))
+            })?;
+            let mut st = self.lock()?;
+            if fetched {
+                // Chunk ids are content hashes: whatever happened meanwhile, this is not stale.
+                st.cache = last;
             }
-            (want, st.cache.clone())
+            if st.generation == generation {
+                // Nothing stored was read (at or past the end): no chunk to keep.
+                st.view = seen.map(|(idx, chunk)| View { idx, size, chunk, at: started });
+            }
+            return Ok(want);
+        }
+        let (want, stored) = match known {
+            Some(k) => k,
+            None => {
+                let size = vault.engine().read(|c| tree::attr(c, self.ino))?.size;
+                plan(offset, buf.len(), size, cs)
+            }
         };
         if stored.is_empty() {
             return Ok(want);
         }
-        let ino = self.ino.0 as i64;
-        // Large reads are split over spare CPUs: decryption is the cost of a read.
-        let parts = vault.engine().spare_readers(stored.len() / PARALLEL_READ_CHUNKS);
-        let last = if parts <= 1 {
-            let mut last = cached;
-            let fetched = vault.engine().read(|conn| fetch(conn, ino, &stored, buf, 0, &mut last))?;
-            fetched.then_some(last)
-        } else {
-            let per = stored.len().div_ceil(parts);
-            let mut regions = Vec::with_capacity(parts);
-            let mut rest: &mut [u8] = buf;
-            let mut base = 0usize;
-            for group in stored.chunks(per) {
-                let (first, end) = (group[0].3, group[group.len() - 1].3 + group[group.len() - 1].2);
-                let tail = std::mem::take(&mut rest);
-                let (_, tail) = tail.split_at_mut(first - base);
-                let (region, tail) = tail.split_at_mut(end - first);
-                rest = tail;
-                base = end;
-                regions.push((group, region, first));
-            }
-            let results: Vec<Result<(bool, Cached)>> = std::thread::scope(|s| {
-                let handles: Vec<_> = regions
-                    .into_iter()
-                    .map(|(group, region, first)| {
-                        let mut last = cached.clone();
-                        s.spawn(move || {
-                            let fetched = vault.engine().read(|conn| fetch(conn, ino, group, region, first, &mut last))?;
-                            Ok((fetched, last))
-                        })
+        let per = stored.len().div_ceil(parts);
+        let mut regions = Vec::with_capacity(parts);
+        let mut rest: &mut [u8] = buf;
+        let mut base = 0usize;
+        for group in stored.chunks(per) {
+            let (first, end) = (group[0].3, group[group.len() - 1].3 + group[group.len() - 1].2);
+            let tail = std::mem::take(&mut rest);
+            let (_, tail) = tail.split_at_mut(first - base);
+            let (region, tail) = tail.split_at_mut(end - first);
+            rest = tail;
+            base = end;
+            regions.push((group, region, first));
+        }
+        let results: Vec<Result<(bool, Cached)>> = std::thread::scope(|s| {
+            let handles: Vec<_> = regions
+                .into_iter()
+                .map(|(group, region, first)| {
+                    let mut last = cached.clone();
+                    s.spawn(move || {
+                        let (fetched, _) = vault.engine().read(|conn| fetch(conn, ino, group, region, first, &mut last))?;
+                        Ok((fetched, last))
                     })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|_| Err(Error::Io { context: "a read thread panicked".into(), source: io::Error::other("panic") })))
-                    .collect()
-            });
-            let mut last = None;
-            for r in results {
-                let (fetched, l) = r?;
-                if fetched {
-                    last = Some(l);
-                }
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(Error::Io { context: "a read thread panicked".into(), source: io::Error::other("panic") })))
+                .collect()
+        });
+        let mut last = None;
+        for r in results {
+            let (fetched, l) = r?;
+            if fetched {
+                last = Some(l);
             }
-            last
-        };
+        }
         if let Some(last) = last {
             // Chunk ids are content hashes: whatever happened meanwhile, this is not stale.
-            self.lock()?.cache = last;
+            // Parts were read in separate transactions: no view is made of them, and an
+            // older view goes, so at most one chunk stays cached.
+            let mut st = self.lock()?;
+            st.cache = last;
+            st.view = None;
         }
         Ok(want)
     }
@@ -273,6 +429,8 @@ impl OpenInode {
 
     fn flush_locked(&self, vault: &Vault, st: &mut ContentState) -> Result<()> {
         let Some(mtime) = st.modified_ns else { return Ok(()) };
+        // The stored size and chunk map change (or may have, if the commit fails).
+        st.drop_view();
         let cs = vault.chunk_size() as u64;
         let size = st.size;
         let ino = self.ino;
@@ -300,6 +458,7 @@ impl OpenInode {
         let cs = vault.chunk_size() as u64;
         let mut st = self.lock()?;
         self.flush_locked(vault, &mut st)?;
+        st.drop_view();
         let ino = self.ino;
         vault.engine().write(|tx| {
             let old = tree::attr(tx, ino)?.size;

@@ -415,6 +415,8 @@ impl Vault {
             }
             self.acquire_inode(ino)
         })?;
+        // Close-to-open: this handle's first read sees what was committed before now.
+        node.forget_view();
         let handle = FileHandle::new(self.clone(), node, opts);
         if opts.truncate && (opts.write || opts.append) {
             handle.set_len(0)?;

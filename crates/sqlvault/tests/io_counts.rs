@@ -144,10 +144,11 @@ fn read_64k() {
         assert_eq!(f.read_at(128 * 1024, &mut buf).unwrap(), 65536);
         f.close().unwrap();
     });
-    // One chunk: 8 overflow pages plus the B-tree paths to its row and map entry.
-    // Closing a file that is still linked runs no transaction (21 -> 17 statements);
-    // every read transaction ends with a `PRAGMA cipher_status` damage check (+5).
-    assert_cost("read 64 KiB", &c, 0, 12, 0, 22);
+    // One chunk: 8 overflow pages plus the B-tree paths to its row and map entry. The
+    // size, map entry and chunk are read in one transaction (two before); closing a
+    // file that is still linked runs no transaction; every read transaction ends with
+    // a `PRAGMA cipher_status` damage check.
+    assert_cost("read 64 KiB", &c, 0, 12, 0, 19);
 }
 
 #[test]
@@ -201,4 +202,39 @@ fn streaming_write_never_rereads_the_wal() {
     // flushes it was 3,478 reads of whole frames.
     assert!(c.wal_reads <= 200, "WAL frames read back during a write: {c:?}");
     assert!(c.wal_writes <= 2 * frames + 8, "frames rewritten (header per frame + page): {c:?}");
+}
+
+/// 4096 reads of 256 B inside one 64 KiB chunk cost one chunk read: after the first,
+/// reads are copies from the handle's view of the chunk. The view is looked up again
+/// (no chunk read: its id is unchanged) when older than 1 ms, so the statements
+/// allowed grow with the elapsed time; before the view, every read ran two read
+/// transactions (the size, then the map entry), thousands of statements in all.
+#[test]
+fn small_reads_inside_one_chunk() {
+    let fx = fixture();
+    let f = fx.vault.open_file("/d/big", &FileOptions::new().read(true)).unwrap();
+    let expect = data(1 << 20, 1);
+    let base = 3u64 << 16;
+    let mut buf = [0u8; 256];
+    // One read: the lookup and the chunk (compare with `read_64k`).
+    let first = measure(|| assert_eq!(f.read_at(base, &mut buf).unwrap(), 256));
+    assert_cost("first 256 B read", &first, 0, 12, 0, 5);
+    // A lookup alone, once the view expired: inode and map entry, no chunk.
+    std::thread::sleep(std::time::Duration::from_millis(3));
+    let lookup = measure(|| assert_eq!(f.read_at(base + 256, &mut buf).unwrap(), 256));
+    assert_cost("256 B read after the view expired", &lookup, 0, 0, 0, 4);
+    let t = std::time::Instant::now();
+    let c = measure(|| {
+        for i in 0..4096u64 {
+            let off = base + (i * 4099) % (65536 - 256);
+            assert_eq!(f.read_at(off, &mut buf).unwrap(), 256);
+            assert_eq!(&buf[..], &expect[off as usize..off as usize + 256]);
+        }
+    });
+    let ms = t.elapsed().as_millis() as u64;
+    eprintln!("4096 reads of 256 B in one chunk, {ms} ms: {c:?}");
+    assert_eq!((c.db_reads, c.wal_reads, c.wal_frames), (0, 0, 0), "no page read: the chunk is not read again");
+    // At most one lookup per elapsed millisecond (plus one), each without a chunk read.
+    assert!(c.statements <= lookup.statements * (ms + 1), "{} statements in {ms} ms: {c:?}", c.statements);
+    f.close().unwrap();
 }
