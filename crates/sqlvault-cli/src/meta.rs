@@ -123,16 +123,12 @@ pub fn parse_assignment(s: &str, text: bool) -> Result<(String, TagValue), CliEr
     Ok((name.to_string(), value))
 }
 
-fn out_err(e: std::io::Error) -> CliError {
-    CliError { code: 5, message: format!("standard output: {e}") }
-}
-
 /// Writes a line; `Ok(false)` if standard output was closed (`| head`).
 fn line(w: &mut impl Write, s: &str) -> Result<bool, CliError> {
     match writeln!(w, "{s}") {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
-        Err(e) => Err(out_err(e)),
+        Err(e) => Err(CliError::stdout(e)),
     }
 }
 
@@ -191,7 +187,7 @@ fn find(v: &Vault, dir: &str, q: &Query, json: bool) -> Result<(), CliError> {
     }
     v.find_each(dir, q, |f| {
         let s = if json {
-            let obj = json!({ "path": f.path, "ino": f.ino.0, "type": f.kind });
+            let obj = json!({ "path": f.path, "ino": f.ino.0, "kind": f.kind });
             format!("{}  {obj}", if first { "" } else { "," })
         } else {
             f.path
@@ -245,7 +241,7 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
             match w.write_all(&data).and_then(|_| w.flush()) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                Err(e) => return Err(out_err(e)),
+                Err(e) => return Err(CliError::stdout(e)),
             }
         }
         RecCommand::Del { vault, collection, key } => {
@@ -262,7 +258,7 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
             let v = ctx.open(&vault)?;
             let cols = v.collections()?;
             if count {
-                println!("{}", cols.len());
+                outln!("{}", cols.len());
             } else if json {
                 let list: Vec<Value> = cols.iter().map(|(n, c)| json!({ "collection": n, "records": c })).collect();
                 crate::print_json(&list)?;
@@ -288,7 +284,7 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
                 if json {
                     crate::print_json(&json!({ "collection": coll, "records": n }))?;
                 } else {
-                    println!("{n}");
+                    outln!("{n}");
                 }
                 return Ok(0);
             }

@@ -89,7 +89,7 @@ fn tag_tags_and_find_with_types_globs_and_json() {
     let j: serde_json::Value = serde_json::from_str(&e.ok(&["find", v, "/photos", "--tag", "iso>=3000", "--json"])).unwrap();
     assert_eq!(j.as_array().unwrap().len(), 1);
     assert_eq!(j[0]["path"], "/photos/2024/d.png");
-    assert_eq!(j[0]["type"], "file");
+    assert_eq!(j[0]["kind"], "file");
     let j: serde_json::Value = serde_json::from_str(&e.ok(&["find", v, "/", "--tag", "iso>=1", "--json"])).unwrap();
     assert_eq!(j.as_array().unwrap().len(), 4);
 

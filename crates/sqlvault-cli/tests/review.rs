@@ -1,0 +1,111 @@
+//! What a newcomer tripped on when using the whole CLI from the README (the review of
+//! issues 5 and 6): every case here failed before its fix.
+
+mod common;
+
+use std::process::Stdio;
+
+use common::{sqlvault, Env};
+
+fn small_tree(e: &Env) {
+    let v = e.v();
+    e.ok(&["mkdir", v, "/photos/sub", "-p"]);
+    e.ok(&["touch", v, "/photos/a.jpg"]);
+    e.ok(&["tag", v, "/photos/a.jpg", "iso=400"]);
+    e.ok(&["tag", v, "/photos/sub", "iso=400"]);
+}
+
+/// `sqlvault ls --json | head -1` and the like: standard output closed before the
+/// command writes. This panicked with "failed printing to stdout" (exit 101).
+#[test]
+fn closed_standard_output_is_not_a_panic() {
+    let e = Env::new();
+    small_tree(&e);
+    e.ok(&["snapshot", e.v(), "s1"]);
+    let v = e.v();
+    for args in [
+        vec!["ls", v, "/", "-R", "--json"],
+        vec!["ls", v, "/photos", "-l"],
+        vec!["stat", v, "/photos/a.jpg"],
+        vec!["stat", v, "/photos/a.jpg", "--json"],
+        vec!["info", v],
+        vec!["info", v, "--json"],
+        vec!["fsck", v],
+        vec!["key", "ls", v],
+        vec!["snapshots", v],
+        vec!["snapshots", v, "--json"],
+        vec!["tags", v, "/photos/a.jpg", "--json"],
+        vec!["find", v, "/", "--tag", "iso", "--json"],
+        vec!["rec", "ls", v, "--json"],
+        vec!["rec", "ls", v, "c", "--count"],
+    ] {
+        let mut child = sqlvault().args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        // Close the reading end at once: the vault is not even open yet, so every
+        // write of the command meets a closed pipe.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+}
+
+/// A bad command line is one line `sqlvault: ...` with exit code 1, like every other
+/// error; clap printed several lines starting with `error:`.
+#[test]
+fn usage_errors_are_one_line() {
+    let e = Env::new();
+    let v = e.v();
+    let err = e.fails(1, &["tag", v, "/x"]);
+    assert!(err.contains("NAME=VALUE"), "names what is missing: {err}");
+    let err = e.fails(1, &["find", v, "/"]);
+    assert!(err.contains("--tag"), "{err}");
+    let err = e.fails(1, &["snapshot"]);
+    assert!(err.contains("VAULT"), "{err}");
+    let err = e.fails(1, &["frobnicate", v]);
+    assert!(err.contains("frobnicate") && err.contains("--help"), "{err}");
+    let err = e.fails(1, &["--durability", "sometimes", "ls", v]);
+    assert!(err.contains("sometimes"), "{err}");
+    e.fails(1, &["rec", "ls", v, "c", "--no-such-flag"]);
+    // Help is still help: several lines on stdout, exit 0.
+    let help = e.ok(&["find", "--help"]);
+    assert!(help.lines().count() > 5 && help.contains("Usage:"), "{help}");
+    // No arguments at all: the help, but as a usage error.
+    let out = sqlvault().stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
+
+/// Field names and formats agree across commands: `find --json` called the node type
+/// `type` where `ls --json` and `stat --json` say `kind`; `snapshots --json` printed
+/// `created` as `2026-11-23 08:15:00` where default snapshot names are ISO 8601.
+#[test]
+fn json_outputs_agree_across_commands() {
+    let e = Env::new();
+    small_tree(&e);
+    let v = e.v();
+    let found = e.json(&["find", v, "/", "--tag", "iso=400", "--json"]);
+    let found = found.as_array().unwrap();
+    assert_eq!(found.len(), 2);
+    for f in found {
+        let path = f["path"].as_str().unwrap();
+        let stat = e.json(&["stat", v, path, "--json"]);
+        assert_eq!(f["kind"], stat["kind"], "{path}: find {f} vs stat {stat}");
+        assert_eq!(f["ino"], stat["ino"], "{path}");
+        assert!(f.get("type").is_none(), "{f}");
+    }
+    let listed = e.json(&["ls", v, "/photos", "--json"]);
+    assert!(listed.as_array().unwrap().iter().all(|x| x["kind"].is_string()), "{listed}");
+
+    let out = e.run(&["snapshot", v]);
+    assert!(out.status.success());
+    let snaps = e.json(&["snapshots", v, "--json"]);
+    let s = &snaps[0];
+    let name = s["name"].as_str().unwrap();
+    let created = s["created"].as_str().unwrap();
+    // Default name and `created` are both the ISO 8601 UTC time, to the second.
+    let iso = |t: &str| t.len() == 20 && t.as_bytes()[10] == b'T' && t.ends_with('Z');
+    assert!(iso(name), "{name}");
+    assert!(iso(created), "{created}");
+    let secs = |t: &str| t[11..19].split(':').map(|x| x.parse::<i64>().unwrap()).fold(0, |a, x| a * 60 + x);
+    assert!((secs(created) - secs(name)).abs() <= 1, "{created} vs {name}");
+}
