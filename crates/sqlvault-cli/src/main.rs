@@ -49,8 +49,11 @@ impl CliError {
     pub fn usage(m: impl Into<String>) -> Self {
         CliError { code: 1, message: m.into() }
     }
+    /// A host file system error: a missing path is "not found" (4) as in the vault,
+    /// anything else an environment error (5).
     pub fn host(path: &Path, e: std::io::Error) -> Self {
-        CliError { code: 5, message: format!("{}: {e}", path.display()) }
+        let code = if e.kind() == std::io::ErrorKind::NotFound { 4 } else { 5 };
+        CliError { code, message: format!("{}: {e}", path.display()) }
     }
     /// A failed write to standard output.
     pub fn stdout(e: std::io::Error) -> Self {

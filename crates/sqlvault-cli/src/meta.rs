@@ -31,7 +31,7 @@ pub enum MetaCommand {
         #[arg(long, conflicts_with = "text")]
         remove: bool,
     },
-    /// Show the tags of a file or directory.
+    /// Show the tags of a file or directory (NAME=VALUE; text that reads as a number in quotes).
     Tags {
         vault: PathBuf,
         path: String,
@@ -90,6 +90,16 @@ pub fn value_json(v: &TagValue) -> Value {
         TagValue::Real(f) => json!(f),
         TagValue::Text(s) => json!(s),
         TagValue::Bytes(b) => json!({ "hex": hex(b) }),
+    }
+}
+
+/// A value as `tags` prints it, in the syntax `tag` reads: text that `tag` would take
+/// for a number (`'400'`, `'0400'`) or that is itself quoted is shown in single quotes,
+/// so `iso=400` (a number) and `iso='400'` (text) are told apart.
+pub fn value_text(v: &TagValue) -> String {
+    match v {
+        TagValue::Text(s) if sqlvault::tags::parse_quoted(s) != *v => format!("'{s}'"),
+        other => other.to_string(),
     }
 }
 
@@ -155,7 +165,7 @@ pub fn run(ctx: &Ctx, cmd: MetaCommand) -> Result<u8, CliError> {
                 let stdout = std::io::stdout();
                 let mut w = stdout.lock();
                 for (n, t) in &tags {
-                    if !line(&mut w, &format!("{n}={t}"))? {
+                    if !line(&mut w, &format!("{n}={}", value_text(t)))? {
                         break;
                     }
                 }

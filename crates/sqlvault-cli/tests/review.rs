@@ -109,3 +109,38 @@ fn json_outputs_agree_across_commands() {
     let secs = |t: &str| t[11..19].split(':').map(|x| x.parse::<i64>().unwrap()).fold(0, |a, x| a * 60 + x);
     assert!((secs(created) - secs(name)).abs() <= 1, "{created} vs {name}");
 }
+
+/// `tags` printed the text "400" exactly like the number 400 (`n=400`), so its output
+/// could not tell them apart nor be fed back to `tag`; text that reads as a number is
+/// now shown quoted, the way `tag` takes it.
+#[test]
+fn tags_output_tells_text_from_numbers_and_reads_back() {
+    let e = Env::new();
+    let v = e.v();
+    e.ok(&["touch", v, "/a"]);
+    e.ok(&["touch", v, "/b"]);
+    e.ok(&["tag", v, "/a", "n=400", "s='400'", "z='0400'", "r=2.5", "t=hello", "q=\"'x'\"", "e="]);
+    let shown = e.ok(&["tags", v, "/a"]);
+    assert_eq!(shown, "e=\nn=400\nq=''x''\nr=2.5\ns='400'\nt=hello\nz='0400'\n");
+    // Every printed line, given back to `tag`, stores the same value.
+    let lines: Vec<&str> = shown.lines().collect();
+    let mut args = vec!["tag", v, "/b"];
+    args.extend(&lines);
+    e.ok(&args);
+    assert_eq!(e.json(&["tags", v, "/b", "--json"]), e.json(&["tags", v, "/a", "--json"]));
+}
+
+/// A missing host path is "not found" (exit 4) like a missing vault path; `put` of a
+/// missing source exited 5 (environment error).
+#[test]
+fn a_missing_host_path_is_not_found() {
+    let e = Env::new();
+    let v = e.v();
+    let missing = e.dir.path().join("nosuch");
+    let err = e.fails(4, &["put", v, missing.to_str().unwrap(), "/x"]);
+    assert!(err.contains("nosuch"), "{err}");
+    e.ok(&["touch", v, "/f"]);
+    let out = e.dir.path().join("no/dir/f");
+    e.fails(4, &["get", v, "/f", out.to_str().unwrap()]);
+    assert_eq!(e.ok(&["ls", v, "/"]), "f\n", "nothing imported");
+}
