@@ -31,6 +31,13 @@ impl Env {
     pub fn v(&self) -> &str {
         self.vault.to_str().unwrap()
     }
+    /// A path in the test's temporary directory (beside the vault).
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    pub fn fsck_clean(&self) {
+        assert!(self.ok(&["fsck", self.v()]).starts_with("clean"));
+    }
     pub fn run_stdin(&self, args: &[&str], stdin: &[u8]) -> Output {
         let mut child = sqlvault().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         child.stdin.take().unwrap().write_all(stdin).unwrap();
