@@ -8,7 +8,7 @@
 //! |---|---|
 //! | 0 | success |
 //! | 1 | usage error (bad arguments, no passphrase source, mismatched passphrases) |
-//! | 2 | wrong passphrase or key, or not a vault |
+//! | 2 | wrong passphrase or key, a missing key or passphrase file, or not a vault |
 //! | 3 | vault is damaged (fsck found problems, tampered or truncated file) |
 //! | 4 | not found, already exists, not empty, not a directory, invalid path and the like |
 //! | 5 | environment: I/O error, disk full, busy vault; or some entries were skipped by put |
@@ -54,6 +54,10 @@ impl CliError {
     pub fn host(path: &Path, e: std::io::Error) -> Self {
         let code = if e.kind() == std::io::ErrorKind::NotFound { 4 } else { 5 };
         CliError { code, message: format!("{}: {e}", path.display()) }
+    }
+    /// A secret that cannot be used: a missing or unreadable key or passphrase file (2).
+    pub fn secret(m: impl Into<String>) -> Self {
+        CliError { code: 2, message: m.into() }
     }
     /// A failed write to standard output.
     pub fn stdout(e: std::io::Error) -> Self {

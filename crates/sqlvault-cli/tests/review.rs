@@ -144,3 +144,24 @@ fn a_missing_host_path_is_not_found() {
     e.fails(4, &["get", v, "/f", out.to_str().unwrap()]);
     assert_eq!(e.ok(&["ls", v, "/"]), "f\n", "nothing imported");
 }
+
+/// A missing passphrase file is a missing secret (exit 2) like a missing key file; it
+/// was a usage error (1). Bad Argon2id settings are explained, not shown as Rust debug
+/// output (`KdfParams { memory_kib: .. }`).
+#[test]
+fn secret_files_and_kdf_settings_fail_readably() {
+    let e = Env::new();
+    let v = e.v();
+    let missing = e.path("absent");
+    let err = e.fails(2, &["ls", v, "--passphrase-file", missing.to_str().unwrap()]);
+    assert!(err.contains("absent"), "{err}");
+    e.fails(2, &["ls", v, "--key-file", missing.to_str().unwrap()]);
+    let bad = e.path("latin1");
+    std::fs::write(&bad, b"caf\xe9\n").unwrap();
+    e.fails(2, &["ls", v, "--passphrase-file", bad.to_str().unwrap()]);
+
+    let other = e.path("new.vault");
+    let err = e.fails(4, &["init", other.to_str().unwrap(), "--kdf-iterations", "0"]);
+    assert!(err.contains("0 iterations (1 to 64)") && !err.contains("KdfParams"), "{err}");
+    assert!(!other.exists(), "no vault file left behind");
+}
