@@ -46,6 +46,10 @@ impl Env {
     pub fn run(&self, args: &[&str]) -> Output {
         sqlvault().args(args).stdin(Stdio::null()).output().unwrap()
     }
+    /// Runs with passphrase `pass` instead of `pw`.
+    pub fn run_with(&self, pass: &str, args: &[&str]) -> Output {
+        sqlvault().env("SQLVAULT_PASSPHRASE", pass).args(args).stdin(Stdio::null()).output().unwrap()
+    }
     /// Runs a command that must succeed; its standard output.
     pub fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
