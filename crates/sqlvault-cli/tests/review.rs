@@ -165,3 +165,20 @@ fn secret_files_and_kdf_settings_fail_readably() {
     assert!(err.contains("0 iterations (1 to 64)") && !err.contains("KdfParams"), "{err}");
     assert!(!other.exists(), "no vault file left behind");
 }
+
+/// `mount` on a directory holding files mounted over them (hiding them until the
+/// unmount), and a second `mount -d` on a live mount point stacked a second server;
+/// `--help` says the mount point must be an empty directory.
+#[test]
+fn mount_refuses_a_mount_point_that_is_not_empty() {
+    let e = Env::new();
+    let v = e.v();
+    let mnt = e.path("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    std::fs::write(mnt.join("mine.txt"), b"keep me").unwrap();
+    let err = e.fails(4, &["mount", "-d", v, mnt.to_str().unwrap()]);
+    assert!(err.contains("not empty"), "{err}");
+    assert_eq!(std::fs::read(mnt.join("mine.txt")).unwrap(), b"keep me", "still visible: nothing was mounted");
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    assert!(!mounts.contains(mnt.to_str().unwrap()), "{mounts}");
+}
