@@ -94,11 +94,12 @@ pub fn value_json(v: &TagValue) -> Value {
 }
 
 /// A value as `tags` prints it, in the syntax `tag` reads: text that `tag` would take
-/// for a number (`'400'`, `'0400'`) or that is itself quoted is shown in single quotes,
-/// so `iso=400` (a number) and `iso='400'` (text) are told apart.
+/// for a number (`'400'`, `'0400'`), that is itself quoted, or that looks like the
+/// `0x..` form of bytes is shown in single quotes, so `iso=400` (a number) and
+/// `iso='400'` (text), or `b=0x00ff` (bytes) and `b='0x00ff'` (text), are told apart.
 pub fn value_text(v: &TagValue) -> String {
     match v {
-        TagValue::Text(s) if sqlvault::tags::parse_quoted(s) != *v => format!("'{s}'"),
+        TagValue::Text(s) if sqlvault::tags::parse_quoted(s) != *v || s.starts_with("0x") => format!("'{s}'"),
         other => other.to_string(),
     }
 }

@@ -119,9 +119,9 @@ fn tags_output_tells_text_from_numbers_and_reads_back() {
     let v = e.v();
     e.ok(&["touch", v, "/a"]);
     e.ok(&["touch", v, "/b"]);
-    e.ok(&["tag", v, "/a", "n=400", "s='400'", "z='0400'", "r=2.5", "t=hello", "q=\"'x'\"", "e="]);
+    e.ok(&["tag", v, "/a", "n=400", "s='400'", "z='0400'", "r=2.5", "t=hello", "q=\"'x'\"", "e=", "h=0x00ff"]);
     let shown = e.ok(&["tags", v, "/a"]);
-    assert_eq!(shown, "e=\nn=400\nq=''x''\nr=2.5\ns='400'\nt=hello\nz='0400'\n");
+    assert_eq!(shown, "e=\nh='0x00ff'\nn=400\nq=''x''\nr=2.5\ns='400'\nt=hello\nz='0400'\n");
     // Every printed line, given back to `tag`, stores the same value.
     let lines: Vec<&str> = shown.lines().collect();
     let mut args = vec!["tag", v, "/b"];
