@@ -223,6 +223,10 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
         RecCommand::Put { vault, collection, key, value } => {
             let data = match value.as_deref() {
                 None | Some("-") => {
+                    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                        // A forgotten VALUE would otherwise look like a hang.
+                        eprintln!("reading the value of {key:?} from standard input; end it with Ctrl-D");
+                    }
                     let mut buf = Vec::new();
                     let limit = sqlvault::records::MAX_VALUE as u64 + 1;
                     std::io::stdin()

@@ -182,3 +182,30 @@ fn mount_refuses_a_mount_point_that_is_not_empty() {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
     assert!(!mounts.contains(mnt.to_str().unwrap()), "{mounts}");
 }
+
+/// `rec put VAULT COLL KEY` with VALUE forgotten, typed on a terminal, read standard
+/// input without a word and looked like a hang; it now says so on stderr. Run under
+/// `script` (util-linux, in Debian's essential `bsdutils`) for a real terminal.
+#[test]
+fn rec_put_from_a_terminal_says_it_is_reading_standard_input() {
+    use std::io::Write;
+    let e = Env::new();
+    let cmd = format!("{} rec put {} c k", env!("CARGO_BIN_EXE_sqlvault"), e.v());
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("SQLVAULT_PASSPHRASE", "pw")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script (bsdutils) runs");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(b"typed\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    input.write_all(b"\x04").unwrap(); // Ctrl-D on the terminal
+    let out = child.wait_with_output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("reading the value of \"k\" from standard input"), "{shown}");
+    assert_eq!(e.ok(&["rec", "get", e.v(), "c", "k"]), "typed\n");
+}
