@@ -282,11 +282,16 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             return match e.kind() {
-                clap::error::ErrorKind::DisplayHelp
-                | clap::error::ErrorKind::DisplayVersion
-                | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                     let _ = e.print();
-                    ExitCode::from(if e.exit_code() == 0 { 0 } else { 1 })
+                    ExitCode::SUCCESS
+                }
+                clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    // `sqlvault` or `sqlvault rec` alone: a usage error, not a page of help.
+                    let help = e.render().to_string();
+                    let usage = help.lines().find_map(|l| l.strip_prefix("Usage: ")).unwrap_or("sqlvault <COMMAND>");
+                    eprintln!("sqlvault: a command is missing: {usage} (see --help)");
+                    ExitCode::from(1)
                 }
                 _ => {
                     eprintln!("sqlvault: {}", usage_line(&e.render().to_string()));

@@ -70,9 +70,12 @@ fn usage_errors_are_one_line() {
     // Help is still help: several lines on stdout, exit 0.
     let help = e.ok(&["find", "--help"]);
     assert!(help.lines().count() > 5 && help.contains("Usage:"), "{help}");
-    // No arguments at all: the help, but as a usage error.
-    let out = sqlvault().stdin(Stdio::null()).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // A command left out (`sqlvault`, `sqlvault rec`): one line too, not a page of help.
+    let err = e.fails(1, &[]);
+    assert!(err.contains("sqlvault <COMMAND>") || err.contains("sqlvault [OPTIONS] <COMMAND>"), "{err}");
+    let err = e.fails(1, &["rec"]);
+    assert!(err.contains("sqlvault rec"), "{err}");
+    e.fails(1, &["key"]);
 }
 
 /// Field names and formats agree across commands: `find --json` called the node type
