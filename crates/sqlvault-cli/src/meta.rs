@@ -130,6 +130,10 @@ pub fn parse_assignment(s: &str, text: bool) -> Result<(String, TagValue), CliEr
     if name.is_empty() {
         return Err(CliError::usage(format!("{s:?}: empty tag name")));
     }
+    if let Some(c) = name.chars().find(|c| matches!(c, '!' | '<' | '>')) {
+        // `find --tag` splits NAME from the operator at the first of these.
+        return Err(CliError::usage(format!("{s:?}: a tag name with {c:?} could not be searched with find")));
+    }
     let value = if text { TagValue::Text(value.to_string()) } else { sqlvault::tags::parse_quoted(value) };
     Ok((name.to_string(), value))
 }

@@ -212,3 +212,20 @@ fn rec_put_from_a_terminal_says_it_is_reading_standard_input() {
     assert!(shown.contains("reading the value of \"k\" from standard input"), "{shown}");
     assert_eq!(e.ok(&["rec", "get", e.v(), "c", "k"]), "typed\n");
 }
+
+/// `tag f 'a!=1'` stored a tag named `a!` that no `find --tag` could name (the
+/// condition splits at the first `!`, `<`, `>` or `=`); such names are refused like
+/// other bad tag syntax (exit 1), and nothing is stored.
+#[test]
+fn tag_refuses_names_find_cannot_search() {
+    let e = Env::new();
+    let v = e.v();
+    e.ok(&["touch", v, "/f"]);
+    for bad in ["a!=1", "x<y=1", "b>=2"] {
+        let err = e.fails(1, &["tag", v, "/f", "ok=1", bad]);
+        assert!(err.contains("find"), "{err}");
+    }
+    assert_eq!(e.ok(&["tags", v, "/f"]), "", "all or nothing");
+    e.ok(&["tag", v, "/f", "a=x!<>y"]);
+    assert_eq!(e.ok(&["find", v, "/", "--tag", "a=x!<>y"]), "/f\n", "the characters are fine in values");
+}
