@@ -444,7 +444,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
                 print_json(&a)?;
             } else {
                 outln!("  path: {path}");
-                outln!("  type: {:?}", a.kind);
+                outln!("  type: {}", kind_name(a.kind));
                 outln!(" inode: {}", a.ino.0);
                 outln!("  mode: {:04o} ({})", a.perm, mode_string(&a));
                 outln!("   uid: {}  gid: {}", a.uid, a.gid);
@@ -646,6 +646,15 @@ fn collect(v: &Vault, dir: sqlvault::InodeId, shown: &str, recursive: bool, out:
         }
     }
     Ok(())
+}
+
+/// The node kind as the JSON outputs spell it (`file`, `dir`, `symlink`).
+fn kind_name(kind: FileType) -> &'static str {
+    match kind {
+        FileType::File => "file",
+        FileType::Dir => "dir",
+        FileType::Symlink => "symlink",
+    }
 }
 
 fn mode_string(a: &Attr) -> String {

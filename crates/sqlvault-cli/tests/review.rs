@@ -95,6 +95,9 @@ fn json_outputs_agree_across_commands() {
         assert_eq!(f["kind"], stat["kind"], "{path}: find {f} vs stat {stat}");
         assert_eq!(f["ino"], stat["ino"], "{path}");
         assert!(f.get("type").is_none(), "{f}");
+        // `stat` without --json names the kind the same way (it printed `File`, `Dir`).
+        let text = e.ok(&["stat", v, path]);
+        assert!(text.contains(&format!("type: {}\n", stat["kind"].as_str().unwrap())), "{text}");
     }
     let listed = e.json(&["ls", v, "/photos", "--json"]);
     assert!(listed.as_array().unwrap().iter().all(|x| x["kind"].is_string()), "{listed}");
