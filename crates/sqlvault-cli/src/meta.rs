@@ -192,28 +192,61 @@ pub fn run(ctx: &Ctx, cmd: MetaCommand) -> Result<u8, CliError> {
     Ok(0)
 }
 
+/// A JSON array streamed one element a line (`[`, `  {..},`, `  {..}`, `]`): each
+/// element is written when the next one (or the end) shows whether it takes a comma.
+/// Every method returns `Ok(false)` once standard output is closed.
+#[derive(Default)]
+struct JsonArray {
+    pending: Option<String>,
+}
+
+impl JsonArray {
+    fn start(w: &mut impl Write) -> Result<bool, CliError> {
+        line(w, "[")
+    }
+    fn push(&mut self, w: &mut impl Write, v: &Value) -> Result<bool, CliError> {
+        match self.pending.replace(format!("  {v}")) {
+            Some(prev) => line(w, &format!("{prev},")),
+            None => Ok(true),
+        }
+    }
+    fn finish(self, w: &mut impl Write) -> Result<bool, CliError> {
+        if let Some(last) = self.pending {
+            if !line(w, &last)? {
+                return Ok(false);
+            }
+        }
+        line(w, "]")
+    }
+}
+
 fn find(v: &Vault, dir: &str, q: &Query, json: bool) -> Result<(), CliError> {
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
-    let mut first = true;
-    let mut open = true;
-    if json {
-        open = line(&mut w, "[")?;
+    let mut arr = JsonArray::default();
+    if json && !JsonArray::start(&mut w)? {
+        return Ok(());
     }
+    let mut failed = None;
+    let mut open = true;
     v.find_each(dir, q, |f| {
-        let s = if json {
-            let obj = json!({ "path": f.path, "ino": f.ino.0, "kind": f.kind });
-            format!("{}  {obj}", if first { "" } else { "," })
+        let written = if json {
+            arr.push(&mut w, &json!({ "path": f.path, "ino": f.ino.0, "kind": f.kind }))
         } else {
-            f.path
+            line(&mut w, &f.path)
         };
-        first = false;
-        // A closed pipe just stops the listing.
-        open = open && writeln!(w, "{s}").is_ok();
+        // A closed pipe just stops the listing; another write error is reported.
+        open = written.unwrap_or_else(|e| {
+            failed = Some(e);
+            false
+        });
         Ok(open)
     })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
     if json && open {
-        line(&mut w, "]")?;
+        arr.finish(&mut w)?;
     }
     Ok(())
 }
@@ -310,26 +343,25 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
             let scan = if long || json { r.scan(range) } else { r.scan_keys(range) };
             let stdout = std::io::stdout();
             let mut w = stdout.lock();
-            let mut first = true;
-            if json && !line(&mut w, "[")? {
+            let mut arr = JsonArray::default();
+            if json && !JsonArray::start(&mut w)? {
                 return Ok(0);
             }
             for item in scan {
                 let (k, val) = item?;
-                let s = if json {
-                    format!("{}  {}", if first { "" } else { "," }, json!({ "key": bytes_json(&k), "value": bytes_json(&val) }))
+                let open = if json {
+                    arr.push(&mut w, &json!({ "key": bytes_json(&k), "value": bytes_json(&val) }))?
                 } else if long {
-                    format!("{}\t{}", bytes_text(&k), bytes_text(&val))
+                    line(&mut w, &format!("{}\t{}", bytes_text(&k), bytes_text(&val)))?
                 } else {
-                    bytes_text(&k)
+                    line(&mut w, &bytes_text(&k))?
                 };
-                first = false;
-                if !line(&mut w, &s)? {
+                if !open {
                     return Ok(0);
                 }
             }
             if json {
-                line(&mut w, "]")?;
+                arr.finish(&mut w)?;
             }
         }
     }

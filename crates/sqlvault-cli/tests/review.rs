@@ -232,3 +232,29 @@ fn tag_refuses_names_find_cannot_search() {
     e.ok(&["tag", v, "/f", "a=x!<>y"]);
     assert_eq!(e.ok(&["find", v, "/", "--tag", "a=x!<>y"]), "/f\n", "the characters are fine in values");
 }
+
+/// `find --json` and `rec ls --json` stream their arrays; the separators were put at
+/// the start of the next line (`,  {..}`), which was valid JSON but read as broken.
+/// Now one element a line with its comma, like the other (pretty-printed) outputs.
+#[test]
+fn streamed_json_arrays_read_like_the_others() {
+    let e = Env::new();
+    let v = e.v();
+    for f in ["/a", "/b", "/c"] {
+        e.ok(&["touch", v, f]);
+        e.ok(&["tag", v, f, "n=1"]);
+        e.ok(&["rec", "put", v, "c", f, "x"]);
+    }
+    for args in [vec!["find", v, "/", "--tag", "n", "--json"], vec!["rec", "ls", v, "c", "--json"]] {
+        let out = e.ok(&args);
+        serde_json::from_str::<serde_json::Value>(&out).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 5, "{out}");
+        assert_eq!((lines[0], lines[4]), ("[", "]"), "{out}");
+        assert!(lines[1..3].iter().all(|l| l.starts_with("  {") && l.ends_with("},")), "{out}");
+        assert!(lines[3].starts_with("  {") && lines[3].ends_with('}'), "{out}");
+    }
+    for args in [vec!["find", v, "/", "--tag", "none", "--json"], vec!["rec", "ls", v, "empty", "--json"]] {
+        assert_eq!(e.json(&args), serde_json::json!([]));
+    }
+}
