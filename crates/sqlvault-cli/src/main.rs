@@ -8,10 +8,18 @@
 //! |---|---|
 //! | 0 | success |
 //! | 1 | usage error (bad arguments, no passphrase source, mismatched passphrases) |
-//! | 2 | wrong passphrase or key, or not a vault |
+//! | 2 | wrong passphrase or key, a missing key or passphrase file, or not a vault |
 //! | 3 | vault is damaged (fsck found problems, tampered or truncated file) |
 //! | 4 | not found, already exists, not empty, not a directory, invalid path and the like |
 //! | 5 | environment: I/O error, disk full, busy vault; or some entries were skipped by put |
+
+/// `println!` for standard output that a closed pipe (`sqlvault info | head -1`) does
+/// not turn into a panic: the rest of the output is dropped and the command still
+/// succeeds; any other write error (e.g. a full disk behind `>`) is exit code 5.
+/// Use it only in functions returning `Result<_, CliError>`.
+macro_rules! outln {
+    ($($t:tt)*) => { $crate::write_line(format_args!($($t)*))? };
+}
 
 mod extract;
 mod meta;
@@ -41,8 +49,19 @@ impl CliError {
     pub fn usage(m: impl Into<String>) -> Self {
         CliError { code: 1, message: m.into() }
     }
+    /// A host file system error: a missing path is "not found" (4) as in the vault,
+    /// anything else an environment error (5).
     pub fn host(path: &Path, e: std::io::Error) -> Self {
-        CliError { code: 5, message: format!("{}: {e}", path.display()) }
+        let code = if e.kind() == std::io::ErrorKind::NotFound { 4 } else { 5 };
+        CliError { code, message: format!("{}: {e}", path.display()) }
+    }
+    /// A secret that cannot be used: a missing or unreadable key or passphrase file (2).
+    pub fn secret(m: impl Into<String>) -> Self {
+        CliError { code: 2, message: m.into() }
+    }
+    /// A failed write to standard output.
+    pub fn stdout(e: std::io::Error) -> Self {
+        CliError { code: 5, message: format!("standard output: {e}") }
     }
     pub fn vault_io(path: &str, e: std::io::Error) -> Self {
         match e.into_inner().map(|inner| inner.downcast::<sqlvault::Error>()) {
@@ -262,12 +281,23 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = match e.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => 0,
-                _ => 1,
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    let _ = e.print();
+                    ExitCode::SUCCESS
+                }
+                clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    // `sqlvault` or `sqlvault rec` alone: a usage error, not a page of help.
+                    let help = e.render().to_string();
+                    let usage = help.lines().find_map(|l| l.strip_prefix("Usage: ")).unwrap_or("sqlvault <COMMAND>");
+                    eprintln!("sqlvault: a command is missing: {usage} (see --help)");
+                    ExitCode::from(1)
+                }
+                _ => {
+                    eprintln!("sqlvault: {}", usage_line(&e.render().to_string()));
+                    ExitCode::from(1)
+                }
             };
-            let _ = e.print();
-            return ExitCode::from(code);
         }
     };
     match run(cli) {
@@ -293,8 +323,28 @@ impl Ctx {
 
 pub fn print_json<T: Serialize>(v: &T) -> Result<(), CliError> {
     let s = serde_json::to_string_pretty(v).map_err(|e| CliError::usage(e.to_string()))?;
-    println!("{s}");
+    outln!("{s}");
     Ok(())
+}
+
+/// Writes one line to standard output; see `outln!`.
+pub fn write_line(args: std::fmt::Arguments<'_>) -> Result<(), CliError> {
+    let mut w = std::io::stdout().lock();
+    match w.write_fmt(args).and_then(|()| w.write_all(b"\n")) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(CliError::stdout(e)),
+    }
+}
+
+/// clap's multi-line usage error as one line: the message, the missing or
+/// offending argument, then where to look (`--help`).
+fn usage_line(rendered: &str) -> String {
+    let body = rendered.split("\nUsage:").next().unwrap_or(rendered);
+    let body = body.split("\nFor more information").next().unwrap_or(body);
+    let words = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    let words = words.strip_prefix("error: ").unwrap_or(&words);
+    format!("{words} (see --help)")
 }
 
 fn run(cli: Cli) -> Result<u8, CliError> {
@@ -393,18 +443,18 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             if json {
                 print_json(&a)?;
             } else {
-                println!("  path: {path}");
-                println!("  type: {:?}", a.kind);
-                println!(" inode: {}", a.ino.0);
-                println!("  mode: {:04o} ({})", a.perm, mode_string(&a));
-                println!("   uid: {}  gid: {}", a.uid, a.gid);
-                println!("  size: {}", a.size);
-                println!(" links: {}", a.nlink);
-                println!(" atime: {}", fmt_time(a.atime_ns));
-                println!(" mtime: {}", fmt_time(a.mtime_ns));
-                println!(" ctime: {}", fmt_time(a.ctime_ns));
+                outln!("  path: {path}");
+                outln!("  type: {}", kind_name(a.kind));
+                outln!(" inode: {}", a.ino.0);
+                outln!("  mode: {:04o} ({})", a.perm, mode_string(&a));
+                outln!("   uid: {}  gid: {}", a.uid, a.gid);
+                outln!("  size: {}", a.size);
+                outln!(" links: {}", a.nlink);
+                outln!(" atime: {}", fmt_time(a.atime_ns));
+                outln!(" mtime: {}", fmt_time(a.mtime_ns));
+                outln!(" ctime: {}", fmt_time(a.ctime_ns));
                 if a.kind == FileType::Symlink {
-                    println!("target: {}", v.read_link(&path)?);
+                    outln!("target: {}", v.read_link(&path)?);
                 }
             }
         }
@@ -446,9 +496,9 @@ fn run(cli: Cli) -> Result<u8, CliError> {
                 print_json(&r)?;
             } else {
                 for p in &r.problems {
-                    println!("problem: {p}");
+                    outln!("problem: {p}");
                 }
-                println!(
+                outln!(
                     "{}: {} inodes, {} chunks checked, {} problems",
                     if r.is_clean() { "clean" } else { "DAMAGED" },
                     r.inodes,
@@ -473,7 +523,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
                 print_json(&slots)?;
             } else {
                 for s in &slots {
-                    println!("slot {}: {}", s.index, describe_slot(s));
+                    outln!("slot {}: {}", s.index, describe_slot(s));
                 }
             }
         }
@@ -502,21 +552,21 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             if json {
                 print_json(&i)?;
             } else {
-                println!("format version: {} (schema {})", i.format_version, i.schema_version);
-                println!("cipher:         SQLCipher 4, AES-256, {} pages of {} KiB", i.cipher.hmac.sqlcipher_name(), i.cipher.page_size / 1024);
-                println!("chunk size:     {} KiB", i.chunk_size / 1024);
+                outln!("format version: {} (schema {})", i.format_version, i.schema_version);
+                outln!("cipher:         SQLCipher 4, AES-256, {} pages of {} KiB", i.cipher.hmac.sqlcipher_name(), i.cipher.page_size / 1024);
+                outln!("chunk size:     {} KiB", i.chunk_size / 1024);
                 for s in &i.key_slots {
-                    println!("key slot {}:     {}", s.index, describe_slot(s));
+                    outln!("key slot {}:     {}", s.index, describe_slot(s));
                 }
-                println!("files:          {}", i.files);
-                println!("directories:    {}", i.directories);
-                println!("symlinks:       {}", i.symlinks);
-                println!("logical bytes:  {}", i.logical_bytes);
-                println!("stored bytes:   {} in {} chunks", i.stored_bytes, i.chunks);
-                println!("dedup ratio:    {:.2}", i.dedup_ratio);
-                println!("file on disk:   {} bytes ({} free pages)", i.file_bytes, i.free_pages);
-                println!("reclaimable:    {} bytes (sqlvault compact)", i.reclaimable_bytes);
-                println!("snapshots:      {}", i.snapshots);
+                outln!("files:          {}", i.files);
+                outln!("directories:    {}", i.directories);
+                outln!("symlinks:       {}", i.symlinks);
+                outln!("logical bytes:  {}", i.logical_bytes);
+                outln!("stored bytes:   {} in {} chunks", i.stored_bytes, i.chunks);
+                outln!("dedup ratio:    {:.2}", i.dedup_ratio);
+                outln!("file on disk:   {} bytes ({} free pages)", i.file_bytes, i.free_pages);
+                outln!("reclaimable:    {} bytes (sqlvault compact)", i.reclaimable_bytes);
+                outln!("snapshots:      {}", i.snapshots);
             }
         }
     }
@@ -596,6 +646,15 @@ fn collect(v: &Vault, dir: sqlvault::InodeId, shown: &str, recursive: bool, out:
         }
     }
     Ok(())
+}
+
+/// The node kind as the JSON outputs spell it (`file`, `dir`, `symlink`).
+fn kind_name(kind: FileType) -> &'static str {
+    match kind {
+        FileType::File => "file",
+        FileType::Dir => "dir",
+        FileType::Symlink => "symlink",
+    }
 }
 
 fn mode_string(a: &Attr) -> String {

@@ -31,7 +31,7 @@ pub enum MetaCommand {
         #[arg(long, conflicts_with = "text")]
         remove: bool,
     },
-    /// Show the tags of a file or directory.
+    /// Show the tags of a file or directory (NAME=VALUE; text that reads as a number in quotes).
     Tags {
         vault: PathBuf,
         path: String,
@@ -93,6 +93,17 @@ pub fn value_json(v: &TagValue) -> Value {
     }
 }
 
+/// A value as `tags` prints it, in the syntax `tag` reads: text that `tag` would take
+/// for a number (`'400'`, `'0400'`), that is itself quoted, or that looks like the
+/// `0x..` form of bytes is shown in single quotes, so `iso=400` (a number) and
+/// `iso='400'` (text), or `b=0x00ff` (bytes) and `b='0x00ff'` (text), are told apart.
+pub fn value_text(v: &TagValue) -> String {
+    match v {
+        TagValue::Text(s) if sqlvault::tags::parse_quoted(s) != *v || s.starts_with("0x") => format!("'{s}'"),
+        other => other.to_string(),
+    }
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -119,12 +130,12 @@ pub fn parse_assignment(s: &str, text: bool) -> Result<(String, TagValue), CliEr
     if name.is_empty() {
         return Err(CliError::usage(format!("{s:?}: empty tag name")));
     }
+    if let Some(c) = name.chars().find(|c| matches!(c, '!' | '<' | '>')) {
+        // `find --tag` splits NAME from the operator at the first of these.
+        return Err(CliError::usage(format!("{s:?}: a tag name with {c:?} could not be searched with find")));
+    }
     let value = if text { TagValue::Text(value.to_string()) } else { sqlvault::tags::parse_quoted(value) };
     Ok((name.to_string(), value))
-}
-
-fn out_err(e: std::io::Error) -> CliError {
-    CliError { code: 5, message: format!("standard output: {e}") }
 }
 
 /// Writes a line; `Ok(false)` if standard output was closed (`| head`).
@@ -132,7 +143,7 @@ fn line(w: &mut impl Write, s: &str) -> Result<bool, CliError> {
     match writeln!(w, "{s}") {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
-        Err(e) => Err(out_err(e)),
+        Err(e) => Err(CliError::stdout(e)),
     }
 }
 
@@ -159,7 +170,7 @@ pub fn run(ctx: &Ctx, cmd: MetaCommand) -> Result<u8, CliError> {
                 let stdout = std::io::stdout();
                 let mut w = stdout.lock();
                 for (n, t) in &tags {
-                    if !line(&mut w, &format!("{n}={t}"))? {
+                    if !line(&mut w, &format!("{n}={}", value_text(t)))? {
                         break;
                     }
                 }
@@ -181,28 +192,61 @@ pub fn run(ctx: &Ctx, cmd: MetaCommand) -> Result<u8, CliError> {
     Ok(0)
 }
 
+/// A JSON array streamed one element a line (`[`, `  {..},`, `  {..}`, `]`): each
+/// element is written when the next one (or the end) shows whether it takes a comma.
+/// Every method returns `Ok(false)` once standard output is closed.
+#[derive(Default)]
+struct JsonArray {
+    pending: Option<String>,
+}
+
+impl JsonArray {
+    fn start(w: &mut impl Write) -> Result<bool, CliError> {
+        line(w, "[")
+    }
+    fn push(&mut self, w: &mut impl Write, v: &Value) -> Result<bool, CliError> {
+        match self.pending.replace(format!("  {v}")) {
+            Some(prev) => line(w, &format!("{prev},")),
+            None => Ok(true),
+        }
+    }
+    fn finish(self, w: &mut impl Write) -> Result<bool, CliError> {
+        if let Some(last) = self.pending {
+            if !line(w, &last)? {
+                return Ok(false);
+            }
+        }
+        line(w, "]")
+    }
+}
+
 fn find(v: &Vault, dir: &str, q: &Query, json: bool) -> Result<(), CliError> {
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
-    let mut first = true;
-    let mut open = true;
-    if json {
-        open = line(&mut w, "[")?;
+    let mut arr = JsonArray::default();
+    if json && !JsonArray::start(&mut w)? {
+        return Ok(());
     }
+    let mut failed = None;
+    let mut open = true;
     v.find_each(dir, q, |f| {
-        let s = if json {
-            let obj = json!({ "path": f.path, "ino": f.ino.0, "type": f.kind });
-            format!("{}  {obj}", if first { "" } else { "," })
+        let written = if json {
+            arr.push(&mut w, &json!({ "path": f.path, "ino": f.ino.0, "kind": f.kind }))
         } else {
-            f.path
+            line(&mut w, &f.path)
         };
-        first = false;
-        // A closed pipe just stops the listing.
-        open = open && writeln!(w, "{s}").is_ok();
+        // A closed pipe just stops the listing; another write error is reported.
+        open = written.unwrap_or_else(|e| {
+            failed = Some(e);
+            false
+        });
         Ok(open)
     })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
     if json && open {
-        line(&mut w, "]")?;
+        arr.finish(&mut w)?;
     }
     Ok(())
 }
@@ -216,6 +260,10 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
         RecCommand::Put { vault, collection, key, value } => {
             let data = match value.as_deref() {
                 None | Some("-") => {
+                    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                        // A forgotten VALUE would otherwise look like a hang.
+                        eprintln!("reading the value of {key:?} from standard input; end it with Ctrl-D");
+                    }
                     let mut buf = Vec::new();
                     let limit = sqlvault::records::MAX_VALUE as u64 + 1;
                     std::io::stdin()
@@ -245,7 +293,7 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
             match w.write_all(&data).and_then(|_| w.flush()) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                Err(e) => return Err(out_err(e)),
+                Err(e) => return Err(CliError::stdout(e)),
             }
         }
         RecCommand::Del { vault, collection, key } => {
@@ -262,7 +310,7 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
             let v = ctx.open(&vault)?;
             let cols = v.collections()?;
             if count {
-                println!("{}", cols.len());
+                outln!("{}", cols.len());
             } else if json {
                 let list: Vec<Value> = cols.iter().map(|(n, c)| json!({ "collection": n, "records": c })).collect();
                 crate::print_json(&list)?;
@@ -288,33 +336,32 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
                 if json {
                     crate::print_json(&json!({ "collection": coll, "records": n }))?;
                 } else {
-                    println!("{n}");
+                    outln!("{n}");
                 }
                 return Ok(0);
             }
             let scan = if long || json { r.scan(range) } else { r.scan_keys(range) };
             let stdout = std::io::stdout();
             let mut w = stdout.lock();
-            let mut first = true;
-            if json && !line(&mut w, "[")? {
+            let mut arr = JsonArray::default();
+            if json && !JsonArray::start(&mut w)? {
                 return Ok(0);
             }
             for item in scan {
                 let (k, val) = item?;
-                let s = if json {
-                    format!("{}  {}", if first { "" } else { "," }, json!({ "key": bytes_json(&k), "value": bytes_json(&val) }))
+                let open = if json {
+                    arr.push(&mut w, &json!({ "key": bytes_json(&k), "value": bytes_json(&val) }))?
                 } else if long {
-                    format!("{}\t{}", bytes_text(&k), bytes_text(&val))
+                    line(&mut w, &format!("{}\t{}", bytes_text(&k), bytes_text(&val)))?
                 } else {
-                    bytes_text(&k)
+                    line(&mut w, &bytes_text(&k))?
                 };
-                first = false;
-                if !line(&mut w, &s)? {
+                if !open {
                     return Ok(0);
                 }
             }
             if json {
-                line(&mut w, "]")?;
+                arr.finish(&mut w)?;
             }
         }
     }

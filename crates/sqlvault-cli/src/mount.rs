@@ -55,6 +55,11 @@ pub fn run(vault_path: &Path, secret: Secret, mut config: EngineConfig, args: &M
     if !mountpoint.is_dir() {
         return Err(Error::NotADirectory { path: args.mountpoint.display().to_string() });
     }
+    // FUSE would mount over files (hiding them) or over a live mount (a second server
+    // stacked on the first); the mount point must be empty, as `--help` says.
+    if std::fs::read_dir(&mountpoint).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(Error::DirectoryNotEmpty { path: args.mountpoint.display().to_string() });
+    }
     config.read_only |= args.read_only;
     let opts = MountOptions {
         read_only: args.read_only,

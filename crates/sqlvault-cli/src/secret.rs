@@ -27,9 +27,9 @@ pub struct SecretArgs {
 
 fn read_passphrase_file(path: &Path) -> Result<Zeroizing<String>, CliError> {
     let raw = Zeroizing::new(
-        std::fs::read(path).map_err(|e| CliError::usage(format!("cannot read passphrase file {}: {e}", path.display())))?,
+        std::fs::read(path).map_err(|e| CliError::secret(format!("cannot read passphrase file {}: {e}", path.display())))?,
     );
-    let text = std::str::from_utf8(&raw).map_err(|_| CliError::usage("passphrase file is not UTF-8"))?;
+    let text = std::str::from_utf8(&raw).map_err(|_| CliError::secret("passphrase file is not UTF-8"))?;
     let line = text.split('\n').next().unwrap_or("").trim_end_matches('\r');
     if line.is_empty() {
         return Err(CliError::usage(format!("passphrase file {} is empty", path.display())));
@@ -74,7 +74,7 @@ fn prompt(label: &str) -> Result<Zeroizing<String>, CliError> {
 /// A key file that is missing, unreadable or not 32 bytes is a missing key: exit 2,
 /// like a wrong one (README's exit codes).
 fn key_file(path: &Path) -> Result<Secret, CliError> {
-    Secret::from_key_file(path).map_err(|e| CliError { code: 2, message: e.to_string() })
+    Secret::from_key_file(path).map_err(|e| CliError::secret(e.to_string()))
 }
 
 /// The secret that unlocks an existing vault.

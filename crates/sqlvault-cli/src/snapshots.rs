@@ -84,6 +84,11 @@ fn create(ctx: &Ctx, vault: PathBuf, name: Option<String>) -> Result<(), CliErro
 /// The current UTC time as an ISO 8601 name.
 fn default_name() -> String {
     let ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0);
+    iso_time(ns)
+}
+
+/// UTC time in ISO 8601 (`2026-11-23T08:15:00Z`): default names and `created` in JSON.
+fn iso_time(ns: i64) -> String {
     format!("{}Z", fmt_time(ns).replace(' ', "T"))
 }
 
@@ -98,12 +103,12 @@ pub fn list(ctx: &Ctx, vault: PathBuf, json: bool) -> Result<(), CliError> {
     let v = ctx.open(&vault)?;
     let all = v.snapshots()?;
     if json {
-        let out: Vec<Listed> = all.into_iter().map(|info| Listed { created: fmt_time(info.created_ns), info }).collect();
+        let out: Vec<Listed> = all.into_iter().map(|info| Listed { created: iso_time(info.created_ns), info }).collect();
         return print_json(&out);
     }
-    println!("{:<24} {:<19} {:>8} {:>14} {:>14}", "NAME", "CREATED (UTC)", "FILES", "LOGICAL", "UNIQUE");
+    outln!("{:<24} {:<19} {:>8} {:>14} {:>14}", "NAME", "CREATED (UTC)", "FILES", "LOGICAL", "UNIQUE");
     for s in all {
-        println!("{:<24} {:<19} {:>8} {:>14} {:>14}", s.name, fmt_time(s.created_ns), s.files, s.logical_bytes, s.unique_bytes);
+        outln!("{:<24} {:<19} {:>8} {:>14} {:>14}", s.name, fmt_time(s.created_ns), s.files, s.logical_bytes, s.unique_bytes);
     }
     Ok(())
 }

@@ -1,60 +1,18 @@
 //! Every CLI command on real vault files in temp dirs: output, exit codes, and that
 //! bad input changes nothing.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
-struct Env {
-    dir: tempfile::TempDir,
-    vault: PathBuf,
-}
+mod common;
 
+use common::Env;
+
+/// The binary with no secret in its environment (common::sqlvault() has `pw`).
 fn sqlvault() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_sqlvault"));
     c.env_remove("SQLVAULT_PASSPHRASE").env_remove("SQLVAULT_NEW_PASSPHRASE").stdin(Stdio::null());
     c
-}
-
-impl Env {
-    /// A new vault with a cheap KDF (its real cost is measured by the benchmarks).
-    fn new() -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        let vault = dir.path().join("my.vault");
-        let e = Env { dir, vault };
-        let out = e.run_with(
-            "pw",
-            &["init", e.v(), "--kdf-memory-mib", "1", "--kdf-iterations", "1", "--chunk-kib", "4", "--page-kib", "4"],
-        );
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        e
-    }
-    fn v(&self) -> &str {
-        self.vault.to_str().unwrap()
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-    fn run_with(&self, pass: &str, args: &[&str]) -> Output {
-        sqlvault().env("SQLVAULT_PASSPHRASE", pass).args(args).output().unwrap()
-    }
-    fn run(&self, args: &[&str]) -> Output {
-        self.run_with("pw", args)
-    }
-    /// Runs and asserts success; returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(out.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
-    }
-    /// Runs and asserts the exit code and a single-line error.
-    fn fails(&self, code: i32, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        let err = String::from_utf8(out.stderr).unwrap();
-        assert_eq!(err.lines().count(), 1, "error is one line: {err:?}");
-        assert!(err.starts_with("sqlvault: "), "{err}");
-        err
-    }
 }
 
 fn make_tree(root: &Path) {

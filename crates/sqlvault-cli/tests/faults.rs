@@ -5,6 +5,8 @@
 //! `SQLVAULT_PASSWD_TRIALS=N` (default 60) sets the number of `passwd` kills for the
 //! soak run (docs/reliability.md).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -147,8 +149,7 @@ fn full_disk_fails_cleanly_keeps_data_and_recovers_after_freeing_space() {
     let e = r.expect_err("a write through the mount onto a full disk succeeded");
     assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
     let _ = std::fs::remove_file(mnt.join("big.bin"));
-    let out = Command::new("fusermount3").arg("-u").arg(&mnt).output().unwrap();
-    assert!(out.status.success(), "unmount: {}", String::from_utf8_lossy(&out.stderr));
+    common::fusermount_unmount(&mnt);
     let t = Instant::now();
     while Path::new(&format!("/proc/{pid}")).exists() && t.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(20));

@@ -5,6 +5,8 @@
 //!
 //! `SQLVAULT_PROCESS_OPS=N` (default 25) sets the operations per writer.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -69,8 +71,7 @@ impl Mount {
         if self.pid == 0 {
             return;
         }
-        let out = Command::new("fusermount3").arg("-u").arg(&self.mnt).output().unwrap();
-        assert!(out.status.success(), "unmount: {}", String::from_utf8_lossy(&out.stderr));
+        common::fusermount_unmount(&self.mnt);
         let t = std::time::Instant::now();
         while std::path::Path::new(&format!("/proc/{}", self.pid)).exists() && t.elapsed().as_secs() < 30 {
             std::thread::sleep(std::time::Duration::from_millis(20));

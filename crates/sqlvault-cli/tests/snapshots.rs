@@ -2,57 +2,12 @@
 //! vault files, real processes, exit codes and one-line errors; a vault from before
 //! snapshots existed is upgraded on open.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
-struct Env {
-    dir: tempfile::TempDir,
-    vault: PathBuf,
-}
+mod common;
 
-impl Env {
-    fn new() -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        let vault = dir.path().join("my.vault");
-        let e = Env { dir, vault };
-        e.ok(&["init", e.v(), "--kdf-memory-mib", "1", "--kdf-iterations", "1", "--chunk-kib", "4", "--page-kib", "4"]);
-        e
-    }
-    fn v(&self) -> &str {
-        self.vault.to_str().unwrap()
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_sqlvault"))
-            .env_remove("SQLVAULT_NEW_PASSPHRASE")
-            .env("SQLVAULT_PASSPHRASE", "pw")
-            .stdin(Stdio::null())
-            .args(args)
-            .output()
-            .unwrap()
-    }
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(out.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
-    }
-    fn fails(&self, code: i32, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        let err = String::from_utf8(out.stderr).unwrap();
-        assert_eq!(err.lines().count(), 1, "error is one line: {err:?}");
-        assert!(err.starts_with("sqlvault: "), "{err}");
-        err
-    }
-    fn json(&self, args: &[&str]) -> serde_json::Value {
-        serde_json::from_str(&self.ok(args)).unwrap()
-    }
-    fn fsck_clean(&self) {
-        assert!(self.ok(&["fsck", self.v()]).starts_with("clean"));
-    }
-}
+use common::Env;
 
 fn make_tree(root: &Path) {
     std::fs::create_dir_all(root.join("sub")).unwrap();

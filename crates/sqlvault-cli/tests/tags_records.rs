@@ -1,59 +1,9 @@
 //! `tag`, `tags`, `find`, `rec` and `put --extract-tags` on real vault files: output,
 //! JSON, exit codes, and that bad input changes nothing.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-struct Env {
-    dir: tempfile::TempDir,
-    vault: PathBuf,
-}
-
-fn sqlvault() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_sqlvault"));
-    c.env_remove("SQLVAULT_PASSPHRASE").env_remove("SQLVAULT_NEW_PASSPHRASE").env("SQLVAULT_PASSPHRASE", "pw");
-    c
-}
-
-impl Env {
-    fn new() -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        let vault = dir.path().join("t.vault");
-        let e = Env { dir, vault };
-        e.ok(&["init", e.v(), "--kdf-memory-mib", "1", "--kdf-iterations", "1", "--chunk-kib", "4", "--page-kib", "4"]);
-        e
-    }
-    fn v(&self) -> &str {
-        self.vault.to_str().unwrap()
-    }
-    fn run_stdin(&self, args: &[&str], stdin: &[u8]) -> Output {
-        let mut child = sqlvault().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        child.stdin.take().unwrap().write_all(stdin).unwrap();
-        child.wait_with_output().unwrap()
-    }
-    fn run(&self, args: &[&str]) -> Output {
-        sqlvault().args(args).stdin(Stdio::null()).output().unwrap()
-    }
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(out.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
-    }
-    fn fails(&self, code: i32, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        let err = String::from_utf8(out.stderr).unwrap();
-        assert_eq!(err.lines().count(), 1, "error is one line: {err:?}");
-        assert!(err.starts_with("sqlvault: "), "{err}");
-        err
-    }
-    fn lines(&self, args: &[&str]) -> Vec<String> {
-        let mut l: Vec<String> = self.ok(args).lines().map(str::to_string).collect();
-        l.sort();
-        l
-    }
-}
+use common::Env;
 
 fn photos(e: &Env) {
     let v = e.v();
@@ -89,7 +39,7 @@ fn tag_tags_and_find_with_types_globs_and_json() {
     let j: serde_json::Value = serde_json::from_str(&e.ok(&["find", v, "/photos", "--tag", "iso>=3000", "--json"])).unwrap();
     assert_eq!(j.as_array().unwrap().len(), 1);
     assert_eq!(j[0]["path"], "/photos/2024/d.png");
-    assert_eq!(j[0]["type"], "file");
+    assert_eq!(j[0]["kind"], "file");
     let j: serde_json::Value = serde_json::from_str(&e.ok(&["find", v, "/", "--tag", "iso>=1", "--json"])).unwrap();
     assert_eq!(j.as_array().unwrap().len(), 4);
 

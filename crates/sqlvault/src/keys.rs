@@ -144,7 +144,13 @@ impl Default for KdfParams {
 impl KdfParams {
     fn check(&self) -> Result<()> {
         if !(8..=4 * 1024 * 1024).contains(&self.memory_kib) || !(1..=64).contains(&self.iterations) || !(1..=16).contains(&self.parallelism) {
-            return Err(Error::InvalidArgument { what: format!("unusable KDF parameters {self:?}") });
+            let KdfParams { memory_kib, iterations, parallelism } = self;
+            return Err(Error::InvalidArgument {
+                what: format!(
+                    "unusable Argon2id parameters: memory {memory_kib} KiB (8 KiB to 4 GiB), \
+                     {iterations} iterations (1 to 64), parallelism {parallelism} (1 to 16)"
+                ),
+            });
         }
         Ok(())
     }
@@ -507,6 +513,15 @@ mod tests {
 
     fn fast() -> KdfParams {
         KdfParams { memory_kib: 64, iterations: 1, parallelism: 1 }
+    }
+
+    #[test]
+    fn unusable_kdf_parameters_are_explained_not_debug_printed() {
+        let e = KdfParams { memory_kib: 128 * 1024, iterations: 0, parallelism: 1 }.check().unwrap_err().to_string();
+        assert!(!e.contains("KdfParams"), "{e}");
+        assert!(e.contains("0 iterations (1 to 64)"), "{e}");
+        assert!(KdfParams { memory_kib: 0, ..fast() }.check().unwrap_err().to_string().contains("memory 0 KiB"));
+        fast().check().unwrap();
     }
     fn cipher() -> CipherSettings {
         CipherSettings { page_size: 4096, hmac: HmacAlgorithm::Sha256 }

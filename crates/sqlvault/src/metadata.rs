@@ -29,7 +29,8 @@ pub(crate) fn from_json<T: DeserializeOwned>(key: &[u8], bytes: &[u8]) -> Result
 
 impl Vault {
     /// Sets every `(name, value)` on `path` in one transaction (existing values of
-    /// those names are replaced, other tags kept).
+    /// those names are replaced, other tags kept). Like every tag method by path, a
+    /// symlink is followed: its target carries the tags.
     pub fn set_tags<N: AsRef<str>>(&self, path: &str, tags: &[(N, TagValue)]) -> Result<()> {
         self.transaction(|tx| tx.set_tags(path, tags))
     }

@@ -26,7 +26,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use crate::chunks::{self, ChunkId};
 use crate::error::{Error, Result};
 use crate::tags::{self, TagValue};
-use crate::tree::{self, Attr, Entry, FileType, InodeId, RestoredNode};
+use crate::tree::{self, Attr, Entry, FileType, InodeId, RestoredNode, ATTR_COLUMNS};
 use crate::xattr::{self, XattrMode};
 
 /// Schema migration that adds the snapshot tables (one self-contained batch; see
@@ -241,26 +241,10 @@ pub fn remove(conn: &Connection, id: SnapshotId) -> Result<u64> {
 
 // ----- reading a snapshot's tree -----
 
-const ATTR_COLUMNS: &str = "ino, mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns";
-
 /// Attributes of node `ino` of snapshot `snap` (`ino` is the snapshot's own number).
 pub fn attr(conn: &Connection, snap: SnapshotId, ino: InodeId) -> Result<Attr> {
     conn.prepare_cached(&format!("SELECT {ATTR_COLUMNS} FROM snap_inodes WHERE snap = ?1 AND ino = ?2"))?
-        .query_row(params![snap.sql(), ino.0 as i64], |r| {
-            let mode: u32 = r.get(1)?;
-            Ok(Attr {
-                ino: InodeId(r.get::<_, i64>(0)? as u64),
-                kind: FileType::from_mode(mode).unwrap_or(FileType::File),
-                perm: mode & 0o7777,
-                uid: r.get(2)?,
-                gid: r.get(3)?,
-                size: r.get::<_, i64>(4)? as u64,
-                nlink: r.get(5)?,
-                atime_ns: r.get(6)?,
-                mtime_ns: r.get(7)?,
-                ctime_ns: r.get(8)?,
-            })
-        })
+        .query_row(params![snap.sql(), ino.0 as i64], tree::attr_from_row)
         .optional()?
         .ok_or(Error::StaleHandle)
 }

@@ -125,9 +125,11 @@ pub fn check_name(name: &[u8]) -> Result<()> {
     Ok(())
 }
 
-const ATTR_COLUMNS: &str = "ino, mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns";
+/// The columns `attr_from_row` reads, shared by `inodes` and `snap_inodes`.
+pub(crate) const ATTR_COLUMNS: &str = "ino, mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns";
 
-fn attr_from_row(r: &Row<'_>) -> rusqlite::Result<Attr> {
+/// An [`Attr`] from a row selected as `ATTR_COLUMNS`.
+pub(crate) fn attr_from_row(r: &Row<'_>) -> rusqlite::Result<Attr> {
     let mode: u32 = r.get(1)?;
     Ok(Attr {
         ino: InodeId(r.get::<_, i64>(0)? as u64),
