@@ -63,7 +63,7 @@ pub fn grouped_bars(path: &Path, spec: &ChartSpec, rows: &[Row]) -> Result<()> {
         .collect();
     // Headroom above the tallest bar for the legend (upper right).
     let top = values.iter().copied().fold(0.0f64, f64::max).max(1e-9);
-    let hi = if spec.log_scale { top * 12.0 } else { top * 1.45 };
+    let hi = if spec.log_scale { top * 5.0 } else { top * 1.45 };
     let lo = values.iter().copied().fold(f64::INFINITY, f64::min).min(hi) / 2.0;
     let per = systems.len() + 1; // one empty slot between groups
     let slots = groups.len() * per;
