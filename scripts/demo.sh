@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The main job end to end on an embedded default: builds sqlvault, creates a demo
 # vault, imports a generated folder (text, binary, duplicate and empty files, a
-# symlink, nested directories), lists it, verifies it with fsck, exports it again and
-# compares byte for byte. Everything happens in a temporary directory (kept with
-# KEEP=1). The passphrase comes from the environment, never from argv.
+# symlink, nested directories), lists it, tags two files and finds one by tag, takes a
+# snapshot, removes a file and restores it from the snapshot, verifies everything with
+# fsck, exports it again and compares byte for byte. Everything happens in a temporary
+# directory (kept with KEEP=1). The passphrase comes from the environment, never argv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +36,15 @@ echo "== sqlvault ls -lR"
 "$bin" ls -lR "$vault" /photos
 echo "== sqlvault cat /photos/latest-notes | head -2"
 "$bin" cat "$vault" /photos/latest-notes | head -2
+echo "== sqlvault tag / find (tags live in the same encrypted file)"
+"$bin" tag "$vault" /photos/2024/summer/img1.raw place=beach rating=5
+"$bin" tag "$vault" /photos/2024/summer/img2.raw place=beach rating=3
+"$bin" find "$vault" /photos --tag place=beach --tag 'rating>=4'
+echo "== sqlvault snapshot, then a change, then restore"
+"$bin" snapshot "$vault" before-change
+"$bin" rm "$vault" /photos/2025/notes.txt
+"$bin" restore "$vault" before-change /photos/2025/notes.txt
+"$bin" snapshots "$vault"
 echo "== sqlvault fsck"
 "$bin" fsck "$vault"
 echo "== sqlvault get (export) and compare"
