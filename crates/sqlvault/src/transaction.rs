@@ -84,57 +84,11 @@ impl<'a> Tx<'a> {
 
     /// Like [`Tx::write_file`], streaming the content from `reader` a chunk at a time
     /// (memory: one chunk). Returns the number of bytes written.
-    pub fn write_file_from(&self, path: &str, mut reader: impl Read) -> Result<u64> {
-        let ino = self.file_for_write(path)?;
-        let cs = self.vault.chunk_size() as usize;
-        let mut buf = vec![0u8; cs];
-        let (mut idx, mut total) = (0u64, 0u64);
-        loop {
-            let mut n = 0;
-            while n < cs {
-                match reader.read(&mut buf[n..]) {
-                    Ok(0) => break,
-                    Ok(k) => n += k,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(Error::io(format!("reading the content of {path}"), e)),
-                }
-            }
-            if n == 0 {
-                break;
-            }
-            chunks::put(self.conn, ino.0 as i64, idx, &buf[..n])?;
-            idx += 1;
-            total += n as u64;
-            if n < cs {
-                break;
-            }
-        }
-        chunks::truncate(self.conn, ino.0 as i64, idx)?;
-        tree::set_size(self.conn, ino, total, tree::now_ns())?;
-        Ok(total)
-    }
-
-    /// The regular file at `path`, created if missing, that a transaction may rewrite.
-    fn file_for_write(&self, path: &str) -> Result<InodeId> {
-        let vp = VaultPath::parse(path)?;
-        let (dir, name) = self.vault.parent_of(self.conn, &vp, path).map_err(|e| e.with_path(path))?;
-        let ino = match tree::lookup(self.conn, dir, name)? {
-            Some(_) => self.vault.resolve_in(self.conn, &vp.names, true, path)?,
-            None => tree::create(self.conn, dir, name, self.vault.new_node(FileType::File, 0o644, None))
-                .map_err(|e| e.with_path(path))?
-                .ino,
-        };
-        match tree::attr(self.conn, ino)?.kind {
-            FileType::File => {}
-            FileType::Dir => return Err(Error::IsADirectory { path: path.into() }),
-            FileType::Symlink => return Err(Error::InvalidArgument { what: format!("{path} is a symbolic link") }),
-        }
-        if self.vault.is_open(ino) {
-            return Err(Error::InvalidArgument {
-                what: format!("{path} is open in this process; close it before writing it in a transaction"),
-            });
-        }
-        Ok(ino)
+    pub fn write_file_from(&self, path: &str, reader: impl Read) -> Result<u64> {
+        let ino = self.vault.file_for_write_in(self.conn, path)?.ok_or_else(|| Error::InvalidArgument {
+            what: format!("{path} is open in this process; close it before writing it in a transaction"),
+        })?;
+        self.vault.replace_content_in(self.conn, ino, path, reader)
     }
 
     /// Reads the whole file at `path` as this transaction sees it.

@@ -609,31 +609,63 @@ impl Vault {
 
     /// The one-operation path of [`Vault::write_file`]; `false` if the file is open here.
     fn write_file_at_once(&self, path: &str, data: &[u8]) -> Result<bool> {
-        let vp = VaultPath::parse(path)?;
-        let cs = self.chunk_size() as usize;
         self.engine()
             .write(|tx| {
-                let (dir, name) = self.parent_of(tx, &vp, path)?;
-                let ino = match tree::lookup(tx, dir, name)? {
-                    Some(_) => self.resolve_in(tx, &vp.names, true, path)?,
-                    None => tree::create(tx, dir, name, self.new_node(FileType::File, 0o644, None))?.ino,
-                };
-                if self.is_open(ino) {
-                    return Ok(false);
-                }
-                if tree::attr(tx, ino)?.kind != FileType::File {
-                    return Err(Error::IsADirectory { path: path.into() });
-                }
-                let mut n = 0u64;
-                for (idx, piece) in data.chunks(cs).enumerate() {
-                    chunks::put(tx, ino.0 as i64, idx as u64, piece)?;
-                    n += 1;
-                }
-                chunks::truncate(tx, ino.0 as i64, n)?;
-                tree::set_size(tx, ino, data.len() as u64, tree::now_ns())?;
+                let Some(ino) = self.file_for_write_in(tx, path)? else { return Ok(false) };
+                self.replace_content_in(tx, ino, path, data)?;
                 Ok(true)
             })
             .map_err(|e| e.with_path(path))
+    }
+
+    /// Inside a write: the regular file at `path` (following symlinks), created if
+    /// missing, that may be rewritten in place; `None` if it is open in this process
+    /// (its buffered handle would overwrite what the write stores).
+    pub(crate) fn file_for_write_in(&self, tx: &rusqlite::Connection, path: &str) -> Result<Option<InodeId>> {
+        let vp = VaultPath::parse(path)?;
+        let (dir, name) = self.parent_of(tx, &vp, path).map_err(|e| e.with_path(path))?;
+        let ino = match tree::lookup(tx, dir, name)? {
+            Some(_) => self.resolve_in(tx, &vp.names, true, path)?,
+            None => tree::create(tx, dir, name, self.new_node(FileType::File, 0o644, None)).map_err(|e| e.with_path(path))?.ino,
+        };
+        match tree::attr(tx, ino)?.kind {
+            FileType::File => {}
+            FileType::Dir => return Err(Error::IsADirectory { path: path.into() }),
+            FileType::Symlink => return Err(Error::InvalidArgument { what: format!("{path} is a symbolic link") }),
+        }
+        Ok((!self.is_open(ino)).then_some(ino))
+    }
+
+    /// Inside a write: replaces the whole content of file `ino` with what `reader`
+    /// yields, a chunk at a time (memory: one chunk), and sets its size and mtime.
+    /// Returns the number of bytes written.
+    pub(crate) fn replace_content_in(&self, tx: &rusqlite::Connection, ino: InodeId, path: &str, mut reader: impl std::io::Read) -> Result<u64> {
+        let cs = self.chunk_size() as usize;
+        let mut buf = vec![0u8; cs];
+        let (mut idx, mut total) = (0u64, 0u64);
+        loop {
+            let mut n = 0;
+            while n < cs {
+                match reader.read(&mut buf[n..]) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(Error::io(format!("reading the content of {path}"), e)),
+                }
+            }
+            if n == 0 {
+                break;
+            }
+            chunks::put(tx, ino.0 as i64, idx, &buf[..n])?;
+            idx += 1;
+            total += n as u64;
+            if n < cs {
+                break;
+            }
+        }
+        chunks::truncate(tx, ino.0 as i64, idx)?;
+        tree::set_size(tx, ino, total, tree::now_ns())?;
+        Ok(total)
     }
 
     /// Reads the whole file at `path` into memory (use `open_file` to stream).
