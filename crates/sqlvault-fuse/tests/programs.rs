@@ -15,10 +15,6 @@ use common::*;
 use sqlvault::FileOptions;
 use sqlvault_fuse::MountOptions;
 
-fn errno_of(e: &std::io::Error) -> i32 {
-    e.raw_os_error().unwrap_or(0)
-}
-
 #[test]
 fn cp_r_then_diff_r_round_trips_a_tree() {
     require_fuse!();

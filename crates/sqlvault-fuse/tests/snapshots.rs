@@ -10,10 +10,6 @@ use std::os::unix::fs::MetadataExt;
 
 use common::*;
 
-fn errno_of(e: &std::io::Error) -> i32 {
-    e.raw_os_error().unwrap_or(0)
-}
-
 #[test]
 fn cp_r_out_of_a_snapshot_gives_the_tree_at_snapshot_time() {
     require_fuse!();

@@ -293,10 +293,7 @@ impl Engine {
         })();
         // Whatever `f` returned may stand on a zeroed page (see the module doc): the
         // codec has the last word, on success and on failure alike.
-        let result = match codec_intact(&conn) {
-            Ok(()) => result,
-            Err(e) => Err(e),
-        };
+        let result = codec_intact(&conn).and(result);
         match &result {
             Ok(_) => self.put_reader(conn),
             // SQLCipher leaves a connection that met a page failing authentication in

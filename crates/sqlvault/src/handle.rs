@@ -52,13 +52,13 @@ struct View {
     /// buffered (the buffered size is the size then, and a flush drops the view).
     size: Option<u64>,
     /// The chunk's id and verified bytes, `None` for a hole.
-    chunk: Option<(ChunkId, Arc<Vec<u8>>)>,
+    chunk: Cached,
     /// When the lookup started.
     at: Instant,
 }
 
 /// The chunk a fetch ended in, as a [`View`] candidate: index and content.
-type Seen = Option<(u64, Option<(ChunkId, Arc<Vec<u8>>)>)>;
+type Seen = Option<(u64, Cached)>;
 
 /// Copies bytes `within..within + out.len()` of a stored chunk (zeros past its end: a
 /// stored chunk may end before the file does) into `out`.
@@ -134,7 +134,7 @@ struct ContentState {
     /// Set when buffered writes changed the size or content.
     modified_ns: Option<i64>,
     /// Last chunk read from the database.
-    cache: Option<(ChunkId, Arc<Vec<u8>>)>,
+    cache: Cached,
     /// The last read's lookup, serving reads inside its chunk (see the module doc).
     view: Option<View>,
     /// Bumped whenever the view is dropped: a lookup that started before must not
@@ -218,12 +218,7 @@ impl OpenInode {
 
     /// The size including buffered writes (None if nothing is buffered).
     pub fn buffered_size(&self) -> Option<u64> {
-        self.buffered().map(|(size, _)| size)
-    }
-
-    /// Size and modification time including buffered writes (None if nothing is buffered).
-    pub fn buffered(&self) -> Option<(u64, i64)> {
-        self.lock().ok().and_then(|s| s.modified_ns.map(|m| (s.size, m)))
+        self.lock().ok().and_then(|s| s.dirty().then_some(s.size))
     }
 
     /// Stored attributes with buffered size and mtime laid over them, read under the

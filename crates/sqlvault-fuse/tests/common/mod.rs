@@ -213,3 +213,8 @@ pub fn make_tree(root: &Path) {
     std::fs::create_dir_all(root.join("emptydir")).expect("mkdir");
     std::os::unix::fs::symlink("a/b/c/deep.txt", root.join("link")).expect("symlink");
 }
+
+/// The errno of an I/O error (0 if it carries none).
+pub fn errno_of(e: &std::io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(0)
+}
