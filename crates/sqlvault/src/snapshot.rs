@@ -264,13 +264,7 @@ pub fn list(conn: &Connection, snap: SnapshotId, dir: InodeId, after: Option<&[u
         "SELECT d.name, d.ino, i.mode FROM snap_dirents d JOIN snap_inodes i ON i.snap = d.snap AND i.ino = d.ino
          WHERE d.snap = ?1 AND d.parent = ?2 AND d.name > ?3 ORDER BY d.name LIMIT ?4",
     )?;
-    let rows = stmt.query_map(params![snap.sql(), dir.0 as i64, after.unwrap_or(b""), limit as i64], |r| {
-        Ok(Entry {
-            name: r.get(0)?,
-            ino: InodeId(r.get::<_, i64>(1)? as u64),
-            kind: FileType::from_mode(r.get(2)?).unwrap_or(FileType::File),
-        })
-    })?;
+    let rows = stmt.query_map(params![snap.sql(), dir.0 as i64, after.unwrap_or(b""), limit as i64], tree::entry_from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 

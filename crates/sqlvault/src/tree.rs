@@ -199,19 +199,22 @@ pub fn read_link(conn: &Connection, ino: InodeId) -> Result<Vec<u8>> {
     t.ok_or_else(|| Error::InvalidArgument { what: "not a symbolic link".into() })
 }
 
+/// An [`Entry`] from a row of `name, ino, mode` (directory listings, live or frozen).
+pub(crate) fn entry_from_row(r: &Row<'_>) -> rusqlite::Result<Entry> {
+    Ok(Entry {
+        name: r.get(0)?,
+        ino: InodeId(r.get::<_, i64>(1)? as u64),
+        kind: FileType::from_mode(r.get(2)?).unwrap_or(FileType::File),
+    })
+}
+
 /// Up to `limit` entries of `dir` whose names sort after `after`, in name order.
 pub fn list(conn: &Connection, dir: InodeId, after: Option<&[u8]>, limit: usize) -> Result<Vec<Entry>> {
     let mut stmt = conn.prepare_cached(
         "SELECT d.name, d.ino, i.mode FROM dirents d JOIN inodes i ON i.ino = d.ino
          WHERE d.parent = ?1 AND d.name > ?2 ORDER BY d.name LIMIT ?3",
     )?;
-    let rows = stmt.query_map(params![dir.sql(), after.unwrap_or(b""), limit as i64], |r| {
-        Ok(Entry {
-            name: r.get(0)?,
-            ino: InodeId(r.get::<_, i64>(1)? as u64),
-            kind: FileType::from_mode(r.get(2)?).unwrap_or(FileType::File),
-        })
-    })?;
+    let rows = stmt.query_map(params![dir.sql(), after.unwrap_or(b""), limit as i64], entry_from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
