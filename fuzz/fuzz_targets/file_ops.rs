@@ -187,12 +187,10 @@ fuzz_target!(|ops: Vec<Op>| {
                     f.close()
                 })
             }
-            Op::Truncate(p, len) => {
-                v.open_file(&path(&root, *p), &FileOptions::new().write(true)).and_then(|f| {
-                    f.set_len(*len as u64)?;
-                    f.close()
-                })
-            }
+            Op::Truncate(p, len) => v.open_file(&path(&root, *p), &FileOptions::new().write(true)).and_then(|f| {
+                f.set_len(*len as u64)?;
+                f.close()
+            }),
             Op::Rename(a, b) => v.rename(&path(&root, *a), &path(&root, *b)),
             Op::Remove(p) => v.remove_file(&path(&root, *p)),
             Op::Rmdir(p) => v.remove_dir(&path(&root, *p)),

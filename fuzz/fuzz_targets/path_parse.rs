@@ -12,7 +12,8 @@ fn vault() -> &'static Vault {
     static V: OnceLock<(tempfile::TempDir, Vault)> = OnceLock::new();
     &V.get_or_init(|| {
         let dir = tempfile::tempdir().expect("temp dir");
-        let opts = CreateOptions { kdf: KdfParams { memory_kib: 64, iterations: 1, parallelism: 1 }, ..Default::default() };
+        let opts =
+            CreateOptions { kdf: KdfParams { memory_kib: 64, iterations: 1, parallelism: 1 }, ..Default::default() };
         let v = Vault::create(dir.path().join("fuzz.vault"), &Secret::passphrase("fuzz"), &opts).expect("create");
         (dir, v)
     })
@@ -35,7 +36,8 @@ fuzz_target!(|data: &[u8]| {
                 assert!(name_ok(n), "{s:?}: bad name {n:?} accepted");
             }
             // Normalising is idempotent.
-            let again = format!("/{}", p.names.iter().map(|n| std::str::from_utf8(n).unwrap()).collect::<Vec<_>>().join("/"));
+            let again =
+                format!("/{}", p.names.iter().map(|n| std::str::from_utf8(n).unwrap()).collect::<Vec<_>>().join("/"));
             assert_eq!(VaultPath::parse(&again).expect("normal form parses").names, p.names);
             // Through a vault: the directory is exactly where the names say.
             let v = vault();

@@ -83,7 +83,12 @@ pub fn all(a: &AllArgs) -> Result<()> {
         out.results_dir = dir.clone();
         out.docs = dir.join("benchmarks.md");
     }
-    let mut argv: Vec<String> = vec!["--results-dir".into(), out.results_dir.display().to_string(), "--docs".into(), out.docs.display().to_string()];
+    let mut argv: Vec<String> = vec![
+        "--results-dir".into(),
+        out.results_dir.display().to_string(),
+        "--docs".into(),
+        out.docs.display().to_string(),
+    ];
     if out.no_docs {
         argv.push("--no-docs".into());
     }
@@ -100,7 +105,12 @@ pub fn all(a: &AllArgs) -> Result<()> {
     let mut failed = Vec::new();
     let mut times = Vec::new();
     for (i, name) in todo.iter().enumerate() {
-        eprintln!("sqlvault-bench all: [{}/{}] {name} (elapsed {:.0} s)", i + 1, todo.len(), started.elapsed().as_secs_f64());
+        eprintln!(
+            "sqlvault-bench all: [{}/{}] {name} (elapsed {:.0} s)",
+            i + 1,
+            todo.len(),
+            started.elapsed().as_secs_f64()
+        );
         let t = Instant::now();
         match run_scenario(name, &argv) {
             Ok(t) => targets.extend(t),
@@ -138,7 +148,11 @@ pub fn all(a: &AllArgs) -> Result<()> {
     let json = out.results_dir.join(if a.quick { "all-quick.json" } else { "all.json" });
     report::publish(&out, &json, &report, "## Targets", &md, None).context("cannot publish the targets")?;
     if !failed.is_empty() {
-        crate::bail!("{} scenario(s) failed: {}", failed.len(), failed.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join(", "));
+        crate::bail!(
+            "{} scenario(s) failed: {}",
+            failed.len(),
+            failed.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join(", ")
+        );
     }
     Ok(())
 }
@@ -149,7 +163,8 @@ mod tests {
 
     #[test]
     fn scenario_arguments_keep_their_defaults_and_take_the_common_options() {
-        let argv: Vec<String> = ["--results-dir", "/tmp/x", "--docs", "/tmp/x/b.md", "--quick"].iter().map(|s| s.to_string()).collect();
+        let argv: Vec<String> =
+            ["--results-dir", "/tmp/x", "--docs", "/tmp/x/b.md", "--quick"].iter().map(|s| s.to_string()).collect();
         let a: crate::stream::StreamArgs = parse(&argv).unwrap();
         assert!(a.quick);
         assert_eq!(a.large_mib, 256);

@@ -28,7 +28,8 @@ const CHEAP_KDF: KdfParams = KdfParams { memory_kib: 1024, iterations: 1, parall
 const BLOCKS_PER_SET: u64 = 16;
 /// The batch size of the main measurements (operations per transaction).
 const MAIN_BATCH: usize = 1000;
-const OPS: [&str; 6] = ["insert", "select", "select-xor-insert (app)", "select-xor-insert (SQL)", "join", "new blockset"];
+const OPS: [&str; 6] =
+    ["insert", "select", "select-xor-insert (app)", "select-xor-insert (SQL)", "join", "new blockset"];
 
 /// Arguments of `sqlvault-bench blocks`.
 #[derive(Debug, Clone, clap::Args)]
@@ -366,7 +367,14 @@ pub fn blocks(a: &BlocksArgs) -> Result<harness::ScenarioReport> {
             if c == Config::VaultCache64 && (a.quick || n < 1_000_000) {
                 continue;
             }
-            cases.push(Spec { config: c, rows: n, ops, reps, batches: if i == 0 { batches.clone() } else { vec![] }, path: run.dir.join("blocks.db") });
+            cases.push(Spec {
+                config: c,
+                rows: n,
+                ops,
+                reps,
+                batches: if i == 0 { batches.clone() } else { vec![] },
+                path: run.dir.join("blocks.db"),
+            });
         }
     }
     let pb = harness::progress("blocks", cases.len() as u64);
@@ -400,7 +408,12 @@ pub fn blocks(a: &BlocksArgs) -> Result<harness::ScenarioReport> {
     for &n in sizes.iter().filter(|n| **n >= 1_000_000) {
         let ratios: Vec<(String, f64)> = OPS
             .iter()
-            .map(|op| (op.to_string(), harness::value(&rows, &group(op, n), vault) / harness::value(&rows, &group(op, n), &tuned)))
+            .map(|op| {
+                (
+                    op.to_string(),
+                    harness::value(&rows, &group(op, n), vault) / harness::value(&rows, &group(op, n), &tuned),
+                )
+            })
             .collect();
         let worst = ratios.iter().cloned().fold((String::new(), f64::INFINITY), |a, b| if b.1 < a.1 { b } else { a });
         targets.push(Target::new(
@@ -419,9 +432,15 @@ pub fn blocks(a: &BlocksArgs) -> Result<harness::ScenarioReport> {
         if big >= 10_000_000 && small < big {
             let ratios: Vec<(String, f64)> = OPS
                 .iter()
-                .map(|op| (op.to_string(), harness::value(&rows, &group(op, big), vault) / harness::value(&rows, &group(op, small), vault)))
+                .map(|op| {
+                    (
+                        op.to_string(),
+                        harness::value(&rows, &group(op, big), vault) / harness::value(&rows, &group(op, small), vault),
+                    )
+                })
                 .collect();
-            let worst = ratios.iter().cloned().fold((String::new(), f64::INFINITY), |a, b| if b.1 < a.1 { b } else { a });
+            let worst =
+                ratios.iter().cloned().fold((String::new(), f64::INFINITY), |a, b| if b.1 < a.1 { b } else { a });
             targets.push(Target::new(
                 "blocks",
                 &format!("sqlvault at {} >= 0.5x its own {} throughput", rows_label(big), rows_label(small)),
@@ -434,7 +453,12 @@ pub fn blocks(a: &BlocksArgs) -> Result<harness::ScenarioReport> {
                 Some(worst.1 >= 0.5),
             ));
         } else {
-            targets.push(Target::new("blocks", "sqlvault at 1e7 >= 0.5x its own 1e5 throughput", "not run (quick mode or --rows without 1e7)".into(), None));
+            targets.push(Target::new(
+                "blocks",
+                "sqlvault at 1e7 >= 0.5x its own 1e5 throughput",
+                "not run (quick mode or --rows without 1e7)".into(),
+                None,
+            ));
         }
     }
     let mut charts: Vec<ChartSpec> = sizes

@@ -185,7 +185,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let rows = vec![row("write", "plain", 100.0), row("write", "sqlvault", 80.0), row("read", "plain", 900.0)];
         for log_scale in [false, true] {
-            let spec = ChartSpec { name: "t".into(), title: "test".into(), groups: vec!["write".into(), "read".into()], log_scale };
+            let spec = ChartSpec {
+                name: "t".into(),
+                title: "test".into(),
+                groups: vec!["write".into(), "read".into()],
+                log_scale,
+            };
             let p = dir.path().join(format!("t{log_scale}.png"));
             grouped_bars(&p, &spec, &rows).unwrap();
             let bytes = std::fs::read(&p).unwrap();
@@ -194,7 +199,8 @@ mod tests {
         // Text is drawn: a chart with a long title differs from one with a short one.
         let a = dir.path().join("a.png");
         let b = dir.path().join("b.png");
-        let mut spec = ChartSpec { name: "a".into(), title: "x".into(), groups: vec!["write".into()], log_scale: false };
+        let mut spec =
+            ChartSpec { name: "a".into(), title: "x".into(), groups: vec!["write".into()], log_scale: false };
         grouped_bars(&a, &spec, &rows).unwrap();
         spec.title = "a much longer title".into();
         grouped_bars(&b, &spec, &rows).unwrap();

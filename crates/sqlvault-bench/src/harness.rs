@@ -314,7 +314,15 @@ impl Run {
         })
     }
 
-    pub fn report(&self, heading: &str, method: String, rows: Vec<Row>, targets: Vec<Target>, charts: Vec<ChartSpec>, notes: Vec<String>) -> ScenarioReport {
+    pub fn report(
+        &self,
+        heading: &str,
+        method: String,
+        rows: Vec<Row>,
+        targets: Vec<Target>,
+        charts: Vec<ChartSpec>,
+        notes: Vec<String>,
+    ) -> ScenarioReport {
         ScenarioReport {
             scenario: self.scenario.into(),
             heading: heading.into(),
@@ -391,7 +399,11 @@ fn fmt_cpu(v: f64) -> String {
 /// The scenario's Markdown section (without its heading).
 pub fn markdown(r: &ScenarioReport, chart_dir_rel: &str) -> String {
     let mut s = String::new();
-    s.push_str(&format!("Command: `{}` (release build){}.\n\n", r.command, if r.quick { ", **quick mode**: small sizes, one repetition; figures are indicative only" } else { "" }));
+    s.push_str(&format!(
+        "Command: `{}` (release build){}.\n\n",
+        r.command,
+        if r.quick { ", **quick mode**: small sizes, one repetition; figures are indicative only" } else { "" }
+    ));
     s.push_str(&r.machine.markdown());
     if let Some(fs) = &r.filesystem {
         s.push_str(&format!(" Disk: {} on {} (mounted at {}).", fs.fs_type, fs.device, fs.mount_point));
@@ -419,7 +431,11 @@ pub fn markdown(r: &ScenarioReport, chart_dir_rel: &str) -> String {
                 Some((b, v)) => format!("{} of {b}", report::ratio(*v)),
                 None => "–".into(),
             };
-            let range = if x.reps > 1 { format!("{}–{}", fmt_value(unit, x.min), fmt_value(unit, x.max)) } else { "–".into() };
+            let range = if x.reps > 1 {
+                format!("{}–{}", fmt_value(unit, x.min), fmt_value(unit, x.max))
+            } else {
+                "–".into()
+            };
             s.push_str(&format!(
                 "| {} | {} | {} | {range} | {vs} | {} | {:.0} |\n",
                 x.group,
@@ -476,7 +492,8 @@ pub struct RenderArgs {
 pub fn render(a: &RenderArgs) -> Result<()> {
     for path in &a.json {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let r: ScenarioReport = serde_json::from_str(&text).with_context(|| format!("{} is not a scenario report", path.display()))?;
+        let r: ScenarioReport =
+            serde_json::from_str(&text).with_context(|| format!("{} is not a scenario report", path.display()))?;
         let mut out = a.out.clone();
         out.results_dir = std::env::temp_dir().join("sqlvault-bench-render");
         publish(&out, &r)?;

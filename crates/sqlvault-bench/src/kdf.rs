@@ -71,19 +71,15 @@ fn time_one(params: KdfParams) -> Result<f64> {
     let secret = Secret::passphrase("correct horse battery staple");
     let cipher = CipherSettings { page_size: sqlvault::DEFAULT_PAGE_SIZE, hmac: HmacAlgorithm::Sha256 };
     let t = Instant::now();
-    let made = Header::create(&secret, params, cipher).with_context(|| format!("key derivation with {params:?} failed"))?;
+    let made =
+        Header::create(&secret, params, cipher).with_context(|| format!("key derivation with {params:?} failed"))?;
     let ms = t.elapsed().as_secs_f64() * 1e3;
     drop(made);
     Ok(ms)
 }
 
 fn measure(params: KdfParams, reps: u32, default: KdfParams, label: &str) -> Result<Timing> {
-    eprint!(
-        "{label} m={:>4} MiB t={:<2} p={}: ",
-        params.memory_kib / 1024,
-        params.iterations,
-        params.parallelism
-    );
+    eprint!("{label} m={:>4} MiB t={:<2} p={}: ", params.memory_kib / 1024, params.iterations, params.parallelism);
     let mut samples = Vec::new();
     for _ in 0..reps {
         let ms = time_one(params)?;
@@ -133,7 +129,13 @@ fn fits(timings: &[Timing], target_ms: f64) -> Vec<Fit> {
             }
             let b = sxy / sxx;
             let a = my - b * mx;
-            Some(Fit { memory_mib: m, parallelism: p, ms_per_iteration: b, intercept_ms: a, iterations_for_target: (target_ms - a) / b })
+            Some(Fit {
+                memory_mib: m,
+                parallelism: p,
+                ms_per_iteration: b,
+                intercept_ms: a,
+                iterations_for_target: (target_ms - a) / b,
+            })
         })
         .collect()
 }
@@ -195,7 +197,13 @@ pub fn kdf(args: &KdfArgs) -> Result<()> {
     report::publish(&args.out, &args.out.results_dir.join("kdf.json"), &report, SECTION, &md, None)
 }
 
-fn findings(timings: &[Timing], fits: &[Fit], candidates: &[Timing], default: KdfParams, target_ms: u32) -> Vec<String> {
+fn findings(
+    timings: &[Timing],
+    fits: &[Fit],
+    candidates: &[Timing],
+    default: KdfParams,
+    target_ms: u32,
+) -> Vec<String> {
     let mut out = Vec::new();
     let target = f64::from(target_ms);
     match timings.iter().chain(candidates).find(|t| t.is_default) {
@@ -232,7 +240,10 @@ fn findings(timings: &[Timing], fits: &[Fit], candidates: &[Timing], default: Kd
                 format!("{} MiB{p}: {:.0} ms per iteration, {t}", f.memory_mib, f.ms_per_iteration)
             })
             .collect();
-        out.push(format!("Cost per iteration and iterations for {target_ms} ms (least-squares line per memory size): {}.", text.join("; ")));
+        out.push(format!(
+            "Cost per iteration and iterations for {target_ms} ms (least-squares line per memory size): {}.",
+            text.join("; ")
+        ));
     }
     if !candidates.is_empty() {
         let text: Vec<String> = candidates
@@ -241,7 +252,11 @@ fn findings(timings: &[Timing], fits: &[Fit], candidates: &[Timing], default: Kd
             .collect();
         out.push(format!("Those proposals, measured: {}.", text.join("; ")));
     }
-    if let Some(best) = timings.iter().chain(candidates).min_by(|a, b| (a.median_ms - target).abs().total_cmp(&(b.median_ms - target).abs())) {
+    if let Some(best) = timings
+        .iter()
+        .chain(candidates)
+        .min_by(|a, b| (a.median_ms - target).abs().total_cmp(&(b.median_ms - target).abs()))
+    {
         out.push(format!(
             "Measured set closest to {target_ms} ms: {} MiB, t={}, p={} at {:.0} ms.",
             best.memory_mib, best.iterations, best.parallelism, best.median_ms
@@ -291,9 +306,15 @@ fn markdown(r: &KdfReport, args: &KdfArgs) -> String {
         s.push('\n');
     }
     if !r.candidates.is_empty() {
-        s.push_str(&format!("Proposals for {} ms from the fits, measured:\n\n| memory | t | p | ms |\n|---|--:|--:|--:|\n", r.target_ms));
+        s.push_str(&format!(
+            "Proposals for {} ms from the fits, measured:\n\n| memory | t | p | ms |\n|---|--:|--:|--:|\n",
+            r.target_ms
+        ));
         for c in &r.candidates {
-            s.push_str(&format!("| {} MiB | {} | {} | {:.0} |\n", c.memory_mib, c.iterations, c.parallelism, c.median_ms));
+            s.push_str(&format!(
+                "| {} MiB | {} | {} | {:.0} |\n",
+                c.memory_mib, c.iterations, c.parallelism, c.median_ms
+            ));
         }
         s.push('\n');
     }

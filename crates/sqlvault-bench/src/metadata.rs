@@ -68,9 +68,26 @@ struct Spec {
 
 /// The 20 metadata items of a photo, as in the article's gallery.
 const NAMES: [&str; TAGS_PER_OBJECT] = [
-    "exif.make", "exif.model", "exif.lens", "exif.iso", "exif.exposure", "exif.aperture", "exif.focal",
-    "exif.flash", "exif.width", "exif.height", "exif.orientation", "exif.datetime", "gps.lat", "gps.lon",
-    "gps.alt", "title", "rating", "album", "camera.serial", "software",
+    "exif.make",
+    "exif.model",
+    "exif.lens",
+    "exif.iso",
+    "exif.exposure",
+    "exif.aperture",
+    "exif.focal",
+    "exif.flash",
+    "exif.width",
+    "exif.height",
+    "exif.orientation",
+    "exif.datetime",
+    "gps.lat",
+    "gps.lon",
+    "gps.alt",
+    "title",
+    "rating",
+    "album",
+    "camera.serial",
+    "software",
 ];
 
 fn value(object: u64, tag: usize) -> String {
@@ -93,7 +110,10 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
             ))?;
             conn.execute_batch("BEGIN")?;
             for o in 0..spec.objects {
-                conn.execute("INSERT INTO objects (id, path) VALUES (?1, ?2)", params![o as i64 + 1, format!("/photos/{o:05}.jpg")])?;
+                conn.execute(
+                    "INSERT INTO objects (id, path) VALUES (?1, ?2)",
+                    params![o as i64 + 1, format!("/photos/{o:05}.jpg")],
+                )?;
             }
             conn.execute_batch("COMMIT")?;
             let mut ins = conn.prepare("INSERT OR REPLACE INTO tags (object, name, value) VALUES (?1, ?2, ?3)")?;
@@ -132,7 +152,10 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
 /// number of tags read back.
 fn vault_tags(spec: &Spec, out: &mut CaseOutput) -> Result<u64> {
     use sqlvault::{CreateOptions, KdfParams, Secret, TagValue, Vault};
-    let opts = CreateOptions { kdf: KdfParams { memory_kib: 1024, iterations: 1, parallelism: 1 }, ..CreateOptions::default() };
+    let opts = CreateOptions {
+        kdf: KdfParams { memory_kib: 1024, iterations: 1, parallelism: 1 },
+        ..CreateOptions::default()
+    };
     let vault = Vault::create(&spec.path, &Secret::passphrase("metadata"), &opts)?;
     vault.create_dir_all("/photos")?;
     let path = |o: u64| format!("/photos/{o:05}.jpg");
@@ -158,7 +181,10 @@ fn vault_tags(spec: &Spec, out: &mut CaseOutput) -> Result<u64> {
     let mut stored = 0u64;
     for &o in &ids {
         let tags = vault.tags(&path(o))?;
-        if tags.iter().any(|(n, v)| NAMES.iter().position(|x| x == n).map(|t| *v != TagValue::Text(value(o, t))).unwrap_or(true)) {
+        if tags
+            .iter()
+            .any(|(n, v)| NAMES.iter().position(|x| x == n).map(|t| *v != TagValue::Text(value(o, t))).unwrap_or(true))
+        {
             crate::bail!("tags of {} read back wrong", path(o));
         }
         stored += tags.len() as u64;
@@ -221,7 +247,8 @@ pub fn metadata(a: &MetadataArgs) -> Result<harness::ScenarioReport> {
         "One commit per object instead of per tag: {} (the article saw about 2x going from 2404 to 108 commits).",
         report::ratio(o / b)
     ));
-    let charts = vec![ChartSpec { name: "metadata".into(), title: g.clone(), groups: vec![g.clone()], log_scale: true }];
+    let charts =
+        vec![ChartSpec { name: "metadata".into(), title: g.clone(), groups: vec![g.clone()], log_scale: true }];
     let method = format!(
         "Method: {objects} objects with {TAGS_PER_OBJECT} string tags each (photo metadata names), written \
          into an empty store that already holds the objects (created outside the clock). Baselines: a bare \

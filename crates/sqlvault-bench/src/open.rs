@@ -177,7 +177,13 @@ pub fn open(a: &OpenArgs) -> Result<harness::ScenarioReport> {
             let spec = Spec { system, journal: j.into(), path, key_file: None, only_open: false };
             let conn = open_sqlite(&spec)?;
             conn.execute_batch("CREATE TABLE blog (id INTEGER PRIMARY KEY, url TEXT NOT NULL);")?;
-            cases.push(Spec { only_open: true, path: spec.path.clone(), journal: spec.journal.clone(), key_file: None, system });
+            cases.push(Spec {
+                only_open: true,
+                path: spec.path.clone(),
+                journal: spec.journal.clone(),
+                key_file: None,
+                system,
+            });
             cases.push(spec);
         }
     }
@@ -193,7 +199,13 @@ pub fn open(a: &OpenArgs) -> Result<harness::ScenarioReport> {
     }
     for system in [System::VaultKeyFile, System::VaultPassphrase] {
         for only_open in [true, false] {
-            cases.push(Spec { system, journal: "WAL".into(), path: vault_path.clone(), key_file: Some(key_file.clone()), only_open });
+            cases.push(Spec {
+                system,
+                journal: "WAL".into(),
+                path: vault_path.clone(),
+                key_file: Some(key_file.clone()),
+                only_open,
+            });
         }
     }
 

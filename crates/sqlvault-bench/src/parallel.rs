@@ -27,7 +27,7 @@ use sqlvault::{CreateOptions, Durability, EngineConfig, FileOptions, KdfParams, 
 
 use crate::data::{Checksum, Stream};
 use crate::error::{Context, Result};
-use crate::report::{self, median, ratio, rate, OutputArgs};
+use crate::report::{self, median, rate, ratio, OutputArgs};
 use crate::sys::{self, Machine, Usage};
 
 const MIB: usize = 1 << 20;
@@ -163,11 +163,8 @@ pub fn parallel(args: &ParallelArgs) -> Result<()> {
         println!("{}", serde_json::to_string(&r).context("cannot serialize the run result")?);
         return Ok(());
     }
-    let (read_mib, file_mib, writes, reps) = if args.quick {
-        (64, 4, 300, 1)
-    } else {
-        (args.read_mib, args.file_mib.max(1), args.writes, args.reps.max(1))
-    };
+    let (read_mib, file_mib, writes, reps) =
+        if args.quick { (64, 4, 300, 1) } else { (args.read_mib, args.file_mib.max(1), args.writes, args.reps.max(1)) };
     let threads: Vec<usize> = args.threads.iter().copied().filter(|t| *t > 0).collect();
     if threads.is_empty() {
         crate::bail!("--threads needs at least one positive count");
@@ -187,7 +184,10 @@ pub fn parallel(args: &ParallelArgs) -> Result<()> {
     let command = sys::command_line();
 
     let files = (read_mib / file_mib).max(1);
-    eprintln!("parallel: preparing {files} files of {file_mib} MiB as a vault and as plain files in {}", work.path().display());
+    eprintln!(
+        "parallel: preparing {files} files of {file_mib} MiB as a vault and as plain files in {}",
+        work.path().display()
+    );
     let read_vault = work.path().join("read.vault");
     let read_dir = work.path().join("read-plain");
     prepare_reads(&read_vault, &read_dir, files, file_mib)?;
@@ -209,13 +209,17 @@ pub fn parallel(args: &ParallelArgs) -> Result<()> {
                 eprint!("[{:>3}/{total}] rep {}/{reps} {:<12} {n} thread(s) ", runs.len() + 1, rep + 1, mode.arg());
                 let r = spawn(&exe, mode, &path, n, ops, args.write_bytes)?;
                 match mode {
-                    Mode::ReadVault | Mode::ReadPlain => eprintln!("{:>7} MB/s", rate(r.bytes as f64 / r.seconds / 1e6)),
+                    Mode::ReadVault | Mode::ReadPlain => {
+                        eprintln!("{:>7} MB/s", rate(r.bytes as f64 / r.seconds / 1e6))
+                    }
                     _ => eprintln!(
                         "{:>7} writes/s  p50 {:.2} ms  p99 {:.2} ms{}",
                         rate(r.ops as f64 / r.seconds),
                         r.p50_ms,
                         r.p99_ms,
-                        r.commits.map(|c| format!("  {:.1} writes/commit", r.ops as f64 / c.max(1) as f64)).unwrap_or_default()
+                        r.commits
+                            .map(|c| format!("  {:.1} writes/commit", r.ops as f64 / c.max(1) as f64))
+                            .unwrap_or_default()
                     ),
                 }
                 runs.push(r);
@@ -321,7 +325,11 @@ fn spawn(exe: &Path, mode: Mode, path: &Path, threads: usize, ops: u64, write_by
 
 /// Work items `0..ops` dealt round-robin to `threads` threads; each thread returns the
 /// latency of each of its operations.
-fn run_threads(threads: usize, ops: u64, op: impl Fn(usize, u64) -> Result<u64> + Sync) -> Result<(Vec<Duration>, u64)> {
+fn run_threads(
+    threads: usize,
+    ops: u64,
+    op: impl Fn(usize, u64) -> Result<u64> + Sync,
+) -> Result<(Vec<Duration>, u64)> {
     let results: Vec<Result<(Vec<Duration>, u64)>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
@@ -340,7 +348,10 @@ fn run_threads(threads: usize, ops: u64, op: impl Fn(usize, u64) -> Result<u64> 
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(crate::error::Error::msg("a worker thread panicked")))).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(crate::error::Error::msg("a worker thread panicked"))))
+            .collect()
     });
     let mut all = Vec::new();
     let mut bytes = 0;
@@ -368,10 +379,14 @@ fn child(mode: Mode, path: &Path, threads: usize, ops: u64, write_bytes: usize) 
         Mode::ReadVault => {
             let text = std::fs::read_to_string(manifest_path(path)).context("cannot read the manifest")?;
             manifest = serde_json::from_str(&text).context("unreadable manifest")?;
-            Some(Vault::open(path, &secret, EngineConfig::default()).with_context(|| format!("cannot open {}", path.display()))?)
+            Some(
+                Vault::open(path, &secret, EngineConfig::default())
+                    .with_context(|| format!("cannot open {}", path.display()))?,
+            )
         }
         Mode::ReadPlain => {
-            let text = std::fs::read_to_string(manifest_path(&path.with_file_name("read.vault"))).context("cannot read the manifest")?;
+            let text = std::fs::read_to_string(manifest_path(&path.with_file_name("read.vault")))
+                .context("cannot read the manifest")?;
             manifest = serde_json::from_str(&text).context("unreadable manifest")?;
             None
         }
@@ -400,7 +415,9 @@ fn child(mode: Mode, path: &Path, threads: usize, ops: u64, write_bytes: usize) 
             let v = vault.as_ref().context("no vault")?;
             run_threads(threads, ops, |_, i| {
                 let name = file_name(i);
-                let mut f = v.open_file(&format!("/r/{name}"), &FileOptions::new().read(true)).with_context(|| format!("open /r/{name}"))?;
+                let mut f = v
+                    .open_file(&format!("/r/{name}"), &FileOptions::new().read(true))
+                    .with_context(|| format!("open /r/{name}"))?;
                 let n = read_all(&mut f, &name, &check)?;
                 f.close().with_context(|| format!("close /r/{name}"))?;
                 Ok(n)
@@ -495,13 +512,22 @@ fn summarize(runs: &[RunResult]) -> Vec<Cell> {
         .map(|(mode, threads)| {
             let rs: Vec<&RunResult> = runs.iter().filter(|r| r.mode == mode && r.threads == threads).collect();
             let is_read = matches!(mode, Mode::ReadVault | Mode::ReadPlain);
-            let tput: Vec<f64> =
-                rs.iter().map(|r| if is_read { r.bytes as f64 / r.seconds / 1e6 } else { r.ops as f64 / r.seconds }).collect();
+            let tput: Vec<f64> = rs
+                .iter()
+                .map(|r| if is_read { r.bytes as f64 / r.seconds / 1e6 } else { r.ops as f64 / r.seconds })
+                .collect();
             let cpu: Vec<f64> = rs
                 .iter()
-                .map(|r| if is_read { r.cpu_s() / (r.bytes as f64 / (1u64 << 30) as f64) } else { r.cpu_s() * 1e3 / r.ops as f64 })
+                .map(|r| {
+                    if is_read {
+                        r.cpu_s() / (r.bytes as f64 / (1u64 << 30) as f64)
+                    } else {
+                        r.cpu_s() * 1e3 / r.ops as f64
+                    }
+                })
                 .collect();
-            let per_commit: Vec<f64> = rs.iter().filter_map(|r| r.commits.map(|c| r.ops as f64 / c.max(1) as f64)).collect();
+            let per_commit: Vec<f64> =
+                rs.iter().filter_map(|r| r.commits.map(|c| r.ops as f64 / c.max(1) as f64)).collect();
             Cell {
                 mode,
                 threads,
@@ -526,7 +552,9 @@ fn cell(cells: &[Cell], mode: Mode, threads: usize) -> Option<&Cell> {
 fn findings(cells: &[Cell], cpus: usize) -> Vec<String> {
     let mut out = Vec::new();
     let most = cells.iter().filter(|c| c.mode == Mode::WriteVault).map(|c| c.threads).max();
-    if let (Some(one), Some(n)) = (cell(cells, Mode::WriteVault, 1), most.and_then(|n| cell(cells, Mode::WriteVault, n))) {
+    if let (Some(one), Some(n)) =
+        (cell(cells, Mode::WriteVault, 1), most.and_then(|n| cell(cells, Mode::WriteVault, n)))
+    {
         let r = n.throughput / one.throughput;
         out.push(format!(
             "Small durable writes: {} threads through group commit reach {} the throughput of one thread \
@@ -576,7 +604,9 @@ fn markdown(r: &ParallelReport) -> String {
     threads.sort();
     threads.dedup();
     for &n in &threads {
-        let (Some(p), Some(v)) = (cell(&r.cells, Mode::ReadPlain, n), cell(&r.cells, Mode::ReadVault, n)) else { continue };
+        let (Some(p), Some(v)) = (cell(&r.cells, Mode::ReadPlain, n), cell(&r.cells, Mode::ReadVault, n)) else {
+            continue;
+        };
         s.push_str(&format!(
             "| {n} | {} | {} ({}–{}) | {} | {:.2} | {:.0} | {:.1} / {:.1} |\n",
             rate(p.throughput),
@@ -593,7 +623,9 @@ fn markdown(r: &ParallelReport) -> String {
     s.push_str("\n| threads | plain fsync writes/s | vault writes/s | vault vs 1 thread | writes per commit | p50 ms | p99 ms | vault CPU ms/write | vault peak RSS MiB |\n|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     let one_write = cell(&r.cells, Mode::WriteVault, 1).map(|c| c.throughput);
     for &n in &threads {
-        let (Some(p), Some(v)) = (cell(&r.cells, Mode::WritePlain, n), cell(&r.cells, Mode::WriteVault, n)) else { continue };
+        let (Some(p), Some(v)) = (cell(&r.cells, Mode::WritePlain, n), cell(&r.cells, Mode::WriteVault, n)) else {
+            continue;
+        };
         s.push_str(&format!(
             "| {n} | {} | {} ({}–{}) | {} | {:.1} | {:.2} | {:.2} | {:.2} | {:.0} |\n",
             rate(p.throughput),

@@ -119,7 +119,9 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     let mut sum = Checksum::new();
     let mut buf = vec![0u8; MIB];
     let vault = match &spec.target {
-        Where::Vault { path, key_file } => Some(Vault::open(path, &Secret::from_key_file(key_file)?, EngineConfig::default())?),
+        Where::Vault { path, key_file } => {
+            Some(Vault::open(path, &Secret::from_key_file(key_file)?, EngineConfig::default())?)
+        }
         Where::Dir(_) => None,
     };
     let dir = match &spec.target {
@@ -487,7 +489,11 @@ fn proc_cpu_s(pid: u32) -> f64 {
 fn proc_hwm_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -572,11 +578,20 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
                     if !write && can_drop {
                         sys::drop_caches()?;
                     }
-                    let spec = Spec { target: t.clone(), workload: w, write, sub: format!("r{rep}-{w:?}"), large_mib: large, files, seed };
+                    let spec = Spec {
+                        target: t.clone(),
+                        workload: w,
+                        write,
+                        sub: format!("r{rep}-{w:?}"),
+                        large_mib: large,
+                        files,
+                        seed,
+                    };
                     let c0 = server.map(proc_cpu_s).unwrap_or(0.0);
                     let out = harness::spawn_case("peers", &spec)?;
                     let c1 = server.map(proc_cpu_s).unwrap_or(0.0);
-                    let mut sample: Sample = out.phases.get("phase").cloned().context("the driver reported no phase")?;
+                    let mut sample: Sample =
+                        out.phases.get("phase").cloned().context("the driver reported no phase")?;
                     sample.cpu_s += c1 - c0;
                     let rss = out.peak_rss_kib + server.map(proc_hwm_kib).unwrap_or(0);
                     col.push(&group(w, write, large, files), s.label(), Unit::MBps, &sample, rss);

@@ -89,7 +89,8 @@ fn one(args: &SnapshotArgs, dir: &std::path::Path, rep: u32) -> Result<Rep> {
     let path = dir.join(format!("snap-{rep}.vault"));
     let secret = Secret::passphrase("bench");
     // The KDF is not what is measured: keep it cheap.
-    let opts = CreateOptions { kdf: KdfParams { memory_kib: 8 * 1024, iterations: 1, parallelism: 1 }, ..Default::default() };
+    let opts =
+        CreateOptions { kdf: KdfParams { memory_kib: 8 * 1024, iterations: 1, parallelism: 1 }, ..Default::default() };
     let v = Vault::create(&path, &secret, &opts).context("cannot create the vault")?;
     let mut data = vec![0u8; args.file_bytes];
     let mut stream = Stream::new(rep as u64 + 1);
@@ -167,7 +168,8 @@ pub fn snapshot(args: &SnapshotArgs) -> Result<()> {
 pub fn run(args: &SnapshotArgs) -> Result<Vec<Target>> {
     let quick_args;
     let args = if args.quick {
-        quick_args = SnapshotArgs { files: 1000, reps: 1, dir: args.dir.clone(), quick: true, out: args.out.clone(), ..*args };
+        quick_args =
+            SnapshotArgs { files: 1000, reps: 1, dir: args.dir.clone(), quick: true, out: args.out.clone(), ..*args };
         &quick_args
     } else {
         args
@@ -220,7 +222,12 @@ pub fn run(args: &SnapshotArgs) -> Result<Vec<Target>> {
         Target::new(
             "snapshot",
             "no content copied: vault growth under 10% of the files' bytes",
-            format!("{:.0} bytes per {}-byte file ({:.1}%)", report.growth_per_file_bytes, args.file_bytes, growth_share * 100.0),
+            format!(
+                "{:.0} bytes per {}-byte file ({:.1}%)",
+                report.growth_per_file_bytes,
+                args.file_bytes,
+                growth_share * 100.0
+            ),
             judged(growth_share < 0.10),
         ),
     ];
@@ -243,7 +250,11 @@ fn markdown(r: &SnapshotReport) -> String {
     ));
     s.push_str("| step | median |\n|---|--:|\n");
     s.push_str(&format!("| write the tree (baseline) | {:.0} ms |\n", r.median_write_tree_ms));
-    s.push_str(&format!("| `snapshot` | {:.1} ms ({} of the baseline) |\n", r.median_snapshot_ms, report::ratio(r.snapshot_over_write)));
+    s.push_str(&format!(
+        "| `snapshot` | {:.1} ms ({} of the baseline) |\n",
+        r.median_snapshot_ms,
+        report::ratio(r.snapshot_over_write)
+    ));
     s.push_str(&format!(
         "| vault growth from the snapshot | {:.0} KiB ({:.0} bytes per file, {} of the vault) |\n",
         r.median_growth_bytes / 1024.0,

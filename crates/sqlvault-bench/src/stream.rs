@@ -236,7 +236,8 @@ pub fn stream(a: &StreamArgs) -> Result<harness::ScenarioReport> {
             let path = run.dir.join("stream.db");
             harness::remove_db(&path);
             seed += 1;
-            let out = harness::spawn_case("stream", &Spec { system, file_mib: f, write_size: w, path: path.clone(), seed })?;
+            let out =
+                harness::spawn_case("stream", &Spec { system, file_mib: f, write_size: w, path: path.clone(), seed })?;
             harness::remove_db(&path);
             for phase in ["write", "read"] {
                 if let Some(s) = out.phases.get(phase) {
@@ -257,7 +258,10 @@ pub fn stream(a: &StreamArgs) -> Result<harness::ScenarioReport> {
         let r = small / big;
         targets.push(Target::new(
             "stream",
-            &format!("{} file: sqlvault API 256 B writes >= 0.5x the throughput of 1 MiB writes", size_label((f as u32) << 20)),
+            &format!(
+                "{} file: sqlvault API 256 B writes >= 0.5x the throughput of 1 MiB writes",
+                size_label((f as u32) << 20)
+            ),
             format!("{} MB/s vs {} MB/s: {}", report::rate(small), report::rate(big), report::ratio(r)),
             (!a.quick).then_some(r >= 0.5),
         ));

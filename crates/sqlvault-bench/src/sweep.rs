@@ -43,7 +43,8 @@ use crate::sys::{self, FsInfo, Machine, Usage};
 
 const MIB: usize = 1 << 20;
 const GIB: f64 = (1u64 << 30) as f64;
-const CHUNK_SIZES: [u32; 9] = [4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20];
+const CHUNK_SIZES: [u32; 9] =
+    [4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20];
 const MAX_PAGE: u32 = 64 << 10;
 /// The path of the benchmark file inside the vault.
 const VAULT_FILE: &str = "/bench.bin";
@@ -237,7 +238,13 @@ fn disk_bytes(path: &Path) -> u64 {
 }
 
 /// Assembles a result from the usage before the timed part and the wall time spent.
-fn finish(u0: &Usage, seconds: f64, s: &Streamed, mut steps: BTreeMap<String, f64>, path: &Path) -> Result<PhaseResult> {
+fn finish(
+    u0: &Usage,
+    seconds: f64,
+    s: &Streamed,
+    mut steps: BTreeMap<String, f64>,
+    path: &Path,
+) -> Result<PhaseResult> {
     let u1 = Usage::now()?;
     let (user, sys) = u1.cpu_since(u0);
     steps.insert("io_calls_s".into(), s.io.as_secs_f64());
@@ -260,7 +267,11 @@ fn write_plain(a: &RunOneArgs) -> Result<PhaseResult> {
     let mut steps = BTreeMap::new();
     let u0 = Usage::now()?;
     let t0 = Instant::now();
-    let mut f = std::fs::File::options().write(true).create_new(true).open(&a.path).with_context(|| format!("cannot create {shown}"))?;
+    let mut f = std::fs::File::options()
+        .write(true)
+        .create_new(true)
+        .open(&a.path)
+        .with_context(|| format!("cannot create {shown}"))?;
     let s = write_stream(&mut f, a.size_mib, a.seed).with_context(|| format!("cannot write {shown}"))?;
     let t = Instant::now();
     f.sync_all().with_context(|| format!("cannot fsync {shown}"))?;
@@ -284,15 +295,18 @@ fn read_plain(a: &RunOneArgs) -> Result<PhaseResult> {
 fn write_vault(a: &RunOneArgs) -> Result<PhaseResult> {
     let shown = a.path.display();
     let mut steps = BTreeMap::new();
-    let opts = CreateOptions { chunk_size: a.chunk_size, page_size: a.page_size, kdf: CHEAP_KDF, ..CreateOptions::default() };
+    let opts =
+        CreateOptions { chunk_size: a.chunk_size, page_size: a.page_size, kdf: CHEAP_KDF, ..CreateOptions::default() };
     let t = Instant::now();
-    let vault = Vault::create(&a.path, &Secret::passphrase(PASSPHRASE), &opts).with_context(|| format!("cannot create vault {shown}"))?;
+    let vault = Vault::create(&a.path, &Secret::passphrase(PASSPHRASE), &opts)
+        .with_context(|| format!("cannot create vault {shown}"))?;
     steps.insert("create_vault_s (not timed)".into(), t.elapsed().as_secs_f64());
 
     let u0 = Usage::now()?;
     let t0 = Instant::now();
     let mut f = vault.create_file(VAULT_FILE).with_context(|| format!("cannot create {VAULT_FILE} in {shown}"))?;
-    let s = write_stream(&mut f, a.size_mib, a.seed).with_context(|| format!("cannot write {VAULT_FILE} in {shown}"))?;
+    let s =
+        write_stream(&mut f, a.size_mib, a.seed).with_context(|| format!("cannot write {VAULT_FILE} in {shown}"))?;
     let t = Instant::now();
     f.sync_all().with_context(|| format!("cannot sync {VAULT_FILE} in {shown}"))?;
     steps.insert("sync_all_s".into(), t.elapsed().as_secs_f64());
@@ -485,7 +499,8 @@ fn spawn_phase(exe: &Path, cfg: &Config, phase: Phase, path: &Path, size_mib: u6
     if !out.status.success() {
         crate::bail!("{} {} failed in the child process ({})", cfg.label(), phase.as_str(), out.status);
     }
-    serde_json::from_slice(&out.stdout).with_context(|| format!("{} {}: unreadable child output", cfg.label(), phase.as_str()))
+    serde_json::from_slice(&out.stdout)
+        .with_context(|| format!("{} {}: unreadable child output", cfg.label(), phase.as_str()))
 }
 
 fn remove_run_files(path: &Path) -> Result<()> {
@@ -519,7 +534,10 @@ fn measure_harness(size_mib: u64) -> Result<Harness> {
     let u2 = Usage::now()?;
     std::hint::black_box((sum, check));
     let cpu = |(u, s): (f64, f64)| (u + s) / gib;
-    Ok(Harness { generate_and_checksum_cpu_s_per_gib: cpu(u1.cpu_since(&u0)), checksum_cpu_s_per_gib: cpu(u2.cpu_since(&u1)) })
+    Ok(Harness {
+        generate_and_checksum_cpu_s_per_gib: cpu(u1.cpu_since(&u0)),
+        checksum_cpu_s_per_gib: cpu(u2.cpu_since(&u1)),
+    })
 }
 
 fn fmt_duration(d: Duration) -> String {
@@ -867,7 +885,8 @@ fn conclusions(summary: &[ConfigSummary], (default_chunk, default_page): (u32, u
             ));
         }
     }
-    let mut vaults: Vec<&ConfigSummary> = summary.iter().filter(|s| s.kind == Kind::Vault && !s.score().is_nan()).collect();
+    let mut vaults: Vec<&ConfigSummary> =
+        summary.iter().filter(|s| s.kind == Kind::Vault && !s.score().is_nan()).collect();
     vaults.sort_by(|a, b| b.score().total_cmp(&a.score()));
     if let Some(best) = vaults.first() {
         let near: Vec<String> =
@@ -887,10 +906,8 @@ fn conclusions(summary: &[ConfigSummary], (default_chunk, default_page): (u32, u
     }
     let small = small_pages(summary, default_page);
     if !small.is_empty() {
-        let text: Vec<String> = small
-            .iter()
-            .map(|r| format!("{} {}", size_label(r.chunk_size), ratio(r.vs_matched.2)))
-            .collect();
+        let text: Vec<String> =
+            small.iter().map(|r| format!("{} {}", size_label(r.chunk_size), ratio(r.vs_matched.2))).collect();
         out.push(format!(
             "Small pages for large chunks: {} pages instead of pages matched to the chunk (up to 64 KiB) change \
              throughput by {} on average (geometric mean of write and read; per chunk: {}).",
@@ -899,7 +916,9 @@ fn conclusions(summary: &[ConfigSummary], (default_chunk, default_page): (u32, u
             text.join(", ")
         ));
     }
-    if let Some(pos) = vaults.iter().position(|s| s.chunk_size == Some(default_chunk) && s.page_size == Some(default_page)) {
+    if let Some(pos) =
+        vaults.iter().position(|s| s.chunk_size == Some(default_chunk) && s.page_size == Some(default_page))
+    {
         let d = vaults[pos];
         out.push(format!(
             "The library default of the measured build ({}): {} of the baseline's write and {} of its read \

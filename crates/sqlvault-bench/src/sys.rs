@@ -78,7 +78,8 @@ pub fn fs_info(dir: &Path) -> Result<FsInfo> {
     for line in info.lines() {
         let fields: Vec<&str> = line.split(' ').collect();
         let Some(dash) = fields.iter().position(|f| *f == "-") else { continue };
-        let (Some(mp), Some(fs_type), Some(device)) = (fields.get(4), fields.get(dash + 1), fields.get(dash + 2)) else {
+        let (Some(mp), Some(fs_type), Some(device)) = (fields.get(4), fields.get(dash + 1), fields.get(dash + 2))
+        else {
             continue;
         };
         let mp = mp.replace("\\040", " ");
@@ -112,7 +113,11 @@ impl Machine {
     pub fn describe() -> Machine {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let field = |name: &str| {
-            cpuinfo.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string())
+            cpuinfo
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
         };
         let logical_cpus = cpuinfo.lines().filter(|l| l.starts_with("processor")).count();
         let logical_cpus = if logical_cpus > 0 {
@@ -130,7 +135,8 @@ impl Machine {
             })
             .map(|kib| kib / 1024)
             .unwrap_or(0);
-        let read = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_string()).unwrap_or_else(|_| "unknown".into());
+        let read =
+            |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_string()).unwrap_or_else(|_| "unknown".into());
         Machine {
             cpu_model: field("model name").unwrap_or_else(|| "unknown".into()),
             logical_cpus,
@@ -197,7 +203,11 @@ pub fn command_line() -> String {
     std::env::args()
         .enumerate()
         .map(|(i, a)| {
-            let a = if i == 0 { Path::new(&a).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or(a) } else { a };
+            let a = if i == 0 {
+                Path::new(&a).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or(a)
+            } else {
+                a
+            };
             if !a.is_empty() && a.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+".contains(&b)) {
                 a
             } else {
@@ -218,12 +228,17 @@ pub fn update_markdown_section(path: &Path, title: &str, heading: &str, body: &s
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     };
     let level = heading.chars().take_while(|c| *c == '#').count();
-    let is_same_level_heading = |l: &str| l.chars().take_while(|c| *c == '#').count() == level && l[level..].starts_with(' ');
+    let is_same_level_heading =
+        |l: &str| l.chars().take_while(|c| *c == '#').count() == level && l[level..].starts_with(' ');
     let lines: Vec<&str> = old.lines().collect();
     let section = format!("{heading}\n\n{}\n", body.trim_end());
     let new = match lines.iter().position(|l| l.trim_end() == heading) {
         Some(start) => {
-            let end = lines[start + 1..].iter().position(|l| is_same_level_heading(l)).map(|i| start + 1 + i).unwrap_or(lines.len());
+            let end = lines[start + 1..]
+                .iter()
+                .position(|l| is_same_level_heading(l))
+                .map(|i| start + 1 + i)
+                .unwrap_or(lines.len());
             let mut s = lines[..start].join("\n");
             if !s.is_empty() {
                 s.push('\n');

@@ -21,7 +21,10 @@ const SNIFF: u64 = 8192;
 
 /// The tags of host file `path` (whose metadata is `meta`).
 pub fn tags_of(path: &Path, meta: &std::fs::Metadata) -> Vec<(String, TagValue)> {
-    let mut tags = vec![("size".to_string(), TagValue::Int(meta.len() as i64)), ("mtime".to_string(), TagValue::Int(meta.mtime()))];
+    let mut tags = vec![
+        ("size".to_string(), TagValue::Int(meta.len() as i64)),
+        ("mtime".to_string(), TagValue::Int(meta.mtime())),
+    ];
     let mut head = Vec::new();
     if let Ok(f) = File::open(path) {
         let _ = f.take(SNIFF).read_to_end(&mut head);
@@ -41,7 +44,9 @@ pub fn tags_of(path: &Path, meta: &std::fs::Metadata) -> Vec<(String, TagValue)>
 fn ascii(exif: &exif::Exif, tag: Tag) -> Option<String> {
     match &exif.get_field(tag, In::PRIMARY)?.value {
         Value::Ascii(parts) => {
-            let s = String::from_utf8_lossy(parts.first()?).trim_matches(|c: char| c == '\0' || c.is_whitespace()).to_string();
+            let s = String::from_utf8_lossy(parts.first()?)
+                .trim_matches(|c: char| c == '\0' || c.is_whitespace())
+                .to_string();
             (!s.is_empty()).then_some(s)
         }
         _ => None,

@@ -251,7 +251,11 @@ struct KdfArgs {
 
 impl KdfArgs {
     fn params(self) -> KdfParams {
-        KdfParams { memory_kib: self.kdf_memory_mib.saturating_mul(1024), iterations: self.kdf_iterations, parallelism: 1 }
+        KdfParams {
+            memory_kib: self.kdf_memory_mib.saturating_mul(1024),
+            iterations: self.kdf_iterations,
+            parallelism: 1,
+        }
     }
 }
 
@@ -367,7 +371,11 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             let opts = CreateOptions {
                 chunk_size: chunk_kib.saturating_mul(1024),
                 page_size: page_kib.saturating_mul(1024),
-                kdf: KdfParams { memory_kib: kdf_memory_mib.saturating_mul(1024), iterations: kdf_iterations, parallelism: 1 },
+                kdf: KdfParams {
+                    memory_kib: kdf_memory_mib.saturating_mul(1024),
+                    iterations: kdf_iterations,
+                    parallelism: 1,
+                },
                 engine: ctx.config.clone(),
                 ..CreateOptions::default()
             };
@@ -512,7 +520,11 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         }
         Command::Passwd { vault, new_passphrase_file, new_key_file, kdf } => {
             let old = secret::existing(&ctx.secret)?;
-            let new = secret::new_secret(new_key_file.as_deref(), new_passphrase_file.as_deref(), secret::ENV_NEW_PASSPHRASE)?;
+            let new = secret::new_secret(
+                new_key_file.as_deref(),
+                new_passphrase_file.as_deref(),
+                secret::ENV_NEW_PASSPHRASE,
+            )?;
             Vault::change_secret(&vault, &old, &new, kdf.params())?;
             eprintln!("passphrase changed");
         }
@@ -529,7 +541,11 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         }
         Command::Key(KeyCommand::Add { vault, new_passphrase_file, new_key_file, kdf }) => {
             let old = secret::existing(&ctx.secret)?;
-            let new = secret::new_secret(new_key_file.as_deref(), new_passphrase_file.as_deref(), secret::ENV_NEW_PASSPHRASE)?;
+            let new = secret::new_secret(
+                new_key_file.as_deref(),
+                new_passphrase_file.as_deref(),
+                secret::ENV_NEW_PASSPHRASE,
+            )?;
             let i = Vault::add_secret(&vault, &old, &new, kdf.params())?;
             eprintln!("added key slot {i}");
         }
@@ -553,7 +569,11 @@ fn run(cli: Cli) -> Result<u8, CliError> {
                 print_json(&i)?;
             } else {
                 outln!("format version: {} (schema {})", i.format_version, i.schema_version);
-                outln!("cipher:         SQLCipher 4, AES-256, {} pages of {} KiB", i.cipher.hmac.sqlcipher_name(), i.cipher.page_size / 1024);
+                outln!(
+                    "cipher:         SQLCipher 4, AES-256, {} pages of {} KiB",
+                    i.cipher.hmac.sqlcipher_name(),
+                    i.cipher.page_size / 1024
+                );
                 outln!("chunk size:     {} KiB", i.chunk_size / 1024);
                 for s in &i.key_slots {
                     outln!("key slot {}:     {}", s.index, describe_slot(s));
@@ -619,7 +639,15 @@ fn ls(v: &Vault, path: &str, long: bool, recursive: bool, json: bool) -> Result<
         let shown = if recursive { &e.path } else { &e.name };
         let line = if long {
             let t = e.target.as_ref().map(|t| format!(" -> {t}")).unwrap_or_default();
-            format!("{} {:>3} {:>5} {:>5} {:>12} {} {shown}{t}", mode_string(&e.attr), e.attr.nlink, e.attr.uid, e.attr.gid, e.attr.size, fmt_time(e.attr.mtime_ns))
+            format!(
+                "{} {:>3} {:>5} {:>5} {:>12} {} {shown}{t}",
+                mode_string(&e.attr),
+                e.attr.nlink,
+                e.attr.uid,
+                e.attr.gid,
+                e.attr.size,
+                fmt_time(e.attr.mtime_ns)
+            )
         } else {
             shown.to_string()
         };
@@ -632,7 +660,13 @@ fn ls(v: &Vault, path: &str, long: bool, recursive: bool, json: bool) -> Result<
 
 /// Lists by inode, not by path, so names that are not UTF-8 (the mount stores raw
 /// bytes) are shown lossily instead of failing the whole listing.
-fn collect(v: &Vault, dir: sqlvault::InodeId, shown: &str, recursive: bool, out: &mut Vec<LsEntry>) -> Result<(), CliError> {
+fn collect(
+    v: &Vault,
+    dir: sqlvault::InodeId,
+    shown: &str,
+    recursive: bool,
+    out: &mut Vec<LsEntry>,
+) -> Result<(), CliError> {
     for e in transfer::list_all(v, dir)? {
         let name = String::from_utf8_lossy(&e.name).into_owned();
         let p = sqlvault::join_path(shown, &name);

@@ -125,8 +125,7 @@ fn bytes_text(b: &[u8]) -> String {
 
 /// Parses `NAME=VALUE` for `tag`.
 pub fn parse_assignment(s: &str, text: bool) -> Result<(String, TagValue), CliError> {
-    let (name, value) =
-        s.split_once('=').ok_or_else(|| CliError::usage(format!("{s:?} is not NAME=VALUE")))?;
+    let (name, value) = s.split_once('=').ok_or_else(|| CliError::usage(format!("{s:?} is not NAME=VALUE")))?;
     if name.is_empty() {
         return Err(CliError::usage(format!("{s:?}: empty tag name")));
     }
@@ -164,7 +163,8 @@ pub fn run(ctx: &Ctx, cmd: MetaCommand) -> Result<u8, CliError> {
             let v = ctx.open(&vault)?;
             let tags = v.tags(&path)?;
             if json {
-                let obj: serde_json::Map<String, Value> = tags.iter().map(|(n, t)| (n.clone(), value_json(t))).collect();
+                let obj: serde_json::Map<String, Value> =
+                    tags.iter().map(|(n, t)| (n.clone(), value_json(t))).collect();
                 crate::print_json(&obj)?;
             } else {
                 let stdout = std::io::stdout();
@@ -274,7 +274,10 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
                     if buf.len() as u64 >= limit {
                         return Err(CliError {
                             code: 4,
-                            message: format!("record value too large (at most {} MiB)", sqlvault::records::MAX_VALUE >> 20),
+                            message: format!(
+                                "record value too large (at most {} MiB)",
+                                sqlvault::records::MAX_VALUE >> 20
+                            ),
                         });
                     }
                     buf

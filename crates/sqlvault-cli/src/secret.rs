@@ -27,7 +27,8 @@ pub struct SecretArgs {
 
 fn read_passphrase_file(path: &Path) -> Result<Zeroizing<String>, CliError> {
     let raw = Zeroizing::new(
-        std::fs::read(path).map_err(|e| CliError::secret(format!("cannot read passphrase file {}: {e}", path.display())))?,
+        std::fs::read(path)
+            .map_err(|e| CliError::secret(format!("cannot read passphrase file {}: {e}", path.display())))?,
     );
     let text = std::str::from_utf8(&raw).map_err(|_| CliError::secret("passphrase file is not UTF-8"))?;
     let line = text.split('\n').next().unwrap_or("").trim_end_matches('\r');

@@ -77,13 +77,17 @@ fn create(ctx: &Ctx, vault: PathBuf, name: Option<String>) -> Result<(), CliErro
     let v = ctx.open(&vault)?;
     let s = v.snapshot(&name)?;
     v.close()?;
-    eprintln!("snapshot {}: {} files, {} directories, {} symlinks, {} bytes", s.name, s.files, s.directories, s.symlinks, s.logical_bytes);
+    eprintln!(
+        "snapshot {}: {} files, {} directories, {} symlinks, {} bytes",
+        s.name, s.files, s.directories, s.symlinks, s.logical_bytes
+    );
     Ok(())
 }
 
 /// The current UTC time as an ISO 8601 name.
 fn default_name() -> String {
-    let ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0);
+    let ns =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0);
     iso_time(ns)
 }
 
@@ -103,12 +107,20 @@ pub fn list(ctx: &Ctx, vault: PathBuf, json: bool) -> Result<(), CliError> {
     let v = ctx.open(&vault)?;
     let all = v.snapshots()?;
     if json {
-        let out: Vec<Listed> = all.into_iter().map(|info| Listed { created: iso_time(info.created_ns), info }).collect();
+        let out: Vec<Listed> =
+            all.into_iter().map(|info| Listed { created: iso_time(info.created_ns), info }).collect();
         return print_json(&out);
     }
     outln!("{:<24} {:<19} {:>8} {:>14} {:>14}", "NAME", "CREATED (UTC)", "FILES", "LOGICAL", "UNIQUE");
     for s in all {
-        outln!("{:<24} {:<19} {:>8} {:>14} {:>14}", s.name, fmt_time(s.created_ns), s.files, s.logical_bytes, s.unique_bytes);
+        outln!(
+            "{:<24} {:<19} {:>8} {:>14} {:>14}",
+            s.name,
+            fmt_time(s.created_ns),
+            s.files,
+            s.logical_bytes,
+            s.unique_bytes
+        );
     }
     Ok(())
 }

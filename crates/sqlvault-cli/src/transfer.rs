@@ -53,9 +53,9 @@ fn bar(total: u64) -> ProgressBar {
 
 fn host_total(path: &Path) -> u64 {
     match fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => fs::read_dir(path)
-            .map(|rd| rd.filter_map(|e| e.ok()).map(|e| host_total(&e.path())).sum())
-            .unwrap_or(0),
+        Ok(m) if m.is_dir() => {
+            fs::read_dir(path).map(|rd| rd.filter_map(|e| e.ok()).map(|e| host_total(&e.path())).sum()).unwrap_or(0)
+        }
         Ok(m) if m.is_file() => m.len(),
         _ => 0,
     }
@@ -138,8 +138,8 @@ fn put_entry(
         };
         // A new file gets its mode at creation; only an overwritten one needs a chmod.
         let existed = vault.exists(dest)?;
-        let mut out =
-            vault.open_file(dest, &FileOptions::new().write(true).create(true).truncate(true).perm(meta.mode() & 0o7777))?;
+        let mut out = vault
+            .open_file(dest, &FileOptions::new().write(true).create(true).truncate(true).perm(meta.mode() & 0o7777))?;
         loop {
             let n = match input.read(&mut st.buf) {
                 Ok(0) => break,
@@ -256,7 +256,11 @@ fn get_entry(
             for e in list_all(vault, attr.ino)? {
                 // The mount stores raw byte names; paths here are UTF-8.
                 let Ok(name) = std::str::from_utf8(&e.name) else {
-                    skip(pb, s, format!("{}: name is not UTF-8", sqlvault::join_path(src, &String::from_utf8_lossy(&e.name))));
+                    skip(
+                        pb,
+                        s,
+                        format!("{}: name is not UTF-8", sqlvault::join_path(src, &String::from_utf8_lossy(&e.name))),
+                    );
                     continue;
                 };
                 get_entry(vault, &sqlvault::join_path(src, name), e.kind, &dest.join(name), pb, s, buf)?;

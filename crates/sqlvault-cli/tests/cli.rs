@@ -231,7 +231,11 @@ fn fsck_detects_corrupted_refcount() {
     damage(&e, "UPDATE chunks SET refs = refs + 1 WHERE rowid IN (SELECT rowid FROM chunks LIMIT 1)");
     let out = e.run(&["fsck", e.v()]);
     assert_eq!(out.status.code(), Some(3));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("reference count"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("reference count"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]

@@ -41,7 +41,10 @@ fn fails(pass: &str, code: i32, args: &[&str]) -> String {
 
 fn init(vault: &Path, pass: &str) {
     let v = vault.to_str().unwrap();
-    let out = run(pass, &["init", v, "--kdf-memory-mib", "1", "--kdf-iterations", "1", "--chunk-kib", "4", "--page-kib", "4"]);
+    let out = run(
+        pass,
+        &["init", v, "--kdf-memory-mib", "1", "--kdf-iterations", "1", "--chunk-kib", "4", "--page-kib", "4"],
+    );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -138,7 +141,8 @@ fn full_disk_fails_cleanly_keeps_data_and_recovers_after_freeing_space() {
     // Through a mount: the program writing sees ENOSPC (at write, fsync or close).
     let mnt = fs.path("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    let out = sqlvault().env("SQLVAULT_PASSPHRASE", "pw").args(["mount", "-d", v, mnt.to_str().unwrap()]).output().unwrap();
+    let out =
+        sqlvault().env("SQLVAULT_PASSPHRASE", "pw").args(["mount", "-d", v, mnt.to_str().unwrap()]).output().unwrap();
     assert!(out.status.success(), "mount: {}", String::from_utf8_lossy(&out.stderr));
     let pid: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     let r = std::fs::File::create(mnt.join("big.bin")).and_then(|mut f| {
@@ -384,7 +388,11 @@ fn tampered_record_value_exits_3_never_prints_zeros() {
         match out.status.code() {
             Some(0) => {
                 let zeros = out.stdout.iter().filter(|b| **b == 0).count();
-                assert!(out.stdout == value, "byte {at}: wrong value with exit 0 ({} bytes, {zeros} zeros)", out.stdout.len());
+                assert!(
+                    out.stdout == value,
+                    "byte {at}: wrong value with exit 0 ({} bytes, {zeros} zeros)",
+                    out.stdout.len()
+                );
             }
             Some(3) => {
                 let err = String::from_utf8(out.stderr).unwrap();

@@ -44,7 +44,18 @@ fn run(args: &[&str]) -> Output {
 
 fn init(dir: &Path) -> PathBuf {
     let vault = dir.join("h.vault");
-    let out = run(&["init", vault.to_str().unwrap(), "--kdf-memory-mib", "1", "--kdf-iterations", "1", "--chunk-kib", "4", "--page-kib", "4"]);
+    let out = run(&[
+        "init",
+        vault.to_str().unwrap(),
+        "--kdf-memory-mib",
+        "1",
+        "--kdf-iterations",
+        "1",
+        "--chunk-kib",
+        "4",
+        "--page-kib",
+        "4",
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     vault
 }
@@ -104,7 +115,10 @@ fn put_of_hostile_tree_skips_with_warnings_and_never_hangs() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(5), "{err}");
     for name in &expect_skipped {
-        assert!(err.lines().any(|l| l.starts_with("sqlvault: skipped") && l.contains(name)), "no warning for {name}: {err}");
+        assert!(
+            err.lines().any(|l| l.starts_with("sqlvault: skipped") && l.contains(name)),
+            "no warning for {name}: {err}"
+        );
     }
     assert!(err.contains(&format!("{} entries skipped", expect_skipped.len())), "{err}");
     // What could be imported was, symlinks as symlinks (never followed).

@@ -119,7 +119,10 @@ fn files_are_0600_no_plaintext_on_disk_and_no_passphrase_in_children() {
     let lib = Vault::open(&vault, &Secret::passphrase(PASS), EngineConfig::default()).unwrap();
     assert_eq!(lib.read_file(&format!("/{m}")).unwrap(), data);
     assert_eq!(lib.tags(&format!("/{m}")).unwrap().len(), 1);
-    assert_eq!(lib.records(&format!("{m}-coll")).get(format!("{m}-key")).unwrap().unwrap(), format!("{m}-record-value").as_bytes());
+    assert_eq!(
+        lib.records(&format!("{m}-coll")).get(format!("{m}-key")).unwrap().unwrap(),
+        format!("{m}-record-value").as_bytes()
+    );
 }
 
 struct Unmount<'a> {

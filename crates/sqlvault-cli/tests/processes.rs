@@ -24,7 +24,8 @@ fn sqlvault() -> Command {
 }
 
 fn content(writer: &str, i: usize) -> Vec<u8> {
-    let mut x = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (writer.len() as u64 * 7 + writer.as_bytes()[0] as u64);
+    let mut x =
+        (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (writer.len() as u64 * 7 + writer.as_bytes()[0] as u64);
     (0..(3000 + i * 997 % 20_000))
         .map(|_| {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -196,6 +197,6 @@ fn four_processes_write_at_once_and_the_union_survives() {
     assert!(report.is_clean(), "{:?}", report.problems);
     // Exactly the union: nothing else appeared.
     let count = |d: &str| lib.read_dir(d).unwrap().len();
-    assert_eq!(count("/") , n + 3, "a0..a{n}, b, lib, fuse");
+    assert_eq!(count("/"), n + 3, "a0..a{n}, b, lib, fuse");
     assert_eq!(count("/b") + count("/lib") + count("/fuse"), 3 * n);
 }

@@ -39,7 +39,8 @@ fn closed_standard_output_is_not_a_panic() {
         vec!["rec", "ls", v, "--json"],
         vec!["rec", "ls", v, "c", "--count"],
     ] {
-        let mut child = sqlvault().args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut child =
+            sqlvault().args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         // Close the reading end at once: the vault is not even open yet, so every
         // write of the command meets a closed pipe.
         drop(child.stdout.take());

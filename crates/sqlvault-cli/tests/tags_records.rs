@@ -29,14 +29,21 @@ fn tag_tags_and_find_with_types_globs_and_json() {
     let j: serde_json::Value = serde_json::from_str(&e.ok(&["tags", v, "/photos/e.jpg", "--json"])).unwrap();
     assert_eq!(j["iso"], "800");
 
-    assert_eq!(e.lines(&["find", v, "/photos", "--tag", "camera=X100V", "--tag", "iso>=400"]), ["/photos/2024/c.jpg", "/photos/2024/d.png", "/photos/a.jpg"]);
-    assert_eq!(e.lines(&["find", v, "/photos", "--tag", "camera=X100V", "--tag", "iso>=400", "--name", "*.jpg"]), ["/photos/2024/c.jpg", "/photos/a.jpg"]);
+    assert_eq!(
+        e.lines(&["find", v, "/photos", "--tag", "camera=X100V", "--tag", "iso>=400"]),
+        ["/photos/2024/c.jpg", "/photos/2024/d.png", "/photos/a.jpg"]
+    );
+    assert_eq!(
+        e.lines(&["find", v, "/photos", "--tag", "camera=X100V", "--tag", "iso>=400", "--name", "*.jpg"]),
+        ["/photos/2024/c.jpg", "/photos/a.jpg"]
+    );
     assert_eq!(e.lines(&["find", v, "/photos/2024", "--tag", "iso<2000"]), ["/photos/2024/c.jpg"]);
     assert_eq!(e.lines(&["find", v, "/", "--tag", "iso='800'"]), ["/photos/e.jpg"]);
     assert_eq!(e.lines(&["find", v, "/", "--tag", "camera!=X100V"]), ["/photos/b.jpg"]);
     assert_eq!(e.lines(&["find", v, "/", "--tag", "rating"]), ["/photos/a.jpg"]);
     assert_eq!(e.ok(&["find", v, "/", "--tag", "camera=none"]), "");
-    let j: serde_json::Value = serde_json::from_str(&e.ok(&["find", v, "/photos", "--tag", "iso>=3000", "--json"])).unwrap();
+    let j: serde_json::Value =
+        serde_json::from_str(&e.ok(&["find", v, "/photos", "--tag", "iso>=3000", "--json"])).unwrap();
     assert_eq!(j.as_array().unwrap().len(), 1);
     assert_eq!(j[0]["path"], "/photos/2024/d.png");
     assert_eq!(j[0]["kind"], "file");
@@ -124,7 +131,11 @@ fn jpeg_with_exif() -> Vec<u8> {
     let fields = [
         Field { tag: Tag::Make, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"FUJIFILM".to_vec()]) },
         Field { tag: Tag::Model, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"X100V".to_vec()]) },
-        Field { tag: Tag::DateTimeOriginal, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"2024:05:06 07:08:09".to_vec()]) },
+        Field {
+            tag: Tag::DateTimeOriginal,
+            ifd_num: In::PRIMARY,
+            value: Value::Ascii(vec![b"2024:05:06 07:08:09".to_vec()]),
+        },
         Field { tag: Tag::PhotographicSensitivity, ifd_num: In::PRIMARY, value: Value::Short(vec![640]) },
         Field { tag: Tag::PixelXDimension, ifd_num: In::PRIMARY, value: Value::Long(vec![6240]) },
         Field { tag: Tag::PixelYDimension, ifd_num: In::PRIMARY, value: Value::Long(vec![4160]) },

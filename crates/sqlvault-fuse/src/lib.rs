@@ -41,8 +41,8 @@
 
 mod attr;
 mod fs;
-mod snapnode;
 mod session;
+mod snapnode;
 mod stats;
 
 pub use session::{mount, MountOptions, Mounted, Unmounter, DEFAULT_THREADS};

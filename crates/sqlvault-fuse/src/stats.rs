@@ -50,11 +50,8 @@ impl RequestStats {
             .iter()
             .map(|(k, v)| {
                 let e = earlier.get(k);
-                let d = OpStats {
-                    count: v.count - e.count,
-                    time: v.time.saturating_sub(e.time),
-                    bytes: v.bytes - e.bytes,
-                };
+                let d =
+                    OpStats { count: v.count - e.count, time: v.time.saturating_sub(e.time), bytes: v.bytes - e.bytes };
                 (*k, d)
             })
             .filter(|(_, d)| d.count > 0)

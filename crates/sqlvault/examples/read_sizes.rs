@@ -45,7 +45,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir_in(args.get(2).map(std::path::PathBuf::from).unwrap_or_else(std::env::temp_dir))?;
     let path = dir.path().join("reads.vault");
     let secret = Secret::passphrase("read sizes");
-    let opts = CreateOptions { kdf: KdfParams { memory_kib: 1024, iterations: 1, parallelism: 1 }, ..Default::default() };
+    let opts =
+        CreateOptions { kdf: KdfParams { memory_kib: 1024, iterations: 1, parallelism: 1 }, ..Default::default() };
     let bytes = (mib << 20) as u64;
     {
         let vault = Vault::create(&path, &secret, &opts)?;

@@ -26,7 +26,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir_in(args.get(1).map(std::path::PathBuf::from).unwrap_or_else(std::env::temp_dir))?;
     let path = dir.path().join("commits.vault");
     let secret = Secret::passphrase("small commits");
-    let opts = CreateOptions { kdf: KdfParams { memory_kib: 1024, iterations: 1, parallelism: 1 }, ..Default::default() };
+    let opts =
+        CreateOptions { kdf: KdfParams { memory_kib: 1024, iterations: 1, parallelism: 1 }, ..Default::default() };
     let size = 16u64 << 20;
     {
         let vault = Vault::create(&path, &secret, &opts)?;

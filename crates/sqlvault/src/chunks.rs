@@ -78,8 +78,10 @@ pub fn release(conn: &Connection, id: ChunkId) -> Result<()> {
         None => Err(Error::damaged(format!("chunk {} is referenced but missing", id.0))),
         Some(n) if n <= 0 => {
             // One statement, as before snapshots existed: the hold check rides along.
-            conn.prepare_cached("DELETE FROM chunks WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM chunk_holds WHERE chunk = ?1)")?
-                .execute([id.0])?;
+            conn.prepare_cached(
+                "DELETE FROM chunks WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM chunk_holds WHERE chunk = ?1)",
+            )?
+            .execute([id.0])?;
             Ok(())
         }
         Some(_) => Ok(()),
@@ -149,7 +151,8 @@ pub fn adopt(conn: &Connection, ino: i64, idx: u64, id: ChunkId) -> Result<()> {
     if conn.prepare_cached("UPDATE chunks SET refs = refs + 1 WHERE id = ?1")?.execute([id.0])? != 1 {
         return Err(Error::damaged(format!("chunk {} is referenced but missing", id.0)));
     }
-    conn.prepare_cached("INSERT INTO file_chunks(ino, idx, chunk) VALUES (?1, ?2, ?3)")?.execute(params![ino, idx as i64, id.0])?;
+    conn.prepare_cached("INSERT INTO file_chunks(ino, idx, chunk) VALUES (?1, ?2, ?3)")?
+        .execute(params![ino, idx as i64, id.0])?;
     Ok(())
 }
 
@@ -188,7 +191,8 @@ pub fn mapped(conn: &Connection, ino: i64, idx: u64) -> Result<Option<ChunkId>> 
 pub fn put(conn: &Connection, ino: i64, idx: u64, data: &[u8]) -> Result<()> {
     let old = mapped(conn, ino, idx)?;
     if data.iter().all(|&b| b == 0) {
-        conn.prepare_cached("DELETE FROM file_chunks WHERE ino = ?1 AND idx = ?2")?.execute(params![ino, idx as i64])?;
+        conn.prepare_cached("DELETE FROM file_chunks WHERE ino = ?1 AND idx = ?2")?
+            .execute(params![ino, idx as i64])?;
     } else {
         let id = acquire(conn, data)?;
         conn.prepare_cached("INSERT OR REPLACE INTO file_chunks(ino, idx, chunk) VALUES (?1, ?2, ?3)")?
@@ -265,8 +269,11 @@ mod tests {
         let c = db();
         // Occupy the home slot of "b" with a foreign hash, as a collision would.
         let hb = hash(b"b");
-        c.execute("INSERT INTO chunks(id, hash, refs, len, data) VALUES (?1, ?2, 1, 1, x'00')", params![home(&hb), vec![9u8; 32]])
-            .unwrap();
+        c.execute(
+            "INSERT INTO chunks(id, hash, refs, len, data) VALUES (?1, ?2, 1, 1, x'00')",
+            params![home(&hb), vec![9u8; 32]],
+        )
+        .unwrap();
         let id = acquire(&c, b"b").unwrap();
         assert_eq!(id.0, home(&hb) + 1);
         // Remove the squatter: "b" must still be found, not stored twice.

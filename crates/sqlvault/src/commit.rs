@@ -113,14 +113,7 @@ pub(crate) struct Writer {
 impl Writer {
     pub fn new(conn: Connection) -> Writer {
         Writer {
-            state: Mutex::new(State {
-                conn,
-                open: false,
-                batch: 0,
-                ops: 0,
-                last_ops: 0,
-                commit_time: Duration::ZERO,
-            }),
+            state: Mutex::new(State { conn, open: false, batch: 0, ops: 0, last_ops: 0, commit_time: Duration::ZERO }),
             outcomes: Mutex::new(Outcomes::default()),
             finished: Condvar::new(),
             queued: AtomicUsize::new(0),
@@ -130,7 +123,11 @@ impl Writer {
     }
 
     pub fn stats(&self) -> CommitStats {
-        CommitStats { operations: self.operations.load(Ordering::Relaxed), commits: self.commits.load(Ordering::Relaxed), ..Default::default() }
+        CommitStats {
+            operations: self.operations.load(Ordering::Relaxed),
+            commits: self.commits.load(Ordering::Relaxed),
+            ..Default::default()
+        }
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, State>> {
@@ -165,7 +162,10 @@ impl Writer {
             // the batch is lost, for every caller in it.
             let e = match &out {
                 Ok(Err(e)) => replay(e),
-                _ => Error::Io { context: "write transaction rolled back".into(), source: std::io::Error::other("aborted") },
+                _ => Error::Io {
+                    context: "write transaction rolled back".into(),
+                    source: std::io::Error::other("aborted"),
+                },
             };
             self.abort(&mut g, &e);
             return match out {
@@ -177,7 +177,8 @@ impl Writer {
             };
         }
         let kept = matches!(out, Ok(Ok(_)));
-        let end = if kept { g.conn.execute_batch("RELEASE op") } else { g.conn.execute_batch("ROLLBACK TO op; RELEASE op") };
+        let end =
+            if kept { g.conn.execute_batch("RELEASE op") } else { g.conn.execute_batch("ROLLBACK TO op; RELEASE op") };
         if let Err(e) = end {
             let e = Error::from(e);
             self.abort(&mut g, &e);
@@ -341,14 +342,23 @@ fn replay(e: &Error) -> Error {
         Error::DiskFull => Error::DiskFull,
         Error::ReadOnly => Error::ReadOnly,
         Error::Damaged { what } => Error::Damaged { what: what.clone() },
-        Error::Io { context, source } => Error::Io { context: context.clone(), source: std::io::Error::new(source.kind(), source.to_string()) },
-        Error::Sqlite(rusqlite::Error::SqliteFailure(code, msg)) => Error::Sqlite(rusqlite::Error::SqliteFailure(*code, msg.clone())),
-        other => Error::Io { context: "the group commit failed".into(), source: std::io::Error::other(other.to_string()) },
+        Error::Io { context, source } => {
+            Error::Io { context: context.clone(), source: std::io::Error::new(source.kind(), source.to_string()) }
+        }
+        Error::Sqlite(rusqlite::Error::SqliteFailure(code, msg)) => {
+            Error::Sqlite(rusqlite::Error::SqliteFailure(*code, msg.clone()))
+        }
+        other => {
+            Error::Io { context: "the group commit failed".into(), source: std::io::Error::other(other.to_string()) }
+        }
     }
 }
 
 fn poisoned() -> Error {
-    Error::Io { context: "internal lock poisoned by an earlier panic".into(), source: std::io::Error::other("poisoned") }
+    Error::Io {
+        context: "internal lock poisoned by an earlier panic".into(),
+        source: std::io::Error::other("poisoned"),
+    }
 }
 
 #[cfg(test)]
@@ -418,7 +428,11 @@ mod tests {
         });
         assert_eq!((w.stats().operations, w.stats().commits), (3, 1));
         let keys: Vec<i64> = w
-            .serialized(|c| Ok(c.prepare("SELECT k FROM t ORDER BY k")?.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?))
+            .serialized(|c| {
+                Ok(c.prepare("SELECT k FROM t ORDER BY k")?
+                    .query_map([], |r| r.get(0))?
+                    .collect::<rusqlite::Result<_>>()?)
+            })
             .unwrap();
         assert_eq!(keys, vec![1, 3]);
     }

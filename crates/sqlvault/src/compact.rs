@@ -56,7 +56,11 @@ fn pragma(c: &Connection, name: &str) -> Result<u64> {
 
 /// Compacts the database of `engine`; `progress(done, total)` is called from time to
 /// time (from another thread during a rebuild).
-pub(crate) fn compact(engine: &Engine, vault_path: &Path, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<CompactReport> {
+pub(crate) fn compact(
+    engine: &Engine,
+    vault_path: &Path,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<CompactReport> {
     let wal = std::path::PathBuf::from(format!("{}-wal", vault_path.display()));
     engine.with_writer(|c| {
         // Start from an empty WAL so its growth measures this run's writes.

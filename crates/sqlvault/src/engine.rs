@@ -105,7 +105,13 @@ pub(crate) struct Engine {
 
 impl Engine {
     /// Opens (and for a new vault, creates) the database inside the vault file.
-    pub fn open(path: &Path, key: MasterKey, cipher: CipherSettings, config: EngineConfig, create: bool) -> Result<Engine> {
+    pub fn open(
+        path: &Path,
+        key: MasterKey,
+        cipher: CipherSettings,
+        config: EngineConfig,
+        create: bool,
+    ) -> Result<Engine> {
         vfs::register().map_err(|e| Error::Io { context: e, source: std::io::Error::other("vfs") })?;
         let mut engine = Engine {
             path: path.to_path_buf(),
@@ -124,13 +130,23 @@ impl Engine {
             let conn = engine.connect(true)?;
             conn.execute_batch("PRAGMA journal_mode=WAL;")?;
             schema::create(&conn)?;
-            engine.checkpointer = Some(Checkpointer::start(engine.connect(true)?, &conn, engine.cipher.page_size, engine.config.wal_limit_bytes)?);
+            engine.checkpointer = Some(Checkpointer::start(
+                engine.connect(true)?,
+                &conn,
+                engine.cipher.page_size,
+                engine.config.wal_limit_bytes,
+            )?);
             engine.writer = Some(Writer::new(conn));
         } else if !engine.config.read_only {
             let mut conn = engine.connect(true)?;
             schema::check_and_migrate(&mut conn)?;
             codec_intact(&conn)?;
-            engine.checkpointer = Some(Checkpointer::start(engine.connect(true)?, &conn, engine.cipher.page_size, engine.config.wal_limit_bytes)?);
+            engine.checkpointer = Some(Checkpointer::start(
+                engine.connect(true)?,
+                &conn,
+                engine.cipher.page_size,
+                engine.config.wal_limit_bytes,
+            )?);
             engine.writer = Some(Writer::new(conn));
         } else {
             let conn = engine.connect(false)?;
@@ -228,7 +244,9 @@ impl Engine {
     /// every caller of that batch is told the real reason.
     fn writer_outcome<T>(&self, r: Result<T>) -> Result<T> {
         match r {
-            Err(Error::Sqlite(_) | Error::Io { .. }) if self.writer_damaged.load(std::sync::atomic::Ordering::SeqCst) => {
+            Err(Error::Sqlite(_) | Error::Io { .. })
+                if self.writer_damaged.load(std::sync::atomic::Ordering::SeqCst) =>
+            {
                 Err(writer_damage())
             }
             r => r,
@@ -342,9 +360,8 @@ impl Engine {
             }
             let covered = writer.stats().commits;
             conn.execute_batch("PRAGMA synchronous=FULL")?;
-            let r = conn.execute_batch(
-                "BEGIN IMMEDIATE; UPDATE meta SET value = value + 1 WHERE key = 'sync_count'; COMMIT;",
-            );
+            let r = conn
+                .execute_batch("BEGIN IMMEDIATE; UPDATE meta SET value = value + 1 WHERE key = 'sync_count'; COMMIT;");
             if r.is_err() {
                 let _ = conn.execute_batch("ROLLBACK");
             }
@@ -429,7 +446,9 @@ pub(crate) fn codec_intact(conn: &Connection) -> Result<()> {
 }
 
 fn page_damage() -> Error {
-    Error::damaged("a database page failed authentication (file tampered or truncated); nothing read with it was returned")
+    Error::damaged(
+        "a database page failed authentication (file tampered or truncated); nothing read with it was returned",
+    )
 }
 
 fn writer_damage() -> Error {
@@ -437,7 +456,10 @@ fn writer_damage() -> Error {
 }
 
 fn poisoned() -> Error {
-    Error::Io { context: "internal lock poisoned by an earlier panic".into(), source: std::io::Error::other("poisoned") }
+    Error::Io {
+        context: "internal lock poisoned by an earlier panic".into(),
+        source: std::io::Error::other("poisoned"),
+    }
 }
 
 impl Drop for Engine {

@@ -339,14 +339,19 @@ impl OpenInode {
                 .map(|(group, region, first)| {
                     let mut last = cached.clone();
                     s.spawn(move || {
-                        let (fetched, _) = vault.engine().read(|conn| fetch(conn, ino, group, region, first, &mut last))?;
+                        let (fetched, _) =
+                            vault.engine().read(|conn| fetch(conn, ino, group, region, first, &mut last))?;
                         Ok((fetched, last))
                     })
                 })
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(Error::Io { context: "a read thread panicked".into(), source: io::Error::other("panic") })))
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::Io { context: "a read thread panicked".into(), source: io::Error::other("panic") })
+                    })
+                })
                 .collect()
         });
         let mut last = None;
@@ -371,9 +376,10 @@ impl OpenInode {
         if data.is_empty() {
             return Ok(0);
         }
-        offset.checked_add(data.len() as u64).filter(|e| *e <= i64::MAX as u64).ok_or_else(|| Error::InvalidArgument {
-            what: "write beyond the largest file size".into(),
-        })?;
+        offset
+            .checked_add(data.len() as u64)
+            .filter(|e| *e <= i64::MAX as u64)
+            .ok_or_else(|| Error::InvalidArgument { what: "write beyond the largest file size".into() })?;
         let cs = vault.chunk_size() as u64;
         let mut st = self.lock()?;
         if !st.dirty() {
@@ -630,7 +636,8 @@ impl Read for FileHandle {
 impl Write for FileHandle {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if self.append {
-            self.pos = self.node.buffered_size().map(Ok).unwrap_or_else(|| self.metadata().map(|a| a.size)).map_err(to_io)?;
+            self.pos =
+                self.node.buffered_size().map(Ok).unwrap_or_else(|| self.metadata().map(|a| a.size)).map_err(to_io)?;
         }
         let n = self.write_at(self.pos, buf).map_err(to_io)?;
         self.pos += n as u64;

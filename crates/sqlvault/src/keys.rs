@@ -143,7 +143,10 @@ impl Default for KdfParams {
 
 impl KdfParams {
     fn check(&self) -> Result<()> {
-        if !(8..=4 * 1024 * 1024).contains(&self.memory_kib) || !(1..=64).contains(&self.iterations) || !(1..=16).contains(&self.parallelism) {
+        if !(8..=4 * 1024 * 1024).contains(&self.memory_kib)
+            || !(1..=64).contains(&self.iterations)
+            || !(1..=16).contains(&self.parallelism)
+        {
             let KdfParams { memory_kib, iterations, parallelism } = self;
             return Err(Error::InvalidArgument {
                 what: format!(
@@ -261,9 +264,11 @@ impl Header {
     /// Adds a slot for `secret`; returns its index.
     pub fn add_slot(&mut self, master: &MasterKey, secret: &Secret, kdf: KdfParams) -> Result<usize> {
         kdf.check()?;
-        let free = self.slots.iter().position(Option::is_none).ok_or_else(|| Error::InvalidArgument {
-            what: format!("all {MAX_SLOTS} key slots are in use"),
-        })?;
+        let free = self
+            .slots
+            .iter()
+            .position(Option::is_none)
+            .ok_or_else(|| Error::InvalidArgument { what: format!("all {MAX_SLOTS} key slots are in use") })?;
         self.slots[free] = Some(wrap(master, secret, kdf)?);
         Ok(free)
     }
@@ -444,7 +449,10 @@ fn slot_fixed(s: &Slot, index: usize) -> [u8; SLOT_FIXED] {
 }
 
 fn fill_random(buf: &mut [u8]) -> Result<()> {
-    getrandom::getrandom(buf).map_err(|e| Error::Io { context: "no randomness available".into(), source: std::io::Error::other(e.to_string()) })
+    getrandom::getrandom(buf).map_err(|e| Error::Io {
+        context: "no randomness available".into(),
+        source: std::io::Error::other(e.to_string()),
+    })
 }
 
 fn derive_kek(secret: &Secret, kdf: &KdfParams, salt: &[u8; 16]) -> Result<Zeroizing<[u8; 32]>> {

@@ -18,7 +18,8 @@ use crate::tree::InodeId;
 use crate::vault::Vault;
 
 pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
-    serde_json::to_vec(value).map_err(|e| Error::InvalidArgument { what: format!("value cannot be written as JSON: {e}") })
+    serde_json::to_vec(value)
+        .map_err(|e| Error::InvalidArgument { what: format!("value cannot be written as JSON: {e}") })
 }
 
 pub(crate) fn from_json<T: DeserializeOwned>(key: &[u8], bytes: &[u8]) -> Result<T> {
@@ -195,7 +196,8 @@ impl Iterator for RecordScan {
     fn next(&mut self) -> Option<Self::Item> {
         if self.page.is_empty() && !self.done {
             let r = &self.records;
-            match r.vault.engine().read(|c| records::page(c, &r.name, &self.range, records::PAGE_ROWS, !self.keys_only)) {
+            match r.vault.engine().read(|c| records::page(c, &r.name, &self.range, records::PAGE_ROWS, !self.keys_only))
+            {
                 Ok(page) => {
                     match page.last() {
                         Some((k, _)) => self.range.0 = Bound::Excluded(k.clone()),

@@ -20,7 +20,10 @@ impl<'a> VaultPath<'a> {
             return Err(Error::InvalidPath { path: path.escape_default().to_string(), reason: "contains NUL" });
         }
         if !path.starts_with('/') {
-            return Err(Error::InvalidPath { path: path.into(), reason: "vault paths are absolute, they start with '/'" });
+            return Err(Error::InvalidPath {
+                path: path.into(),
+                reason: "vault paths are absolute, they start with '/'",
+            });
         }
         if path.len() > 4096 {
             return Err(Error::InvalidPath { path: format!("{}...", &path[..32]), reason: "longer than 4096 bytes" });
@@ -29,7 +32,9 @@ impl<'a> VaultPath<'a> {
         for c in path.split('/') {
             match c {
                 "" | "." => {}
-                ".." => return Err(Error::InvalidPath { path: path.into(), reason: "'..' is not allowed in vault paths" }),
+                ".." => {
+                    return Err(Error::InvalidPath { path: path.into(), reason: "'..' is not allowed in vault paths" })
+                }
                 name => {
                     check_name(name.as_bytes()).map_err(|e| match e {
                         Error::NameTooLong { .. } => Error::NameTooLong { path: path.into() },

@@ -151,7 +151,13 @@ pub fn count(conn: &Connection, coll: &str, range: &KeyRange) -> Result<u64> {
 
 /// One page of the records of `coll` in `range`, in key order: at most `limit` rows
 /// (and [`PAGE_BYTES`]). Keys only if `with_values` is false (values read as empty).
-pub fn page(conn: &Connection, coll: &str, range: &KeyRange, limit: usize, with_values: bool) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+pub fn page(
+    conn: &Connection,
+    coll: &str,
+    range: &KeyRange,
+    limit: usize,
+    with_values: bool,
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
     let Some(c) = id(conn, coll)? else { return Ok(Vec::new()) };
     let mut binds: Vec<&dyn ToSql> = vec![&c];
     let mut sql = format!("SELECT key, {} FROM records WHERE coll = ?1", if with_values { "value" } else { "x''" });
@@ -202,7 +208,9 @@ mod tests {
         let c = db();
         let keys: [&[u8]; 6] = [b"a", b"a\xff", b"a\xff\x00", b"b", b"\xff", b"\xff\xff"];
         put(&c, "k", &keys.iter().map(|k| (k.to_vec(), b"v".to_vec())).collect::<Vec<_>>()).unwrap();
-        let got = |p: &[u8]| page(&c, "k", &prefix_range(p), 100, false).unwrap().into_iter().map(|r| r.0).collect::<Vec<_>>();
+        let got = |p: &[u8]| {
+            page(&c, "k", &prefix_range(p), 100, false).unwrap().into_iter().map(|r| r.0).collect::<Vec<_>>()
+        };
         assert_eq!(got(b"a\xff"), vec![b"a\xff".to_vec(), b"a\xff\x00".to_vec()]);
         assert_eq!(got(b"\xff").len(), 2);
         assert_eq!(got(b"").len(), 6);

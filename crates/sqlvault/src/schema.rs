@@ -176,11 +176,10 @@ pub fn check_and_migrate(conn: &mut Connection) -> Result<()> {
 
 /// Reads an integer setting from `meta`.
 pub fn meta_int(conn: &Connection, key: &str) -> Result<i64> {
-    conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
-        .map_err(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Error::damaged(format!("setting {key} is missing")),
-            e => e.into(),
-        })
+    conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0)).map_err(|e| match e {
+        rusqlite::Error::QueryReturnedNoRows => Error::damaged(format!("setting {key} is missing")),
+        e => e.into(),
+    })
 }
 
 #[cfg(test)]
@@ -243,8 +242,13 @@ mod tests {
                 assert_eq!(bytes, *v);
             }
         }
-        let left: Vec<Vec<u8>> =
-            c.prepare("SELECT name FROM xattrs ORDER BY name").unwrap().query_map([], |r| r.get(0)).unwrap().map(|r| r.unwrap()).collect();
+        let left: Vec<Vec<u8>> = c
+            .prepare("SELECT name FROM xattrs ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
         assert_eq!(left, vec![b"trusted.keep".to_vec(), b"user.".to_vec()]);
     }
 

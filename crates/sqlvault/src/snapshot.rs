@@ -195,7 +195,10 @@ pub fn names(conn: &Connection) -> Result<Vec<(SnapshotId, String, i64)>> {
 
 /// Name of snapshot `id`, if it exists.
 pub fn name_of(conn: &Connection, id: SnapshotId) -> Result<Option<String>> {
-    Ok(conn.prepare_cached("SELECT name FROM snapshots WHERE id = ?1")?.query_row([id.sql()], |r| r.get(0)).optional()?)
+    Ok(conn
+        .prepare_cached("SELECT name FROM snapshots WHERE id = ?1")?
+        .query_row([id.sql()], |r| r.get(0))
+        .optional()?)
 }
 
 /// Counts and sizes of one snapshot.
@@ -259,12 +262,19 @@ pub fn lookup(conn: &Connection, snap: SnapshotId, parent: InodeId, name: &[u8])
 }
 
 /// Up to `limit` entries of `dir` in snapshot `snap` after the name `after`, in name order.
-pub fn list(conn: &Connection, snap: SnapshotId, dir: InodeId, after: Option<&[u8]>, limit: usize) -> Result<Vec<Entry>> {
+pub fn list(
+    conn: &Connection,
+    snap: SnapshotId,
+    dir: InodeId,
+    after: Option<&[u8]>,
+    limit: usize,
+) -> Result<Vec<Entry>> {
     let mut stmt = conn.prepare_cached(
         "SELECT d.name, d.ino, i.mode FROM snap_dirents d JOIN snap_inodes i ON i.snap = d.snap AND i.ino = d.ino
          WHERE d.snap = ?1 AND d.parent = ?2 AND d.name > ?3 ORDER BY d.name LIMIT ?4",
     )?;
-    let rows = stmt.query_map(params![snap.sql(), dir.0 as i64, after.unwrap_or(b""), limit as i64], tree::entry_from_row)?;
+    let rows =
+        stmt.query_map(params![snap.sql(), dir.0 as i64, after.unwrap_or(b""), limit as i64], tree::entry_from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
@@ -301,7 +311,14 @@ pub fn mapped(conn: &Connection, snap: SnapshotId, ino: InodeId, idx: u64) -> Re
 
 /// Reads up to `buf.len()` bytes at `offset` of file `ino` in a snapshot; returns the
 /// count (0 at or past the end).
-pub fn read_at(conn: &Connection, snap: SnapshotId, ino: InodeId, chunk_size: u64, offset: u64, buf: &mut [u8]) -> Result<usize> {
+pub fn read_at(
+    conn: &Connection,
+    snap: SnapshotId,
+    ino: InodeId,
+    chunk_size: u64,
+    offset: u64,
+    buf: &mut [u8],
+) -> Result<usize> {
     let a = attr(conn, snap, ino)?;
     if a.kind != FileType::File {
         return Err(Error::IsADirectory { path: format!("snapshot inode {}", ino.0) });
@@ -342,7 +359,8 @@ fn tag_name(name: &[u8]) -> Option<&[u8]> {
 /// Tags of a snapshot node, in name order.
 pub fn tags(conn: &Connection, snap: SnapshotId, ino: InodeId) -> Result<Vec<(Vec<u8>, TagValue)>> {
     attr(conn, snap, ino)?;
-    let mut stmt = conn.prepare_cached("SELECT name, value FROM snap_tags WHERE snap = ?1 AND ino = ?2 ORDER BY name")?;
+    let mut stmt =
+        conn.prepare_cached("SELECT name, value FROM snap_tags WHERE snap = ?1 AND ino = ?2 ORDER BY name")?;
     let mut rows = stmt.query(params![snap.sql(), ino.0 as i64])?;
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
@@ -386,7 +404,8 @@ pub fn xattrs(conn: &Connection, snap: SnapshotId, ino: InodeId) -> Result<Vec<(
 /// The `snap_xattrs` rows of a node (attributes other than tags).
 fn raw_xattrs(conn: &Connection, snap: SnapshotId, ino: InodeId) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
     attr(conn, snap, ino)?;
-    let mut stmt = conn.prepare_cached("SELECT name, value FROM snap_xattrs WHERE snap = ?1 AND ino = ?2 ORDER BY name")?;
+    let mut stmt =
+        conn.prepare_cached("SELECT name, value FROM snap_xattrs WHERE snap = ?1 AND ino = ?2 ORDER BY name")?;
     let rows = stmt.query_map(params![snap.sql(), ino.0 as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
@@ -497,8 +516,10 @@ impl Restorer<'_> {
         let attrs = self.load(src)?;
         let ino = tree::create_restored(self.conn, parent, name, &attrs.node())?;
         if a.kind == FileType::File {
-            let mut stmt = self.conn.prepare_cached("SELECT idx, chunk FROM snap_chunks WHERE snap = ?1 AND ino = ?2")?;
-            let rows = stmt.query_map(params![self.snap.sql(), src.0 as i64], |r| Ok((r.get::<_, i64>(0)?, ChunkId(r.get(1)?))))?;
+            let mut stmt =
+                self.conn.prepare_cached("SELECT idx, chunk FROM snap_chunks WHERE snap = ?1 AND ino = ?2")?;
+            let rows = stmt
+                .query_map(params![self.snap.sql(), src.0 as i64], |r| Ok((r.get::<_, i64>(0)?, ChunkId(r.get(1)?))))?;
             for row in rows {
                 let (idx, chunk) = row?;
                 chunks::adopt(self.conn, ino.0 as i64, idx as u64, chunk)?;
@@ -552,14 +573,17 @@ pub fn restore(
     dest: Dest<'_>,
     is_open: &dyn Fn(InodeId) -> bool,
 ) -> Result<RestoreSummary> {
-    let mut r = Restorer { conn, snap, links: HashMap::new(), dir_times: Vec::new(), summary: RestoreSummary::default() };
+    let mut r =
+        Restorer { conn, snap, links: HashMap::new(), dir_times: Vec::new(), summary: RestoreSummary::default() };
     let src_attr = attr(conn, snap, src)?;
     let src_is_dir = src_attr.kind == FileType::Dir;
     // The live node to fill in place (directory onto directory), or where to create one.
     let (top, create_at) = match dest {
         Dest::Root => {
             if !src_is_dir {
-                return Err(Error::InvalidArgument { what: "the root directory can only be restored from a directory".into() });
+                return Err(Error::InvalidArgument {
+                    what: "the root directory can only be restored from a directory".into(),
+                });
             }
             (Some(InodeId::ROOT), None)
         }
@@ -622,7 +646,12 @@ mod tests {
     }
 
     fn refs(c: &Connection) -> Vec<(i64, i64)> {
-        c.prepare("SELECT id, refs FROM chunks ORDER BY id").unwrap().query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(|r| r.unwrap()).collect()
+        c.prepare("SELECT id, refs FROM chunks ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect()
     }
 
     #[test]
@@ -717,10 +746,17 @@ mod fsck_tests {
         assert_eq!(problems(&c), Vec::<String>::new());
         // A hold count that disagrees with the snapshot's references is found.
         c.execute_batch("UPDATE chunk_holds SET n = 2").unwrap();
-        assert!(problems(&c).iter().any(|p| p.contains("held 2 times but 1 snapshot references")), "{:?}", problems(&c));
+        assert!(
+            problems(&c).iter().any(|p| p.contains("held 2 times but 1 snapshot references")),
+            "{:?}",
+            problems(&c)
+        );
         // So is a chunk nothing references nor holds any more.
         let c = vault_db();
-        c.execute_batch("DELETE FROM chunk_holds; DELETE FROM snap_chunks; DELETE FROM file_chunks; UPDATE chunks SET refs = 0").unwrap();
+        c.execute_batch(
+            "DELETE FROM chunk_holds; DELETE FROM snap_chunks; DELETE FROM file_chunks; UPDATE chunks SET refs = 0",
+        )
+        .unwrap();
         assert!(problems(&c).iter().any(|p| p.contains("neither referenced nor held")), "{:?}", problems(&c));
     }
 

@@ -137,8 +137,8 @@ impl TagValue {
         if let Ok(i) = t.parse::<i64>() {
             return TagValue::Int(i);
         }
-        let numeric_looking = t.bytes().any(|b| b.is_ascii_digit())
-            && t.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
+        let numeric_looking =
+            t.bytes().any(|b| b.is_ascii_digit()) && t.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
         match t.parse::<f64>() {
             Ok(f) if numeric_looking && f.is_finite() => TagValue::Real(f),
             _ => TagValue::Text(s.to_string()),
@@ -227,9 +227,7 @@ pub fn check_name(name: &[u8]) -> Result<()> {
         return Err(Error::InvalidArgument { what: "a tag name must be non-empty without NUL".into() });
     }
     if name.len() > MAX_NAME {
-        return Err(Error::InvalidArgument {
-            what: format!("tag name of {} bytes (at most {MAX_NAME})", name.len()),
-        });
+        return Err(Error::InvalidArgument { what: format!("tag name of {} bytes (at most {MAX_NAME})", name.len()) });
     }
     Ok(())
 }
@@ -385,8 +383,9 @@ impl Condition {
             .iter()
             .find_map(|(tok, op)| rest.strip_prefix(tok).map(|v| (*op, v)))
             .ok_or_else(|| Error::InvalidArgument { what: format!("tag condition {s:?}: unknown operator") })?;
-        check_name(name.as_bytes())
-            .map_err(|_| Error::InvalidArgument { what: format!("tag condition {s:?}: missing or invalid tag name") })?;
+        check_name(name.as_bytes()).map_err(|_| Error::InvalidArgument {
+            what: format!("tag condition {s:?}: missing or invalid tag name"),
+        })?;
         Ok(Condition { name: name.to_string(), op, value: parse_quoted(value) })
     }
 }
@@ -450,8 +449,12 @@ fn value_sql(alias: &str, c: &Condition, p: usize) -> String {
     match c.op {
         Op::Exists => String::new(),
         Op::Eq | Op::Ne => format!(" AND {v} {} ?{p}", c.op.sql()),
-        Op::Lt | Op::Le => format!(" AND {v} {} ?{p}{}", c.op.sql(), lower.map(|l| format!(" AND {v} >= {l}")).unwrap_or_default()),
-        Op::Gt | Op::Ge => format!(" AND {v} {} ?{p}{}", c.op.sql(), upper.map(|u| format!(" AND {v} < {u}")).unwrap_or_default()),
+        Op::Lt | Op::Le => {
+            format!(" AND {v} {} ?{p}{}", c.op.sql(), lower.map(|l| format!(" AND {v} >= {l}")).unwrap_or_default())
+        }
+        Op::Gt | Op::Ge => {
+            format!(" AND {v} {} ?{p}{}", c.op.sql(), upper.map(|u| format!(" AND {v} < {u}")).unwrap_or_default())
+        }
     }
 }
 

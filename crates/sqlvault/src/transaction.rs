@@ -46,7 +46,10 @@ impl Vault {
     /// })?;
     /// # Ok::<(), sqlvault::Error>(())
     /// ```
-    pub fn transaction<T, E: From<Error>>(&self, f: impl FnOnce(&Tx<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E> {
+    pub fn transaction<T, E: From<Error>>(
+        &self,
+        f: impl FnOnce(&Tx<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
         let mut failed: Option<E> = None;
         let mut panicked = None;
         let r = self.engine().write(|conn| {

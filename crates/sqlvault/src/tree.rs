@@ -101,10 +101,7 @@ pub enum RenameMode {
 const MAX_LINKS: u32 = 65_000;
 
 pub fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
 }
 
 fn shown(name: &[u8]) -> String {
@@ -263,10 +260,21 @@ pub fn create(conn: &Connection, parent: InodeId, name: &[u8], node: NewNode<'_>
         "INSERT INTO inodes(mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?7)",
     )?
-    .execute(params![node.kind.mode_bits() | (node.perm & 0o7777), node.uid, node.gid, size, nlink, now, node.target])?;
+    .execute(params![
+        node.kind.mode_bits() | (node.perm & 0o7777),
+        node.uid,
+        node.gid,
+        size,
+        nlink,
+        now,
+        node.target
+    ])?;
     let ino = InodeId(conn.last_insert_rowid() as u64);
-    conn.prepare_cached("INSERT INTO dirents(parent, name, ino) VALUES (?1, ?2, ?3)")?
-        .execute(params![parent.sql(), name, ino.sql()])?;
+    conn.prepare_cached("INSERT INTO dirents(parent, name, ino) VALUES (?1, ?2, ?3)")?.execute(params![
+        parent.sql(),
+        name,
+        ino.sql()
+    ])?;
     touch_dir(conn, parent, if node.kind == FileType::Dir { 1 } else { 0 }, now)?;
     attr(conn, ino)
 }
@@ -291,17 +299,31 @@ pub fn create_restored(conn: &Connection, parent: InodeId, name: &[u8], node: &R
     if lookup(conn, parent, name)?.is_some() {
         return Err(Error::AlreadyExists { path: shown(name) });
     }
-    let kind = FileType::from_mode(node.mode).ok_or_else(|| Error::damaged(format!("snapshot node of unknown type {:o}", node.mode)))?;
+    let kind = FileType::from_mode(node.mode)
+        .ok_or_else(|| Error::damaged(format!("snapshot node of unknown type {:o}", node.mode)))?;
     let now = now_ns();
     let nlink = if kind == FileType::Dir { 2 } else { 1 };
     conn.prepare_cached(
         "INSERT INTO inodes(mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?
-    .execute(params![node.mode, node.uid, node.gid, node.size as i64, nlink, node.atime_ns, node.mtime_ns, now, node.target])?;
+    .execute(params![
+        node.mode,
+        node.uid,
+        node.gid,
+        node.size as i64,
+        nlink,
+        node.atime_ns,
+        node.mtime_ns,
+        now,
+        node.target
+    ])?;
     let ino = InodeId(conn.last_insert_rowid() as u64);
-    conn.prepare_cached("INSERT INTO dirents(parent, name, ino) VALUES (?1, ?2, ?3)")?
-        .execute(params![parent.sql(), name, ino.sql()])?;
+    conn.prepare_cached("INSERT INTO dirents(parent, name, ino) VALUES (?1, ?2, ?3)")?.execute(params![
+        parent.sql(),
+        name,
+        ino.sql()
+    ])?;
     touch_dir(conn, parent, if kind == FileType::Dir { 1 } else { 0 }, now)?;
     Ok(ino)
 }
@@ -313,8 +335,10 @@ pub fn reset_attrs(conn: &Connection, ino: InodeId, node: &RestoredNode<'_>) -> 
     if FileType::from_mode(node.mode) != Some(a.kind) {
         return Err(Error::InvalidArgument { what: format!("inode {} changes type", ino.0) });
     }
-    conn.prepare_cached("UPDATE inodes SET mode = ?2, uid = ?3, gid = ?4, atime_ns = ?5, mtime_ns = ?6, ctime_ns = ?7 WHERE ino = ?1")?
-        .execute(params![ino.sql(), node.mode, node.uid, node.gid, node.atime_ns, node.mtime_ns, now_ns()])?;
+    conn.prepare_cached(
+        "UPDATE inodes SET mode = ?2, uid = ?3, gid = ?4, atime_ns = ?5, mtime_ns = ?6, ctime_ns = ?7 WHERE ino = ?1",
+    )?
+    .execute(params![ino.sql(), node.mode, node.uid, node.gid, node.atime_ns, node.mtime_ns, now_ns()])?;
     Ok(())
 }
 
@@ -353,8 +377,11 @@ pub fn link(conn: &Connection, ino: InodeId, parent: InodeId, name: &[u8]) -> Re
         return Err(Error::AlreadyExists { path: shown(name) });
     }
     let now = now_ns();
-    conn.prepare_cached("INSERT INTO dirents(parent, name, ino) VALUES (?1, ?2, ?3)")?
-        .execute(params![parent.sql(), name, ino.sql()])?;
+    conn.prepare_cached("INSERT INTO dirents(parent, name, ino) VALUES (?1, ?2, ?3)")?.execute(params![
+        parent.sql(),
+        name,
+        ino.sql()
+    ])?;
     conn.prepare_cached("UPDATE inodes SET nlink = nlink + 1, ctime_ns = ?2 WHERE ino = ?1")?
         .execute(params![ino.sql(), now])?;
     touch_dir(conn, parent, 0, now)?;
@@ -395,8 +422,7 @@ pub fn unlink(conn: &Connection, parent: InodeId, name: &[u8], is_open: &dyn Fn(
         return Err(Error::IsADirectory { path: shown(name) });
     }
     let now = now_ns();
-    conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?
-        .execute(params![parent.sql(), name])?;
+    conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?.execute(params![parent.sql(), name])?;
     touch_dir(conn, parent, 0, now)?;
     drop_link(conn, ino, now, is_open)
 }
@@ -410,8 +436,7 @@ pub fn rmdir(conn: &Connection, parent: InodeId, name: &[u8]) -> Result<()> {
     if has_entries(conn, ino)? {
         return Err(Error::DirectoryNotEmpty { path: shown(name) });
     }
-    conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?
-        .execute(params![parent.sql(), name])?;
+    conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?.execute(params![parent.sql(), name])?;
     crate::xattr::remove_all(conn, ino)?;
     crate::tags::remove_all(conn, ino)?;
     conn.prepare_cached("DELETE FROM inodes WHERE ino = ?1")?.execute([ino.sql()])?;
@@ -460,14 +485,18 @@ pub fn rename(
             }
             let set = conn.prepare_cached("UPDATE dirents SET ino = ?3 WHERE parent = ?1 AND name = ?2");
             set?.execute(params![parent.sql(), name, dst.sql()])?;
-            conn.prepare_cached("UPDATE dirents SET ino = ?3 WHERE parent = ?1 AND name = ?2")?
-                .execute(params![new_parent.sql(), new_name, src.sql()])?;
+            conn.prepare_cached("UPDATE dirents SET ino = ?3 WHERE parent = ?1 AND name = ?2")?.execute(params![
+                new_parent.sql(),
+                new_name,
+                src.sql()
+            ])?;
             let dirs = |k: FileType| if k == FileType::Dir { 1 } else { 0 };
             let delta = dirs(dst_attr.kind) - dirs(src_attr.kind);
             touch_dir(conn, parent, delta, now)?;
             touch_dir(conn, new_parent, -delta, now)?;
             for ino in [src, dst] {
-                conn.prepare_cached("UPDATE inodes SET ctime_ns = ?2 WHERE ino = ?1")?.execute(params![ino.sql(), now])?;
+                conn.prepare_cached("UPDATE inodes SET ctime_ns = ?2 WHERE ino = ?1")?
+                    .execute(params![ino.sql(), now])?;
             }
             return Ok(());
         }

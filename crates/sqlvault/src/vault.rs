@@ -113,10 +113,14 @@ const LIST_PAGE: usize = 512;
 fn check_sizes(o: &CreateOptions) -> Result<()> {
     let ok = |v: u32, lo: u32, hi: u32| v.is_power_of_two() && (lo..=hi).contains(&v);
     if !ok(o.chunk_size, 4096, 1 << 20) {
-        return Err(Error::InvalidArgument { what: format!("chunk size {} (a power of two from 4 KiB to 1 MiB)", o.chunk_size) });
+        return Err(Error::InvalidArgument {
+            what: format!("chunk size {} (a power of two from 4 KiB to 1 MiB)", o.chunk_size),
+        });
     }
     if !ok(o.page_size, 4096, 65536) {
-        return Err(Error::InvalidArgument { what: format!("page size {} (a power of two from 4 KiB to 64 KiB)", o.page_size) });
+        return Err(Error::InvalidArgument {
+            what: format!("page size {} (a power of two from 4 KiB to 64 KiB)", o.page_size),
+        });
     }
     Ok(())
 }
@@ -129,14 +133,12 @@ impl Vault {
         check_sizes(opts)?;
         let cipher = CipherSettings { page_size: opts.page_size, hmac: opts.hmac };
         let (header, master) = Header::create(secret, opts.kdf, cipher)?;
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::AlreadyExists => Error::AlreadyExists { path: path.display().to_string() },
-                _ => Error::io(format!("cannot create {}", path.display()), e),
+        let file =
+            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map_err(|e| {
+                match e.kind() {
+                    std::io::ErrorKind::AlreadyExists => Error::AlreadyExists { path: path.display().to_string() },
+                    _ => Error::io(format!("cannot create {}", path.display()), e),
+                }
             })?;
         let made = (|| {
             header.write_new(&file)?;
@@ -365,7 +367,14 @@ impl Vault {
         self.engine().write(|tx| tree::rmdir(tx, parent, name))
     }
 
-    pub fn rename_at(&self, parent: InodeId, name: &[u8], new_parent: InodeId, new_name: &[u8], mode: RenameMode) -> Result<()> {
+    pub fn rename_at(
+        &self,
+        parent: InodeId,
+        name: &[u8],
+        new_parent: InodeId,
+        new_name: &[u8],
+        mode: RenameMode,
+    ) -> Result<()> {
         self.engine().write(|tx| tree::rename(tx, parent, name, new_parent, new_name, mode, &|i| self.is_open(i)))
     }
 
@@ -383,14 +392,20 @@ impl Vault {
             match self.engine().read(|c| tree::attr(c, ino))?.kind {
                 FileType::File => {}
                 FileType::Dir => return Err(Error::IsADirectory { path: format!("inode {}", ino.0) }),
-                FileType::Symlink => return Err(Error::InvalidArgument { what: "cannot change a symbolic link's size".into() }),
+                FileType::Symlink => {
+                    return Err(Error::InvalidArgument { what: "cannot change a symbolic link's size".into() })
+                }
             }
             let node = self.acquire_inode(ino)?;
             let r = node.set_len(self, size);
             let released = self.release_inode(&node);
             r.and(released)?;
         }
-        let any = set.perm.is_some() || set.uid.is_some() || set.gid.is_some() || set.atime_ns.is_some() || set.mtime_ns.is_some();
+        let any = set.perm.is_some()
+            || set.uid.is_some()
+            || set.gid.is_some()
+            || set.atime_ns.is_some()
+            || set.mtime_ns.is_some();
         if any {
             self.engine().write(|tx| tree::set_attr(tx, ino, set))?;
         }
@@ -410,7 +425,9 @@ impl Vault {
         let node = self.engine().serialized(|c| {
             match tree::attr(c, ino)?.kind {
                 FileType::Dir => return Err(Error::IsADirectory { path: format!("inode {}", ino.0) }),
-                FileType::Symlink => return Err(Error::InvalidArgument { what: "cannot open a symbolic link's content".into() }),
+                FileType::Symlink => {
+                    return Err(Error::InvalidArgument { what: "cannot open a symbolic link's content".into() })
+                }
                 FileType::File => {}
             }
             self.acquire_inode(ino)
@@ -449,7 +466,13 @@ impl Vault {
 
     /// Resolves names from the root, following symlinks in every component but the
     /// last, and in the last too if `follow_last`.
-    pub(crate) fn resolve_in(&self, conn: &rusqlite::Connection, names: &[&[u8]], follow_last: bool, shown: &str) -> Result<InodeId> {
+    pub(crate) fn resolve_in(
+        &self,
+        conn: &rusqlite::Connection,
+        names: &[&[u8]],
+        follow_last: bool,
+        shown: &str,
+    ) -> Result<InodeId> {
         let mut stack = vec![InodeId::ROOT];
         let mut queue: std::collections::VecDeque<Vec<u8>> = names.iter().map(|n| n.to_vec()).collect();
         let mut links = 0;
@@ -494,7 +517,12 @@ impl Vault {
     }
 
     /// Resolves the parent directory of `path` and returns it with the last name.
-    pub(crate) fn parent_of<'p>(&self, conn: &rusqlite::Connection, vp: &VaultPath<'p>, path: &str) -> Result<(InodeId, &'p [u8])> {
+    pub(crate) fn parent_of<'p>(
+        &self,
+        conn: &rusqlite::Connection,
+        vp: &VaultPath<'p>,
+        path: &str,
+    ) -> Result<(InodeId, &'p [u8])> {
         let (parent, name) = vp
             .split_last()
             .ok_or_else(|| Error::InvalidArgument { what: "the root directory cannot be changed this way".into() })?;
@@ -576,7 +604,13 @@ impl Vault {
                     Some(_) => self.resolve_in(tx, &vp.names, true, path),
                     None => {
                         created = true;
-                        Ok(tree::create(tx, dir, name, self.new_node(FileType::File, opts.perm.unwrap_or(0o644), None))?.ino)
+                        Ok(tree::create(
+                            tx,
+                            dir,
+                            name,
+                            self.new_node(FileType::File, opts.perm.unwrap_or(0o644), None),
+                        )?
+                        .ino)
                     }
                 }
             })
@@ -599,7 +633,10 @@ impl Vault {
     /// commit) when `data` fits the dirty-buffer limit and the file is not open in this
     /// process; otherwise it streams through a [`FileHandle`].
     pub fn write_file(&self, path: &str, data: &[u8]) -> Result<()> {
-        if data.len() as u64 <= self.max_dirty_bytes() && !self.engine().is_read_only() && self.write_file_at_once(path, data)? {
+        if data.len() as u64 <= self.max_dirty_bytes()
+            && !self.engine().is_read_only()
+            && self.write_file_at_once(path, data)?
+        {
             return Ok(());
         }
         let f = self.create_file(path)?;
@@ -626,7 +663,11 @@ impl Vault {
         let (dir, name) = self.parent_of(tx, &vp, path).map_err(|e| e.with_path(path))?;
         let ino = match tree::lookup(tx, dir, name)? {
             Some(_) => self.resolve_in(tx, &vp.names, true, path)?,
-            None => tree::create(tx, dir, name, self.new_node(FileType::File, 0o644, None)).map_err(|e| e.with_path(path))?.ino,
+            None => {
+                tree::create(tx, dir, name, self.new_node(FileType::File, 0o644, None))
+                    .map_err(|e| e.with_path(path))?
+                    .ino
+            }
         };
         match tree::attr(tx, ino)?.kind {
             FileType::File => {}
@@ -639,7 +680,13 @@ impl Vault {
     /// Inside a write: replaces the whole content of file `ino` with what `reader`
     /// yields, a chunk at a time (memory: one chunk), and sets its size and mtime.
     /// Returns the number of bytes written.
-    pub(crate) fn replace_content_in(&self, tx: &rusqlite::Connection, ino: InodeId, path: &str, mut reader: impl std::io::Read) -> Result<u64> {
+    pub(crate) fn replace_content_in(
+        &self,
+        tx: &rusqlite::Connection,
+        ino: InodeId,
+        path: &str,
+        mut reader: impl std::io::Read,
+    ) -> Result<u64> {
         let cs = self.chunk_size() as usize;
         let mut buf = vec![0u8; cs];
         let (mut idx, mut total) = (0u64, 0u64);
@@ -767,7 +814,8 @@ impl Vault {
         self.engine()
             .write(|tx| {
                 let (dir, name) = self.parent_of(tx, &vp, link)?;
-                tree::create(tx, dir, name, self.new_node(FileType::Symlink, 0o777, Some(target.as_bytes()))).map(|_| ())
+                tree::create(tx, dir, name, self.new_node(FileType::Symlink, 0o777, Some(target.as_bytes())))
+                    .map(|_| ())
             })
             .map_err(|e| e.with_path(link))
     }
@@ -820,11 +868,15 @@ impl Vault {
         let header = &self.inner.header;
         let mut info = self.engine().read(|c| {
             let count = |kind: u32| -> Result<u64> {
-                Ok(c.query_row("SELECT count(*) FROM inodes WHERE mode & ?1 = ?2", [libc::S_IFMT, kind], |r| r.get::<_, i64>(0))?
-                    as u64)
+                Ok(c.query_row("SELECT count(*) FROM inodes WHERE mode & ?1 = ?2", [libc::S_IFMT, kind], |r| {
+                    r.get::<_, i64>(0)
+                })? as u64)
             };
-            let logical: i64 =
-                c.query_row("SELECT coalesce(sum(size), 0) FROM inodes WHERE mode & ?1 = ?2", [libc::S_IFMT, libc::S_IFREG], |r| r.get(0))?;
+            let logical: i64 = c.query_row(
+                "SELECT coalesce(sum(size), 0) FROM inodes WHERE mode & ?1 = ?2",
+                [libc::S_IFMT, libc::S_IFREG],
+                |r| r.get(0),
+            )?;
             let (chunks, stored): (i64, i64) =
                 c.query_row("SELECT count(*), coalesce(sum(len), 0) FROM chunks", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
             let free: i64 = c.query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
@@ -849,7 +901,8 @@ impl Vault {
             })
         })?;
         let len = |p: PathBuf| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-        info.file_bytes = len(self.inner.path.clone()) + len(PathBuf::from(format!("{}-wal", self.inner.path.display())));
+        info.file_bytes =
+            len(self.inner.path.clone()) + len(PathBuf::from(format!("{}-wal", self.inner.path.display())));
         Ok(info)
     }
 
@@ -892,7 +945,10 @@ fn ids() -> (u32, u32) {
 }
 
 fn poisoned() -> Error {
-    Error::Io { context: "internal lock poisoned by an earlier panic".into(), source: std::io::Error::other("poisoned") }
+    Error::Io {
+        context: "internal lock poisoned by an earlier panic".into(),
+        source: std::io::Error::other("poisoned"),
+    }
 }
 
 /// Serialises header updates between processes with `flock` on the vault file (SQLite

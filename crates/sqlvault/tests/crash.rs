@@ -56,17 +56,46 @@ impl Rng {
 #[derive(Debug, Clone)]
 enum Op {
     /// `write_file`: create or truncate, then write, then commit on close.
-    Write { name: String, data: Vec<u8> },
+    Write {
+        name: String,
+        data: Vec<u8>,
+    },
     /// Open an existing file without truncating and overwrite a range (one commit).
-    Patch { name: String, offset: u64, data: Vec<u8> },
-    Truncate { name: String, len: u64 },
-    Rename { from: String, to: String },
-    Remove { name: String },
-    SetTag { name: String, tag: String, value: i64 },
-    PutRecord { key: String, value: Vec<u8> },
-    DeleteRecord { key: String },
+    Patch {
+        name: String,
+        offset: u64,
+        data: Vec<u8>,
+    },
+    Truncate {
+        name: String,
+        len: u64,
+    },
+    Rename {
+        from: String,
+        to: String,
+    },
+    Remove {
+        name: String,
+    },
+    SetTag {
+        name: String,
+        tag: String,
+        value: i64,
+    },
+    PutRecord {
+        key: String,
+        value: Vec<u8>,
+    },
+    DeleteRecord {
+        key: String,
+    },
     /// One transaction: write a file, tag it, index it in a record. All or nothing.
-    Tx { name: String, data: Vec<u8>, value: i64, key: String },
+    Tx {
+        name: String,
+        data: Vec<u8>,
+        value: i64,
+        key: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -355,7 +384,10 @@ fn cycle(path: &std::path::Path, durability: Durability, cycle_no: usize, seed: 
 
 fn summary(m: &Model) -> (Vec<(String, usize, u64, usize)>, Vec<(String, usize)>) {
     (
-        m.files.iter().map(|(k, f)| (k.clone(), f.data.len(), f.data.iter().map(|b| *b as u64).sum(), f.tags.len())).collect(),
+        m.files
+            .iter()
+            .map(|(k, f)| (k.clone(), f.data.len(), f.data.iter().map(|b| *b as u64).sum(), f.tags.len()))
+            .collect(),
         m.records.iter().map(|(k, v)| (k.clone(), v.len())).collect(),
     )
 }

@@ -21,7 +21,10 @@ fn not_a_vault_and_missing_file_are_named() {
     let p = dir.path().join("plain.db");
     std::fs::write(&p, b"SQLite format 3\0 not ours").unwrap();
     assert!(matches!(Vault::open(&p, &pass(), EngineConfig::default()), Err(Error::NotAVault { .. })));
-    assert!(matches!(Vault::open(dir.path().join("nope"), &pass(), EngineConfig::default()), Err(Error::NotFound { .. })));
+    assert!(matches!(
+        Vault::open(dir.path().join("nope"), &pass(), EngineConfig::default()),
+        Err(Error::NotFound { .. })
+    ));
     std::fs::write(&p, b"").unwrap();
     assert!(matches!(Vault::open(&p, &pass(), EngineConfig::default()), Err(Error::NotAVault { .. })));
 }

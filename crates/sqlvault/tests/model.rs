@@ -1307,7 +1307,10 @@ impl Harness {
                     .records
                     .get(c)
                     .map(|r| {
-                        r.iter().filter(|(k, _)| k.starts_with(pre.as_bytes())).map(|(k, v)| (k.clone(), v.clone())).collect()
+                        r.iter()
+                            .filter(|(k, _)| k.starts_with(pre.as_bytes()))
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect()
                     })
                     .unwrap_or_default();
                 if self.same(&got, &Ok(())) && got.as_ref().unwrap() != &want {

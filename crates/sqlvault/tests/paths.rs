@@ -14,7 +14,19 @@ fn escapes_relative_nul_and_overlong_paths_are_refused() {
     let long_name = format!("/{}", "n".repeat(256));
     let long_path = format!("/{}", ["d"; 2100].join("/"));
     let bad = [
-        "/..", "/../x", "/inside/../../x", "..", "../x", "x", "", "./x", "inside/x", "/a\0b", "\0", &long_name, &long_path,
+        "/..",
+        "/../x",
+        "/inside/../../x",
+        "..",
+        "../x",
+        "x",
+        "",
+        "./x",
+        "inside/x",
+        "/a\0b",
+        "\0",
+        &long_name,
+        &long_path,
     ];
     for p in bad {
         for r in [

@@ -31,7 +31,12 @@ fn check_at(f: &FileHandle, model: &[u8], off: u64, len: usize, what: &str) {
     let want = model.len().saturating_sub(off as usize).min(len);
     assert_eq!(n, want, "{what}: read {len} at {off}: {n} bytes, model has {want} (size {})", model.len());
     if let Some(i) = (0..n).find(|&i| buf[i] != model[off as usize + i]) {
-        panic!("{what}: read {len} at {off}: byte {} is {:#x}, model has {:#x}", off as usize + i, buf[i], model[off as usize + i]);
+        panic!(
+            "{what}: read {len} at {off}: byte {} is {:#x}, model has {:#x}",
+            off as usize + i,
+            buf[i],
+            model[off as usize + i]
+        );
     }
 }
 
@@ -56,7 +61,23 @@ fn every_size_and_alignment_across_chunk_boundaries() {
     let (_t, v) = TestVault::new(CS as u32);
     let model = sparse_file(&v);
     let sizes = [1usize, 3, 255, 256, 1000, 4095, 4096, 4097, 8192, 9000, 30_000];
-    let starts = [0u64, 1, 255, CS - 1, CS, CS + 1, 2 * CS - 100, 2 * CS, 3 * CS - 1, 4 * CS + 2047, 5 * CS - 3, 5 * CS, 5 * CS + 999, 5 * CS + 1000, 5 * CS + 5000];
+    let starts = [
+        0u64,
+        1,
+        255,
+        CS - 1,
+        CS,
+        CS + 1,
+        2 * CS - 100,
+        2 * CS,
+        3 * CS - 1,
+        4 * CS + 2047,
+        5 * CS - 3,
+        5 * CS,
+        5 * CS + 999,
+        5 * CS + 1000,
+        5 * CS + 5000,
+    ];
     for &size in &sizes {
         // Sequential through `Read`, from several starting points, to the end.
         for &start in &starts {
@@ -91,7 +112,8 @@ fn buffered_writes_through_another_handle_are_seen_at_once() {
     let w = v.open_file("/f", &rw()).unwrap();
     // Each step: read a chunk (the reader keeps it as its view), change it through the
     // other handle without committing, and read the same bytes again.
-    let edits: [(u64, usize); 6] = [(100, 10), (CS + 4000, 200), (2 * CS + 5, 3), (4 * CS, 1), (5 * CS + 990, 30), (7 * CS + 1, 9)];
+    let edits: [(u64, usize); 6] =
+        [(100, 10), (CS + 4000, 200), (2 * CS + 5, 3), (4 * CS, 1), (5 * CS + 990, 30), (7 * CS + 1, 9)];
     for (k, &(off, len)) in edits.iter().enumerate() {
         check_at(&r, &model, off.saturating_sub(50), 256, "before the write");
         let data = pattern(len, 100 + k as u32);

@@ -48,7 +48,8 @@ fn scans_are_ordered_paged_and_bounded() {
     assert_eq!(got[99], (b"k00199".to_vec(), b"v199".to_vec()));
     let page = r.page(&(Bound::Excluded(b"k01498".to_vec()), Bound::Unbounded), 10).unwrap();
     assert_eq!(page.iter().map(|p| p.0.clone()).collect::<Vec<_>>(), vec![b"k01499".to_vec(), b"z".to_vec()]);
-    let keys_only: Vec<_> = r.scan_keys((Bound::Unbounded, Bound::Included(b"a".to_vec()))).map(|x| x.unwrap()).collect();
+    let keys_only: Vec<_> =
+        r.scan_keys((Bound::Unbounded, Bound::Included(b"a".to_vec()))).map(|x| x.unwrap()).collect();
     assert_eq!(keys_only, vec![(b"a".to_vec(), Vec::new())]);
     assert_eq!(r.scan_prefix("nothing").count(), 0);
 }

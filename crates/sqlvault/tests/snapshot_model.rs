@@ -79,7 +79,9 @@ impl Tree {
     }
 
     fn dirs(&self) -> Vec<String> {
-        std::iter::once("/".to_string()).chain(self.paths.iter().filter(|(_, n)| **n == N::Dir).map(|(p, _)| p.clone())).collect()
+        std::iter::once("/".to_string())
+            .chain(self.paths.iter().filter(|(_, n)| **n == N::Dir).map(|(p, _)| p.clone()))
+            .collect()
     }
 
     fn of_kind(&self, f: impl Fn(&N) -> bool) -> Vec<String> {
@@ -122,19 +124,55 @@ impl Tree {
 #[derive(Debug, Clone)]
 enum Op {
     /// Write a whole file (an existing file's path, or a new name in a directory).
-    Write { existing: bool, pick: u16, name: u8, blocks: Vec<u8>, tail: u16 },
-    Truncate { pick: u16, size: u16 },
-    Mkdir { pick: u16, name: u8 },
-    Remove { pick: u16 },
-    Rename { pick: u16, dir: u16, name: u8 },
-    HardLink { pick: u16, dir: u16, name: u8 },
-    Symlink { dir: u16, name: u8 },
-    Xattr { pick: u16, value: u8 },
-    Snapshot { k: u8 },
-    RemoveSnapshot { k: u8 },
+    Write {
+        existing: bool,
+        pick: u16,
+        name: u8,
+        blocks: Vec<u8>,
+        tail: u16,
+    },
+    Truncate {
+        pick: u16,
+        size: u16,
+    },
+    Mkdir {
+        pick: u16,
+        name: u8,
+    },
+    Remove {
+        pick: u16,
+    },
+    Rename {
+        pick: u16,
+        dir: u16,
+        name: u8,
+    },
+    HardLink {
+        pick: u16,
+        dir: u16,
+        name: u8,
+    },
+    Symlink {
+        dir: u16,
+        name: u8,
+    },
+    Xattr {
+        pick: u16,
+        value: u8,
+    },
+    Snapshot {
+        k: u8,
+    },
+    RemoveSnapshot {
+        k: u8,
+    },
     /// Restore `pick` of the snapshot (0: everything) to the same path, or into a
     /// directory under a new name.
-    Restore { k: u8, pick: u16, elsewhere: Option<(u16, u8)> },
+    Restore {
+        k: u8,
+        pick: u16,
+        elsewhere: Option<(u16, u8)>,
+    },
     Reopen,
 }
 
@@ -258,8 +296,13 @@ impl Harness {
                     return; // replacing and moving into itself are the main model test's job
                 }
                 self.v().rename(&from, &to).unwrap();
-                let moved: Vec<(String, N)> =
-                    self.live.paths.iter().filter(|(p, _)| below(p, &from)).map(|(p, n)| (p.clone(), n.clone())).collect();
+                let moved: Vec<(String, N)> = self
+                    .live
+                    .paths
+                    .iter()
+                    .filter(|(p, _)| below(p, &from))
+                    .map(|(p, n)| (p.clone(), n.clone()))
+                    .collect();
                 self.live.remove(&from);
                 for (p, n) in moved {
                     self.live.paths.insert(format!("{to}{}", &p[from.len()..]), n);
@@ -413,7 +456,12 @@ impl Harness {
                     assert_eq!(xattr(InodeId(ino)), *x, "step {} {what} {p}: xattr", self.step);
                     // Names share an inode exactly when the model's names share a file.
                     assert_eq!(*ino_of_id.entry(*id).or_insert(ino), ino, "step {} {what} {p}: link broken", self.step);
-                    assert_eq!(*id_of_ino.entry(ino).or_insert(*id), *id, "step {} {what} {p}: files merged", self.step);
+                    assert_eq!(
+                        *id_of_ino.entry(ino).or_insert(*id),
+                        *id,
+                        "step {} {what} {p}: files merged",
+                        self.step
+                    );
                 }
             }
         }
@@ -423,7 +471,11 @@ impl Harness {
         let v = self.v();
         let mut seen = Seen::default();
         let list = |d: InodeId| {
-            v.list(d, None, 10_000).unwrap().into_iter().map(|e| (String::from_utf8(e.name).unwrap(), e.ino, e.kind)).collect()
+            v.list(d, None, 10_000)
+                .unwrap()
+                .into_iter()
+                .map(|e| (String::from_utf8(e.name).unwrap(), e.ino, e.kind))
+                .collect()
         };
         self.walk(&list, InodeId::ROOT, "/", &mut seen);
         let read = |ino: InodeId| {
@@ -499,7 +551,8 @@ fn run_case(ops: Vec<Op>) {
 
 #[test]
 fn snapshots_equal_the_model_when_taken_whatever_happens_after() {
-    let cases = std::env::var("SQLVAULT_SNAPSHOT_MODEL_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(DEFAULT_CASES);
+    let cases =
+        std::env::var("SQLVAULT_SNAPSHOT_MODEL_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(DEFAULT_CASES);
     let config = Config { cases, failure_persistence: None, max_shrink_iters: 200, ..Config::default() };
     let mut runner = TestRunner::new(config);
     let result = runner.run(&vec(op(), OPS), |ops| {

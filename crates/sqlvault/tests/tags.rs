@@ -86,11 +86,13 @@ fn batch_applies_all_or_nothing_in_one_commit() {
     assert_eq!(v.tag("/m/7", "k3").unwrap(), Some(TagValue::Int(703)));
     assert_eq!(v.tags("/m/49").unwrap().len(), 20);
     // One missing path fails the whole batch.
-    let mut bad: Vec<(String, Vec<(&str, TagValue)>)> = (0..50).map(|i| (format!("/m/{i}"), vec![("new", TagValue::Int(1))])).collect();
+    let mut bad: Vec<(String, Vec<(&str, TagValue)>)> =
+        (0..50).map(|i| (format!("/m/{i}"), vec![("new", TagValue::Int(1))])).collect();
     bad.push(("/m/missing".into(), vec![("new", TagValue::Int(1))]));
     assert!(v.set_tags_batch(&bad).is_err());
     assert_eq!(v.tag("/m/0", "new").unwrap(), None);
-    let inos: Vec<_> = (0..3).map(|i| (v.metadata(&format!("/m/{i}")).unwrap().ino, vec![("by_ino", TagValue::Int(i))])).collect();
+    let inos: Vec<_> =
+        (0..3).map(|i| (v.metadata(&format!("/m/{i}")).unwrap().ino, vec![("by_ino", TagValue::Int(i))])).collect();
     v.set_tags_batch_ino(&inos).unwrap();
     assert_eq!(v.tag("/m/2", "by_ino").unwrap(), Some(TagValue::Int(2)));
 }
@@ -133,7 +135,8 @@ fn user_xattrs_are_the_tags_and_numeric_text_becomes_a_number() {
     assert_eq!(v.get_xattr(ino, b"user.rating").unwrap(), b"4.5");
     assert_eq!(v.get_xattr(ino, b"user.n").unwrap(), b"-7");
     assert_eq!(v.get_xattr(ino, b"user.zip").unwrap(), b"0400");
-    let names: Vec<String> = v.list_xattrs(ino).unwrap().iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect();
+    let names: Vec<String> =
+        v.list_xattrs(ino).unwrap().iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect();
     assert_eq!(names, ["trusted.other", "user.camera", "user.iso", "user.n", "user.rating", "user.zip"]);
     v.remove_xattr(ino, b"user.camera").unwrap();
     assert_eq!(v.tag("/a.jpg", "camera").unwrap(), None);
@@ -164,7 +167,10 @@ fn find_compares_by_type_combines_conditions_and_stays_under_the_directory() {
     v.set_tags("/photos/b.jpg", &[("camera", TagValue::from("X-T5"))]).unwrap();
     v.hard_link("/other/g.jpg", "/photos/2024/g-link.jpg").unwrap();
 
-    assert_eq!(paths(&v, "/photos", &q(&["iso>=400"])), ["/photos/2024/c.jpg", "/photos/2024/d.png", "/photos/2024/g-link.jpg", "/photos/b.jpg"]);
+    assert_eq!(
+        paths(&v, "/photos", &q(&["iso>=400"])),
+        ["/photos/2024/c.jpg", "/photos/2024/d.png", "/photos/2024/g-link.jpg", "/photos/b.jpg"]
+    );
     assert_eq!(paths(&v, "/photos", &q(&["iso=400"])), ["/photos/2024/c.jpg", "/photos/b.jpg"]);
     assert_eq!(paths(&v, "/photos", &q(&["iso<400"])), ["/photos/a.jpg"]);
     assert_eq!(paths(&v, "/photos", &q(&["iso<=400.5", "iso>200"])), ["/photos/2024/c.jpg", "/photos/b.jpg"]);
@@ -178,8 +184,14 @@ fn find_compares_by_type_combines_conditions_and_stays_under_the_directory() {
     let bytes = Query::new().tag(Condition::new("iso", Op::Gt, vec![0u8]));
     assert_eq!(paths(&v, "/", &bytes), ["/photos/f.jpg"]);
     // Name glob and subtree; a hard link is found by each name below the directory.
-    assert_eq!(paths(&v, "/photos", &q(&["iso>=400"]).name("*.jpg")), ["/photos/2024/c.jpg", "/photos/2024/g-link.jpg", "/photos/b.jpg"]);
-    assert_eq!(paths(&v, "/photos/2024/", &q(&["iso>100"])), ["/photos/2024/c.jpg", "/photos/2024/d.png", "/photos/2024/g-link.jpg"]);
+    assert_eq!(
+        paths(&v, "/photos", &q(&["iso>=400"]).name("*.jpg")),
+        ["/photos/2024/c.jpg", "/photos/2024/g-link.jpg", "/photos/b.jpg"]
+    );
+    assert_eq!(
+        paths(&v, "/photos/2024/", &q(&["iso>100"])),
+        ["/photos/2024/c.jpg", "/photos/2024/d.png", "/photos/2024/g-link.jpg"]
+    );
     assert_eq!(paths(&v, "/", &q(&["iso=800"])), ["/other/g.jpg", "/photos/2024/g-link.jpg"]);
     assert!(matches!(v.find("/photos/a.jpg", &q(&["iso"])).unwrap_err(), Error::NotADirectory { .. }));
     assert!(matches!(v.find("/nope", &q(&["iso"])).unwrap_err(), Error::NotFound { .. }));
@@ -242,7 +254,10 @@ fn find_latency_at_100k_files() {
             }
         }
     }
-    println!("baseline: listing every directory and reading each file's tag: {hits} hits in {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+    println!(
+        "baseline: listing every directory and reading each file's tag: {hits} hits in {:.1} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
     // SAFETY: getrusage fills the struct it is given.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };

@@ -337,7 +337,6 @@ fn untouched_wal_of_crashed_writer_recovers_everything() {
     assert_eq!(observe(&v).unwrap(), with_wal_files(base, WAL_FILES));
 }
 
-
 /// What can be read besides file content, one kind at a time (each kind is checked on
 /// its own open vault, so damage met by one cannot hide a wrong answer of another).
 const KINDS: [&str; 5] = ["records", "tags", "xattrs", "symlinks", "dirs"];
@@ -406,7 +405,8 @@ fn observe_kind(v: &Vault, kind: &str) -> sqlvault::Result<Model> {
         }
         "dirs" => {
             for dir in ["/", "/meta", "/meta/d", "/meta/names"] {
-                let names: Vec<String> = v.read_dir(dir)?.into_iter().map(|e| format!("{}:{:?}", e.name, e.kind)).collect();
+                let names: Vec<String> =
+                    v.read_dir(dir)?.into_iter().map(|e| format!("{}:{:?}", e.name, e.kind)).collect();
                 m.insert(format!("dir {dir}"), names.join("\n").into_bytes());
             }
         }
@@ -446,13 +446,21 @@ fn make_metadata_vault(dir: &Path) -> (PathBuf, Vec<Model>) {
         let p = format!("/meta/d/f{i}");
         v.write_file(&p, b"").unwrap();
         let long: String = content(7000 + i, 300 + i * 40).iter().map(|b| (b'a' + b % 26) as char).collect();
-        v.set_tags(&p, &[("n", TagValue::Int(i as i64)), ("long", TagValue::Text(long)), ("raw", TagValue::Bytes(content(8000 + i, 64)))])
-            .unwrap();
+        v.set_tags(
+            &p,
+            &[
+                ("n", TagValue::Int(i as i64)),
+                ("long", TagValue::Text(long)),
+                ("raw", TagValue::Bytes(content(8000 + i, 64))),
+            ],
+        )
+        .unwrap();
         let ino = v.symlink_metadata(&p).unwrap().ino;
         v.set_xattr(ino, b"trusted.blob", &content(9000 + i, 200 + i * 100), Default::default()).unwrap();
     }
     for i in 0..LINKS {
-        let target: String = (0..4000).map(|j| if j % 200 == 199 { '/' } else { (b'a' + ((i * 7 + j) % 26) as u8) as char }).collect();
+        let target: String =
+            (0..4000).map(|j| if j % 200 == 199 { '/' } else { (b'a' + ((i * 7 + j) % 26) as u8) as char }).collect();
         v.symlink(&target, &format!("/meta/link{i}")).unwrap();
     }
     for i in 0..NAMES {

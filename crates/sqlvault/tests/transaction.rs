@@ -19,7 +19,8 @@ fn state(v: &Vault) -> (Files, Recs, u64) {
         let p = format!("/d/{}", e.name);
         files.push((p.clone(), v.read_file(&p).unwrap(), v.tags(&p).unwrap()));
     }
-    let recs = v.records("index").scan((std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)).map(|r| r.unwrap()).collect();
+    let recs =
+        v.records("index").scan((std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)).map(|r| r.unwrap()).collect();
     let report = v.fsck().unwrap();
     assert!(report.is_clean(), "{:?}", report.problems);
     (files, recs, v.info().unwrap().chunks)
@@ -267,6 +268,8 @@ fn a_write_through_the_vault_inside_a_transaction_fails_instead_of_deadlocking()
     assert_eq!(state(&v), before);
     // The mark is gone afterwards, also after a panic.
     v.write_file("/d/after", b"z").unwrap();
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| v.transaction(|_| -> Result<(), Error> { panic!("x") })));
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        v.transaction(|_| -> Result<(), Error> { panic!("x") })
+    }));
     v.write_file("/d/after", b"w").unwrap();
 }

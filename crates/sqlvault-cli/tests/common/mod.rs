@@ -39,7 +39,8 @@ impl Env {
         assert!(self.ok(&["fsck", self.v()]).starts_with("clean"));
     }
     pub fn run_stdin(&self, args: &[&str], stdin: &[u8]) -> Output {
-        let mut child = sqlvault().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut child =
+            sqlvault().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         child.stdin.take().unwrap().write_all(stdin).unwrap();
         child.wait_with_output().unwrap()
     }

@@ -69,7 +69,8 @@ impl Vault {
 
     /// Commits the buffered writes of every file open in this process.
     fn flush_open(&self) -> Result<()> {
-        let nodes: Vec<_> = self.inner.open.lock().map_err(|_| super::poisoned())?.values().map(|(n, _)| n.clone()).collect();
+        let nodes: Vec<_> =
+            self.inner.open.lock().map_err(|_| super::poisoned())?.values().map(|(n, _)| n.clone()).collect();
         for n in nodes {
             n.flush(self)?;
         }
@@ -101,7 +102,8 @@ impl Vault {
     /// Looks `name` up in directory `parent` of snapshot `snap`.
     pub fn snapshot_lookup(&self, snap: SnapshotId, parent: InodeId, name: &[u8]) -> Result<Attr> {
         self.engine().read(|c| {
-            let ino = snapshot::lookup(c, snap, parent, name)?.ok_or_else(|| Error::not_found(String::from_utf8_lossy(name)))?;
+            let ino = snapshot::lookup(c, snap, parent, name)?
+                .ok_or_else(|| Error::not_found(String::from_utf8_lossy(name)))?;
             snapshot::attr(c, snap, ino)
         })
     }
@@ -113,7 +115,13 @@ impl Vault {
     }
 
     /// Up to `limit` entries of directory `dir` of snapshot `snap` after `after`.
-    pub fn snapshot_list(&self, snap: SnapshotId, dir: InodeId, after: Option<&[u8]>, limit: usize) -> Result<Vec<Entry>> {
+    pub fn snapshot_list(
+        &self,
+        snap: SnapshotId,
+        dir: InodeId,
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<Entry>> {
         self.engine().read(|c| {
             if snapshot::attr(c, snap, dir)?.kind != tree::FileType::Dir {
                 return Err(Error::NotADirectory { path: format!("snapshot inode {}", dir.0) });
