@@ -8,6 +8,9 @@ started=$(date +%s)
 stage() { echo "== test.sh: $1 ($(( $(date +%s) - started )) s so far)"; }
 
 bash scripts/ensure-packages.sh
+stage "cargo fmt --check, cargo clippy -D warnings"
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
 stage "cargo test --workspace"
 cargo test --workspace --locked
 

@@ -129,7 +129,6 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
         Where::Vault { .. } => PathBuf::from("/"),
     };
     let mut m = Meter::start()?;
-    let bytes: u64;
     match (spec.workload, spec.write) {
         (Workload::Large, true) => {
             let mut gen = Stream::new(spec.seed);
@@ -142,7 +141,6 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
                 w.write_all(&buf)?;
             }
             w.finish()?;
-            bytes = sum.bytes();
         }
         (Workload::Large, false) => {
             let mut r = Reader::open(&vault, &dir, &format!("{}/large.bin", spec.sub))?;
@@ -155,7 +153,6 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
                     break;
                 }
             }
-            bytes = sum.bytes();
         }
         (Workload::Tree, true) => {
             let mut gen = Stream::new(spec.seed);
@@ -171,7 +168,6 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
                 w.close()?;
             }
             sync_target(&vault)?;
-            bytes = sum.bytes();
         }
         (Workload::Tree, false) => {
             for i in 0..spec.files {
@@ -182,10 +178,9 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
                 sum.update(&buf[..n]);
                 m.exclude(t.elapsed());
             }
-            bytes = sum.bytes();
         }
     }
-    let units = bytes as f64;
+    let units = sum.bytes() as f64;
     out.add("phase", m.stop(units)?);
     out.notes.insert("checksum".into(), sum.hex());
     if let Some(v) = vault {

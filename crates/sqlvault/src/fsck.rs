@@ -5,8 +5,8 @@
 
 use rusqlite::Connection;
 
-use crate::chunks;
 use crate::error::Result;
+use crate::fs::chunks;
 
 /// What `fsck` found. An empty `problems` list means the vault is sound.
 #[derive(Debug, Clone, Default, serde::Serialize)]

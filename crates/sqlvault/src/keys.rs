@@ -11,7 +11,7 @@
 //! wrong secret and a tampered slot are both detected before SQLCipher sees a key.
 //! Changing the passphrase rewrites one 4 KiB header copy, whatever the vault's size.
 //!
-//! The header region ([`crate::vfs::HEADER_LEN`] bytes) holds two copies of the header,
+//! The header region ([`crate::storage::vfs::HEADER_LEN`] bytes) holds two copies of the header,
 //! each checksummed with BLAKE3 and carrying a generation number. Updates write the
 //! older copy first, sync, then the other: a crash at any point leaves at least one
 //! valid copy, which opens with either the old or the new secret, never neither.
@@ -27,7 +27,7 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use zeroize::{Zeroize, Zeroizing};
 
 use crate::error::{Error, Result};
-use crate::vfs::HEADER_LEN;
+use crate::storage::vfs::HEADER_LEN;
 
 /// Magic bytes at the start of each header copy.
 pub const MAGIC: &[u8; 8] = b"SQLVAULT";

@@ -24,41 +24,31 @@
 //! # Ok::<(), sqlvault::Error>(())
 //! ```
 
-mod checkpoint;
-mod chunks;
-mod commit;
-mod compact;
-mod engine;
 mod error;
+mod fs;
 pub mod fsck;
-mod handle;
 pub mod keys;
-mod metadata;
-mod path;
-pub mod records;
-mod schema;
+mod meta;
 mod snapshot;
-pub mod tags;
-mod transaction;
-mod tree;
+mod storage;
 mod vault;
-mod vfs;
-mod xattr;
 
-pub use commit::CommitStats;
-pub use compact::CompactReport;
-pub use engine::{Durability, EngineConfig};
+pub use meta::{records, tags};
+
 pub use error::{Error, ErrorKind, Result};
+pub use fs::handle::{to_io, FileHandle, FileOptions};
+pub use fs::path::{join as join_path, VaultPath};
+pub use fs::tree::{check_name, Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
 pub use fsck::FsckReport;
-pub use handle::{to_io, FileHandle, FileOptions};
 pub use keys::{generate_key_file, HmacAlgorithm, KdfParams, Secret, SlotKind};
-pub use metadata::{RecordScan, Records};
-pub use path::{join as join_path, VaultPath};
-pub use records::KeyRange;
+pub use meta::records::KeyRange;
+pub use meta::tags::{Condition, Found, Op, Query, TagValue};
+pub use meta::xattr::XattrMode;
 pub use snapshot::{RestoreSummary, SnapshotId, SnapshotInfo};
-pub use tags::{Condition, Found, Op, Query, TagValue};
-pub use transaction::{Tx, TxRecords};
-pub use tree::{check_name, Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
+pub use storage::commit::CommitStats;
+pub use storage::compact::CompactReport;
+pub use storage::engine::{Durability, EngineConfig};
+pub use storage::vfs::{io_counts, IoCounts};
+pub use vault::metadata::{RecordScan, Records};
+pub use vault::transaction::{Tx, TxRecords};
 pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
-pub use vfs::{io_counts, IoCounts};
-pub use xattr::XattrMode;

@@ -4,7 +4,7 @@
 //! map, extended attributes) into the `snap_*` tables with `INSERT ... SELECT`, in the
 //! caller's transaction: O(inodes + chunk-map rows), no chunk data is copied, and the
 //! chunk rows are not touched either. Every `snap_chunks` row is one *hold* on its
-//! chunk (`chunk_holds`, kept by [`crate::chunks`] next to the live `refs`), so a chunk
+//! chunk (`chunk_holds`, kept by [`crate::fs::chunks`] next to the live `refs`), so a chunk
 //! lives as long as a file or a snapshot names it (`fsck` checks both counts exactly).
 //! Removing a snapshot drops its holds and frees the chunks nobody else names.
 //!
@@ -17,17 +17,17 @@
 //!
 //! This module owns the `snapshots` and `snap_*` tables. It reads the live tables when
 //! freezing; every change to the live tree during a restore goes through
-//! [`crate::tree`], [`crate::chunks`] and [`crate::xattr`].
+//! [`crate::fs::tree`], [`crate::fs::chunks`] and [`crate::meta::xattr`].
 
 use std::collections::HashMap;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::chunks::{self, ChunkId};
 use crate::error::{Error, Result};
-use crate::tags::{self, TagValue};
-use crate::tree::{self, Attr, Entry, FileType, InodeId, RestoredNode, ATTR_COLUMNS};
-use crate::xattr::{self, XattrMode};
+use crate::fs::chunks::{self, ChunkId};
+use crate::fs::tree::{self, Attr, Entry, FileType, InodeId, RestoredNode, ATTR_COLUMNS};
+use crate::meta::tags::{self, TagValue};
+use crate::meta::xattr::{self, XattrMode};
 
 /// Schema migration that adds the snapshot tables (one self-contained batch; see
 /// `schema.rs` and `docs/format.md`).
@@ -351,7 +351,7 @@ pub fn read_at(
     Ok(want)
 }
 
-/// The tag a `user.NAME` attribute name stands for (as in [`crate::xattr`]).
+/// The tag a `user.NAME` attribute name stands for (as in [`crate::meta::xattr`]).
 fn tag_name(name: &[u8]) -> Option<&[u8]> {
     name.strip_prefix(b"user.").filter(|t| !t.is_empty())
 }
@@ -632,8 +632,8 @@ mod tests {
 
     fn db() -> Connection {
         let c = Connection::open_in_memory().unwrap();
-        crate::schema::create(&c).unwrap();
-        crate::schema::initialize(&c, 4096, 1, 0, 0).unwrap();
+        crate::storage::schema::create(&c).unwrap();
+        crate::storage::schema::initialize(&c, 4096, 1, 0, 0).unwrap();
         c
     }
 
@@ -726,8 +726,8 @@ mod fsck_tests {
 
     fn vault_db() -> Connection {
         let c = Connection::open_in_memory().unwrap();
-        crate::schema::create(&c).unwrap();
-        crate::schema::initialize(&c, 4096, 1, 0, 0).unwrap();
+        crate::storage::schema::create(&c).unwrap();
+        crate::storage::schema::initialize(&c, 4096, 1, 0, 0).unwrap();
         let n = tree::NewNode { kind: FileType::File, perm: 0o644, uid: 0, gid: 0, target: None };
         let a = tree::create(&c, InodeId::ROOT, b"f", n).unwrap();
         chunks::put(&c, a.ino.0 as i64, 0, b"content").unwrap();

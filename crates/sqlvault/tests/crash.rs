@@ -382,7 +382,10 @@ fn cycle(path: &std::path::Path, durability: Durability, cycle_no: usize, seed: 
     (seen, Outcome { acked, in_flight_committed })
 }
 
-fn summary(m: &Model) -> (Vec<(String, usize, u64, usize)>, Vec<(String, usize)>) {
+/// Files as (path, length, byte sum, tag count) and record collections as (name, count).
+type Summary = (Vec<(String, usize, u64, usize)>, Vec<(String, usize)>);
+
+fn summary(m: &Model) -> Summary {
     (
         m.files
             .iter()

@@ -5,9 +5,9 @@
 
 use super::Vault;
 use crate::error::{Error, Result};
-use crate::path::VaultPath;
+use crate::fs::path::VaultPath;
+use crate::fs::tree::{self, Attr, Entry, InodeId};
 use crate::snapshot::{self, Dest, RestoreSummary, SnapshotId, SnapshotInfo};
-use crate::tree::{self, Attr, Entry, InodeId};
 
 impl Vault {
     /// Freezes the whole tree as snapshot `name`, in one transaction that copies rows,
@@ -59,12 +59,12 @@ impl Vault {
         })
     }
 
-    /// Gives free database pages back to the file system; see [`crate::compact`] for
+    /// Gives free database pages back to the file system; see [`crate::storage::compact`] for
     /// the two ways (a first `VACUUM` rebuild, then incremental steps). `progress(done,
     /// total)` is called from time to time, possibly from another thread.
     pub fn compact(&self, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<crate::CompactReport> {
         self.flush_open()?;
-        crate::compact::compact(self.engine(), self.path(), progress)
+        crate::storage::compact::compact(self.engine(), self.path(), progress)
     }
 
     /// Commits the buffered writes of every file open in this process.

@@ -1,6 +1,6 @@
 //! Extended attributes: `(inode, name) -> value` rows in the `xattrs` table, except
 //! the `user.*` namespace, which *is* the inode's tags: `user.NAME` reads and writes tag
-//! `NAME` in [`crate::tags`], typed by [`crate::tags::TagValue::from_xattr`] (so
+//! `NAME` in [`crate::meta::tags`], typed by [`crate::meta::tags::TagValue::from_xattr`] (so
 //! `setfattr -n user.iso -v 400` sets the integer 400, and `getfattr` returns exactly
 //! the bytes that were set).
 //!
@@ -9,13 +9,13 @@
 //! 255-byte names, 64 KiB values) and implements `XATTR_CREATE` / `XATTR_REPLACE`.
 //! Every function runs inside the caller's transaction. Changing an attribute updates
 //! the inode's ctime, as on a local file system. The rows of an inode go away with
-//! the inode ([`crate::tree`] calls [`remove_all`] wherever it deletes one).
+//! the inode ([`crate::fs::tree`] calls [`remove_all`] wherever it deletes one).
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, Result};
-use crate::tags::{self, TagValue};
-use crate::tree::{self, InodeId, SetAttr};
+use crate::fs::tree::{self, InodeId, SetAttr};
+use crate::meta::tags::{self, TagValue};
 
 /// Longest attribute name, in bytes (Linux `XATTR_NAME_MAX`).
 pub const MAX_NAME: usize = 255;

@@ -9,18 +9,20 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::chunks;
-use crate::commit::CommitStats;
-use crate::engine::{Engine, EngineConfig};
 use crate::error::{Error, Result};
-use crate::handle::{FileHandle, FileOptions, OpenInode};
+use crate::fs::chunks;
+use crate::fs::handle::{FileHandle, FileOptions, OpenInode};
+use crate::fs::path::VaultPath;
+use crate::fs::tree::{self, Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
 use crate::keys::{CipherSettings, Header, HmacAlgorithm, KdfParams, Secret, SlotInfo};
-use crate::path::VaultPath;
-use crate::schema;
-use crate::tree::{self, Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
-use crate::xattr::{self, XattrMode};
+use crate::meta::xattr::{self, XattrMode};
+use crate::storage::commit::CommitStats;
+use crate::storage::engine::{Engine, EngineConfig};
+use crate::storage::schema;
 
+pub(crate) mod metadata;
 mod snapshots;
+pub(crate) mod transaction;
 
 /// Settings fixed when a vault is created.
 #[derive(Debug, Clone)]

@@ -3,10 +3,10 @@
 //! A vault path is absolute (`/photos/a.jpg`); repeated slashes and `.` components are
 //! ignored; `..` is refused rather than resolved (a lexical `..` would disagree with
 //! symlinks, and refusing it makes escapes impossible by construction). Each name is
-//! checked by [`crate::tree::check_name`].
+//! checked by [`crate::fs::tree::check_name`].
 
 use crate::error::{Error, Result};
-use crate::tree::check_name;
+use crate::fs::tree::check_name;
 
 /// A parsed, validated vault path: its names from the root down.
 #[derive(Debug, Clone, PartialEq, Eq)]

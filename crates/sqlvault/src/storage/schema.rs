@@ -185,7 +185,7 @@ pub fn meta_int(conn: &Connection, key: &str) -> Result<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tags::TagValue;
+    use crate::meta::tags::TagValue;
     use rusqlite::types::ValueRef;
 
     #[test]

@@ -6,13 +6,13 @@
 //! the last link, ...) is applied fully or not at all.
 //!
 //! Names are raw bytes (the FUSE frontend passes whatever the kernel gives); path
-//! parsing and symlink resolution live in [`crate::path`] and the facade.
+//! parsing and symlink resolution live in [`crate::fs::path`] and the facade.
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use crate::chunks;
 use crate::error::{Error, Result};
-use crate::schema::ROOT_INO;
+use crate::fs::chunks;
+use crate::storage::schema::ROOT_INO;
 
 /// Inode number. The root directory is [`InodeId::ROOT`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -408,8 +408,8 @@ fn drop_link(conn: &Connection, ino: InodeId, now: i64, is_open: &dyn Fn(InodeId
 /// Deletes an inode and its content (its last link is gone and no handle uses it).
 pub fn purge(conn: &Connection, ino: InodeId) -> Result<()> {
     chunks::truncate(conn, ino.sql(), 0)?;
-    crate::xattr::remove_all(conn, ino)?;
-    crate::tags::remove_all(conn, ino)?;
+    crate::meta::xattr::remove_all(conn, ino)?;
+    crate::meta::tags::remove_all(conn, ino)?;
     conn.prepare_cached("DELETE FROM inodes WHERE ino = ?1")?.execute([ino.sql()])?;
     conn.prepare_cached("DELETE FROM orphans WHERE ino = ?1")?.execute([ino.sql()])?;
     Ok(())
@@ -437,8 +437,8 @@ pub fn rmdir(conn: &Connection, parent: InodeId, name: &[u8]) -> Result<()> {
         return Err(Error::DirectoryNotEmpty { path: shown(name) });
     }
     conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?.execute(params![parent.sql(), name])?;
-    crate::xattr::remove_all(conn, ino)?;
-    crate::tags::remove_all(conn, ino)?;
+    crate::meta::xattr::remove_all(conn, ino)?;
+    crate::meta::tags::remove_all(conn, ino)?;
     conn.prepare_cached("DELETE FROM inodes WHERE ino = ?1")?.execute([ino.sql()])?;
     touch_dir(conn, parent, -1, now_ns())
 }
@@ -512,8 +512,8 @@ pub fn rename(
                     }
                     conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?
                         .execute(params![new_parent.sql(), new_name])?;
-                    crate::xattr::remove_all(conn, dst)?;
-                    crate::tags::remove_all(conn, dst)?;
+                    crate::meta::xattr::remove_all(conn, dst)?;
+                    crate::meta::tags::remove_all(conn, dst)?;
                     conn.prepare_cached("DELETE FROM inodes WHERE ino = ?1")?.execute([dst.sql()])?;
                     touch_dir(conn, new_parent, -1, now)?;
                 }

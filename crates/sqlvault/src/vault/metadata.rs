@@ -2,8 +2,8 @@
 //! thousands of files in one commit with [`Vault::set_tags_batch`]), `find`, and the
 //! [`Records`] handle of a named record collection.
 //!
-//! Paths follow symlinks, as `metadata` does. The SQL lives in [`crate::tags`] and
-//! [`crate::records`]; this module resolves paths and picks transactions.
+//! Paths follow symlinks, as `metadata` does. The SQL lives in [`crate::meta::tags`] and
+//! [`crate::meta::records`]; this module resolves paths and picks transactions.
 
 use std::collections::VecDeque;
 use std::ops::Bound;
@@ -11,10 +11,10 @@ use std::ops::Bound;
 use serde::{de::DeserializeOwned, Serialize};
 
 use crate::error::{Error, Result};
-use crate::records::{self, KeyRange};
-use crate::tags::{self, Found, Query, TagValue};
-use crate::transaction::{named, set_tags_ino};
-use crate::tree::InodeId;
+use crate::fs::tree::InodeId;
+use crate::meta::records::{self, KeyRange};
+use crate::meta::tags::{self, Found, Query, TagValue};
+use crate::vault::transaction::{named, set_tags_ino};
 use crate::vault::Vault;
 
 pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
@@ -65,7 +65,7 @@ impl Vault {
         self.transaction(|tx| tx.remove_tags(path, names))
     }
 
-    /// Entries below directory `dir` matching `query` (see [`crate::tags`] for the
+    /// Entries below directory `dir` matching `query` (see [`crate::meta::tags`] for the
     /// rules), in index order. Memory grows with the hits; use [`Vault::find_each`] to
     /// stream them.
     pub fn find(&self, dir: &str, query: &Query) -> Result<Vec<Found>> {

@@ -3,7 +3,7 @@
 //!
 //! * The master key is handed to SQLCipher as a raw key (`x'..'`), so opening a
 //!   connection costs no key derivation; the passphrase KDF ran once in [`crate::keys`].
-//! * One writer connection per process, with group commit ([`crate::commit`]):
+//! * One writer connection per process, with group commit ([`crate::storage::commit`]):
 //!   concurrent writers share one `BEGIN IMMEDIATE` transaction, each in its own
 //!   savepoint; a second process waits on the busy handler instead of failing halfway
 //!   (article 001).
@@ -26,13 +26,13 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::checkpoint::Checkpointer;
-use crate::commit::{CommitStats, WriteTx, Writer};
+use crate::storage::checkpoint::Checkpointer;
+use crate::storage::commit::{CommitStats, WriteTx, Writer};
 
 use crate::error::{Error, Result};
 use crate::keys::{CipherSettings, MasterKey};
-use crate::schema;
-use crate::vfs;
+use crate::storage::schema;
+use crate::storage::vfs;
 
 /// How durable a returned write is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -75,7 +75,7 @@ impl Default for EngineConfig {
             busy_timeout: Duration::from_secs(60),
             read_only: false,
             max_idle_readers: 8,
-            wal_limit_bytes: crate::checkpoint::DEFAULT_WAL_LIMIT,
+            wal_limit_bytes: crate::storage::checkpoint::DEFAULT_WAL_LIMIT,
             read_threads: 4,
         }
     }
@@ -202,7 +202,7 @@ impl Engine {
     /// Runs `f` as one all-or-nothing write: if it returns `Ok` its work commits, if it
     /// returns `Err` (or panics) its work is rolled back and the vault is as before.
     /// Concurrent calls share one transaction and one commit (group commit, see
-    /// [`crate::commit`]); a call returns once its work is committed, as durable as the
+    /// [`crate::storage::commit`]); a call returns once its work is committed, as durable as the
     /// vault's durability setting says.
     pub fn write<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
         if nested_write() {

@@ -28,7 +28,7 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{params, Connection, OptionalExtension, ToSql};
 
 use crate::error::{Error, Result};
-use crate::tree::{self, FileType, InodeId, SetAttr};
+use crate::fs::tree::{self, FileType, InodeId, SetAttr};
 
 /// Longest tag name, in bytes (so that `user.NAME` fits an extended attribute name).
 pub const MAX_NAME: usize = 250;
@@ -617,7 +617,7 @@ mod tests {
     #[test]
     fn find_uses_the_value_index_and_never_scans_a_table() {
         let c = Connection::open_in_memory().unwrap();
-        crate::schema::create(&c).unwrap();
+        crate::storage::schema::create(&c).unwrap();
         for q in [
             Query::new().parse_tag("camera=X100V").unwrap(),
             Query::new().parse_tag("iso>=400").unwrap(),

@@ -28,9 +28,9 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::chunks::{self, ChunkId};
 use crate::error::{Error, Result};
-use crate::tree::{self, Attr, InodeId};
+use crate::fs::chunks::{self, ChunkId};
+use crate::fs::tree::{self, Attr, InodeId};
 use crate::vault::Vault;
 
 /// The last chunk read: its id (a content hash) and bytes.

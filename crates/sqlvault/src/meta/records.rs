@@ -195,7 +195,7 @@ mod tests {
 
     fn db() -> Connection {
         let c = Connection::open_in_memory().unwrap();
-        crate::schema::create(&c).unwrap();
+        crate::storage::schema::create(&c).unwrap();
         c
     }
 

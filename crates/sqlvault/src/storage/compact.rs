@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use crate::engine::Engine;
 use crate::error::Result;
+use crate::storage::engine::Engine;
 
 /// Pages moved per transaction by an incremental compaction.
 const STEP_PAGES: i64 = 1024;

@@ -1,7 +1,7 @@
 //! One transaction over files, tags and records: [`Vault::transaction`] and [`Tx`].
 //!
 //! The closure runs inside one `BEGIN IMMEDIATE` transaction of the engine
-//! ([`crate::engine::Engine::write`]); every change it makes through the [`Tx`] commits
+//! ([`crate::storage::engine::Engine::write`]); every change it makes through the [`Tx`] commits
 //! together when it returns `Ok`, and none does when it returns `Err` or panics (the
 //! panic is caught, the transaction rolled back, then the panic resumed, so the vault
 //! stays usable). Reads through the `Tx` see the transaction's own writes.
@@ -16,12 +16,12 @@ use std::panic::{self, AssertUnwindSafe};
 use rusqlite::Connection;
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::chunks;
 use crate::error::{Error, Result};
-use crate::path::VaultPath;
-use crate::records::{self, KeyRange};
-use crate::tags::{self, TagValue};
-use crate::tree::{self, FileType, InodeId};
+use crate::fs::chunks;
+use crate::fs::path::VaultPath;
+use crate::fs::tree::{self, FileType, InodeId};
+use crate::meta::records::{self, KeyRange};
+use crate::meta::tags::{self, TagValue};
 use crate::vault::Vault;
 
 /// The handle a [`Vault::transaction`] closure works through.
@@ -54,7 +54,7 @@ impl Vault {
         let mut panicked = None;
         let r = self.engine().write(|conn| {
             let tx = Tx { vault: self, conn };
-            match panic::catch_unwind(AssertUnwindSafe(|| crate::engine::in_transaction(|| f(&tx)))) {
+            match panic::catch_unwind(AssertUnwindSafe(|| crate::storage::engine::in_transaction(|| f(&tx)))) {
                 Ok(Ok(v)) => Ok(v),
                 Ok(Err(e)) => {
                     failed = Some(e);
@@ -190,10 +190,10 @@ impl TxRecords<'_> {
         records::page(self.conn, &self.name, range, limit, true)
     }
     pub fn put_json<T: Serialize + ?Sized>(&self, key: impl AsRef<[u8]>, value: &T) -> Result<()> {
-        self.put(key, crate::metadata::to_json(value)?)
+        self.put(key, crate::vault::metadata::to_json(value)?)
     }
     pub fn get_json<T: DeserializeOwned>(&self, key: impl AsRef<[u8]>) -> Result<Option<T>> {
         let key = key.as_ref();
-        self.get(key)?.map(|v| crate::metadata::from_json(key, &v)).transpose()
+        self.get(key)?.map(|v| crate::vault::metadata::from_json(key, &v)).transpose()
     }
 }

@@ -1,0 +1,8 @@
+//! The metadata layer: what a vault knows about its files besides their bytes.
+//!
+//! `tags` are typed values on inodes with an indexed `find`; `xattr` stores extended
+//! attributes and routes `user.*` to tags; `records` are named key -> value collections.
+
+pub mod records;
+pub mod tags;
+pub(crate) mod xattr;
