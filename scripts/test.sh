@@ -8,6 +8,18 @@ started=$(date +%s)
 stage() { echo "== test.sh: $1 ($(( $(date +%s) - started )) s so far)"; }
 
 bash scripts/ensure-packages.sh
+
+# The S3-compatible server the replication tests start on loopback (tests/common/s3.rs):
+# VersityGW from the Go module proxy, built once into $GOBIN (default ~/go/bin); a
+# re-run finds it there. The tests fail, they do not skip, when it is missing.
+stage "versitygw (S3 server for the replication tests)"
+VERSITYGW_VERSION=v1.8.0
+gobin="${GOBIN:-$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin}"
+if ! go version -m "$gobin/versitygw" 2>/dev/null | grep -q "mod[[:space:]]*github.com/versity/versitygw[[:space:]]*$VERSITYGW_VERSION"; then
+    command -v go >/dev/null || { echo "test.sh: Go is needed to install versitygw (S3 test server)" >&2; exit 1; }
+    GOBIN="$gobin" nice go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+fi
+export SQLVAULT_VERSITYGW="$gobin/versitygw"
 stage "cargo fmt --check, cargo clippy -D warnings"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings

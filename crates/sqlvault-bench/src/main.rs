@@ -13,6 +13,7 @@
 //!   machinery of [`harness`] and [`chart`].
 //! * `all [--quick]`: every scenario in turn, and the table of targets ([`all`]).
 //! * `snapshot`: time and vault growth of a snapshot of many small files ([`snapshot`]).
+//! * `remote`: push and clone through an S3-compatible server vs raw uploads ([`remote`]).
 //!
 //! Build with `cargo build --release -p sqlvault-bench`; debug builds measure nothing
 //! useful.
@@ -28,6 +29,7 @@ mod metadata;
 mod open;
 mod parallel;
 mod peers;
+mod remote;
 mod report;
 mod snapshot;
 mod stream;
@@ -73,6 +75,8 @@ enum Cmd {
     All(all::AllArgs),
     /// Time and vault growth of one snapshot of a 10,000-file tree, against writing it.
     Snapshot(snapshot::SnapshotArgs),
+    /// Push and clone through an S3-compatible server on loopback, against raw uploads.
+    Remote(remote::RemoteArgs),
     /// Redraw charts and rewrite Markdown sections from scenario JSON files (measures nothing).
     Render(harness::RenderArgs),
     /// One phase of one chunk-sweep configuration (run by chunk-sweep in a child process).
@@ -93,6 +97,7 @@ fn main() -> ExitCode {
         Cmd::Kdf(a) => kdf::kdf(a),
         Cmd::Parallel(a) => parallel::parallel(a),
         Cmd::Snapshot(a) => snapshot::snapshot(a),
+        Cmd::Remote(a) => remote::run(a).map(drop),
         Cmd::RunOne(a) => sweep::run_one(a),
         Cmd::Open(a) => open::run(a).map(drop),
         Cmd::Stream(a) => stream::run(a).map(drop),

@@ -12,6 +12,7 @@
 //! | 3 | vault is damaged (fsck found problems, tampered or truncated file) |
 //! | 4 | not found, already exists, not empty, not a directory, invalid path and the like |
 //! | 5 | environment: I/O error, disk full, busy vault; or some entries were skipped by put |
+//! | 6 | `push` refused: the remote has a newer commit (pull first) |
 
 /// `println!` for standard output that a closed pipe (`sqlvault info | head -1`) does
 /// not turn into a panic: the rest of the output is dropped and the command still
@@ -24,6 +25,7 @@ macro_rules! outln {
 mod extract;
 mod meta;
 mod mount;
+mod remote;
 mod secret;
 mod snapshots;
 mod transfer;
@@ -230,6 +232,8 @@ enum Command {
     Compact { vault: PathBuf },
     #[command(flatten)]
     Meta(meta::MetaCommand),
+    #[command(flatten)]
+    Remote(remote::RemoteTop),
     /// Format, sizes, counts and deduplication ratio.
     Info {
         vault: PathBuf,
@@ -562,6 +566,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Restore(args) => snapshots::restore(&ctx, args)?,
         Command::Compact { vault } => snapshots::compact(&ctx, vault)?,
         Command::Meta(cmd) => return meta::run(&ctx, cmd),
+        Command::Remote(cmd) => return remote::run(&ctx, cmd),
         Command::Info { vault, json } => {
             let v = ctx.open(&vault)?;
             let i = v.info()?;

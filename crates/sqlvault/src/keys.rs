@@ -515,6 +515,37 @@ fn unwrap_slot(slot: &Slot, secret: &Secret) -> Result<Option<MasterKey>> {
     }
 }
 
+
+// ---- Replication (crates/sqlvault/src/remote): keys derived from the master key, and
+// the header as one self-contained copy, so a remote opens with the vault's own secrets.
+
+impl MasterKey {
+    /// A 32-byte key for one purpose, derived from the master key with BLAKE3
+    /// `derive_key` (`context` names the purpose; distinct contexts give independent keys).
+    #[cfg(feature = "remote")]
+    pub(crate) fn derive(&self, context: &str) -> Zeroizing<[u8; 32]> {
+        Zeroizing::new(blake3::derive_key(context, &self.0[..]))
+    }
+}
+
+impl Header {
+    /// One encoded header copy (magic, version, cipher settings, wrapped key slots,
+    /// checksum): what a remote stores as its `keys` object.
+    #[cfg(feature = "remote")]
+    pub(crate) fn to_copy(&self) -> Vec<u8> {
+        self.encode()
+    }
+
+    /// Decodes a copy written by [`Header::to_copy`]; anything else is `Damaged`.
+    #[cfg(feature = "remote")]
+    pub(crate) fn from_copy(b: &[u8]) -> Result<Header> {
+        if b.len() != COPY_LEN {
+            return Err(Error::damaged(format!("key object has {} bytes, not {COPY_LEN}", b.len())));
+        }
+        Header::decode(b)?.ok_or_else(|| Error::damaged("key object has no sqlvault header"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,6 +29,8 @@ mod fs;
 pub mod fsck;
 pub mod keys;
 mod meta;
+#[cfg(feature = "remote")]
+pub mod remote;
 mod snapshot;
 mod storage;
 mod vault;

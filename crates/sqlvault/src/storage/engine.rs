@@ -392,6 +392,12 @@ impl Engine {
         self.writer.is_none()
     }
 
+    /// The master key, for keys derived from it (replication).
+    #[cfg(feature = "remote")]
+    pub fn master_key(&self) -> &MasterKey {
+        &self.key
+    }
+
     /// Runs `f` with the writer connection outside any transaction (VACUUM, test hooks).
     pub fn with_writer<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let writer = self.writer.as_ref().ok_or(Error::ReadOnly)?;

@@ -21,6 +21,8 @@ use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
 
 pub(crate) mod metadata;
+#[cfg(feature = "remote")]
+mod remote;
 mod snapshots;
 pub(crate) mod transaction;
 

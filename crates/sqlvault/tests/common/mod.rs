@@ -2,6 +2,8 @@
 //! cheap KDF so hundreds of opens stay fast (the KDF's cost is measured elsewhere).
 #![allow(dead_code)]
 
+pub mod s3;
+
 use sqlvault::{CreateOptions, EngineConfig, KdfParams, Secret, Vault};
 
 pub fn fast_kdf() -> KdfParams {

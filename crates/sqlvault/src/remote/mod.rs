@@ -1,0 +1,225 @@
+//! Replication to S3-compatible object storage (feature `remote`).
+//!
+//! Restic-style: chunks are already content-addressed and immutable, so each becomes
+//! one immutable object; the rest of the vault (tree, chunk rows, tags, records,
+//! snapshots) is dumped, sealed and cut into pieces at each push, and an immutable
+//! commit object names those pieces. One small `ref` object, the only one ever
+//! overwritten, names the newest commit and is replaced only with `If-Match` on the
+//! ETag that was read: of two pushers exactly one wins, the other is told to pull.
+//! Every other object is written with `If-None-Match: *` (create-only). Nothing in the
+//! bucket is plaintext but the key slots (see `docs/replication.md`).
+//!
+//! * `store`: the bucket as a blocking store with conditional writes (object_store,
+//!   a small tokio runtime kept inside).
+//! * `format`: object names, sealing, the config/ref/commit objects and the dump stream.
+//! * `push`: reading a consistent snapshot of the vault into the bucket.
+//! * `pull`: applying a commit to a vault (pull and clone).
+//!
+//! Local state lives in the `remotes` table, owned here and created on first use:
+//! the remote's URL and endpoint (never credentials), this replica's device id, the
+//! last commit it pushed or pulled and the digest of the vault's dump at that moment
+//! (how push and pull tell whether the vault changed since).
+
+pub(crate) mod format;
+pub(crate) mod pull;
+pub(crate) mod push;
+pub(crate) mod store;
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::error::{Error, Result};
+
+pub use store::RemoteUrl;
+
+/// The name `Vault::clone_remote` gives the remote it cloned from.
+pub const ORIGIN: &str = "origin";
+
+/// Tables copied to the remote, in dump order. `chunks` without its `data` column
+/// (chunk content travels as `data/` objects).
+pub(crate) const REPLICATED: &[&str] = &[
+    "inodes",
+    "dirents",
+    "chunks",
+    "file_chunks",
+    "xattrs",
+    "tags",
+    "record_collections",
+    "records",
+    "snapshots",
+    "snap_inodes",
+    "snap_dirents",
+    "snap_chunks",
+    "chunk_holds",
+    "snap_tags",
+    "snap_xattrs",
+];
+
+/// Tables that stay with this vault file: settings, open-file bookkeeping, this state.
+#[cfg(test)]
+pub(crate) const LOCAL: &[&str] = &["meta", "orphans", "remotes", "sqlite_sequence"];
+
+/// A configured remote, as `remote ls` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RemoteInfo {
+    pub name: String,
+    pub url: String,
+    pub endpoint: Option<String>,
+    /// The last commit pushed to or pulled from it, if any.
+    pub head: Option<String>,
+}
+
+/// What a push did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum PushOutcome {
+    /// A new commit is the remote's head.
+    Pushed { commit: String, chunks_uploaded: u64, bytes_uploaded: u64, objects_uploaded: u64 },
+    /// Nothing changed since the remote's head.
+    UpToDate { commit: String },
+    /// The remote has a commit this vault has not pulled (someone else pushed first):
+    /// nothing was changed on the remote's ref; pull, then push again.
+    Behind { remote: String },
+}
+
+/// What a pull did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum PullOutcome {
+    /// The vault now holds the remote's head.
+    Pulled { commit: String, chunks_downloaded: u64, bytes_downloaded: u64 },
+    /// The vault already holds the remote's head (or the remote is empty).
+    UpToDate { commit: Option<String> },
+}
+
+/// One commit of `remote log`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CommitInfo {
+    pub id: String,
+    pub parents: Vec<String>,
+    pub time_ns: i64,
+    pub device: String,
+    pub files: u64,
+    pub chunks: u64,
+    pub bytes: u64,
+}
+
+/// Progress of a long remote operation: `phase` ("chunks", "metadata"), units done of total.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub phase: &'static str,
+    pub done: u64,
+    pub total: u64,
+}
+
+/// The local state of one remote.
+#[derive(Debug, Clone)]
+pub(crate) struct State {
+    pub url: RemoteUrl,
+    pub device: String,
+    pub head: Option<String>,
+    pub digest: Option<String>,
+}
+
+const STATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS remotes(
+    name     TEXT PRIMARY KEY,
+    url      TEXT NOT NULL,
+    endpoint TEXT,
+    device   TEXT NOT NULL,
+    head     TEXT,
+    digest   TEXT
+)";
+
+fn has_state_table(conn: &Connection) -> Result<bool> {
+    Ok(conn
+        .query_row("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'remotes'", [], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+pub(crate) fn check_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+        return Err(Error::InvalidArgument {
+            what: format!("remote name {name:?} (1 to 64 letters, digits, '-', '_' or '.')"),
+        });
+    }
+    Ok(())
+}
+
+/// Adds remote `name` (refused if it exists).
+pub(crate) fn add(conn: &Connection, name: &str, url: &RemoteUrl, device: &str) -> Result<()> {
+    check_name(name)?;
+    conn.execute_batch(STATE_TABLE)?;
+    let n = conn.execute(
+        "INSERT OR IGNORE INTO remotes(name, url, endpoint, device) VALUES (?1, ?2, ?3, ?4)",
+        params![name, url.url(), url.endpoint, device],
+    )?;
+    if n == 0 {
+        return Err(Error::AlreadyExists { path: format!("remote {name}") });
+    }
+    Ok(())
+}
+
+/// The state of remote `name`.
+pub(crate) fn state(conn: &Connection, name: &str) -> Result<State> {
+    let missing = || Error::NotFound { path: format!("remote {name} (add it with `remote add`)") };
+    if !has_state_table(conn)? {
+        return Err(missing());
+    }
+    let row: Option<(String, Option<String>, String, Option<String>, Option<String>)> = conn
+        .query_row("SELECT url, endpoint, device, head, digest FROM remotes WHERE name = ?1", [name], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .optional()?;
+    let (url, endpoint, device, head, digest) = row.ok_or_else(missing)?;
+    Ok(State { url: RemoteUrl::parse(&url, endpoint.as_deref())?, device, head, digest })
+}
+
+/// Records that this vault, whose dump has `digest`, is at commit `head` of `name`.
+pub(crate) fn set_head(conn: &Connection, name: &str, head: &str, digest: &str) -> Result<()> {
+    conn.execute("UPDATE remotes SET head = ?2, digest = ?3 WHERE name = ?1", params![name, head, digest])?;
+    Ok(())
+}
+
+/// Every configured remote.
+pub(crate) fn list(conn: &Connection) -> Result<Vec<RemoteInfo>> {
+    if !has_state_table(conn)? {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn.prepare("SELECT name, url, endpoint, head FROM remotes ORDER BY name")?;
+    let rows = stmt.query_map([], |r| {
+        Ok(RemoteInfo { name: r.get(0)?, url: r.get(1)?, endpoint: r.get(2)?, head: r.get(3)? })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// A new random device id (hex).
+pub(crate) fn new_device_id() -> Result<String> {
+    let mut b = [0u8; 8];
+    getrandom::getrandom(&mut b).map_err(|e| Error::Io {
+        context: "no randomness available".into(),
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every table of the schema is either replicated or explicitly local, so a new
+    /// table forces a decision here.
+    #[test]
+    fn every_table_is_replicated_or_local() {
+        let conn = Connection::open_in_memory().unwrap();
+        crate::storage::schema::create(&conn).unwrap();
+        conn.execute_batch(STATE_TABLE).unwrap();
+        let mut stmt = conn.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").unwrap();
+        let tables: Vec<String> = stmt.query_map([], |r| r.get(0)).unwrap().map(|r| r.unwrap()).collect();
+        for t in &tables {
+            assert!(REPLICATED.contains(&t.as_str()) || LOCAL.contains(&t.as_str()), "table {t} is neither");
+        }
+        for t in REPLICATED {
+            assert!(tables.contains(&t.to_string()), "{t} is not in the schema");
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! Pull and clone: one commit of the remote applied to a vault in one write
+//! transaction. The replicated tables are replaced by the commit's dump; chunk rows the
+//! vault already holds (same id, same hash) keep their data, the others are fetched,
+//! opened and checked against their BLAKE3 hash before they are stored. Anything that
+//! fails to authenticate aborts the transaction: damage never becomes data.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, Connection};
+
+use super::format::{self, Commit, Item, RemoteKeys};
+use super::store::Store;
+use super::{Progress, REPLICATED};
+use crate::error::{Error, Result};
+
+/// Reads the concatenated, opened metadata pieces of a commit as one stream.
+struct PieceReader<'a> {
+    store: &'a Store,
+    keys: &'a RemoteKeys,
+    names: &'a [String],
+    next: usize,
+    buf: Vec<u8>,
+    at: usize,
+    hasher: blake3::Hasher,
+    error: Option<Error>,
+}
+
+impl Read for PieceReader<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.at == self.buf.len() {
+            let Some(name) = self.names.get(self.next) else { return Ok(0) };
+            self.next += 1;
+            let piece = self.store.get_required(name).and_then(|sealed| self.keys.open(name, &sealed));
+            match piece {
+                Ok(p) => {
+                    self.hasher.update(&p);
+                    self.buf = p;
+                    self.at = 0;
+                }
+                Err(e) => {
+                    let msg = e.to_string();
+                    self.error = Some(e);
+                    return Err(std::io::Error::other(msg));
+                }
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.at);
+        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// Columns of `table` (without `chunks.data`).
+fn columns_of(conn: &Connection, table: &str) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare(&format!("PRAGMA table_info(\"{table}\")"))?;
+    let cols = stmt.query_map([], |r| r.get::<_, String>(1))?.collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(cols.into_iter().filter(|c| !(table == "chunks" && c == "data")).collect())
+}
+
+/// What an apply fetched.
+pub(crate) struct Applied {
+    pub chunks: u64,
+    pub bytes: u64,
+}
+
+/// Replaces the replicated state of the vault behind `tx` (a write transaction) by
+/// `commit`'s. Refused while some process has unlinked files open (`orphans`).
+pub(crate) fn apply(
+    tx: &Connection,
+    store: &Store,
+    keys: &RemoteKeys,
+    commit: &Commit,
+    progress: &dyn Fn(Progress),
+) -> Result<Applied> {
+    let schema: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if schema != commit.schema {
+        return Err(Error::InvalidArgument {
+            what: format!(
+                "the remote's commit has schema version {}, this vault {schema}: open both with the same sqlvault",
+                commit.schema
+            ),
+        });
+    }
+    let open: i64 = tx.query_row("SELECT count(*) FROM orphans", [], |r| r.get(0))?;
+    if open > 0 {
+        return Err(Error::InvalidArgument {
+            what: "files removed while open are still open in some process: close them, then pull".into(),
+        });
+    }
+    let mut local: HashMap<i64, Vec<u8>> = HashMap::new();
+    {
+        let mut stmt = tx.prepare("SELECT id, hash FROM chunks")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            local.insert(r.get(0)?, r.get(1)?);
+        }
+    }
+    for t in REPLICATED.iter().filter(|t| **t != "chunks") {
+        tx.execute(&format!("DELETE FROM \"{t}\""), [])?;
+    }
+
+    let mut reader = PieceReader {
+        store,
+        keys,
+        names: &commit.meta,
+        next: 0,
+        buf: Vec::new(),
+        at: 0,
+        hasher: blake3::Hasher::new(),
+        error: None,
+    };
+    let mut kept = HashSet::new();
+    let mut missing: Vec<(i64, Vec<u8>, i64, i64)> = Vec::new();
+    let mut current: Option<(String, Vec<String>)> = None;
+    let mut seen_tables = HashSet::new();
+    let damaged = |what: String| Error::damaged(format!("remote commit metadata: {what}"));
+    loop {
+        let item = match format::read_item(&mut reader) {
+            Ok(i) => i,
+            Err(e) => return Err(reader.error.take().unwrap_or(e)),
+        };
+        match item {
+            Item::End => break,
+            Item::Table { table, columns } => {
+                let known = REPLICATED.contains(&table.as_str()) || table == "sqlite_sequence";
+                if !known || !seen_tables.insert(table.clone()) {
+                    return Err(damaged(format!("unexpected table {table:?}")));
+                }
+                let expected = if table == "sqlite_sequence" {
+                    vec!["name".to_string(), "seq".to_string()]
+                } else {
+                    columns_of(tx, &table)?
+                };
+                if columns != expected {
+                    return Err(damaged(format!("columns of {table} differ from this vault's")));
+                }
+                current = Some((table, columns));
+            }
+            Item::Row(values) => {
+                let Some((table, columns)) = &current else { return Err(damaged("row before any table".into())) };
+                if values.len() != columns.len() {
+                    return Err(damaged(format!("row of {table} has {} values", values.len())));
+                }
+                match table.as_str() {
+                    "chunks" => {
+                        let (Value::Integer(id), Value::Blob(hash), Value::Integer(refs), Value::Integer(len)) =
+                            (&values[0], &values[1], &values[2], &values[3])
+                        else {
+                            return Err(damaged("malformed chunk row".into()));
+                        };
+                        if local.get(id) == Some(hash) {
+                            tx.prepare_cached("UPDATE chunks SET refs = ?2, len = ?3 WHERE id = ?1")?
+                                .execute(params![id, refs, len])?;
+                            kept.insert(*id);
+                        } else {
+                            missing.push((*id, hash.clone(), *refs, *len));
+                        }
+                    }
+                    "sqlite_sequence" => {
+                        let n = tx
+                            .prepare_cached("UPDATE sqlite_sequence SET seq = max(seq, ?2) WHERE name = ?1")?
+                            .execute(params_from_iter(values.iter()))?;
+                        if n == 0 {
+                            tx.prepare_cached("INSERT INTO sqlite_sequence(name, seq) VALUES (?1, ?2)")?
+                                .execute(params_from_iter(values.iter()))?;
+                        }
+                    }
+                    _ => {
+                        let cols = columns.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
+                        let marks = (1..=columns.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+                        tx.prepare_cached(&format!("INSERT INTO \"{table}\"({cols}) VALUES ({marks})"))?
+                            .execute(params_from_iter(values.iter()))?;
+                    }
+                }
+            }
+        }
+    }
+    let mut rest = [0u8; 1];
+    if reader.read(&mut rest).map_err(|e| reader.error.take().unwrap_or(Error::io("metadata", e)))? != 0 {
+        return Err(damaged("bytes after the end".into()));
+    }
+    if reader.hasher.finalize().to_hex().as_str() != commit.digest {
+        return Err(damaged("digest mismatch".into()));
+    }
+    if seen_tables.len() != REPLICATED.len() + 1 {
+        return Err(damaged("tables are missing".into()));
+    }
+
+    // Chunks: drop those the commit does not name (or names with other content), fetch the new.
+    for id in local.keys().filter(|id| !kept.contains(id)) {
+        tx.prepare_cached("DELETE FROM chunks WHERE id = ?1")?.execute([id])?;
+    }
+    let total: u64 = missing.iter().map(|m| m.3 as u64).sum();
+    let names: Vec<String> = missing.iter().map(|m| keys.chunk_name(&m.1)).collect();
+    let mut done = 0u64;
+    store.get_all(&names, |i, sealed| {
+        let (id, hash, refs, len) = &missing[i];
+        let data = keys.open_chunk(&names[i], &sealed, hash)?;
+        if data.len() as i64 != *len {
+            return Err(format::tampered(&names[i]));
+        }
+        tx.prepare_cached("INSERT INTO chunks(id, hash, refs, len, data) VALUES (?1, ?2, ?3, ?4, ?5)")?
+            .execute(params![id, hash, refs, len, data])?;
+        done += *len as u64;
+        progress(Progress { phase: "chunks", done, total });
+        Ok(())
+    })?;
+    Ok(Applied { chunks: missing.len() as u64, bytes: total })
+}
+
+/// True if `ancestor` is `head` or one of its ancestors (first parents, at most `limit` steps).
+pub(crate) fn descends_from(store: &Store, keys: &RemoteKeys, head: &str, ancestor: &str, limit: usize) -> Result<bool> {
+    let mut at = head.to_string();
+    for _ in 0..limit {
+        if at == ancestor {
+            return Ok(true);
+        }
+        match super::push::read_commit(store, keys, &at)?.parents.first() {
+            Some(p) => at = p.clone(),
+            None => return Ok(false),
+        }
+    }
+    Ok(false)
+}
+
+/// Commits from `head` back along first parents, newest first, at most `limit`.
+pub(crate) fn log(store: &Store, keys: &RemoteKeys, head: &str, limit: usize) -> Result<Vec<(String, Commit)>> {
+    let mut out = Vec::new();
+    let mut at = Some(head.to_string());
+    while let Some(id) = at {
+        if out.len() >= limit {
+            break;
+        }
+        let c = super::push::read_commit(store, keys, &id)?;
+        at = c.parents.first().cloned();
+        out.push((id, c));
+    }
+    Ok(out)
+}

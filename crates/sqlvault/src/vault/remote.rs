@@ -1,0 +1,223 @@
+//! The facade's replication methods (feature `remote`): `remote_add`, `push`, `pull`,
+//! `clone_remote`, `remote_log`. The work is in [`crate::remote`]; this file opens the
+//! store, derives the remote's keys and runs each step in the right kind of transaction.
+
+use std::path::Path;
+
+use super::{ids, Vault};
+use crate::error::{Error, Result};
+use crate::fs::tree;
+use crate::keys::{Header, Secret};
+use crate::remote::format::{names, RemoteKeys};
+use crate::remote::store::Store;
+use crate::remote::{self, pull, push, CommitInfo, Progress, PullOutcome, PushOutcome, RemoteInfo, RemoteUrl};
+use crate::storage::engine::{Engine, EngineConfig};
+use crate::storage::schema;
+
+/// How far `pull` walks back the remote's history looking for this vault's last commit.
+const HISTORY_LIMIT: usize = 100_000;
+
+fn no_progress(_: Progress) {}
+
+impl Vault {
+    /// Adds remote `name` at `url` (`s3://bucket/prefix`), served by `endpoint` (an
+    /// S3-compatible server's `http(s)://` URL; AWS when `None`). Only the URL and the
+    /// endpoint are stored; credentials are read from the environment at each use.
+    pub fn remote_add(&self, name: &str, url: &str, endpoint: Option<&str>) -> Result<()> {
+        let url = RemoteUrl::parse(url, endpoint)?;
+        let device = remote::new_device_id()?;
+        self.engine().write(|tx| remote::add(tx, name, &url, &device))
+    }
+
+    /// The configured remotes.
+    pub fn remotes(&self) -> Result<Vec<RemoteInfo>> {
+        self.engine().read(remote::list)
+    }
+
+    fn remote_parts(&self, name: &str) -> Result<(remote::State, Store, RemoteKeys)> {
+        let state = self.engine().read(|c| remote::state(c, name))?;
+        let store = Store::connect(&state.url)?;
+        Ok((state, store, RemoteKeys::new(self.engine().master_key())))
+    }
+
+    /// Pushes the vault's current state to remote `name` as a new commit. Returns
+    /// [`PushOutcome::Behind`] (changing nothing) if someone else pushed since this
+    /// vault last pushed or pulled.
+    pub fn push(&self, name: &str) -> Result<PushOutcome> {
+        self.push_with_progress(name, &no_progress)
+    }
+
+    /// [`Vault::push`], reporting progress.
+    pub fn push_with_progress(&self, name: &str, progress: &dyn Fn(Progress)) -> Result<PushOutcome> {
+        let (state, store, keys) = self.remote_parts(name)?;
+        let header = Header::read(self.path())?;
+        push::ensure_initialized(&store, &keys, &header, self.chunk_size())?;
+        let (outcome, digest) = self.engine().read(|c| push::push(c, &store, &keys, &state, progress))?;
+        let head = match &outcome {
+            PushOutcome::Pushed { commit, .. } | PushOutcome::UpToDate { commit } => Some(commit),
+            PushOutcome::Behind { .. } => None,
+        };
+        if let (Some(head), Some(digest)) = (head, digest) {
+            self.engine().write(|tx| remote::set_head(tx, name, head, &digest))?;
+        }
+        Ok(outcome)
+    }
+
+    /// Brings the remote's newest commit into this vault. Refused, changing nothing,
+    /// if this vault changed since it last pushed or pulled (the histories diverged) or
+    /// if the remote's history does not contain this vault's last commit.
+    pub fn pull(&self, name: &str) -> Result<PullOutcome> {
+        self.pull_with_progress(name, &no_progress)
+    }
+
+    /// [`Vault::pull`], reporting progress.
+    pub fn pull_with_progress(&self, name: &str, progress: &dyn Fn(Progress)) -> Result<PullOutcome> {
+        let (state, store, keys) = self.remote_parts(name)?;
+        let config = push::read_config(&keys, &store.get_required(names::CONFIG)?)?;
+        if config.chunk_size != self.chunk_size() {
+            return Err(Error::InvalidArgument {
+                what: format!("the remote's chunk size is {}, this vault's {}", config.chunk_size, self.chunk_size()),
+            });
+        }
+        let Some((head, _)) = push::read_ref(&store, &keys)? else {
+            return Ok(PullOutcome::UpToDate { commit: None });
+        };
+        if state.head.as_ref() == Some(&head) {
+            return Ok(PullOutcome::UpToDate { commit: Some(head) });
+        }
+        if !self.inner.open.lock().map_err(|_| super::poisoned())?.is_empty() {
+            return Err(Error::InvalidArgument { what: "files of this vault are open in this process".into() });
+        }
+        let commit = push::read_commit(&store, &keys, &head)?;
+        self.engine().write(|tx| {
+            let local = push::digest(tx)?;
+            if local == commit.digest {
+                remote::set_head(tx, name, &head, &local)?;
+                return Ok(PullOutcome::UpToDate { commit: Some(head.clone()) });
+            }
+            match &state.head {
+                Some(ours) => {
+                    if state.digest.as_deref() != Some(local.as_str()) {
+                        return Err(diverged(name));
+                    }
+                    if !pull::descends_from(&store, &keys, &head, ours, HISTORY_LIMIT)? {
+                        return Err(Error::InvalidArgument {
+                            what: format!(
+                                "remote {name}'s history does not contain this vault's last commit {ours} \
+                                 (rolled back or rewritten): nothing pulled"
+                            ),
+                        });
+                    }
+                }
+                None if !is_empty(tx)? => return Err(diverged(name)),
+                None => {}
+            }
+            let applied = pull::apply(tx, &store, &keys, &commit, progress)?;
+            let digest = push::digest(tx)?;
+            remote::set_head(tx, name, &head, &digest)?;
+            Ok(PullOutcome::Pulled {
+                commit: head.clone(),
+                chunks_downloaded: applied.chunks,
+                bytes_downloaded: applied.bytes,
+            })
+        })
+    }
+
+    /// The commits of remote `name`, newest first (at most `limit`).
+    pub fn remote_log(&self, name: &str, limit: usize) -> Result<Vec<CommitInfo>> {
+        let (_, store, keys) = self.remote_parts(name)?;
+        let Some((head, _)) = push::read_ref(&store, &keys)? else { return Ok(Vec::new()) };
+        Ok(pull::log(&store, &keys, &head, limit)?
+            .into_iter()
+            .map(|(id, c)| CommitInfo {
+                id,
+                parents: c.parents,
+                time_ns: c.time_ns,
+                device: c.device,
+                files: c.files,
+                chunks: c.chunks,
+                bytes: c.bytes,
+            })
+            .collect())
+    }
+
+    /// Creates the vault file `dest` (which must not exist) from the newest commit of the
+    /// remote at `url`: the remote's key slots become the new file's, so `secret` (any
+    /// secret that opens the original vault) opens both. The remote is recorded as
+    /// [`remote::ORIGIN`]. A failed clone leaves no file behind.
+    pub fn clone_remote(
+        url: &str,
+        endpoint: Option<&str>,
+        dest: impl AsRef<Path>,
+        secret: &Secret,
+        config: EngineConfig,
+        progress: &dyn Fn(Progress),
+    ) -> Result<Vault> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dest = dest.as_ref();
+        let url = RemoteUrl::parse(url, endpoint)?;
+        let store = Store::connect(&url)?;
+        let key_copy = store
+            .get(names::KEYS)?
+            .ok_or_else(|| Error::NotFound { path: format!("vault at {}", url.url()) })?
+            .0;
+        let header = Header::from_copy(&key_copy)?;
+        let (master, _) = header.unlock(secret, &url.url())?;
+        let keys = RemoteKeys::new(&master);
+        let no_commits = || Error::NotFound { path: format!("commits at {} (push first)", url.url()) };
+        let rconfig = push::read_config(&keys, &store.get(names::CONFIG)?.ok_or_else(no_commits)?.0)?;
+        let (head, _) = push::read_ref(&store, &keys)?.ok_or_else(no_commits)?;
+        let commit = push::read_commit(&store, &keys, &head)?;
+        let device = remote::new_device_id()?;
+
+        let file =
+            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(dest).map_err(|e| {
+                match e.kind() {
+                    std::io::ErrorKind::AlreadyExists => Error::AlreadyExists { path: dest.display().to_string() },
+                    _ => Error::io(format!("cannot create {}", dest.display()), e),
+                }
+            })?;
+        let made = (|| {
+            header.write_new(&file)?;
+            drop(file);
+            let engine = Engine::open(dest, master, header.cipher, config, true)?;
+            let (uid, gid) = ids();
+            engine.write(|tx| schema::initialize(tx, rconfig.chunk_size, tree::now_ns(), uid, gid))?;
+            engine.write(|tx| {
+                pull::apply(tx, &store, &keys, &commit, progress)?;
+                let digest = push::digest(tx)?;
+                remote::add(tx, remote::ORIGIN, &url, &device)?;
+                remote::set_head(tx, remote::ORIGIN, &head, &digest)
+            })?;
+            Ok(engine)
+        })();
+        match made {
+            Ok(engine) => Ok(Vault::from_parts(dest, engine, header, rconfig.chunk_size)),
+            Err(e) => {
+                for suffix in ["", "-wal", "-shm"] {
+                    let _ = std::fs::remove_file(format!("{}{suffix}", dest.display()));
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+fn diverged(name: &str) -> Error {
+    Error::InvalidArgument {
+        what: format!(
+            "this vault and remote {name} both changed since they last agreed: nothing pulled \
+             (push this vault's changes to another remote or clone the remote afresh)"
+        ),
+    }
+}
+
+/// A vault with nothing but its root directory.
+fn is_empty(conn: &rusqlite::Connection) -> Result<bool> {
+    Ok(conn.query_row(
+        "SELECT (SELECT count(*) FROM inodes) = 1 AND NOT EXISTS (SELECT 1 FROM records)
+             AND NOT EXISTS (SELECT 1 FROM snapshots) AND NOT EXISTS (SELECT 1 FROM tags)",
+        [],
+        |r| r.get(0),
+    )?)
+}

@@ -1,0 +1,423 @@
+//! Replication to S3-compatible object storage, against a real server (VersityGW on
+//! loopback, started per test by `common::s3`): push, clone on another "device" (a
+//! fresh directory), pull, incremental push, racing pushers, SIGKILL of a push,
+//! wrong secret, tampered objects, and no plaintext in the bucket.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use common::s3::S3Server;
+use common::{opts, pass, Rng, TestVault};
+use sqlvault::remote::{PullOutcome, PushOutcome};
+use sqlvault::{EngineConfig, Error, FileType, Secret, TagValue, Vault};
+
+const CHUNK: u32 = 4096;
+
+fn no_progress(_: sqlvault::remote::Progress) {}
+
+fn clone(server: &S3Server, url: &str, dir: &std::path::Path, name: &str) -> Vault {
+    Vault::clone_remote(url, Some(&server.endpoint), dir.join(name), &pass(), EngineConfig::default(), &no_progress)
+        .unwrap()
+}
+
+/// Bytes unlike any others in the test (no accidental dedup), `n` long.
+fn payload(seed: u64, n: usize) -> Vec<u8> {
+    let mut r = Rng(seed);
+    (0..n).map(|_| r.next() as u8).collect()
+}
+
+/// Everything a user can observe of a vault through the API, keyed by path.
+fn observe(v: &Vault) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec!["/".to_string()];
+    while let Some(dir) = stack.pop() {
+        for e in v.read_dir(&dir).unwrap() {
+            let p = sqlvault::join_path(&dir, &e.name);
+            let a = v.symlink_metadata(&p).unwrap();
+            let what = match e.kind {
+                FileType::Dir => {
+                    stack.push(p.clone());
+                    String::from("dir")
+                }
+                FileType::Symlink => format!("link {}", v.read_link(&p).unwrap()),
+                FileType::File => {
+                    format!("file {}", blake3::hash(&v.read_file(&p).unwrap()).to_hex())
+                }
+            };
+            let tags = if e.kind == FileType::Symlink { Vec::new() } else { v.tags(&p).unwrap() };
+            let xattrs: Vec<_> = v
+                .list_xattrs(a.ino)
+                .unwrap()
+                .into_iter()
+                .map(|n| (String::from_utf8_lossy(&n).to_string(), v.get_xattr(a.ino, &n).unwrap()))
+                .collect();
+            out.insert(
+                p,
+                format!(
+                    "{what} perm={:o} size={} nlink={} mtime={} tags={tags:?} xattrs={xattrs:?}",
+                    a.perm, a.size, a.nlink, a.mtime_ns
+                ),
+            );
+        }
+    }
+    for (coll, n) in v.collections().unwrap() {
+        let recs = v.records(&coll).page(&(Bound::Unbounded, Bound::Unbounded), 1_000_000).unwrap();
+        out.insert(format!("records {coll}"), format!("{n} {recs:?}"));
+    }
+    for s in v.snapshots().unwrap() {
+        let id = v.snapshot_id(&s.name).unwrap();
+        let root = v.snapshot_resolve(id, "/").unwrap();
+        let listing = v.snapshot_list(id, root, None, 10_000).unwrap();
+        out.insert(
+            format!("snapshot {}", s.name),
+            format!("{} {} {} {:?}", s.files, s.logical_bytes, s.created_ns, listing),
+        );
+    }
+    out
+}
+
+/// A vault with a bit of everything: nested files over several chunks, a hole, a hard
+/// link, a symlink, tags of every type, an xattr, records, a snapshot.
+fn populate(v: &Vault, marker: &str) {
+    v.create_dir_all(&format!("/docs/{marker}-dir")).unwrap();
+    v.write_file(&format!("/docs/{marker}-dir/{marker}.txt"), format!("content {marker} here").as_bytes()).unwrap();
+    v.write_file("/docs/big.bin", &payload(1, 5 * CHUNK as usize + 123)).unwrap();
+    v.write_file("/docs/dup.bin", &payload(1, 5 * CHUNK as usize + 123)).unwrap();
+    v.hard_link("/docs/big.bin", "/big-link").unwrap();
+    v.symlink(&format!("/docs/{marker}-dir"), &format!("/{marker}-link")).unwrap();
+    let f = v.create_file("/sparse").unwrap();
+    f.write_at(10 * CHUNK as u64, b"end").unwrap();
+    drop(f);
+    v.set_tags(
+        "/docs/big.bin",
+        &[
+            ("camera", TagValue::from(marker)),
+            ("iso", TagValue::Int(400)),
+            ("rating", TagValue::Real(4.5)),
+            (marker, TagValue::Bytes(marker.as_bytes().to_vec())),
+        ],
+    )
+    .unwrap();
+    let ino = v.metadata("/docs/big.bin").unwrap().ino;
+    v.set_xattr(ino, format!("trusted.{marker}").as_bytes(), marker.as_bytes(), sqlvault::XattrMode::Upsert)
+        .unwrap();
+    v.set_permissions("/docs/dup.bin", 0o600).unwrap();
+    v.records(&format!("coll-{marker}")).put(format!("key-{marker}"), format!("value-{marker}")).unwrap();
+    v.records("settings").put("theme", "dark").unwrap();
+    v.snapshot(&format!("snap-{marker}")).unwrap();
+    v.write_file("/docs/after-snapshot", b"later").unwrap();
+}
+
+fn remote(server: &S3Server, bucket: &str) -> String {
+    format!("{}/vaults/one", server.bucket(bucket))
+}
+
+#[test]
+fn push_clone_pull_round_trip() {
+    let server = S3Server::start();
+    let url = remote(&server, "round");
+    let (tv, a) = TestVault::new(CHUNK);
+    populate(&a, "alpha");
+    a.remote_add("backup", &url, Some(&server.endpoint)).unwrap();
+    let pushed = a.push("backup").unwrap();
+    let PushOutcome::Pushed { commit, chunks_uploaded, .. } = &pushed else { panic!("{pushed:?}") };
+    assert!(*chunks_uploaded >= 7, "{pushed:?}");
+    assert_eq!(a.push("backup").unwrap(), PushOutcome::UpToDate { commit: commit.clone() });
+
+    // Another device: a fresh directory, the same passphrase.
+    let other = tempfile::tempdir().unwrap();
+    let b = clone(&server, &url, other.path(), "b.vault");
+    assert_eq!(observe(&a), observe(&b));
+    assert!(b.fsck().unwrap().is_clean(), "{:?}", b.fsck().unwrap());
+    assert_eq!(b.read_file("/sparse").unwrap().len(), 10 * CHUNK as usize + 3);
+    assert_eq!(b.remotes().unwrap()[0].head.as_deref(), Some(commit.as_str()));
+    // The clone opens with the same secret, from its own file.
+    drop(b);
+    let b = Vault::open(other.path().join("b.vault"), &pass(), EngineConfig::default()).unwrap();
+
+    // Later changes on the first device reach the second with a pull.
+    a.write_file("/docs/new.bin", &payload(2, 3 * CHUNK as usize)).unwrap();
+    a.remove_file("/docs/dup.bin").unwrap();
+    a.set_tags("/docs/big.bin", &[("iso", TagValue::Int(800))]).unwrap();
+    a.records("settings").put("theme", "light").unwrap();
+    a.remove_snapshot("snap-alpha").unwrap();
+    a.snapshot("second").unwrap();
+    assert!(matches!(a.push("backup").unwrap(), PushOutcome::Pushed { .. }));
+    let pulled = b.pull("origin").unwrap();
+    assert!(matches!(pulled, PullOutcome::Pulled { chunks_downloaded: 3, .. }), "{pulled:?}");
+    assert_eq!(observe(&a), observe(&b));
+    assert!(b.fsck().unwrap().is_clean(), "{:?}", b.fsck().unwrap());
+    assert!(matches!(b.pull("origin").unwrap(), PullOutcome::UpToDate { .. }));
+
+    // And back: the second device pushes, the first pulls.
+    b.write_file("/from-b", b"hello from b").unwrap();
+    assert!(matches!(b.push("origin").unwrap(), PushOutcome::Pushed { .. }));
+    assert!(matches!(a.pull("backup").unwrap(), PullOutcome::Pulled { .. }));
+    assert_eq!(a.read_file("/from-b").unwrap(), b"hello from b");
+    assert_eq!(observe(&a), observe(&b));
+    assert_eq!(a.remote_log("backup", 100).unwrap().len(), 3);
+    drop(tv);
+}
+
+#[test]
+fn incremental_push_uploads_only_new_chunks() {
+    let server = S3Server::start();
+    let url = remote(&server, "inc");
+    let (_tv, a) = TestVault::new(CHUNK);
+    a.write_file("/one", &payload(10, 8 * CHUNK as usize)).unwrap();
+    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.push("r").unwrap();
+    let data = server.count("inc", "vaults/one", "data");
+    assert_eq!(data, 8);
+    let all = server.objects("inc", "vaults/one").len();
+
+    // Three new chunks, one of them a duplicate of an existing one: two uploads.
+    let mut new = payload(11, 2 * CHUNK as usize);
+    new.extend_from_slice(&payload(10, CHUNK as usize));
+    a.write_file("/two", &new).unwrap();
+    let r = a.push("r").unwrap();
+    let PushOutcome::Pushed { chunks_uploaded, objects_uploaded, .. } = r else { panic!("{r:?}") };
+    assert_eq!(chunks_uploaded, 2);
+    assert_eq!(server.count("inc", "vaults/one", "data"), data + 2);
+    // Two chunks, one metadata piece, one commit; the ref was replaced in place.
+    assert_eq!(objects_uploaded, 4);
+    assert_eq!(server.objects("inc", "vaults/one").len(), all + 4);
+
+    // Nothing changed: nothing uploaded.
+    let before = server.objects("inc", "vaults/one").len();
+    assert!(matches!(a.push("r").unwrap(), PushOutcome::UpToDate { .. }));
+    assert_eq!(server.objects("inc", "vaults/one").len(), before);
+}
+
+#[test]
+fn racing_pushers_exactly_one_wins_each_round() {
+    let server = S3Server::start();
+    let url = remote(&server, "race");
+    let (_tv, a) = TestVault::new(CHUNK);
+    a.write_file("/base", b"base").unwrap();
+    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.push("r").unwrap();
+    const REPLICAS: usize = 4;
+    const ROUNDS: usize = 4;
+    let mut winners = Vec::new();
+    for round in 0..ROUNDS {
+        // Every replica starts from the remote's head (a fresh clone), changes its own file.
+        let dirs: Vec<_> = (0..REPLICAS).map(|_| tempfile::tempdir().unwrap()).collect();
+        let vaults: Vec<Vault> = dirs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let v = clone(&server, &url, d.path(), "v.vault");
+                v.write_file(&format!("/r{round}-replica{i}"), &payload((round * 10 + i) as u64, 3000)).unwrap();
+                v
+            })
+            .collect();
+        let barrier = Arc::new(Barrier::new(REPLICAS));
+        let outcomes: Vec<PushOutcome> = std::thread::scope(|s| {
+            let handles: Vec<_> = vaults
+                .iter()
+                .map(|v| {
+                    let barrier = barrier.clone();
+                    s.spawn(move || {
+                        barrier.wait();
+                        v.push(sqlvault::remote::ORIGIN).unwrap()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let won: Vec<usize> =
+            (0..REPLICAS).filter(|i| matches!(outcomes[*i], PushOutcome::Pushed { .. })).collect();
+        assert_eq!(won.len(), 1, "round {round}: {outcomes:?}");
+        let PushOutcome::Pushed { commit, .. } = &outcomes[won[0]] else { unreachable!() };
+        for (i, o) in outcomes.iter().enumerate() {
+            if i != won[0] {
+                assert_eq!(o, &PushOutcome::Behind { remote: commit.clone() }, "round {round}");
+                // The loser lost nothing: its change is still in its vault, and a pull
+                // refuses to overwrite it.
+                assert!(vaults[i].exists(&format!("/r{round}-replica{i}")).unwrap());
+                let e = vaults[i].pull(sqlvault::remote::ORIGIN).unwrap_err();
+                assert!(e.to_string().contains("both changed"), "{e}");
+                assert!(vaults[i].exists(&format!("/r{round}-replica{i}")).unwrap());
+            }
+        }
+        winners.push(format!("/r{round}-replica{}", won[0]));
+    }
+    // The remote holds a linear history with every winner's file.
+    let final_dir = tempfile::tempdir().unwrap();
+    let f = clone(&server, &url, final_dir.path(), "f.vault");
+    for w in &winners {
+        assert!(f.exists(w).unwrap(), "{w}");
+    }
+    assert_eq!(f.read_dir("/").unwrap().len(), 1 + ROUNDS);
+    assert_eq!(f.remote_log(sqlvault::remote::ORIGIN, 100).unwrap().len(), 1 + ROUNDS);
+    assert!(f.fsck().unwrap().is_clean());
+}
+
+/// The child side of `sigkill_during_push_leaves_the_remote_consistent`.
+#[test]
+fn push_child_entry() {
+    let Ok(vault) = std::env::var("SQLVAULT_PUSH_CHILD") else { return };
+    common::s3::set_client_env();
+    let v = Vault::open(&vault, &pass(), EngineConfig::default()).unwrap();
+    println!("START");
+    let r = v.push("r").unwrap();
+    println!("DONE {r:?}");
+}
+
+#[test]
+fn sigkill_during_push_leaves_the_remote_consistent() {
+    let server = S3Server::start();
+    let url = remote(&server, "kill");
+    let (tv, a) = TestVault::new(CHUNK);
+    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    let mut rng = Rng(0x5161);
+    let mut pushed_states: Vec<BTreeMap<String, String>> = Vec::new();
+    for cycle in 0..6u64 {
+        // A new batch of files, so each push has chunks to upload.
+        for i in 0..40 {
+            a.write_file(&format!("/c{cycle}-f{i}"), &payload(cycle * 1000 + i, 2 * CHUNK as usize)).unwrap();
+        }
+        let expected = observe(&a);
+        a.sync().unwrap();
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["push_child_entry", "--exact", "--nocapture", "--quiet", "--test-threads", "1"])
+            .env("SQLVAULT_PUSH_CHILD", &tv.path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(rng.below(400)));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+
+        // Whatever the ref names is complete: a clone opens, checks clean, and equals a
+        // state that was pushed (this cycle's or an earlier one).
+        let d = tempfile::tempdir().unwrap();
+        match Vault::clone_remote(&url, Some(&server.endpoint), d.path().join("c.vault"), &pass(), EngineConfig::default(), &no_progress) {
+            Ok(c) => {
+                assert!(c.fsck().unwrap().is_clean());
+                let seen = observe(&c);
+                let known = seen == expected || pushed_states.contains(&seen);
+                assert!(known, "cycle {cycle}: the remote holds a state that was never pushed");
+            }
+            Err(Error::NotFound { .. }) => assert!(pushed_states.is_empty(), "cycle {cycle}: the ref vanished"),
+            Err(e) => panic!("cycle {cycle}: {e}"),
+        }
+        // The next push completes (the child may have finished, or left objects behind).
+        let r = a.push("r").unwrap();
+        assert!(matches!(r, PushOutcome::Pushed { .. } | PushOutcome::UpToDate { .. }), "{r:?}");
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(observe(&clone(&server, &url, d.path(), "c.vault")), expected);
+        pushed_states.push(expected);
+    }
+}
+
+#[test]
+fn wrong_secret_is_refused_and_leaves_no_file() {
+    let server = S3Server::start();
+    let url = remote(&server, "secret");
+    let (_tv, a) = TestVault::new(CHUNK);
+    a.write_file("/f", b"x").unwrap();
+    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.push("r").unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let dest = d.path().join("c.vault");
+    let Err(e) = Vault::clone_remote(
+        &url,
+        Some(&server.endpoint),
+        &dest,
+        &Secret::passphrase("not it"),
+        EngineConfig::default(),
+        &no_progress,
+    ) else {
+        panic!("a wrong passphrase opened the remote")
+    };
+    assert!(matches!(e, Error::WrongSecret { .. }), "{e}");
+    assert!(!dest.exists());
+
+    // Another vault cannot push into this remote.
+    let (_tv2, other) = TestVault::new(CHUNK);
+    other.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    let e = other.push("r").unwrap_err();
+    assert!(e.to_string().contains("another vault"), "{e}");
+}
+
+#[test]
+fn tampered_objects_are_detected_never_returned() {
+    let server = S3Server::start();
+    let url = remote(&server, "tamper");
+    let (_tv, a) = TestVault::new(CHUNK);
+    a.write_file("/f", &payload(5, 3 * CHUNK as usize)).unwrap();
+    a.set_tags("/f", &[("k", TagValue::Int(1))]).unwrap();
+    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.push("r").unwrap();
+    let root = server.root.path().join("tamper/vaults/one");
+    let try_clone = || {
+        let d = tempfile::tempdir().unwrap();
+        let dest = d.path().join("c.vault");
+        let r = Vault::clone_remote(&url, Some(&server.endpoint), &dest, &pass(), EngineConfig::default(), &no_progress);
+        if r.is_err() {
+            assert!(!dest.exists(), "a failed clone left {}", dest.display());
+        }
+        r.map(|v| v.read_file("/f").unwrap())
+    };
+    assert_eq!(try_clone().unwrap(), payload(5, 3 * CHUNK as usize));
+
+    let mut files: Vec<_> = server.objects("tamper", "vaults/one");
+    files.retain(|p| !p.ends_with("keys"));
+    for victim in files {
+        let original = std::fs::read(&victim).unwrap();
+        for at in [0, original.len() / 2, original.len() - 1] {
+            let mut bad = original.clone();
+            bad[at] ^= 0x20;
+            std::fs::write(&victim, &bad).unwrap();
+            match try_clone() {
+                Err(Error::Damaged { .. }) => {}
+                other => panic!("{} flipped at {at}: {:?}", victim.display(), other.map(|d| d.len())),
+            }
+        }
+        std::fs::write(&victim, &original[..original.len() - 1]).unwrap();
+        assert!(matches!(try_clone(), Err(Error::Damaged { .. })), "{} truncated", victim.display());
+        std::fs::write(&victim, &original).unwrap();
+    }
+    // Swapping two chunk objects (each valid under its own name) is caught too.
+    let data = server.objects("tamper", "vaults/one/data");
+    let (x, y) = (std::fs::read(&data[0]).unwrap(), std::fs::read(&data[1]).unwrap());
+    std::fs::write(&data[0], &y).unwrap();
+    std::fs::write(&data[1], &x).unwrap();
+    assert!(matches!(try_clone(), Err(Error::Damaged { .. })));
+    std::fs::write(&data[0], &x).unwrap();
+    std::fs::write(&data[1], &y).unwrap();
+    assert_eq!(try_clone().unwrap(), payload(5, 3 * CHUNK as usize));
+    let _ = root;
+}
+
+#[test]
+fn the_bucket_holds_no_plaintext() {
+    let server = S3Server::start();
+    let url = remote(&server, "plain");
+    let (_tv, a) = TestVault::new(CHUNK);
+    let marker = "Zq7MarkerXv";
+    populate(&a, marker);
+    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.push("r").unwrap();
+    let objects = server.objects("plain", "vaults/one");
+    assert!(objects.len() > 10);
+    for p in &objects {
+        let rel = p.strip_prefix(server.root.path()).unwrap().to_string_lossy().to_string();
+        assert!(!rel.contains(marker), "object name {rel}");
+        let bytes = std::fs::read(p).unwrap();
+        for needle in [marker.as_bytes(), b"docs".as_slice(), b"theme".as_slice(), b"camera".as_slice()] {
+            assert!(!bytes.windows(needle.len()).any(|w| w == needle), "{rel} holds {:?}", String::from_utf8_lossy(needle));
+        }
+    }
+    // Only the keys object has a recognisable header; every other object is sealed and
+    // no chunk object reveals a file's exact size.
+    let _ = opts(CHUNK);
+}
