@@ -104,7 +104,8 @@ fn server_binary() -> PathBuf {
 }
 
 fn start_server(dir: &Path) -> Result<Server> {
-    let root = tempfile::Builder::new().prefix("s3-").tempdir_in(dir).context("cannot create the server's directory")?;
+    let root =
+        tempfile::Builder::new().prefix("s3-").tempdir_in(dir).context("cannot create the server's directory")?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let bin = server_binary();
     let child = Command::new(&bin)
@@ -197,12 +198,15 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
             let m = Meter::start()?;
             let got = rt.block_on(async {
                 let metas: Vec<_> = store.list(None).try_collect().await?;
-                let mut gets = futures::stream::iter(metas.into_iter())
-                    .map(|meta| {
-                        let store = store.clone();
-                        async move { Ok::<_, crate::error::Error>(store.get(&meta.location).await?.bytes().await?.len()) }
-                    })
-                    .buffer_unordered(PARALLEL);
+                let mut gets =
+                    futures::stream::iter(metas.into_iter())
+                        .map(|meta| {
+                            let store = store.clone();
+                            async move {
+                                Ok::<_, crate::error::Error>(store.get(&meta.location).await?.bytes().await?.len())
+                            }
+                        })
+                        .buffer_unordered(PARALLEL);
                 let mut n = 0u64;
                 while let Some(r) = gets.next().await {
                     n += r? as u64;
@@ -325,9 +329,7 @@ pub fn remote(a: &RemoteArgs) -> Result<harness::ScenarioReport> {
                 pb.inc(1);
             }
             if rep == 0 {
-                let count = |b: &str| {
-                    walk_count(&server.root.path().join(bucket(b)))
-                };
+                let count = |b: &str| walk_count(&server.root.path().join(bucket(b)));
                 objects.push(format!(
                     "{}: {} raw objects, {} objects in the vault's bucket (chunks, metadata pieces, commit, ref, keys, config)",
                     s.label,

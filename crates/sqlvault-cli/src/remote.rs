@@ -176,7 +176,8 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
         RemoteTop::Clone { url, dest, endpoint, json } => {
             let secret = secret::existing(&ctx.secret)?;
             let pb = bar(json);
-            let v = Vault::clone_remote(&url, endpoint.as_deref(), &dest, &secret, ctx.config.clone(), &on_progress(&pb))?;
+            let v =
+                Vault::clone_remote(&url, endpoint.as_deref(), &dest, &secret, ctx.config.clone(), &on_progress(&pb))?;
             pb.finish_and_clear();
             let head = v.remotes()?.into_iter().next().and_then(|r| r.head);
             v.close()?;

@@ -515,7 +515,6 @@ fn unwrap_slot(slot: &Slot, secret: &Secret) -> Result<Option<MasterKey>> {
     }
 }
 
-
 // ---- Replication (crates/sqlvault/src/remote): keys derived from the master key, and
 // the header as one self-contained copy, so a remote opens with the vault's own secrets.
 

@@ -6,6 +6,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
 use std::ops::Bound;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier};
@@ -104,8 +105,7 @@ fn populate(v: &Vault, marker: &str) {
     )
     .unwrap();
     let ino = v.metadata("/docs/big.bin").unwrap().ino;
-    v.set_xattr(ino, format!("trusted.{marker}").as_bytes(), marker.as_bytes(), sqlvault::XattrMode::Upsert)
-        .unwrap();
+    v.set_xattr(ino, format!("trusted.{marker}").as_bytes(), marker.as_bytes(), sqlvault::XattrMode::Upsert).unwrap();
     v.set_permissions("/docs/dup.bin", 0o600).unwrap();
     v.records(&format!("coll-{marker}")).put(format!("key-{marker}"), format!("value-{marker}")).unwrap();
     v.records("settings").put("theme", "dark").unwrap();
@@ -231,8 +231,7 @@ fn racing_pushers_exactly_one_wins_each_round() {
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
-        let won: Vec<usize> =
-            (0..REPLICAS).filter(|i| matches!(outcomes[*i], PushOutcome::Pushed { .. })).collect();
+        let won: Vec<usize> = (0..REPLICAS).filter(|i| matches!(outcomes[*i], PushOutcome::Pushed { .. })).collect();
         assert_eq!(won.len(), 1, "round {round}: {outcomes:?}");
         let PushOutcome::Pushed { commit, .. } = &outcomes[won[0]] else { unreachable!() };
         for (i, o) in outcomes.iter().enumerate() {
@@ -278,6 +277,7 @@ fn sigkill_during_push_leaves_the_remote_consistent() {
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
     let mut rng = Rng(0x5161);
     let mut pushed_states: Vec<BTreeMap<String, String>> = Vec::new();
+    let (mut completed, mut interrupted) = (0, 0);
     for cycle in 0..6u64 {
         // A new batch of files, so each push has chunks to upload.
         for i in 0..40 {
@@ -288,25 +288,48 @@ fn sigkill_during_push_leaves_the_remote_consistent() {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args(["push_child_entry", "--exact", "--nocapture", "--quiet", "--test-threads", "1"])
             .env("SQLVAULT_PUSH_CHILD", &tv.path)
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(rng.below(400)));
+        // Once the child has opened the vault, kill it at a random moment of its push.
+        let started = BufReader::new(child.stdout.as_mut().unwrap()).lines().any(|l| l.unwrap() == "START");
+        assert!(started, "the push child did not start");
+        std::thread::sleep(Duration::from_millis(rng.below(1200)));
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
+        let chunks_after_kill = server.count("kill", "vaults/one", "data");
 
         // Whatever the ref names is complete: a clone opens, checks clean, and equals a
         // state that was pushed (this cycle's or an earlier one).
         let d = tempfile::tempdir().unwrap();
-        match Vault::clone_remote(&url, Some(&server.endpoint), d.path().join("c.vault"), &pass(), EngineConfig::default(), &no_progress) {
+        match Vault::clone_remote(
+            &url,
+            Some(&server.endpoint),
+            d.path().join("c.vault"),
+            &pass(),
+            EngineConfig::default(),
+            &no_progress,
+        ) {
             Ok(c) => {
                 assert!(c.fsck().unwrap().is_clean());
                 let seen = observe(&c);
                 let known = seen == expected || pushed_states.contains(&seen);
                 assert!(known, "cycle {cycle}: the remote holds a state that was never pushed");
+                if seen == expected {
+                    completed += 1;
+                } else {
+                    interrupted += 1;
+                }
+                eprintln!(
+                    "cycle {cycle}: {chunks_after_kill} chunk objects after the kill, remote at the {} state",
+                    if seen == expected { "new" } else { "previous" }
+                );
             }
-            Err(Error::NotFound { .. }) => assert!(pushed_states.is_empty(), "cycle {cycle}: the ref vanished"),
+            Err(Error::NotFound { .. }) => {
+                assert!(pushed_states.is_empty(), "cycle {cycle}: the ref vanished");
+                interrupted += 1;
+            }
             Err(e) => panic!("cycle {cycle}: {e}"),
         }
         // The next push completes (the child may have finished, or left objects behind).
@@ -316,6 +339,8 @@ fn sigkill_during_push_leaves_the_remote_consistent() {
         assert_eq!(observe(&clone(&server, &url, d.path(), "c.vault")), expected);
         pushed_states.push(expected);
     }
+    eprintln!("sigkill: {completed} pushes completed before the kill, {interrupted} interrupted");
+    assert!(interrupted > 0, "no push was interrupted: the kill delays are too long");
 }
 
 #[test]
@@ -361,7 +386,8 @@ fn tampered_objects_are_detected_never_returned() {
     let try_clone = || {
         let d = tempfile::tempdir().unwrap();
         let dest = d.path().join("c.vault");
-        let r = Vault::clone_remote(&url, Some(&server.endpoint), &dest, &pass(), EngineConfig::default(), &no_progress);
+        let r =
+            Vault::clone_remote(&url, Some(&server.endpoint), &dest, &pass(), EngineConfig::default(), &no_progress);
         if r.is_err() {
             assert!(!dest.exists(), "a failed clone left {}", dest.display());
         }
@@ -414,7 +440,11 @@ fn the_bucket_holds_no_plaintext() {
         assert!(!rel.contains(marker), "object name {rel}");
         let bytes = std::fs::read(p).unwrap();
         for needle in [marker.as_bytes(), b"docs".as_slice(), b"theme".as_slice(), b"camera".as_slice()] {
-            assert!(!bytes.windows(needle.len()).any(|w| w == needle), "{rel} holds {:?}", String::from_utf8_lossy(needle));
+            assert!(
+                !bytes.windows(needle.len()).any(|w| w == needle),
+                "{rel} holds {:?}",
+                String::from_utf8_lossy(needle)
+            );
         }
     }
     // Only the keys object has a recognisable header; every other object is sealed and

@@ -168,7 +168,10 @@ pub struct Commit {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Item {
     /// Rows of `table` follow, with these columns.
-    Table { table: String, columns: Vec<String> },
+    Table {
+        table: String,
+        columns: Vec<String>,
+    },
     Row(Vec<Value>),
     End,
 }

@@ -186,9 +186,8 @@ pub(crate) fn list(conn: &Connection) -> Result<Vec<RemoteInfo>> {
         return Ok(Vec::new());
     }
     let mut stmt = conn.prepare("SELECT name, url, endpoint, head FROM remotes ORDER BY name")?;
-    let rows = stmt.query_map([], |r| {
-        Ok(RemoteInfo { name: r.get(0)?, url: r.get(1)?, endpoint: r.get(2)?, head: r.get(3)? })
-    })?;
+    let rows = stmt
+        .query_map([], |r| Ok(RemoteInfo { name: r.get(0)?, url: r.get(1)?, endpoint: r.get(2)?, head: r.get(3)? }))?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 

@@ -212,7 +212,13 @@ pub(crate) fn apply(
 }
 
 /// True if `ancestor` is `head` or one of its ancestors (first parents, at most `limit` steps).
-pub(crate) fn descends_from(store: &Store, keys: &RemoteKeys, head: &str, ancestor: &str, limit: usize) -> Result<bool> {
+pub(crate) fn descends_from(
+    store: &Store,
+    keys: &RemoteKeys,
+    head: &str,
+    ancestor: &str,
+    limit: usize,
+) -> Result<bool> {
     let mut at = head.to_string();
     for _ in 0..limit {
         if at == ancestor {

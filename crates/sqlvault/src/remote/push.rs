@@ -135,7 +135,10 @@ pub(crate) fn dump(conn: &Connection, out: &mut impl Write) -> Result<Counts> {
         }
     }
     // Autoincrement counters (inode numbers are never reused; see schema.rs).
-    format::write_item(out, &Item::Table { table: "sqlite_sequence".into(), columns: vec!["name".into(), "seq".into()] })?;
+    format::write_item(
+        out,
+        &Item::Table { table: "sqlite_sequence".into(), columns: vec!["name".into(), "seq".into()] },
+    )?;
     let mut stmt = conn.prepare("SELECT name, seq FROM sqlite_sequence ORDER BY name")?;
     let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
@@ -268,8 +271,15 @@ pub(crate) fn push(
     })?;
 
     // Metadata, then the commit.
-    let mut pieces =
-        PieceWriter { store, keys, buf: Vec::new(), names: Vec::new(), hasher: blake3::Hasher::new(), uploaded: 0, error: None };
+    let mut pieces = PieceWriter {
+        store,
+        keys,
+        buf: Vec::new(),
+        names: Vec::new(),
+        hasher: blake3::Hasher::new(),
+        uploaded: 0,
+        error: None,
+    };
     let counts = match dump(conn, &mut pieces) {
         Ok(c) => c,
         Err(e) => return Err(pieces.error.take().unwrap_or(e)),
@@ -299,7 +309,9 @@ pub(crate) fn push(
     let written = match remote {
         None => store.create(names::REF, sealed)?,
         Some((_, Some(etag))) => store.update(names::REF, sealed, etag)?,
-        Some((_, None)) => return Err(Error::damaged("the remote's ref has no ETag (conditional writes unsupported?)")),
+        Some((_, None)) => {
+            return Err(Error::damaged("the remote's ref has no ETag (conditional writes unsupported?)"))
+        }
     };
     match written {
         Written::Done(_) => Ok((

@@ -25,7 +25,8 @@ pub struct RemoteUrl {
 impl RemoteUrl {
     /// Parses `s3://bucket[/prefix]`.
     pub fn parse(url: &str, endpoint: Option<&str>) -> Result<RemoteUrl> {
-        let bad = |why: &str| Error::InvalidArgument { what: format!("remote URL {url:?}: {why} (s3://bucket/prefix)") };
+        let bad =
+            |why: &str| Error::InvalidArgument { what: format!("remote URL {url:?}: {why} (s3://bucket/prefix)") };
         let rest = url.strip_prefix("s3://").ok_or_else(|| bad("not an s3:// URL"))?;
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         if bucket.is_empty() || !bucket.chars().all(|c| c.is_ascii_alphanumeric() || "-._".contains(c)) {
@@ -131,9 +132,9 @@ impl Store {
 
     /// Like [`Store::get`], for an object that must exist.
     pub fn get_required(&self, name: &str) -> Result<Vec<u8>> {
-        self.get(name)?.map(|(b, _)| b).ok_or_else(|| {
-            Error::damaged(format!("remote {}: object {name} is missing", self.label))
-        })
+        self.get(name)?
+            .map(|(b, _)| b)
+            .ok_or_else(|| Error::damaged(format!("remote {}: object {name} is missing", self.label)))
     }
 
     /// Writes `name` only if it does not exist.

@@ -157,10 +157,8 @@ impl Vault {
         let dest = dest.as_ref();
         let url = RemoteUrl::parse(url, endpoint)?;
         let store = Store::connect(&url)?;
-        let key_copy = store
-            .get(names::KEYS)?
-            .ok_or_else(|| Error::NotFound { path: format!("vault at {}", url.url()) })?
-            .0;
+        let key_copy =
+            store.get(names::KEYS)?.ok_or_else(|| Error::NotFound { path: format!("vault at {}", url.url()) })?.0;
         let header = Header::from_copy(&key_copy)?;
         let (master, _) = header.unlock(secret, &url.url())?;
         let keys = RemoteKeys::new(&master);
