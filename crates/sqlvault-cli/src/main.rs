@@ -78,7 +78,8 @@ impl From<sqlvault::Error> for CliError {
             ErrorKind::Access => 2,
             ErrorKind::Damaged => 3,
             ErrorKind::Tree => 4,
-            ErrorKind::Environment => 5,
+            // Environment, and any class a newer library adds.
+            _ => 5,
         };
         CliError { code, message: e.to_string() }
     }
@@ -593,7 +594,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
     Ok(0)
 }
 
-fn describe_slot(s: &sqlvault::keys::SlotInfo) -> String {
+fn describe_slot(s: &sqlvault::SlotInfo) -> String {
     match s.kdf {
         Some(k) => format!("passphrase, Argon2id m={} MiB t={} p={}", k.memory_kib / 1024, k.iterations, k.parallelism),
         None => "key file".to_string(),

@@ -91,6 +91,7 @@ impl Vault {
         self.attr(self.resolve(path, false)?)
     }
 
+    /// Whether `path` exists (a dangling symlink exists).
     pub fn exists(&self, path: &str) -> Result<bool> {
         match self.resolve(path, false) {
             Ok(_) => Ok(true),
@@ -99,6 +100,7 @@ impl Vault {
         }
     }
 
+    /// Creates the directory `path` with permission bits `perm`.
     pub fn create_dir(&self, path: &str, perm: u32) -> Result<Attr> {
         let vp = VaultPath::parse(path)?;
         self.engine()
@@ -284,6 +286,7 @@ impl Vault {
         self.set_attr(ino, &SetAttr::default(), Some(size)).map(|_| ()).map_err(|e| e.with_path(path))
     }
 
+    /// Removes the file or symlink at `path`.
     pub fn remove_file(&self, path: &str) -> Result<()> {
         self.engine().write(|tx| self.remove_file_in(tx, path)).map_err(|e| e.with_path(path))
     }
@@ -294,6 +297,7 @@ impl Vault {
         tree::unlink(tx, dir, name, &|i| self.is_open(i))
     }
 
+    /// Removes the empty directory at `path`.
     pub fn remove_dir(&self, path: &str) -> Result<()> {
         let vp = VaultPath::parse(path)?;
         self.engine()
@@ -329,6 +333,7 @@ impl Vault {
         self.rename_with(from, to, RenameMode::Replace)
     }
 
+    /// Renames `from` to `to` with `mode`'s semantics (replace, no-replace, exchange).
     pub fn rename_with(&self, from: &str, to: &str, mode: RenameMode) -> Result<()> {
         let a = VaultPath::parse(from)?;
         let b = VaultPath::parse(to)?;
@@ -368,6 +373,7 @@ impl Vault {
             .map_err(|e| e.with_path(link))
     }
 
+    /// The target of the symlink at `path`.
     pub fn read_link(&self, path: &str) -> Result<String> {
         let ino = self.resolve(path, false)?;
         let t = self.read_link_ino(ino).map_err(|e| e.with_path(path))?;
@@ -395,11 +401,13 @@ impl Vault {
         }
     }
 
+    /// Sets the permission bits of `path`.
     pub fn set_permissions(&self, path: &str, perm: u32) -> Result<Attr> {
         let ino = self.resolve(path, true)?;
         self.set_attr(ino, &SetAttr { perm: Some(perm), ..Default::default() }, None)
     }
 
+    /// Sets the owner and/or group of `path` (not following a final symlink).
     pub fn set_owner(&self, path: &str, uid: Option<u32>, gid: Option<u32>) -> Result<Attr> {
         let ino = self.resolve(path, false)?;
         self.set_attr(ino, &SetAttr { uid, gid, ..Default::default() }, None)
