@@ -23,7 +23,6 @@ macro_rules! outln {
 
 mod extract;
 mod meta;
-mod mount;
 mod secret;
 mod snapshots;
 mod transfer;
@@ -215,7 +214,7 @@ enum Command {
     Mount {
         vault: PathBuf,
         #[command(flatten)]
-        args: mount::MountArgs,
+        args: sqlvault_fuse::command::MountArgs,
     },
     /// Snapshots: `snapshot VAULT [NAME]` freezes the tree; also `snapshot ls|rm`.
     Snapshot(snapshots::SnapshotArgs),
@@ -556,7 +555,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             eprintln!("removed key slot {slot}");
         }
         Command::Mount { vault, args } => {
-            mount::run(&vault, secret::existing(&ctx.secret)?, ctx.config.clone(), &args)?;
+            sqlvault_fuse::command::run(&vault, secret::existing(&ctx.secret)?, ctx.config.clone(), &args)?;
         }
         Command::Snapshot(args) => snapshots::snapshot(&ctx, args)?,
         Command::Snapshots { vault, json } => snapshots::list(&ctx, vault, json)?,
