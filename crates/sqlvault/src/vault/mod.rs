@@ -20,6 +20,7 @@ use crate::storage::commit::CommitStats;
 use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
 
+pub(crate) mod history;
 pub(crate) mod metadata;
 mod snapshots;
 pub(crate) mod transaction;
