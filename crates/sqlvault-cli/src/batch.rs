@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::meta::{MetaCommand, RecCommand};
-use crate::{Command, CliError, Ctx, KeyCommand};
+use crate::{CliError, Command, Ctx, KeyCommand};
 
 #[derive(Args, Debug)]
 pub struct BatchArgs {

@@ -127,7 +127,8 @@ mod tests {
         let mut cmd = command();
         cmd.build();
         let help = cmd.find_subcommand_mut("keygen").unwrap().render_help().to_string();
-        for opt in ["--passphrase-file <", "--key-file <", "--passphrase-command <", "--cache-mib <", "--durability <"] {
+        for opt in ["--passphrase-file <", "--key-file <", "--passphrase-command <", "--cache-mib <", "--durability <"]
+        {
             assert!(!help.contains(opt), "keygen --help lists {opt}: {help}");
         }
         let ls = cmd.find_subcommand_mut("ls").unwrap().render_help().to_string();

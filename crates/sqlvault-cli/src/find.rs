@@ -56,7 +56,6 @@ pub fn walk(v: &Vault, dir: &str, name: Option<&glob::Pattern>, times: Times, js
         }
     };
     let open = walk_dir(v, top.ino, &base, name, times, &mut out)?;
-    drop(out);
     if json && open {
         arr.finish(&mut w)?;
     }

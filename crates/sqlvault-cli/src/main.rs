@@ -813,7 +813,6 @@ fn ls(v: &Vault, path: &str, f: LsFormat) -> Result<(), CliError> {
     } else {
         collect(v, top.ino, path, f.recursive, &mut each)?
     };
-    drop(each);
     if f.json && open {
         arr.finish(&mut w)?;
     }

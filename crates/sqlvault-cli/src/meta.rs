@@ -199,9 +199,7 @@ pub fn run(ctx: &Ctx, cmd: MetaCommand) -> Result<u8, CliError> {
             }
             let v = ctx.open(&vault)?;
             if remove {
-                let n = v.transaction(|tx| {
-                    paths.iter().try_fold(0, |n, p| tx.remove_tags(p, &tags).map(|k| n + k))
-                })?;
+                let n = v.transaction(|tx| paths.iter().try_fold(0, |n, p| tx.remove_tags(p, &tags).map(|k| n + k)))?;
                 note!("removed {n} tags from {} paths", paths.len());
             } else {
                 let parsed = tags.iter().map(|t| parse_assignment(t, text)).collect::<Result<Vec<_>, _>>()?;

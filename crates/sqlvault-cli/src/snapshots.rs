@@ -99,7 +99,9 @@ fn snapshot_basic(
             let vault = vault.ok_or_else(|| CliError::usage("snapshot: missing VAULT"))?;
             create(ctx, vault, name)
         }
-        Some(SnapshotAction::Diff(_) | SnapshotAction::Forget(_)) => Err(CliError::usage("snapshot: unexpected action")),
+        Some(SnapshotAction::Diff(_) | SnapshotAction::Forget(_)) => {
+            Err(CliError::usage("snapshot: unexpected action"))
+        }
     }
 }
 

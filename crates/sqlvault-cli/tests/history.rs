@@ -51,7 +51,10 @@ fn diff_lists_added_removed_and_changed_paths() {
     let items = j.as_array().unwrap();
     assert_eq!(items.len(), 6);
     let a = items.iter().find(|i| i["path"] == "/docs/a.txt").unwrap();
-    assert_eq!((a["change"].as_str(), a["kind"].as_str(), a["content"].as_bool()), (Some("changed"), Some("file"), Some(true)));
+    assert_eq!(
+        (a["change"].as_str(), a["kind"].as_str(), a["content"].as_bool()),
+        (Some("changed"), Some("file"), Some(true))
+    );
     let b = items.iter().find(|i| i["path"] == "/docs/b.txt").unwrap();
     assert_eq!(b["content"].as_bool(), Some(false), "only the mode changed");
     // One object a line (streamed), inside one array.
@@ -70,7 +73,12 @@ fn forget_keeps_what_the_policy_says() {
         e.ok(&["snapshot", v, &format!("s{i}")]);
     }
     let names = |e: &Env| -> Vec<String> {
-        e.json(&["snapshots", e.v(), "--json"]).as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap().to_string()).collect()
+        e.json(&["snapshots", e.v(), "--json"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_string())
+            .collect()
     };
 
     // --dry-run says what it would do and does nothing.
@@ -83,7 +91,8 @@ fn forget_keeps_what_the_policy_says() {
     assert_eq!(names(&e).len(), 5);
 
     let j = e.json(&["snapshot", "forget", v, "--keep-last", "3", "--dry-run", "--json"]);
-    let kept: Vec<&str> = j.as_array().unwrap().iter().filter(|d| d["keep"] == true).map(|d| d["name"].as_str().unwrap()).collect();
+    let kept: Vec<&str> =
+        j.as_array().unwrap().iter().filter(|d| d["keep"] == true).map(|d| d["name"].as_str().unwrap()).collect();
     assert_eq!(kept, ["s5", "s4", "s3"]);
 
     // All five were taken today: --keep-daily 1 keeps the newest of the day.

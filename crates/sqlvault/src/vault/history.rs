@@ -207,7 +207,8 @@ impl Differ<'_> {
             }
             return Ok(());
         }
-        let meta = (x.mode, x.uid, x.gid) != (y.mode, y.uid, y.gid) || (kx != FileType::Dir && x.mtime_ns != y.mtime_ns);
+        let meta =
+            (x.mode, x.uid, x.gid) != (y.mode, y.uid, y.gid) || (kx != FileType::Dir && x.mtime_ns != y.mtime_ns);
         let content = match kx {
             FileType::Dir => false,
             FileType::Symlink => x.target != y.target,
@@ -267,7 +268,9 @@ pub fn forget_plan(snaps: &[(String, i64)], policy: &ForgetPolicy, tz: &TimeZone
         .map(|(name, ns)| ForgetDecision { name: name.clone(), created_ns: *ns, keep: false, reasons: Vec::new() })
         .collect();
     let period = |ns: i64, rule: &str| -> (i16, i16, i16) {
-        let z = jiff::Timestamp::from_nanosecond(i128::from(ns)).unwrap_or(jiff::Timestamp::UNIX_EPOCH).to_zoned(tz.clone());
+        let z = jiff::Timestamp::from_nanosecond(i128::from(ns))
+            .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+            .to_zoned(tz.clone());
         let d = z.date();
         match rule {
             "hourly" => (d.year(), d.day_of_year(), i16::from(z.hour())),
@@ -330,8 +333,7 @@ impl Vault {
 
     /// What `policy` would keep and remove, newest first (see [`forget_plan`]).
     pub fn forget_plan(&self, policy: &ForgetPolicy, tz: &TimeZone) -> Result<Vec<ForgetDecision>> {
-        let snaps: Vec<(String, i64)> =
-            self.snapshot_names()?.into_iter().map(|(_, name, ns)| (name, ns)).collect();
+        let snaps: Vec<(String, i64)> = self.snapshot_names()?.into_iter().map(|(_, name, ns)| (name, ns)).collect();
         Ok(forget_plan(&snaps, policy, tz))
     }
 
