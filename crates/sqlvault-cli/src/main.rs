@@ -7,8 +7,8 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | success |
-//! | 1 | usage error (bad arguments, no passphrase source, mismatched passphrases) |
-//! | 2 | wrong passphrase or key, a missing key or passphrase file, or not a vault |
+//! | 1 | usage error (bad arguments, malformed find condition, no passphrase source, mismatched passphrases) |
+//! | 2 | wrong passphrase or key, a missing key or passphrase file, a failing passphrase command, or not a vault |
 //! | 3 | vault is damaged (fsck found problems, tampered or truncated file) |
 //! | 4 | not found, already exists, not empty, not a directory, invalid path and the like |
 //! | 5 | environment: I/O error, disk full, busy vault; or some entries were skipped by put |

@@ -117,3 +117,21 @@ fn tag_takes_several_paths_or_a_list() {
     // Paths but no tag.
     e.fails(1, &["tag", e.v(), "/p/a.jpg", "/p/b.jpg"]);
 }
+
+/// The batch example of README.md ("Scripts"), run as written.
+#[test]
+fn the_readme_batch_example_runs() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let start = readme.find("sqlvault batch my.vault <<'END'\n").expect("README has the batch example");
+    let body = &readme[start..].split_once('\n').unwrap().1;
+    let script = &body[..body.find("\nEND\n").expect("the example ends with END")];
+    let e = Env::new();
+    e.ok(&["mkdir", e.v(), "/photos"]);
+    e.ok(&["touch", e.v(), "/photos/a.jpg"]);
+    e.ok(&["touch", e.v(), "/photos/with space.jpg"]);
+    let out = e.run_stdin(&["batch", e.v()], script.as_bytes());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(e.lines(&["tags", e.v(), "/photos/a.jpg"]), ["camera=X100V", "iso=400"]);
+    assert_eq!(e.ok(&["rec", "get", e.v(), "settings", "theme"]), "dark");
+    assert!(e.ok(&["snapshots", e.v()]).contains("nightly"));
+}
