@@ -29,7 +29,6 @@ mod extract;
 mod find;
 mod history;
 mod meta;
-mod mount;
 mod secret;
 mod snapshots;
 mod transfer;
@@ -84,7 +83,8 @@ impl From<sqlvault::Error> for CliError {
             ErrorKind::Access => 2,
             ErrorKind::Damaged => 3,
             ErrorKind::Tree => 4,
-            ErrorKind::Environment => 5,
+            // Environment, and any class a newer library adds.
+            _ => 5,
         };
         CliError { code, message: e.to_string() }
     }
@@ -308,7 +308,7 @@ pub(crate) enum Command {
         /// The vault file.
         vault: PathBuf,
         #[command(flatten)]
-        args: mount::MountArgs,
+        args: sqlvault_fuse::command::MountArgs,
     },
     /// Snapshots: `snapshot VAULT [NAME]` freezes the tree; also `snapshot ls|rm`.
     Snapshot(snapshots::SnapshotArgs),
@@ -697,7 +697,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<u8, CliError> {
             note!("removed key slot {slot}");
         }
         Command::Mount { vault, args } => {
-            mount::run(&vault, secret::existing(&ctx.secret)?, ctx.config.clone(), &args)?;
+            sqlvault_fuse::command::run(&vault, secret::existing(&ctx.secret)?, ctx.config.clone(), &args)?;
         }
         Command::Snapshot(args) => return snapshots::snapshot(ctx, args),
         Command::Snapshots { vault, json } => snapshots::list(ctx, vault, json)?,
@@ -739,7 +739,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<u8, CliError> {
     Ok(0)
 }
 
-fn describe_slot(s: &sqlvault::keys::SlotInfo) -> String {
+fn describe_slot(s: &sqlvault::SlotInfo) -> String {
     match s.kdf {
         Some(k) => format!("passphrase, Argon2id m={} MiB t={} p={}", k.memory_kib / 1024, k.iterations, k.parallelism),
         None => "key file".to_string(),
