@@ -31,7 +31,9 @@ pub enum ChangeKind {
 /// One difference found by [`Vault::diff`].
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Change {
+    /// The path, the same in both trees.
     pub path: String,
+    /// Added, removed or changed.
     pub change: ChangeKind,
     /// The node's type in the new tree (in the old one if removed).
     pub kind: FileType,
@@ -233,11 +235,17 @@ fn child_path(dir: &str, name: &[u8]) -> String {
 /// days, `weekly` ISO weeks, `monthly` months and `yearly` years that have one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ForgetPolicy {
+    /// Keep the N newest snapshots.
     pub last: usize,
+    /// Keep the newest snapshot of each of the N most recent hours that have one.
     pub hourly: usize,
+    /// ... of each of the N most recent days.
     pub daily: usize,
+    /// ... of each of the N most recent ISO weeks (Monday to Sunday).
     pub weekly: usize,
+    /// ... of each of the N most recent months.
     pub monthly: usize,
+    /// ... of each of the N most recent years.
     pub yearly: usize,
 }
 
@@ -251,8 +259,11 @@ impl ForgetPolicy {
 /// What a policy decides for one snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ForgetDecision {
+    /// The snapshot's name.
     pub name: String,
+    /// When it was taken (nanoseconds since the epoch).
     pub created_ns: i64,
+    /// Whether some rule keeps it; `false`: `forget` removes it.
     pub keep: bool,
     /// The rules that keep it (`last`, `hourly`, `daily`, `weekly`, `monthly`, `yearly`).
     pub reasons: Vec<&'static str>,
