@@ -178,9 +178,10 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
                 let mut puts = futures::stream::iter(files.iter())
                     .map(|f| {
                         let store = store.clone();
+                        let source = &spec.source;
                         async move {
                             let data = std::fs::read(f)?;
-                            let name = f.strip_prefix(&spec.source).unwrap_or(f).display().to_string();
+                            let name = f.strip_prefix(source).unwrap_or(f).display().to_string();
                             store.put(&object_store::path::Path::from(name), data.into()).await?;
                             Ok::<_, crate::error::Error>(())
                         }
@@ -199,7 +200,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
             let got = rt.block_on(async {
                 let metas: Vec<_> = store.list(None).try_collect().await?;
                 let mut gets =
-                    futures::stream::iter(metas.into_iter())
+                    futures::stream::iter(metas)
                         .map(|meta| {
                             let store = store.clone();
                             async move {

@@ -7,10 +7,10 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sqlvault::remote::{Progress, PullOutcome, PushOutcome};
+use sqlvault::remote::{At, Progress, PullOutcome, PushOutcome};
 use sqlvault::Vault;
 
-use crate::{fmt_time, print_json, secret, CliError, Ctx};
+use crate::{print_json, secret, ui, CliError, Ctx};
 
 /// Exit code of a push refused because the remote moved ahead (pull first).
 const BEHIND: u8 = 6;
@@ -22,15 +22,21 @@ pub enum RemoteTop {
     Remote(RemoteCommand),
     /// Upload what changed since the last push as a new commit of the remote.
     Push {
+        /// The vault file.
         vault: PathBuf,
+        /// The remote's name (`remote add`).
         name: String,
+        /// Print the outcome as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Bring the remote's newest commit into the vault.
     Pull {
+        /// The vault file.
         vault: PathBuf,
+        /// The remote's name (`origin` in a clone).
         name: String,
+        /// Print the outcome as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -38,10 +44,19 @@ pub enum RemoteTop {
     Clone {
         /// s3://bucket/prefix
         url: String,
+        /// The new vault file (must not exist).
         dest: PathBuf,
         /// S3-compatible server, e.g. http://127.0.0.1:7070 (default: AWS).
         #[arg(long, value_name = "URL")]
         endpoint: Option<String>,
+        /// Point-in-time restore: the commit with this id (at least 8 hex digits; see `remote log`).
+        #[arg(long, value_name = "ID", conflicts_with = "at")]
+        commit: Option<String>,
+        /// Point-in-time restore: the newest commit pushed at or before TIME (an age such as
+        /// 2h or 7d, or a date such as 2026-11-01 08:00).
+        #[arg(long, value_name = "TIME")]
+        at: Option<String>,
+        /// Print the result as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -101,7 +116,7 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
             let v = ctx.open(&vault)?;
             v.remote_add(&name, &url, endpoint.as_deref())?;
             v.close()?;
-            eprintln!("added remote {name} at {url}");
+            note!("added remote {name} at {url}");
         }
         RemoteTop::Remote(RemoteCommand::Ls { vault, json }) => {
             let v = ctx.open(&vault)?;
@@ -126,7 +141,7 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
                     outln!(
                         "{} {} device {} {} files {} chunks {} bytes",
                         &id[..16.min(id.len())],
-                        fmt_time(c.time_ns),
+                        ui::local_time(c.time_ns),
                         c.device,
                         c.files,
                         c.chunks,
@@ -146,9 +161,9 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
             }
             match outcome {
                 PushOutcome::Pushed { commit, chunks_uploaded, bytes_uploaded, .. } => {
-                    eprintln!("pushed {commit}: {chunks_uploaded} new chunks, {bytes_uploaded} bytes");
+                    note!("pushed {commit}: {chunks_uploaded} new chunks, {bytes_uploaded} bytes");
                 }
-                PushOutcome::UpToDate { commit } => eprintln!("up to date at {commit}"),
+                PushOutcome::UpToDate { commit } => note!("up to date at {commit}"),
                 PushOutcome::Behind { remote } => {
                     eprintln!("sqlvault: remote {name} has a newer commit {remote}: pull, then push again");
                     return Ok(BEHIND);
@@ -166,25 +181,37 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
             }
             match outcome {
                 PullOutcome::Pulled { commit, chunks_downloaded, bytes_downloaded } => {
-                    eprintln!("pulled {commit}: {chunks_downloaded} new chunks, {bytes_downloaded} bytes");
+                    note!("pulled {commit}: {chunks_downloaded} new chunks, {bytes_downloaded} bytes");
                 }
                 PullOutcome::UpToDate { commit } => {
-                    eprintln!("up to date at {}", commit.as_deref().unwrap_or("(empty remote)"))
+                    note!("up to date at {}", commit.as_deref().unwrap_or("(empty remote)"))
                 }
             }
         }
-        RemoteTop::Clone { url, dest, endpoint, json } => {
+        RemoteTop::Clone { url, dest, endpoint, commit, at, json } => {
+            let at = match (commit, at) {
+                (Some(id), _) => At::Commit(id),
+                (None, Some(t)) => At::Time(ui::parse_when(&t).map_err(CliError::usage)?),
+                (None, None) => At::Newest,
+            };
             let secret = secret::existing(&ctx.secret)?;
             let pb = bar(json);
-            let v =
-                Vault::clone_remote(&url, endpoint.as_deref(), &dest, &secret, ctx.config.clone(), &on_progress(&pb))?;
+            let v = Vault::clone_remote_at(
+                &url,
+                endpoint.as_deref(),
+                &dest,
+                &secret,
+                ctx.config.clone(),
+                &at,
+                &on_progress(&pb),
+            )?;
             pb.finish_and_clear();
             let head = v.remotes()?.into_iter().next().and_then(|r| r.head);
             v.close()?;
             if json {
                 print_json(&serde_json::json!({ "vault": dest, "remote": sqlvault::remote::ORIGIN, "commit": head }))?;
             }
-            eprintln!("cloned {url} into {} (remote {})", dest.display(), sqlvault::remote::ORIGIN);
+            note!("cloned {url} into {} (remote {})", dest.display(), sqlvault::remote::ORIGIN);
         }
     }
     Ok(0)

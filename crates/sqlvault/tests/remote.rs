@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use common::s3::S3Server;
 use common::{opts, pass, Rng, TestVault};
-use sqlvault::remote::{PullOutcome, PushOutcome};
+use sqlvault::remote::{At, PullOutcome, PushOutcome};
 use sqlvault::{EngineConfig, Error, FileType, Secret, TagValue, Vault};
 
 const CHUNK: u32 = 4096;
@@ -450,4 +450,49 @@ fn the_bucket_holds_no_plaintext() {
     // Only the keys object has a recognisable header; every other object is sealed and
     // no chunk object reveals a file's exact size.
     let _ = opts(CHUNK);
+}
+
+#[test]
+fn point_in_time_clone_by_commit_or_time() {
+    let server = S3Server::start();
+    let url = remote(&server, "pitr");
+    let (_tv, a) = TestVault::new(CHUNK);
+    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    let mut states = Vec::new();
+    for i in 0..3u64 {
+        a.write_file("/f", &payload(100 + i, 2 * CHUNK as usize)).unwrap();
+        a.write_file(&format!("/only-{i}"), b"x").unwrap();
+        a.push("r").unwrap();
+        states.push(observe(&a));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = a.remote_log("r", 10).unwrap(); // newest first
+    assert_eq!(log.len(), 3);
+    let at = |at: &At| {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("c.vault");
+        let r = Vault::clone_remote_at(
+            &url,
+            Some(&server.endpoint),
+            &p,
+            &pass(),
+            EngineConfig::default(),
+            at,
+            &no_progress,
+        );
+        (d, r)
+    };
+    // By id (a prefix is enough), and by time: the newest commit at or before it.
+    let id = log[2].id.trim_start_matches("commits/")[..12].to_string();
+    let (_d, first) = at(&At::Commit(id));
+    assert_eq!(observe(&first.unwrap()), states[0]);
+    let (_d, second) = at(&At::Time(log[1].time_ns + 1));
+    let second = second.unwrap();
+    assert_eq!(observe(&second), states[1]);
+    assert!(matches!(at(&At::Time(log[2].time_ns - 1)).1, Err(Error::NotFound { .. })));
+    assert!(matches!(at(&At::Commit("zz".into())).1, Err(Error::InvalidArgument { .. })));
+    assert!(matches!(at(&At::Commit("0123456789ab".into())).1, Err(Error::NotFound { .. })));
+    // The restored vault is behind its origin: a pull brings it to the newest commit.
+    assert!(matches!(second.pull(sqlvault::remote::ORIGIN).unwrap(), PullOutcome::Pulled { .. }));
+    assert_eq!(observe(&second), states[2]);
 }

@@ -61,8 +61,11 @@ pub(crate) const LOCAL: &[&str] = &["meta", "orphans", "remotes", "sqlite_sequen
 /// A configured remote, as `remote ls` shows it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RemoteInfo {
+    /// The name given to `remote add` (`origin` for a clone's).
     pub name: String,
+    /// `s3://bucket/prefix`.
     pub url: String,
+    /// The S3-compatible server, if not AWS.
     pub endpoint: Option<String>,
     /// The last commit pushed to or pulled from it, if any.
     pub head: Option<String>,
@@ -73,12 +76,27 @@ pub struct RemoteInfo {
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum PushOutcome {
     /// A new commit is the remote's head.
-    Pushed { commit: String, chunks_uploaded: u64, bytes_uploaded: u64, objects_uploaded: u64 },
+    Pushed {
+        /// The new commit's id.
+        commit: String,
+        /// Chunks the remote did not have.
+        chunks_uploaded: u64,
+        /// Their bytes (before padding and sealing).
+        bytes_uploaded: u64,
+        /// Objects written: chunks, metadata pieces, the commit (the ref is replaced, not counted).
+        objects_uploaded: u64,
+    },
     /// Nothing changed since the remote's head.
-    UpToDate { commit: String },
+    UpToDate {
+        /// The remote's head, which this vault holds.
+        commit: String,
+    },
     /// The remote has a commit this vault has not pulled (someone else pushed first):
     /// nothing was changed on the remote's ref; pull, then push again.
-    Behind { remote: String },
+    Behind {
+        /// The remote's head.
+        remote: String,
+    },
 }
 
 /// What a pull did.
@@ -86,28 +104,59 @@ pub enum PushOutcome {
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum PullOutcome {
     /// The vault now holds the remote's head.
-    Pulled { commit: String, chunks_downloaded: u64, bytes_downloaded: u64 },
+    Pulled {
+        /// The commit now held.
+        commit: String,
+        /// Chunks this vault did not have.
+        chunks_downloaded: u64,
+        /// Their bytes.
+        bytes_downloaded: u64,
+    },
     /// The vault already holds the remote's head (or the remote is empty).
-    UpToDate { commit: Option<String> },
+    UpToDate {
+        /// The remote's head, `None` for a remote without commits.
+        commit: Option<String>,
+    },
+}
+
+/// Which commit a clone takes (point-in-time restore).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum At {
+    /// The remote's head.
+    Newest,
+    /// A commit by id (`commits/<hex>`, or at least 8 leading hex digits of it).
+    Commit(String),
+    /// The newest commit pushed at or before this time (nanoseconds since the epoch).
+    Time(i64),
 }
 
 /// One commit of `remote log`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CommitInfo {
+    /// `commits/<64 hex>`.
     pub id: String,
+    /// The commit it was pushed on (none for the first).
     pub parents: Vec<String>,
+    /// When it was pushed (nanoseconds since the epoch).
     pub time_ns: i64,
+    /// Random id of the vault file that pushed it.
     pub device: String,
+    /// Regular files in its tree.
     pub files: u64,
+    /// Distinct chunks it references.
     pub chunks: u64,
+    /// Their bytes.
     pub bytes: u64,
 }
 
 /// Progress of a long remote operation: `phase` ("chunks", "metadata"), units done of total.
 #[derive(Debug, Clone, Copy)]
 pub struct Progress {
+    /// `chunks` or `metadata`.
     pub phase: &'static str,
+    /// Bytes (chunks) or pieces (metadata) done so far.
     pub done: u64,
+    /// Of this many.
     pub total: u64,
 }
 
@@ -165,13 +214,18 @@ pub(crate) fn state(conn: &Connection, name: &str) -> Result<State> {
     if !has_state_table(conn)? {
         return Err(missing());
     }
-    let row: Option<(String, Option<String>, String, Option<String>, Option<String>)> = conn
+    let row = conn
         .query_row("SELECT url, endpoint, device, head, digest FROM remotes WHERE name = ?1", [name], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            let (url, endpoint): (String, Option<String>) = (r.get(0)?, r.get(1)?);
+            Ok((
+                url,
+                endpoint,
+                State { url: RemoteUrl::default(), device: r.get(2)?, head: r.get(3)?, digest: r.get(4)? },
+            ))
         })
         .optional()?;
-    let (url, endpoint, device, head, digest) = row.ok_or_else(missing)?;
-    Ok(State { url: RemoteUrl::parse(&url, endpoint.as_deref())?, device, head, digest })
+    let (url, endpoint, state) = row.ok_or_else(missing)?;
+    Ok(State { url: RemoteUrl::parse(&url, endpoint.as_deref())?, ..state })
 }
 
 /// Records that this vault, whose dump has `digest`, is at commit `head` of `name`.

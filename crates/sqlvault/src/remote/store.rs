@@ -15,10 +15,13 @@ use crate::error::{Error, Result};
 /// S3-compatible server). Credentials are not part of it: they come from the
 /// environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
 /// `AWS_REGION`) when the remote is used, never from the vault.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RemoteUrl {
+    /// The bucket's name.
     pub bucket: String,
+    /// The key prefix inside it, without leading or trailing `/` (may be empty).
     pub prefix: String,
+    /// `http(s)://host:port` of an S3-compatible server; `None` for AWS.
     pub endpoint: Option<String>,
 }
 

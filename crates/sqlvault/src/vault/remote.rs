@@ -10,7 +10,7 @@ use crate::fs::tree;
 use crate::keys::{Header, Secret};
 use crate::remote::format::{names, RemoteKeys};
 use crate::remote::store::Store;
-use crate::remote::{self, pull, push, CommitInfo, Progress, PullOutcome, PushOutcome, RemoteInfo, RemoteUrl};
+use crate::remote::{self, pull, push, At, CommitInfo, Progress, PullOutcome, PushOutcome, RemoteInfo, RemoteUrl};
 use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
 
@@ -85,7 +85,7 @@ impl Vault {
         if state.head.as_ref() == Some(&head) {
             return Ok(PullOutcome::UpToDate { commit: Some(head) });
         }
-        if !self.inner.open.lock().map_err(|_| super::poisoned())?.is_empty() {
+        if self.files().any_open() {
             return Err(Error::InvalidArgument { what: "files of this vault are open in this process".into() });
         }
         let commit = push::read_commit(&store, &keys, &head)?;
@@ -153,6 +153,21 @@ impl Vault {
         config: EngineConfig,
         progress: &dyn Fn(Progress),
     ) -> Result<Vault> {
+        Vault::clone_remote_at(url, endpoint, dest, secret, config, &At::Newest, progress)
+    }
+
+    /// [`Vault::clone_remote`] of an older commit (point-in-time restore): by id or the
+    /// newest pushed at or before a time. The clone's `origin` is then behind the remote:
+    /// `pull` brings it forward.
+    pub fn clone_remote_at(
+        url: &str,
+        endpoint: Option<&str>,
+        dest: impl AsRef<Path>,
+        secret: &Secret,
+        config: EngineConfig,
+        at: &At,
+        progress: &dyn Fn(Progress),
+    ) -> Result<Vault> {
         use std::os::unix::fs::OpenOptionsExt;
         let dest = dest.as_ref();
         let url = RemoteUrl::parse(url, endpoint)?;
@@ -164,7 +179,11 @@ impl Vault {
         let keys = RemoteKeys::new(&master);
         let no_commits = || Error::NotFound { path: format!("commits at {} (push first)", url.url()) };
         let rconfig = push::read_config(&keys, &store.get(names::CONFIG)?.ok_or_else(no_commits)?.0)?;
-        let (head, _) = push::read_ref(&store, &keys)?.ok_or_else(no_commits)?;
+        let (newest, _) = push::read_ref(&store, &keys)?.ok_or_else(no_commits)?;
+        let head = match at {
+            At::Newest => newest,
+            At::Commit(_) | At::Time(_) => pick(&store, &keys, &newest, at)?,
+        };
         let commit = push::read_commit(&store, &keys, &head)?;
         let device = remote::new_device_id()?;
 
@@ -199,6 +218,33 @@ impl Vault {
             }
         }
     }
+}
+
+/// The commit `at` names in the history from `newest`.
+fn pick(store: &Store, keys: &RemoteKeys, newest: &str, at: &At) -> Result<String> {
+    let log = pull::log(store, keys, newest, HISTORY_LIMIT)?;
+    let found = match at {
+        At::Commit(id) => {
+            let hex = id.strip_prefix("commits/").unwrap_or(id).to_ascii_lowercase();
+            if hex.len() < 8 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(Error::InvalidArgument { what: format!("commit id {id:?} (at least 8 hex digits)") });
+            }
+            let mut hits = log.iter().filter(|(c, _)| c.trim_start_matches("commits/").starts_with(&hex));
+            let first = hits.next();
+            if hits.next().is_some() {
+                return Err(Error::InvalidArgument { what: format!("commit id {id:?} is ambiguous") });
+            }
+            first
+        }
+        At::Time(t) => log.iter().find(|(_, c)| c.time_ns <= *t),
+        At::Newest => log.first(),
+    };
+    found.map(|(id, _)| id.clone()).ok_or_else(|| Error::NotFound {
+        path: match at {
+            At::Time(_) => "a commit at or before that time".to_string(),
+            _ => format!("commit {at:?}"),
+        },
+    })
 }
 
 fn diverged(name: &str) -> Error {
