@@ -73,7 +73,8 @@ struct Spec {
     /// Where a clone goes.
     dest: PathBuf,
     bytes: u64,
-    files: u64,
+    /// What throughput counts: bytes (MB/s) or files (files/s).
+    units: f64,
 }
 
 /// The server, killed on drop.
@@ -192,7 +193,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
                 }
                 Ok::<_, crate::error::Error>(())
             })?;
-            out.add("transfer", m.stop(spec.bytes as f64)?);
+            out.add("transfer", m.stop(spec.units)?);
         }
         Kind::RawGet => {
             let store = raw_store(&spec)?;
@@ -217,7 +218,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
             if got != spec.bytes {
                 crate::bail!("raw get read {got} bytes, expected {}", spec.bytes);
             }
-            out.add("transfer", m.stop(spec.bytes as f64)?);
+            out.add("transfer", m.stop(spec.units)?);
         }
         Kind::Push => {
             let m = Meter::start()?;
@@ -226,7 +227,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
             v.remote_add(&name, &format!("s3://{}/v", spec.bucket), Some(&spec.endpoint))?;
             let r = v.push(&name)?;
             v.close()?;
-            out.add("transfer", m.stop(spec.bytes as f64)?);
+            out.add("transfer", m.stop(spec.units)?);
             out.notes.insert("outcome".into(), format!("{r:?}"));
         }
         Kind::Clone => {
@@ -241,7 +242,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
                 &|_| {},
             )?;
             v.close()?;
-            out.add("transfer", m.stop(spec.bytes as f64)?);
+            out.add("transfer", m.stop(spec.units)?);
             harness::remove_db(&spec.dest);
         }
     }
@@ -306,7 +307,7 @@ pub fn remote(a: &RemoteArgs) -> Result<harness::ScenarioReport> {
                 std::fs::create_dir(server.root.path().join(bucket(k)))?;
             }
             let unit = if s.label == "large" { Unit::MBps } else { Unit::Ops };
-            let units = |bytes: u64| if unit == Unit::MBps { bytes } else { s.files };
+            let units = if unit == Unit::MBps { s.bytes as f64 } else { s.files as f64 };
             let cases = [
                 (Kind::RawPut, "upload", "raw PUT, one object per file", "raw"),
                 (Kind::Push, "upload", "sqlvault push", "vault"),
@@ -321,8 +322,8 @@ pub fn remote(a: &RemoteArgs) -> Result<harness::ScenarioReport> {
                     bucket: bucket(b),
                     source: if kind == Kind::RawPut { s.host.clone() } else { s.vault.clone() },
                     dest: run.dir.join(format!("clone-{}-{rep}.vault", s.label)),
-                    bytes: units(s.bytes),
-                    files: s.files,
+                    bytes: s.bytes,
+                    units,
                 };
                 let out = harness::spawn_case("remote", &spec)?;
                 let sample = out.phases.get("transfer").context("the case measured nothing")?;
