@@ -45,7 +45,7 @@ pub struct RemoteArgs {
     /// Repetitions of every case (each a fresh process and bucket; medians are reported).
     #[arg(long, default_value_t = 1)]
     pub reps: u32,
-    /// 32 MiB and 1,000 files, one repetition: indicative only (what `all --quick` runs).
+    /// 16 MiB and 500 files, one repetition: indicative only (what `all --quick` runs).
     #[arg(long)]
     pub quick: bool,
     /// Scratch directory, on the disk to measure [default: <results-dir>/tmp].
@@ -283,7 +283,7 @@ fn make_data_set(dir: &Path, label: &str, files: u64, size: usize, seed: u64) ->
 /// Entry point of `sqlvault-bench remote`.
 pub fn remote(a: &RemoteArgs) -> Result<harness::ScenarioReport> {
     let run = Run::new("remote", a.quick, a.dir.as_deref(), &a.out)?;
-    let (mib, files, reps) = if a.quick { (32, 1000, 1) } else { (a.mib.max(8), a.files.max(1), a.reps.max(1)) };
+    let (mib, files, reps) = if a.quick { (16, 500, 1) } else { (a.mib.max(8), a.files.max(1), a.reps.max(1)) };
     let server = start_server(&run.dir)?;
     let large_files = mib * (1 << 20) / LARGE_FILE as u64;
     let sets = vec![
