@@ -15,6 +15,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("meta", 4),
     ("snapshot", 5),
     ("fsck", 5),
+    ("remote", 5),
     ("vault", 6),
     ("crate", 7),
 ];
