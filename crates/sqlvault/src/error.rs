@@ -69,6 +69,13 @@ pub enum Error {
     Io { context: String, source: std::io::Error },
     #[error("database error: {0}")]
     Sqlite(rusqlite::Error),
+    /// An application's SQL statement failed (syntax, constraint, type, ...).
+    #[error("SQL error: {message}")]
+    Sql { message: String },
+    /// An application's SQL statement was refused before it ran: it touches sqlvault's
+    /// own tables or schema, attaches a database, or runs an engine pragma.
+    #[error("SQL refused: {reason}")]
+    SqlRefused { reason: String },
 }
 
 impl Error {
@@ -89,6 +96,8 @@ impl Error {
             | MoveIntoSelf { .. }
             | TooManyLinks { .. }
             | NoSuchAttribute { .. }
+            | Sql { .. }
+            | SqlRefused { .. }
             | StaleHandle => ErrorKind::Tree,
             Busy | DiskFull | ReadOnly | Io { .. } | Sqlite(_) => ErrorKind::Environment,
         }
@@ -106,6 +115,7 @@ impl Error {
             IsADirectory { .. } => libc::EISDIR,
             DirectoryNotEmpty { .. } => libc::ENOTEMPTY,
             InvalidPath { .. } | InvalidArgument { .. } | MoveIntoSelf { .. } => libc::EINVAL,
+            Sql { .. } | SqlRefused { .. } => libc::EINVAL,
             NameTooLong { .. } => libc::ENAMETOOLONG,
             SymlinkLoop { .. } => libc::ELOOP,
             TooManyLinks { .. } => libc::EMLINK,

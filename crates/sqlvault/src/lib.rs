@@ -41,6 +41,7 @@ pub use fs::path::{join as join_path, VaultPath};
 pub use fs::tree::{check_name, Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
 pub use fsck::FsckReport;
 pub use keys::{generate_key_file, HmacAlgorithm, KdfParams, Secret, SlotKind};
+pub use meta::appsql::{split_sql, FromSqlValue, Row, SqlValue, SqlValueRef};
 pub use meta::records::KeyRange;
 pub use meta::tags::{Condition, Found, Op, Query, TagValue};
 pub use meta::xattr::XattrMode;

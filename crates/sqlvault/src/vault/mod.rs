@@ -22,6 +22,7 @@ use crate::storage::schema;
 
 pub(crate) mod metadata;
 mod snapshots;
+mod sql;
 pub(crate) mod transaction;
 
 /// Settings fixed when a vault is created.
