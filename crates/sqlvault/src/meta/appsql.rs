@@ -283,40 +283,54 @@ fn app_error(e: rusqlite::Error, refusal: Option<String>) -> Error {
         }
         other => other.to_string(),
     };
+    if let Some(reason) = authorizer::collision(&message) {
+        return Error::SqlRefused { reason };
+    }
     Error::Sql { message: message.replace('\n', " ") }
 }
 
-/// Runs `f` (compiles or steps application SQL) under the guard; `altered` collects
-/// whether an `ALTER TABLE` was authorized.
-fn guard<T>(altered: &mut bool, f: impl FnOnce() -> rusqlite::Result<T>) -> Result<T> {
+/// Schema changes of the statements run so far that the guard checks afterwards.
+#[derive(Default)]
+struct Post {
+    altered: bool,
+    views: Vec<String>,
+}
+
+/// Runs `f` (compiles or steps application SQL) under the guard, collecting in `post`
+/// what needs checking after the statement.
+fn guard<T>(post: &mut Post, f: impl FnOnce() -> rusqlite::Result<T>) -> Result<T> {
     let g = authorizer::guarded(f);
-    *altered |= g.altered;
+    post.altered |= g.altered;
+    post.views.extend(g.views);
     g.value.map_err(|e| app_error(e, g.refusal))
 }
 
-/// After a statement that altered a table: refuses a rename into our namespace.
-fn check_renames(conn: &Connection, altered: bool) -> Result<()> {
-    if altered {
+/// After the statements: refuses a rename into our namespace and a new view that
+/// reads what application SQL may not (the caller's transaction undoes the change).
+fn check_post(conn: &Connection, post: Post) -> Result<()> {
+    if post.altered {
         if let Some(name) = authorizer::renamed_into_reserved(conn)? {
             return Err(Error::SqlRefused {
                 reason: format!("name {name} is reserved for sqlvault (names starting with sqlvault_)"),
             });
         }
     }
+    for view in post.views {
+        let sql = format!("SELECT * FROM \"{}\"", view.replace('"', "\"\""));
+        guard(&mut Post::default(), || conn.prepare(&sql).map(drop))?;
+    }
     Ok(())
 }
 
-fn prepare<'c>(conn: &'c Connection, sql: &str, altered: &mut bool) -> Result<rusqlite::CachedStatement<'c>> {
+fn prepare<'c>(conn: &'c Connection, sql: &str, post: &mut Post) -> Result<rusqlite::CachedStatement<'c>> {
     let key = format!("{PREFIX}{sql}");
-    guard(altered, || conn.prepare_cached(&key))
+    guard(post, || conn.prepare_cached(&key))
 }
 
 fn bind(stmt: &mut rusqlite::Statement<'_>, params: &[SqlValue]) -> Result<()> {
     let wanted = stmt.parameter_count();
     if wanted != params.len() {
-        return Err(Error::Sql {
-            message: format!("the statement takes {wanted} parameters, {} given", params.len()),
-        });
+        return Err(Error::Sql { message: format!("the statement takes {wanted} parameters, {} given", params.len()) });
     }
     for (i, p) in params.iter().enumerate() {
         stmt.raw_bind_parameter(i + 1, ToSqlOutput::Borrowed(p.as_ref())).map_err(|e| app_error(e, None))?;
@@ -343,22 +357,22 @@ fn counts_rows(sql: &str) -> bool {
 /// Whether `sql` (one statement) only reads. Compiles it (under the guard) into the
 /// connection's cache, where the next call finds it.
 pub(crate) fn is_read_only(conn: &Connection, sql: &str) -> Result<bool> {
-    let mut altered = false;
-    Ok(prepare(conn, sql, &mut altered)?.readonly())
+    let mut post = Post::default();
+    Ok(prepare(conn, sql, &mut post)?.readonly())
 }
 
 /// Runs one statement with `params`; returns the rows it inserted, updated or deleted
 /// (0 for any other statement). Rows it returns are read and dropped.
 pub(crate) fn execute(conn: &Connection, sql: &str, params: &[SqlValue]) -> Result<usize> {
-    let mut altered = false;
-    let mut stmt = prepare(conn, sql, &mut altered)?;
+    let mut post = Post::default();
+    let mut stmt = prepare(conn, sql, &mut post)?;
     bind(&mut stmt, params)?;
     let readonly = stmt.readonly();
     {
         let mut rows = stmt.raw_query();
-        while guard(&mut altered, || rows.next())?.is_some() {}
+        while guard(&mut post, || rows.next())?.is_some() {}
     }
-    check_renames(conn, altered)?;
+    check_post(conn, post)?;
     Ok(if !readonly && counts_rows(sql) { conn.changes() as usize } else { 0 })
 }
 
@@ -369,17 +383,17 @@ pub(crate) fn query<T>(
     params: &[SqlValue],
     mut f: impl FnMut(&Row<'_>) -> Result<T>,
 ) -> Result<Vec<T>> {
-    let mut altered = false;
-    let mut stmt = prepare(conn, sql, &mut altered)?;
+    let mut post = Post::default();
+    let mut stmt = prepare(conn, sql, &mut post)?;
     bind(&mut stmt, params)?;
     let mut out = Vec::new();
     {
         let mut rows = stmt.raw_query();
-        while let Some(row) = guard(&mut altered, || rows.next())? {
+        while let Some(row) = guard(&mut post, || rows.next())? {
             out.push(f(&Row { row })?);
         }
     }
-    check_renames(conn, altered)?;
+    check_post(conn, post)?;
     Ok(out)
 }
 
@@ -387,13 +401,13 @@ pub(crate) fn query<T>(
 /// and dropped). Not cached: a script is compiled statement by statement as it runs.
 pub(crate) fn execute_batch(conn: &Connection, sql: &str) -> Result<()> {
     use rusqlite::fallible_iterator::FallibleIterator;
-    let mut altered = false;
+    let mut post = Post::default();
     let mut batch = rusqlite::Batch::new(conn, sql);
-    while let Some(mut stmt) = guard(&mut altered, || batch.next())? {
+    while let Some(mut stmt) = guard(&mut post, || batch.next())? {
         let mut rows = stmt.raw_query();
-        while guard(&mut altered, || rows.next())?.is_some() {}
+        while guard(&mut post, || rows.next())?.is_some() {}
     }
-    check_renames(conn, altered)
+    check_post(conn, post)
 }
 
 /// Splits a script into its statements (each with its `;`), as SQLite's own parser
@@ -544,7 +558,8 @@ mod tests {
         }
         let back = query(&c, "SELECT v FROM t ORDER BY rowid", &[], |r| r.value(0)).unwrap();
         assert_eq!(back, vals);
-        let n: Vec<Option<i64>> = query(&c, "SELECT v FROM t WHERE rowid <= 2 ORDER BY rowid", &[], |r| r.get(0)).unwrap();
+        let n: Vec<Option<i64>> =
+            query(&c, "SELECT v FROM t WHERE rowid <= 2 ORDER BY rowid", &[], |r| r.get(0)).unwrap();
         assert_eq!(n, vec![None, Some(-7)]);
         let e = query(&c, "SELECT v FROM t WHERE rowid = 4", &[], |r| r.get::<i64>(0)).unwrap_err();
         assert!(e.to_string().contains("cannot read text as i64"), "{e}");

@@ -21,9 +21,10 @@
 //! * every pragma except the read-only ones listed in `READ_ONLY_PRAGMAS` (and those
 //!   only on the application's own tables).
 //!
-//! `ALTER TABLE ... RENAME TO` gives the authorizer no new name: [`guarded`] reports that
-//! a table was altered so the caller can check the schema afterwards
-//! ([`renamed_into_reserved`]).
+//! `ALTER TABLE ... RENAME TO` gives the authorizer no new name, and `CREATE VIEW` does
+//! not compile the view's query: [`guarded`] reports both so the caller checks them
+//! after the statement ([`renamed_into_reserved`], a guarded query of each new view).
+//! A trigger's body is checked when a statement that fires it is compiled.
 
 use std::cell::{Cell, RefCell};
 
@@ -50,7 +51,15 @@ const READ_ONLY_PRAGMAS: &[&str] = &[
 /// SQLite's schema table under its names.
 const SCHEMA_TABLES: &[&str] = &["sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"];
 /// Tables SQLite reads and writes itself while it runs a CREATE, DROP, ALTER or ANALYZE.
-const INTERNAL_TABLES: &[&str] = &["sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema", "sqlite_sequence", "sqlite_stat1", "sqlite_stat4"];
+const INTERNAL_TABLES: &[&str] = &[
+    "sqlite_master",
+    "sqlite_schema",
+    "sqlite_temp_master",
+    "sqlite_temp_schema",
+    "sqlite_sequence",
+    "sqlite_stat1",
+    "sqlite_stat4",
+];
 
 /// Where the statement being compiled is, as far as schema changes go.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -71,18 +80,28 @@ fn next_ddl(state: Ddl, action: &AuthAction<'_>) -> Ddl {
         (Ddl::None, CreateTable { .. }) => Ddl::Creating,
         (
             Ddl::None,
-            CreateIndex { .. } | CreateView { .. } | CreateTrigger { .. } | DropTable { .. } | DropIndex { .. }
-            | DropView { .. } | DropTrigger { .. } | AlterTable { .. } | Reindex { .. },
+            CreateIndex { .. }
+            | CreateView { .. }
+            | CreateTrigger { .. }
+            | DropTable { .. }
+            | DropIndex { .. }
+            | DropView { .. }
+            | DropTrigger { .. }
+            | AlterTable { .. }
+            | Reindex { .. },
         ) => Ddl::Internal,
         // A SELECT cannot write: an update of the schema table is SQLite's own work.
-        (Ddl::Creating, Update { table_name, .. }) if SCHEMA_TABLES.contains(&table_name.to_ascii_lowercase().as_str()) => {
+        (Ddl::Creating, Update { table_name, .. })
+            if SCHEMA_TABLES.contains(&table_name.to_ascii_lowercase().as_str()) =>
+        {
             Ddl::Internal
         }
         (s, _) => s,
     }
 }
 
-const ANALYZE: &str = "ANALYZE is not allowed: its statistics would change the query plans of sqlvault's own statements";
+const ANALYZE: &str =
+    "ANALYZE is not allowed: its statistics would change the query plans of sqlvault's own statements";
 
 thread_local! {
     /// This thread is compiling or running application SQL.
@@ -91,6 +110,8 @@ thread_local! {
     static REFUSAL: RefCell<Option<String>> = const { RefCell::new(None) };
     /// An `ALTER TABLE` was authorized while guarded.
     static ALTERED: Cell<bool> = const { Cell::new(false) };
+    /// Views created while guarded (their SELECT is compiled only when used).
+    static VIEWS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
     /// Schema-change state of the statement being compiled (reset by [`guarded`]).
     static DDL: Cell<Ddl> = const { Cell::new(Ddl::None) };
 }
@@ -103,8 +124,10 @@ pub(crate) fn install(conn: &mut Connection) -> Result<()> {
         }
         match decide(&ctx) {
             Ok(()) => {
-                if matches!(ctx.action, AuthAction::AlterTable { .. }) {
-                    ALTERED.with(|a| a.set(true));
+                match ctx.action {
+                    AuthAction::AlterTable { .. } => ALTERED.with(|a| a.set(true)),
+                    AuthAction::CreateView { view_name } => VIEWS.with(|v| v.borrow_mut().push(view_name.to_string())),
+                    _ => {}
                 }
                 DDL.with(|d| d.set(next_ddl(d.get(), &ctx.action)));
                 Authorization::Allow
@@ -130,6 +153,8 @@ pub(crate) struct Guarded<T> {
     pub refusal: Option<String>,
     /// An `ALTER TABLE` ran: check the schema with [`renamed_into_reserved`].
     pub altered: bool,
+    /// Views created: compile a query of each under the guard to check what they read.
+    pub views: Vec<String>,
 }
 
 /// Runs `f`, which compiles and runs application SQL on this thread, under the guard.
@@ -142,12 +167,18 @@ pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> Guarded<T> {
     }
     REFUSAL.with(|r| r.borrow_mut().take());
     ALTERED.with(|a| a.set(false));
+    VIEWS.with(|v| v.borrow_mut().clear());
     DDL.with(|d| d.set(Ddl::None));
     ACTIVE.with(|a| a.set(true));
     let off = Off;
     let value = f();
     drop(off);
-    Guarded { value, refusal: REFUSAL.with(|r| r.borrow_mut().take()), altered: ALTERED.with(|a| a.replace(false)) }
+    Guarded {
+        value,
+        refusal: REFUSAL.with(|r| r.borrow_mut().take()),
+        altered: ALTERED.with(|a| a.replace(false)),
+        views: VIEWS.with(|v| std::mem::take(&mut *v.borrow_mut())),
+    }
 }
 
 /// Whether `name` (a table, index, view or trigger) belongs to sqlvault or SQLite.
@@ -169,6 +200,15 @@ pub(crate) fn renamed_into_reserved(conn: &Connection) -> Result<Option<String>>
         }
     }
     Ok(None)
+}
+
+/// SQLite checks some names before it asks the authorizer: its "index X already
+/// exists" for one of our names becomes our refusal.
+pub(crate) fn collision(message: &str) -> Option<String> {
+    let rest = message.strip_suffix(" already exists")?;
+    let (kind, name) = rest.split_once(' ')?;
+    let name = name.trim_matches(|c| c == '"' || c == '\'' || c == '`');
+    (["table", "index", "view", "trigger"].contains(&kind) && reserved(name)).then(|| ours(kind, name))
 }
 
 fn ours(what: &str, name: &str) -> String {
@@ -227,6 +267,12 @@ fn decide(ctx: &AuthContext<'_>) -> Result<(), String> {
         }
         AlterTable { table_name, .. } => table(table_name),
         CreateView { view_name } | DropView { view_name } => named("view", view_name, ""),
+        // SQLite names the indexes of UNIQUE and PRIMARY KEY constraints itself.
+        CreateIndex { index_name, table_name } | DropIndex { index_name, table_name }
+            if index_name.to_ascii_lowercase().starts_with("sqlite_autoindex_") =>
+        {
+            table(table_name)
+        }
         CreateIndex { index_name, table_name } | DropIndex { index_name, table_name } => {
             named("index", index_name, table_name)
         }
