@@ -26,6 +26,7 @@ mod meta;
 mod mount;
 mod secret;
 mod snapshots;
+mod sql;
 mod transfer;
 
 use std::io::Write;
@@ -230,6 +231,8 @@ enum Command {
     Compact { vault: PathBuf },
     #[command(flatten)]
     Meta(meta::MetaCommand),
+    /// Run SQL on the application's own tables in the vault (`-` reads a script from stdin).
+    Sql(sql::SqlArgs),
     /// Format, sizes, counts and deduplication ratio.
     Info {
         vault: PathBuf,
@@ -561,6 +564,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Snapshots { vault, json } => snapshots::list(&ctx, vault, json)?,
         Command::Restore(args) => snapshots::restore(&ctx, args)?,
         Command::Compact { vault } => snapshots::compact(&ctx, vault)?,
+        Command::Sql(args) => sql::run(&ctx, args)?,
         Command::Meta(cmd) => return meta::run(&ctx, cmd),
         Command::Info { vault, json } => {
             let v = ctx.open(&vault)?;
