@@ -155,6 +155,14 @@ impl Error {
         Error::Io { context: context.to_string(), source }
     }
 
+    /// An internal lock whose holder panicked.
+    pub(crate) fn poisoned() -> Self {
+        Error::Io {
+            context: "internal lock poisoned by an earlier panic".into(),
+            source: std::io::Error::other("poisoned"),
+        }
+    }
+
     pub(crate) fn damaged(what: impl fmt::Display) -> Self {
         Error::Damaged { what: what.to_string() }
     }

@@ -152,7 +152,7 @@ impl Engine {
             let conn = engine.connect(false)?;
             schema::check(&conn)?;
             codec_intact(&conn)?;
-            engine.readers.lock().map_err(|_| poisoned())?.push(conn);
+            engine.readers.lock().map_err(|_| Error::poisoned())?.push(conn);
         }
         Ok(engine)
     }
@@ -329,7 +329,7 @@ impl Engine {
     }
 
     fn take_reader(&self) -> Result<Connection> {
-        if let Some(c) = self.readers.lock().map_err(|_| poisoned())?.pop() {
+        if let Some(c) = self.readers.lock().map_err(|_| Error::poisoned())?.pop() {
             return Ok(c);
         }
         self.connect(false)
@@ -456,13 +456,6 @@ fn page_damage() -> Error {
 
 fn writer_damage() -> Error {
     Error::damaged("the writer met a database page that failed authentication (file tampered or truncated); reopen the vault after restoring it")
-}
-
-fn poisoned() -> Error {
-    Error::Io {
-        context: "internal lock poisoned by an earlier panic".into(),
-        source: std::io::Error::other("poisoned"),
-    }
 }
 
 impl Drop for Engine {

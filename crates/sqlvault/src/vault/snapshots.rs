@@ -69,12 +69,7 @@ impl Vault {
 
     /// Commits the buffered writes of every file open in this process.
     fn flush_open(&self) -> Result<()> {
-        let nodes: Vec<_> =
-            self.inner.open.lock().map_err(|_| super::poisoned())?.values().map(|(n, _)| n.clone()).collect();
-        for n in nodes {
-            n.flush(self)?;
-        }
-        Ok(())
+        self.files().flush_all()
     }
 
     // ----- a snapshot's tree by inode (used by the FUSE frontend) -----
