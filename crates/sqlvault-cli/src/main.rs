@@ -7,7 +7,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | success |
-//! | 1 | usage error (bad arguments, no passphrase source, mismatched passphrases) |
+//! | 1 | usage error (bad arguments, no passphrase source, mismatched passphrases); SQL error or refused statement (`sql`) |
 //! | 2 | wrong passphrase or key, a missing key or passphrase file, or not a vault |
 //! | 3 | vault is damaged (fsck found problems, tampered or truncated file) |
 //! | 4 | not found, already exists, not empty, not a directory, invalid path and the like |

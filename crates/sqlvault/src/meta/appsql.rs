@@ -240,6 +240,11 @@ impl Row<'_> {
         })
     }
 
+    /// The value of column `i`, borrowed from the row (no copy of text or blobs).
+    pub fn get_ref(&self, i: usize) -> Result<SqlValueRef<'_>> {
+        Ok(from_rusqlite(self.row.get_ref(i).map_err(|_| column_range(i, self.len()))?))
+    }
+
     /// The value of column `i` as it is stored.
     pub fn value(&self, i: usize) -> Result<SqlValue> {
         let v = self.row.get_ref(i).map_err(|_| column_range(i, self.len()))?;

@@ -111,6 +111,11 @@ impl Tx<'_> {
         r
     }
 
+    /// The rowid of the last row an INSERT in this transaction added (0 if none).
+    pub fn last_insert_rowid(&self) -> i64 {
+        self.conn.last_insert_rowid()
+    }
+
     /// [`Vault::query`] inside this transaction: sees the transaction's own writes.
     pub fn query<T>(&self, sql: &str, params: &[SqlValue], f: impl FnMut(&Row<'_>) -> Result<T>) -> Result<Vec<T>> {
         appsql::query(self.conn, sql, params, f)
