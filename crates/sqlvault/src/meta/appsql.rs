@@ -327,9 +327,19 @@ fn check_post(conn: &Connection, post: Post) -> Result<()> {
     Ok(())
 }
 
+thread_local! {
+    /// The cache key of the statement being prepared (reused: no allocation per call).
+    static KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
 fn prepare<'c>(conn: &'c Connection, sql: &str, post: &mut Post) -> Result<rusqlite::CachedStatement<'c>> {
-    let key = format!("{PREFIX}{sql}");
-    guard(post, || conn.prepare_cached(&key))
+    KEY.with(|k| {
+        let mut key = k.borrow_mut();
+        key.clear();
+        key.push_str(PREFIX);
+        key.push_str(sql);
+        guard(post, || conn.prepare_cached(&key))
+    })
 }
 
 fn bind(stmt: &mut rusqlite::Statement<'_>, params: &[SqlValue]) -> Result<()> {
