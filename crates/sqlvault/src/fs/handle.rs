@@ -618,44 +618,58 @@ impl OpenInode {
 /// Options for [`Vault::open_file`], in the manner of `std::fs::OpenOptions`.
 #[derive(Debug, Clone, Default)]
 pub struct FileOptions {
+    /// Open for reading.
     pub read: bool,
+    /// Open for writing (at the cursor, or positionally).
     pub write: bool,
+    /// Every write goes to the end of the file.
     pub append: bool,
+    /// Truncate to zero length when opened for writing.
     pub truncate: bool,
+    /// Create the file if it does not exist.
     pub create: bool,
+    /// Create the file; fail with `AlreadyExists` if it exists.
     pub create_new: bool,
     /// Permission bits for a created file (default 0o644).
     pub perm: Option<u32>,
 }
 
 impl FileOptions {
+    /// Options with everything off (then set what you need).
     pub fn new() -> Self {
         Self::default()
     }
+    /// Sets read access.
     pub fn read(mut self, v: bool) -> Self {
         self.read = v;
         self
     }
+    /// Sets write access.
     pub fn write(mut self, v: bool) -> Self {
         self.write = v;
         self
     }
+    /// Sets append mode.
     pub fn append(mut self, v: bool) -> Self {
         self.append = v;
         self
     }
+    /// Sets truncation on open.
     pub fn truncate(mut self, v: bool) -> Self {
         self.truncate = v;
         self
     }
+    /// Creates the file if missing.
     pub fn create(mut self, v: bool) -> Self {
         self.create = v;
         self
     }
+    /// Creates the file, failing if it exists.
     pub fn create_new(mut self, v: bool) -> Self {
         self.create_new = v;
         self
     }
+    /// Permission bits of a file this open creates (default 0644).
     pub fn perm(mut self, mode: u32) -> Self {
         self.perm = Some(mode);
         self
@@ -691,6 +705,7 @@ impl FileHandle {
         }
     }
 
+    /// The inode of the open file.
     pub fn ino(&self) -> InodeId {
         self.node.ino
     }
@@ -711,6 +726,7 @@ impl FileHandle {
         self.node.write_at(&self.files, offset, data)
     }
 
+    /// Truncates or extends the file to `size` (holes read as zeros).
     pub fn set_len(&self, size: u64) -> Result<()> {
         if !self.writable {
             return Err(Error::InvalidArgument { what: "file is not open for writing".into() });
@@ -758,7 +774,7 @@ impl Drop for FileHandle {
 
 impl Read for FileHandle {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.read_at(self.pos, buf).map_err(to_io)?;
+        let n = self.read_at(self.pos, buf).map_err(io::Error::from)?;
         self.pos += n as u64;
         Ok(n)
     }
@@ -767,16 +783,20 @@ impl Read for FileHandle {
 impl Write for FileHandle {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if self.append {
-            self.pos =
-                self.node.buffered_size().map(Ok).unwrap_or_else(|| self.metadata().map(|a| a.size)).map_err(to_io)?;
+            self.pos = self
+                .node
+                .buffered_size()
+                .map(Ok)
+                .unwrap_or_else(|| self.metadata().map(|a| a.size))
+                .map_err(io::Error::from)?;
         }
-        let n = self.write_at(self.pos, buf).map_err(to_io)?;
+        let n = self.write_at(self.pos, buf).map_err(io::Error::from)?;
         self.pos += n as u64;
         Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.commit().map_err(to_io)
+        self.commit().map_err(io::Error::from)
     }
 }
 
@@ -786,17 +806,11 @@ impl Seek for FileHandle {
             SeekFrom::Start(p) => Some(p),
             SeekFrom::Current(d) => self.pos.checked_add_signed(d),
             SeekFrom::End(d) => {
-                let size = self.metadata().map_err(to_io)?.size;
+                let size = self.metadata().map_err(io::Error::from)?.size;
                 size.checked_add_signed(d)
             }
         };
         self.pos = new.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before start of file"))?;
         Ok(self.pos)
     }
-}
-
-/// Carries the vault error inside an `io::Error` with the matching errno.
-pub fn to_io(e: Error) -> io::Error {
-    let errno = e.errno();
-    io::Error::new(io::Error::from_raw_os_error(errno).kind(), e)
 }

@@ -20,10 +20,16 @@ const PREFIX: &str = "/* app */ ";
 /// A value in or out of an application table: SQLite's five storage classes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SqlValue {
+    /// SQL NULL.
     Null,
+    /// A 64-bit signed integer.
     Integer(i64),
+    /// A 64-bit float.
     Real(f64),
+    /// UTF-8 text (text stored as other bytes reads back with replacement characters;
+    /// use [`Row::get_ref`] for the raw bytes).
     Text(String),
+    /// Bytes.
     Blob(Vec<u8>),
 }
 
@@ -114,11 +120,15 @@ macro_rules! params {
 /// A column value borrowed from a result row, as [`FromSqlValue`] sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SqlValueRef<'a> {
+    /// SQL NULL.
     Null,
+    /// A 64-bit signed integer.
     Integer(i64),
+    /// A 64-bit float.
     Real(f64),
     /// SQLite text: UTF-8 unless something stored other bytes as text.
     Text(&'a [u8]),
+    /// Bytes.
     Blob(&'a [u8]),
 }
 

@@ -345,9 +345,7 @@ fn replay(e: &Error) -> Error {
         Error::Io { context, source } => {
             Error::Io { context: context.clone(), source: std::io::Error::new(source.kind(), source.to_string()) }
         }
-        Error::Sqlite(rusqlite::Error::SqliteFailure(code, msg)) => {
-            Error::Sqlite(rusqlite::Error::SqliteFailure(*code, msg.clone()))
-        }
+        Error::Database { message, code } => Error::Database { message: message.clone(), code: *code },
         other => {
             Error::Io { context: "the group commit failed".into(), source: std::io::Error::other(other.to_string()) }
         }

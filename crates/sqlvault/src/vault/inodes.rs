@@ -46,14 +46,17 @@ impl Vault {
         NewNode { kind, perm, uid: self.inner.uid, gid: self.inner.gid, target }
     }
 
+    /// Removes the non-directory `name` from `parent` (kept as an orphan while open).
     pub fn unlink_at(&self, parent: InodeId, name: &[u8]) -> Result<()> {
         self.engine().write(|tx| tree::unlink(tx, parent, name, &|i| self.is_open(i)))
     }
 
+    /// Removes the empty directory `name` from `parent`.
     pub fn rmdir_at(&self, parent: InodeId, name: &[u8]) -> Result<()> {
         self.engine().write(|tx| tree::rmdir(tx, parent, name))
     }
 
+    /// Renames `parent/name` to `new_parent/new_name` with `mode`'s semantics.
     pub fn rename_at(
         &self,
         parent: InodeId,
@@ -65,10 +68,12 @@ impl Vault {
         self.engine().write(|tx| tree::rename(tx, parent, name, new_parent, new_name, mode, &|i| self.is_open(i)))
     }
 
+    /// Adds the name `new_parent/new_name` for `ino` (a hard link).
     pub fn link_at(&self, ino: InodeId, new_parent: InodeId, new_name: &[u8]) -> Result<Attr> {
         self.engine().write(|tx| tree::link(tx, ino, new_parent, new_name))
     }
 
+    /// The target of the symlink `ino`.
     pub fn read_link_ino(&self, ino: InodeId) -> Result<Vec<u8>> {
         self.engine().read(|c| tree::read_link(c, ino))
     }

@@ -5,10 +5,12 @@
 //! engine, so the passphrase is derived once per process and every connection reuses
 //! the raw key. Each tree operation is one transaction: it happens fully or not at all.
 
+use std::borrow::Borrow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::fs::chunks;
 use crate::fs::handle::Files;
 use crate::fs::tree::{self, FileType, InodeId};
 use crate::keys::{CipherSettings, Header, HmacAlgorithm, KdfParams, Secret, SlotInfo};
@@ -31,8 +33,11 @@ pub struct CreateOptions {
     pub chunk_size: u32,
     /// SQLCipher page size (power of two, 4 KiB..64 KiB).
     pub page_size: u32,
+    /// SQLCipher page HMAC.
     pub hmac: HmacAlgorithm,
+    /// Argon2id cost of the first passphrase slot.
     pub kdf: KdfParams,
+    /// Engine settings of the returned handle.
     pub engine: EngineConfig,
 }
 
@@ -60,34 +65,48 @@ impl Default for CreateOptions {
 /// A summary of a vault, for `sqlvault info`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Info {
+    /// Header format version.
     pub format_version: u32,
+    /// Schema version of the database.
     pub schema_version: i64,
+    /// Bytes per content chunk.
     pub chunk_size: u32,
+    /// Page size and HMAC.
     pub cipher: CipherSettings,
+    /// The key slots in use.
     pub key_slots: Vec<SlotInfo>,
+    /// Regular files.
     pub files: u64,
+    /// Directories.
     pub directories: u64,
+    /// Symbolic links.
     pub symlinks: u64,
     /// Sum of file sizes.
     pub logical_bytes: u64,
     /// Bytes held in unique chunks (after deduplication, holes not stored).
     pub stored_bytes: u64,
+    /// Unique stored chunks.
     pub chunks: u64,
     /// logical / stored (1.0 when empty).
     pub dedup_ratio: f64,
     /// Size of the vault file on disk, plus its WAL if present.
     pub file_bytes: u64,
+    /// Free database pages.
     pub free_pages: u64,
     /// Bytes in free pages: what `compact` can give back to the file system.
     pub reclaimable_bytes: u64,
+    /// Snapshots.
     pub snapshots: u64,
 }
 
 /// An entry returned by [`Vault::read_dir`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirEntry {
+    /// Entry name (lossy UTF-8).
     pub name: String,
+    /// Its inode.
     pub ino: InodeId,
+    /// Its type.
     pub kind: FileType,
 }
 
@@ -157,8 +176,12 @@ impl Vault {
 
     /// Opens an existing vault. The secret is checked against the header's key slots
     /// before SQLCipher sees any key.
-    pub fn open(path: impl AsRef<Path>, secret: &Secret, config: EngineConfig) -> Result<Vault> {
+    ///
+    /// `config` is an [`EngineConfig`] or a reference to one, as `create` takes
+    /// `&CreateOptions`.
+    pub fn open(path: impl AsRef<Path>, secret: &Secret, config: impl Borrow<EngineConfig>) -> Result<Vault> {
         let path = path.as_ref();
+        let config = config.borrow().clone();
         let header = Header::read(path)?;
         let (master, _) = header.unlock(secret, &path.display().to_string())?;
         let engine = Engine::open(path, master, header.cipher, config, false)?;
@@ -187,10 +210,12 @@ impl Vault {
         &self.inner.files
     }
 
+    /// The vault file's path.
     pub fn path(&self) -> &Path {
         &self.inner.path
     }
 
+    /// Bytes per content chunk, fixed at creation.
     pub fn chunk_size(&self) -> u32 {
         self.inner.files.chunk_size
     }
@@ -226,36 +251,27 @@ impl Vault {
     pub fn info(&self) -> Result<Info> {
         let header = &self.inner.header;
         let mut info = self.engine().read(|c| {
-            let count = |kind: u32| -> Result<u64> {
-                Ok(c.query_row("SELECT count(*) FROM inodes WHERE mode & ?1 = ?2", [libc::S_IFMT, kind], |r| {
-                    r.get::<_, i64>(0)
-                })? as u64)
-            };
-            let logical: i64 = c.query_row(
-                "SELECT coalesce(sum(size), 0) FROM inodes WHERE mode & ?1 = ?2",
-                [libc::S_IFMT, libc::S_IFREG],
-                |r| r.get(0),
-            )?;
-            let (chunks, stored): (i64, i64) =
-                c.query_row("SELECT count(*), coalesce(sum(len), 0) FROM chunks", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            let free: i64 = c.query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
-            let schema_version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            let t = tree::totals(c)?;
+            let (chunks, stored) = chunks::totals(c)?;
+            let free = schema::free_pages(c)?;
+            let logical = t.file_bytes;
+            let schema_version = schema::version(c)?;
             Ok(Info {
                 format_version: header.version,
                 schema_version,
                 chunk_size: self.chunk_size(),
                 cipher: header.cipher,
                 key_slots: header.slot_infos(),
-                files: count(libc::S_IFREG)?,
-                directories: count(libc::S_IFDIR)?,
-                symlinks: count(libc::S_IFLNK)?,
-                logical_bytes: logical as u64,
-                stored_bytes: stored as u64,
-                chunks: chunks as u64,
+                files: t.files,
+                directories: t.directories,
+                symlinks: t.symlinks,
+                logical_bytes: logical,
+                stored_bytes: stored,
+                chunks,
                 dedup_ratio: if stored > 0 { logical as f64 / stored as f64 } else { 1.0 },
                 file_bytes: 0,
-                free_pages: free as u64,
-                reclaimable_bytes: free as u64 * header.cipher.page_size as u64,
+                free_pages: free,
+                reclaimable_bytes: free * header.cipher.page_size as u64,
                 snapshots: crate::snapshot::names(c)?.len() as u64,
             })
         })?;

@@ -1,6 +1,8 @@
 //! The facade by path, as the library and the CLI use it: resolution (symlinks
 //! followed, `..` inside the vault), files, directories, links and attributes.
 
+use std::io::Read;
+
 use super::{DirEntry, Vault};
 use crate::error::{Error, Result};
 use crate::fs::chunks;
@@ -91,6 +93,7 @@ impl Vault {
         self.attr(self.resolve(path, false)?)
     }
 
+    /// Whether `path` exists (a dangling symlink exists).
     pub fn exists(&self, path: &str) -> Result<bool> {
         match self.resolve(path, false) {
             Ok(_) => Ok(true),
@@ -99,6 +102,7 @@ impl Vault {
         }
     }
 
+    /// Creates the directory `path` with permission bits `perm`.
     pub fn create_dir(&self, path: &str, perm: u32) -> Result<Attr> {
         let vp = VaultPath::parse(path)?;
         self.engine()
@@ -190,6 +194,57 @@ impl Vault {
         let f = self.create_file(path)?;
         f.write_at(0, data)?;
         f.close()
+    }
+
+    /// Writes what `reader` yields as the whole content of `path` (created if missing,
+    /// following symlinks) and then sets `attrs` (permission bits, owner, times), as an
+    /// import from another file system does. Returns the bytes written.
+    ///
+    /// A file that fits the dirty-buffer limit costs one write operation: creation,
+    /// content, mode and times commit together, so the file appears complete with its
+    /// attributes or not at all. A larger one (or one open in this process) streams
+    /// through a [`FileHandle`], committing as the buffers fill, then sets `attrs`.
+    /// Memory: at most the dirty-buffer limit.
+    pub fn import_file(&self, path: &str, mut reader: impl Read, attrs: &SetAttr) -> Result<u64> {
+        let limit = self.max_dirty_bytes() as usize;
+        let mut head = Vec::new();
+        (&mut reader)
+            .take(limit as u64 + 1)
+            .read_to_end(&mut head)
+            .map_err(|e| Error::io(format!("reading the content of {path}"), e))?;
+        if head.len() <= limit && !self.engine().is_read_only() {
+            let done = self
+                .engine()
+                .write(|tx| {
+                    let Some(ino) = self.file_for_write_in(tx, path)? else { return Ok(false) };
+                    self.replace_content_in(tx, ino, path, head.as_slice())?;
+                    tree::set_attr(tx, ino, attrs)?;
+                    Ok(true)
+                })
+                .map_err(|e| e.with_path(path))?;
+            if done {
+                return Ok(head.len() as u64);
+            }
+        }
+        let f = self.create_file(path)?;
+        let mut total = head.len() as u64;
+        f.write_at(0, &head)?;
+        drop(head);
+        let mut buf = vec![0u8; self.chunk_size() as usize];
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io(format!("reading the content of {path}"), e)),
+            };
+            f.write_at(total, &buf[..n])?;
+            total += n as u64;
+        }
+        let ino = f.ino();
+        f.close()?;
+        self.set_attr(ino, attrs, None).map_err(|e| e.with_path(path))?;
+        Ok(total)
     }
 
     /// The one-operation path of [`Vault::write_file`]; `false` if the file is open here.
@@ -284,6 +339,7 @@ impl Vault {
         self.set_attr(ino, &SetAttr::default(), Some(size)).map(|_| ()).map_err(|e| e.with_path(path))
     }
 
+    /// Removes the file or symlink at `path`.
     pub fn remove_file(&self, path: &str) -> Result<()> {
         self.engine().write(|tx| self.remove_file_in(tx, path)).map_err(|e| e.with_path(path))
     }
@@ -294,6 +350,7 @@ impl Vault {
         tree::unlink(tx, dir, name, &|i| self.is_open(i))
     }
 
+    /// Removes the empty directory at `path`.
     pub fn remove_dir(&self, path: &str) -> Result<()> {
         let vp = VaultPath::parse(path)?;
         self.engine()
@@ -329,6 +386,7 @@ impl Vault {
         self.rename_with(from, to, RenameMode::Replace)
     }
 
+    /// Renames `from` to `to` with `mode`'s semantics (replace, no-replace, exchange).
     pub fn rename_with(&self, from: &str, to: &str, mode: RenameMode) -> Result<()> {
         let a = VaultPath::parse(from)?;
         let b = VaultPath::parse(to)?;
@@ -368,6 +426,7 @@ impl Vault {
             .map_err(|e| e.with_path(link))
     }
 
+    /// The target of the symlink at `path`.
     pub fn read_link(&self, path: &str) -> Result<String> {
         let ino = self.resolve(path, false)?;
         let t = self.read_link_ino(ino).map_err(|e| e.with_path(path))?;
@@ -395,11 +454,13 @@ impl Vault {
         }
     }
 
+    /// Sets the permission bits of `path`.
     pub fn set_permissions(&self, path: &str, perm: u32) -> Result<Attr> {
         let ino = self.resolve(path, true)?;
         self.set_attr(ino, &SetAttr { perm: Some(perm), ..Default::default() }, None)
     }
 
+    /// Sets the owner and/or group of `path` (not following a final symlink).
     pub fn set_owner(&self, path: &str, uid: Option<u32>, gid: Option<u32>) -> Result<Attr> {
         let ino = self.resolve(path, false)?;
         self.set_attr(ino, &SetAttr { uid, gid, ..Default::default() }, None)
