@@ -426,13 +426,18 @@ pub(crate) fn query<T>(
 /// and dropped). Not cached: a script is compiled statement by statement as it runs.
 pub(crate) fn execute_batch(conn: &Connection, sql: &str) -> Result<()> {
     use rusqlite::fallible_iterator::FallibleIterator;
-    let mut post = Post::default();
     let mut batch = rusqlite::Batch::new(conn, sql);
-    while let Some(mut stmt) = guard(&mut post, || batch.next())? {
-        let mut rows = stmt.raw_query();
-        while guard(&mut post, || rows.next())?.is_some() {}
+    loop {
+        // Each statement is checked after it ran, before the next one can use what it made.
+        let mut post = Post::default();
+        let Some(mut stmt) = guard(&mut post, || batch.next())? else { return Ok(()) };
+        {
+            let mut rows = stmt.raw_query();
+            while guard(&mut post, || rows.next())?.is_some() {}
+        }
+        drop(stmt);
+        check_post(conn, post)?;
     }
-    check_post(conn, post)
 }
 
 /// Splits a script into its statements (each with its `;`), as SQLite's own parser
