@@ -61,3 +61,12 @@ pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAUL
 pub mod bench {
     pub use crate::keys::Header;
 }
+
+/// Builds a `&[SqlValue]` parameter list for [`Vault::execute`] and [`Vault::query`] from
+/// values of mixed types: `sqlvault::params![1, "two", 3.0, None::<i64>]`.
+#[macro_export]
+macro_rules! params {
+    ($($v:expr),* $(,)?) => {
+        &[$($crate::SqlValue::from($v)),*] as &[$crate::SqlValue]
+    };
+}

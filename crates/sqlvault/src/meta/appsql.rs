@@ -108,15 +108,6 @@ impl<T: Into<SqlValue>> From<Option<T>> for SqlValue {
     }
 }
 
-/// Builds a `&[SqlValue]` parameter list from values of mixed types:
-/// `sqlvault::params![1, "two", 3.0, None::<i64>]`.
-#[macro_export]
-macro_rules! params {
-    ($($v:expr),* $(,)?) => {
-        &[$($crate::SqlValue::from($v)),*] as &[$crate::SqlValue]
-    };
-}
-
 /// A column value borrowed from a result row, as [`FromSqlValue`] sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SqlValueRef<'a> {
