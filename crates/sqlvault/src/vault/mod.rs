@@ -18,6 +18,7 @@ use crate::storage::commit::CommitStats;
 use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
 
+pub(crate) mod history;
 mod inodes;
 pub(crate) mod metadata;
 mod paths;
