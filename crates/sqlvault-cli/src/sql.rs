@@ -16,6 +16,7 @@ use crate::{CliError, Ctx};
 
 #[derive(clap::Args, Debug)]
 pub struct SqlArgs {
+    /// The vault file.
     vault: PathBuf,
     /// SQL statements (an argument may hold several); `-` reads a script from standard input.
     #[arg(required = true, value_name = "SQL")]
