@@ -225,6 +225,7 @@ pub(crate) fn push(
     state: &State,
     progress: &dyn Fn(Progress),
 ) -> Result<(PushOutcome, Option<String>)> {
+    super::check_replicable(conn)?;
     let remote = read_ref(store, keys)?;
     let remote_head = remote.as_ref().map(|(c, _)| c.clone());
     let local_digest = digest(conn)?;

@@ -26,6 +26,7 @@ mod paths;
 mod remote;
 mod secrets;
 mod snapshots;
+mod sql;
 pub(crate) mod transaction;
 
 /// Settings fixed when a vault is created.
