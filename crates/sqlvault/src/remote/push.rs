@@ -26,7 +26,7 @@ pub(crate) fn ensure_initialized(store: &Store, keys: &RemoteKeys, header: &Head
     // keys first: a remote with a config always has its keys. Keys without a config are
     // left by a first push that stopped between the two: ours only if byte-identical.
     let copy = header.to_copy();
-    if store.create(names::KEYS, copy.clone())? == Written::Conflict && store.get_required(names::KEYS)? != copy {
+    if create_or_read(store, names::KEYS, copy.clone())?.is_some_and(|existing| existing != copy) {
         return Err(Error::InvalidArgument {
             what: "the remote has key slots but no config: it belongs to another vault, or this vault's key \
                    slots changed since a first push that did not finish (remove the remote's keys object)"
@@ -35,11 +35,30 @@ pub(crate) fn ensure_initialized(store: &Store, keys: &RemoteKeys, header: &Head
     }
     let config = Config { layout: format::LAYOUT_VERSION, chunk_size, created_ns: crate::fs::tree::now_ns() };
     let plain = serde_json::to_vec(&config).map_err(|e| Error::damaged(format!("config: {e}")))?;
-    if store.create(names::CONFIG, keys.seal(names::CONFIG, &plain)?)? == Written::Conflict {
+    if let Some(existing) = create_or_read(store, names::CONFIG, keys.seal(names::CONFIG, &plain)?)? {
         // Someone initialised it at the same moment: it must be ours all the same.
-        return check_config(keys, &store.get_required(names::CONFIG)?, chunk_size);
+        return check_config(keys, &existing, chunk_size);
     }
     Ok(())
+}
+
+/// Creates `name`; if it exists already, returns what it holds. A store that reports the
+/// object as existing and then cannot find it (seen under load with a retried PUT) is
+/// asked again a few times before this gives up.
+fn create_or_read(store: &Store, name: &str, bytes: Vec<u8>) -> Result<Option<Vec<u8>>> {
+    for attempt in 0..5u64 {
+        if let Written::Done(_) = store.create(name, bytes.clone())? {
+            return Ok(None);
+        }
+        if let Some((existing, _)) = store.get(name)? {
+            return Ok(Some(existing));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50 * (attempt + 1)));
+    }
+    Err(Error::Io {
+        context: format!("remote object {name}"),
+        source: std::io::Error::other("the store refuses to create it but does not return it"),
+    })
 }
 
 fn check_config(keys: &RemoteKeys, sealed: &[u8], chunk_size: u32) -> Result<()> {
