@@ -238,6 +238,7 @@ fn touch_dir(conn: &Connection, dir: InodeId, nlink_delta: i64, now: i64) -> Res
 }
 
 /// What to create with [`create`].
+#[derive(Debug, Clone, Copy)]
 pub struct NewNode<'a> {
     pub kind: FileType,
     pub perm: u32,
@@ -248,17 +249,29 @@ pub struct NewNode<'a> {
 
 /// Creates a node named `name` in `parent`.
 pub fn create(conn: &Connection, parent: InodeId, name: &[u8], node: NewNode<'_>) -> Result<Attr> {
+    create_as(conn, parent, name, node, None)
+}
+
+/// [`create`] with a fixed inode number (one reserved earlier, never used) and
+/// creation time; `None` numbers the inode and takes the time now.
+pub fn create_as(
+    conn: &Connection,
+    parent: InodeId,
+    name: &[u8],
+    node: NewNode<'_>,
+    fixed: Option<(InodeId, i64)>,
+) -> Result<Attr> {
     check_name(name)?;
     dir_attr(conn, parent)?;
     if lookup(conn, parent, name)?.is_some() {
         return Err(Error::AlreadyExists { path: shown(name) });
     }
-    let now = now_ns();
+    let now = fixed.map_or_else(now_ns, |f| f.1);
     let nlink = if node.kind == FileType::Dir { 2 } else { 1 };
     let size = node.target.map(|t| t.len()).unwrap_or(0) as i64;
     conn.prepare_cached(
-        "INSERT INTO inodes(mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?7)",
+        "INSERT INTO inodes(ino, mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target)
+         VALUES (?8, ?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?7)",
     )?
     .execute(params![
         node.kind.mode_bits() | (node.perm & 0o7777),
@@ -267,7 +280,8 @@ pub fn create(conn: &Connection, parent: InodeId, name: &[u8], node: NewNode<'_>
         size,
         nlink,
         now,
-        node.target
+        node.target,
+        fixed.map(|f| f.0.sql())
     ])?;
     let ino = InodeId(conn.last_insert_rowid() as u64);
     conn.prepare_cached("INSERT INTO dirents(parent, name, ino) VALUES (?1, ?2, ?3)")?.execute(params![

@@ -23,6 +23,7 @@ use crate::storage::schema;
 pub(crate) mod metadata;
 mod snapshots;
 pub(crate) mod transaction;
+pub(crate) mod whole;
 
 /// Settings fixed when a vault is created.
 #[derive(Debug, Clone)]
