@@ -46,8 +46,19 @@ mod pending;
 
 /// Requests that cannot observe a file pending in memory (see `pending`), or check
 /// for the ones they could themselves; every other request settles them first.
-const KEEPS_PENDING: [&str; 10] =
-    ["lookup", "getattr", "create", "write", "flush", "fsync", "release", "getxattr", "statfs", "releasedir"];
+const KEEPS_PENDING: [&str; 11] = [
+    "lookup",
+    "getattr",
+    "setattr",
+    "create",
+    "write",
+    "flush",
+    "fsync",
+    "release",
+    "getxattr",
+    "statfs",
+    "releasedir",
+];
 
 /// Largest write we ask the kernel for; it caps requests at its `max_pages` limit
 /// (1 MiB with 4 KiB pages unless `fs.fuse.max_pages_limit` is raised).
@@ -405,6 +416,8 @@ impl VaultFs {
         let vault = self.vault()?;
         let ino = self.live(ino)?;
         if size.is_some() {
+            // A new file in memory becomes an ordinary one first (see `pending`).
+            self.settle_related(ino.0, None)?;
             match vault.attr(ino)?.kind {
                 FileType::File => {}
                 FileType::Dir => return Err(FsError::Vault(Error::IsADirectory { path: format!("inode {}", ino.0) })),
@@ -419,6 +432,10 @@ impl VaultFs {
             atime_ns: atime.map(|t| time_or_now_ns(t, now)),
             mtime_ns: mtime.map(|t| time_or_now_ns(t, now)),
         };
+        if let Some(a) = self.setattr_pending(ino.0, &set, size) {
+            return Ok(a);
+        }
+        self.settle_related(ino.0, None)?;
         Ok(vault.set_attr(ino, &set, size)?)
     }
 

@@ -6,9 +6,10 @@
 //! The kernel is told the file's attributes and an inode number reserved in advance
 //! (a block of them per commit, [`Vault::reserve_inodes`]); until the commit the file
 //! exists only here. Nothing served by this mount can observe the difference:
-//! * `write`, `flush`, `fsync`, `release` of its own handle, `getattr` of its inode
-//!   (answered from memory), `lookup` of other names and the `security.capability`
-//!   query the kernel makes before the first write keep the file pending;
+//! * `write`, `flush`, `fsync`, `release` of its own handle, `getattr` and `setattr`
+//!   of its inode (answered from memory, except a size change), `lookup` of other
+//!   names and the `security.capability` query the kernel makes before the first
+//!   write keep the file pending;
 //! * a `lookup` of its name, a `getattr` of its directory and every other request
 //!   (`readdir`, `unlink`, `rename`, `setattr`, `read`, another `open`, ...) first
 //!   commits every pending file ("settles" it) and gives it an ordinary handle.
@@ -25,7 +26,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use fuser::{FileHandle as Fh, OpenFlags};
-use sqlvault::{Attr, FileType, InodeId, NewNode, Vault, WholeFile};
+use sqlvault::{Attr, FileType, InodeId, NewNode, SetAttr, Vault, WholeFile};
 
 use super::{FsError, Result, VaultFs};
 
@@ -44,8 +45,9 @@ struct NewFile {
     uid: u32,
     gid: u32,
     ino: InodeId,
-    created_ns: i64,
+    atime_ns: i64,
     mtime_ns: i64,
+    ctime_ns: i64,
     /// Open flags of its handle, for the ordinary handle it becomes.
     flags: i32,
     content: Vec<u8>,
@@ -61,9 +63,9 @@ impl NewFile {
             gid: self.gid,
             size: self.content.len() as u64,
             nlink: 1,
-            atime_ns: self.created_ns,
+            atime_ns: self.atime_ns,
             mtime_ns: self.mtime_ns,
-            ctime_ns: self.mtime_ns,
+            ctime_ns: self.ctime_ns,
         }
     }
 }
@@ -183,8 +185,9 @@ impl VaultFs {
             uid: node.uid,
             gid: node.gid,
             ino: self.pending.next_ino(vault)?,
-            created_ns: now,
+            atime_ns: now,
             mtime_ns: now,
+            ctime_ns: now,
             flags,
             content: Vec::new(),
         };
@@ -220,6 +223,7 @@ impl VaultFs {
         }
         f.content[start..end].copy_from_slice(data);
         f.mtime_ns = now_ns();
+        f.ctime_ns = f.mtime_ns;
         self.counters.add_bytes("write", data.len() as u64);
         u32::try_from(data.len()).map(Some).map_err(|_| FsError::Errno(libc::EINVAL))
     }
@@ -236,6 +240,28 @@ impl VaultFs {
         let r = self.commit_slot(&slot);
         self.pending.remove(fh);
         r.map(Some)
+    }
+
+    /// Changes the attributes of `ino` in memory if it is a pending file (what `tar`
+    /// does with `futimens`, `fchown`, `fchmod` before closing each file). A size
+    /// change is left to the ordinary path (`None`).
+    pub(super) fn setattr_pending(&self, ino: u64, set: &SetAttr, size: Option<u64>) -> Option<Attr> {
+        if size.is_some() || self.pending.is_empty() {
+            return None;
+        }
+        let all: Vec<Slot> = lock(&self.pending.slots).values().cloned().collect();
+        all.iter().find_map(|s| match &mut *lock(s) {
+            State::New(f) if f.ino.0 == ino => {
+                f.perm = set.perm.unwrap_or(f.perm);
+                f.uid = set.uid.unwrap_or(f.uid);
+                f.gid = set.gid.unwrap_or(f.gid);
+                f.atime_ns = set.atime_ns.unwrap_or(f.atime_ns);
+                f.mtime_ns = set.mtime_ns.unwrap_or(f.mtime_ns);
+                f.ctime_ns = now_ns();
+                Some(f.attr())
+            }
+            _ => None,
+        })
     }
 
     /// The attributes of `ino` if it is a pending file.
@@ -303,8 +329,9 @@ impl VaultFs {
             name: &f.name,
             node,
             ino: f.ino,
-            created_ns: f.created_ns,
+            atime_ns: f.atime_ns,
             mtime_ns: f.mtime_ns,
+            ctime_ns: f.ctime_ns,
             content: &f.content,
         };
         let r = self.vault().and_then(|v| v.create_whole_file(&whole).map_err(FsError::from));

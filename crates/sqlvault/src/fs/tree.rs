@@ -579,6 +579,18 @@ pub fn set_size(conn: &Connection, ino: InodeId, size: u64, mtime_ns: i64) -> Re
     Ok(())
 }
 
+/// Sets a new file's size and all three times at once (a file created whole).
+pub fn set_size_and_times(conn: &Connection, ino: InodeId, size: u64, times_ns: [i64; 3]) -> Result<()> {
+    let [atime, mtime, ctime] = times_ns;
+    let n = conn
+        .prepare_cached("UPDATE inodes SET size = ?2, atime_ns = ?3, mtime_ns = ?4, ctime_ns = ?5 WHERE ino = ?1")?
+        .execute(params![ino.sql(), size as i64, atime, mtime, ctime])?;
+    if n == 0 {
+        return Err(Error::StaleHandle);
+    }
+    Ok(())
+}
+
 /// Purges orphans whose owning process has exited (it crashed or was killed while
 /// holding an unlinked file open). Returns how many were purged.
 pub fn collect_orphans(conn: &Connection) -> Result<usize> {

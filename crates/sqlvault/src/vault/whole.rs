@@ -27,10 +27,10 @@ pub struct WholeFile<'a> {
     pub node: NewNode<'a>,
     /// A number from [`Vault::reserve_inodes`], not used before.
     pub ino: InodeId,
-    /// Access, change and modification time at creation (ns since the epoch).
-    pub created_ns: i64,
-    /// Modification time of the content (used when `content` is not empty).
+    /// Access, modification and change time (ns since the epoch).
+    pub atime_ns: i64,
     pub mtime_ns: i64,
+    pub ctime_ns: i64,
     pub content: &'a [u8],
 }
 
@@ -57,20 +57,18 @@ impl Vault {
         })
     }
 
-    /// Creates the file `f.name` in `f.parent` with inode number `f.ino` and its whole
-    /// content, in one commit. Fails with `AlreadyExists` if the name is taken, as a
-    /// create would; nothing is written then.
+    /// Creates the file `f.name` in `f.parent` with inode number `f.ino`, its whole
+    /// content and its times, in one commit. Fails with `AlreadyExists` if the name is
+    /// taken, as a create would; nothing is written then.
     pub fn create_whole_file(&self, f: &WholeFile<'_>) -> Result<Attr> {
         let cs = self.chunk_size() as usize;
         self.engine().write(|tx| {
             let node = NewNode { target: None, ..f.node };
-            tree::create_as(tx, f.parent, f.name, node, Some((f.ino, f.created_ns)))?;
-            if !f.content.is_empty() {
-                for (idx, chunk) in f.content.chunks(cs).enumerate() {
-                    chunks::put(tx, f.ino.0 as i64, idx as u64, chunk)?;
-                }
-                tree::set_size(tx, f.ino, f.content.len() as u64, f.mtime_ns)?;
+            tree::create_as(tx, f.parent, f.name, node, Some((f.ino, f.ctime_ns)))?;
+            for (idx, chunk) in f.content.chunks(cs).enumerate() {
+                chunks::put(tx, f.ino.0 as i64, idx as u64, chunk)?;
             }
+            tree::set_size_and_times(tx, f.ino, f.content.len() as u64, [f.atime_ns, f.mtime_ns, f.ctime_ns])?;
             tree::attr(tx, f.ino)
         })
     }
@@ -107,14 +105,15 @@ mod tests {
             name: b"new",
             node,
             ino: InodeId(r.start + 1),
-            created_ns: 1_000,
+            atime_ns: 1_000,
             mtime_ns: 2_000,
+            ctime_ns: 3_000,
             content: &content,
         };
         let a = v.create_whole_file(&f).unwrap();
         assert_eq!(v.commit_stats().commits, before + 1);
         assert_eq!((a.ino, a.size, a.perm, a.uid, a.gid), (InodeId(r.start + 1), 300_000, 0o640, 1, 2));
-        assert_eq!((a.ctime_ns, a.mtime_ns, a.atime_ns), (2_000, 2_000, 1_000));
+        assert_eq!((a.atime_ns, a.mtime_ns, a.ctime_ns), (1_000, 2_000, 3_000));
         assert_eq!(v.read_file("/new").unwrap(), content);
         // The name is taken now: a second one fails and changes nothing.
         let again = WholeFile { ino: InodeId(r.start + 2), content: b"x", ..f };
