@@ -22,15 +22,19 @@ use super::Vault;
 pub struct WholeFile<'a> {
     /// Directory to create it in.
     pub parent: InodeId,
+    /// Its name in `parent`.
     pub name: &'a [u8],
     /// Type (a file), permissions and owner; `target` is ignored.
     pub node: NewNode<'a>,
     /// A number from [`Vault::reserve_inodes`], not used before.
     pub ino: InodeId,
-    /// Access, modification and change time (ns since the epoch).
+    /// Access time (ns since the epoch).
     pub atime_ns: i64,
+    /// Modification time (ns since the epoch).
     pub mtime_ns: i64,
+    /// Change time (ns since the epoch).
     pub ctime_ns: i64,
+    /// The whole content (all-zero chunks are stored as holes).
     pub content: &'a [u8],
 }
 
