@@ -8,7 +8,8 @@
 //!   `forget` has nothing to release.
 //! * Open files are the core's [`FileHandle`]s: writes are buffered into whole chunks
 //!   and committed on `flush` (every `close`), `fsync`, `release` or the core's
-//!   dirty limit, never one transaction per `write`.
+//!   dirty limit, never one transaction per `write`. A new file is held in memory
+//!   until its first `flush` and committed whole (see `pending`).
 //! * The kernel checks permissions (`default_permissions`); `access` is answered
 //!   from the mode bits for kernels that still ask.
 //! * Attributes and entries are cached by the kernel for `ttl`; negative lookups are
