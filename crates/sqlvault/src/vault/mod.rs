@@ -24,6 +24,7 @@ pub(crate) mod metadata;
 mod paths;
 mod secrets;
 mod snapshots;
+mod sql;
 pub(crate) mod transaction;
 pub(crate) mod whole;
 
