@@ -26,6 +26,7 @@ mod meta;
 mod mount;
 mod secret;
 mod snapshots;
+mod special;
 mod transfer;
 
 use std::io::Write;
@@ -464,6 +465,9 @@ fn run(cli: Cli) -> Result<u8, CliError> {
                 if a.kind == FileType::Symlink {
                     outln!("target: {}", v.read_link(&path)?);
                 }
+                if a.kind.is_device() {
+                    outln!("device: {}", device_string(a.rdev));
+                }
             }
         }
         Command::Ln { vault, target, link, symbolic } => {
@@ -602,6 +606,9 @@ fn describe_slot(s: &sqlvault::keys::SlotInfo) -> String {
 
 fn report(what: &str, s: &transfer::Summary) -> u8 {
     eprintln!("{what} {} files, {} directories, {} symlinks, {} bytes", s.files, s.dirs, s.links, s.bytes);
+    if s.specials > 0 {
+        eprintln!("{what} {} special files (FIFOs, sockets, devices)", s.specials);
+    }
     if s.skipped.is_empty() {
         0
     } else {
@@ -645,7 +652,7 @@ fn ls(v: &Vault, path: &str, long: bool, recursive: bool, json: bool) -> Result<
                 e.attr.nlink,
                 e.attr.uid,
                 e.attr.gid,
-                e.attr.size,
+                if e.attr.kind.is_device() { device_string(e.attr.rdev) } else { e.attr.size.to_string() },
                 fmt_time(e.attr.mtime_ns)
             )
         } else {
@@ -682,13 +689,23 @@ fn collect(
     Ok(())
 }
 
-/// The node kind as the JSON outputs spell it (`file`, `dir`, `symlink`).
+/// The node kind as the JSON outputs spell it (`file`, `dir`, `symlink`, `fifo`,
+/// `socket`, `char`, `block`).
 fn kind_name(kind: FileType) -> &'static str {
     match kind {
         FileType::File => "file",
         FileType::Dir => "dir",
         FileType::Symlink => "symlink",
+        FileType::Fifo => "fifo",
+        FileType::Socket => "socket",
+        FileType::CharDevice => "char",
+        FileType::BlockDevice => "block",
     }
+}
+
+/// A device number as `ls -l` shows it: `major, minor`.
+fn device_string(rdev: u64) -> String {
+    format!("{}, {}", libc::major(rdev), libc::minor(rdev))
 }
 
 fn mode_string(a: &Attr) -> String {
@@ -696,6 +713,10 @@ fn mode_string(a: &Attr) -> String {
         FileType::Dir => 'd',
         FileType::Symlink => 'l',
         FileType::File => '-',
+        FileType::Fifo => 'p',
+        FileType::Socket => 's',
+        FileType::CharDevice => 'c',
+        FileType::BlockDevice => 'b',
     };
     let mut s = String::from(t);
     for shift in [6, 3, 0] {

@@ -28,10 +28,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use fuser::{
-    AccessFlags, Errno, FileAttr, FileHandle as Fh, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
-    KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
-    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
-    WriteFlags,
+    AccessFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle as Fh, Filesystem, FopenFlags, Generation, INodeNo,
+    InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use sqlvault::{
     Attr, Entry, Error, ErrorKind, FileHandle, FileOptions, FileType, InodeId, NewNode, RenameMode, SetAttr, Vault,
@@ -41,6 +41,9 @@ use sqlvault::{
 use crate::attr::{file_attr, fuse_type, inode, time_ns, time_or_now_ns, ShownOwner};
 use crate::snapnode::{Node, SNAPSHOTS_DIR};
 use crate::stats::Counters;
+
+mod nodes;
+mod ranges;
 
 /// Largest write we ask the kernel for; it caps requests at its `max_pages` limit
 /// (1 MiB with 4 KiB pages unless `fs.fuse.max_pages_limit` is raised).
@@ -352,6 +355,7 @@ impl VaultFs {
         match Node::from_id(parent.0) {
             Node::Live(p) if p == InodeId::ROOT && name.as_bytes() == SNAPSHOTS_DIR => self.attr_of(Node::Snapshots),
             Node::Live(p) => Ok(self.vault()?.lookup(p, name.as_bytes())?),
+            _ if name.len() > 255 => Err(FsError::Errno(libc::ENAMETOOLONG)),
             snap => self.snap_lookup(snap, name),
         }
     }
@@ -378,7 +382,7 @@ impl VaultFs {
             match vault.attr(ino)?.kind {
                 FileType::File => {}
                 FileType::Dir => return Err(FsError::Vault(Error::IsADirectory { path: format!("inode {}", ino.0) })),
-                FileType::Symlink => return Err(FsError::Errno(libc::EINVAL)),
+                _ => return Err(FsError::Errno(libc::EINVAL)),
             }
         }
         let now = time_ns(SystemTime::now());
@@ -407,12 +411,11 @@ impl VaultFs {
         Ok(self.vault()?.create_node(parent, name.as_bytes(), node)?)
     }
 
-    fn mknod_inner(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32) -> Result<Attr> {
-        // Only regular files: the vault has no FIFOs, sockets or device nodes, and
-        // EPERM is what mknod(2) returns for a type the file system does not support.
+    fn mknod_inner(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, rdev: u32) -> Result<Attr> {
         match mode & libc::S_IFMT {
             0 | libc::S_IFREG => self.create_node_inner(req, parent, name, FileType::File, mode, None),
-            _ => Err(FsError::Errno(libc::EPERM)),
+            // FIFOs, sockets and devices (see fs/nodes.rs).
+            _ => self.mknod_special(req, parent, name, mode, rdev),
         }
     }
 
@@ -490,6 +493,8 @@ impl VaultFs {
                 FileType::File => Ok(Fh(0)),
                 FileType::Dir => Err(FsError::Vault(Error::IsADirectory { path: format!("node {}", ino.0) })),
                 FileType::Symlink => Err(FsError::Errno(libc::ELOOP)),
+                // The kernel opens special nodes itself; never asked for their content.
+                _ => Err(FsError::Errno(libc::EINVAL)),
             };
         };
         let handle = self.vault()?.open_ino(ino, &opts)?;
@@ -847,10 +852,10 @@ impl Filesystem for VaultFs {
         name: &OsStr,
         mode: u32,
         _umask: u32,
-        _rdev: u32,
+        rdev: u32,
         reply: ReplyEntry,
     ) {
-        match self.served("mknod", || self.mknod_inner(req, parent, name, mode)) {
+        match self.served("mknod", || self.mknod_inner(req, parent, name, mode, rdev)) {
             Ok(a) => reply.entry(&self.settings.ttl, &self.fattr(&a), GENERATION),
             Err(e) => reply.error(self.errno("mknod", e)),
         }
@@ -1104,6 +1109,42 @@ impl Filesystem for VaultFs {
         match self.served("create", || self.create_inner(req, parent, name, mode, flags)) {
             Ok((a, fh)) => reply.created(&self.settings.ttl, &self.fattr(&a), GENERATION, fh, FopenFlags::empty()),
             Err(e) => reply.error(self.errno("create", e)),
+        }
+    }
+
+    fn fallocate(&self, _req: &Request, ino: INodeNo, fh: Fh, offset: u64, length: u64, mode: i32, reply: ReplyEmpty) {
+        match self.served("fallocate", || self.fallocate_inner(ino, fh, offset, length, mode)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(self.errno("fallocate", e)),
+        }
+    }
+
+    fn lseek(&self, _req: &Request, ino: INodeNo, _fh: Fh, offset: i64, whence: i32, reply: ReplyLseek) {
+        match self.served("lseek", || self.lseek_inner(ino, offset, whence)) {
+            Ok(o) => reply.offset(o),
+            Err(e) => reply.error(self.errno("lseek", e)),
+        }
+    }
+
+    fn copy_file_range(
+        &self,
+        _req: &Request,
+        ino_in: INodeNo,
+        fh_in: Fh,
+        offset_in: u64,
+        ino_out: INodeNo,
+        fh_out: Fh,
+        offset_out: u64,
+        len: u64,
+        _flags: CopyFileRangeFlags,
+        reply: ReplyWrite,
+    ) {
+        let r = self.served("copy_file_range", || {
+            self.copy_file_range_inner(ino_in, fh_in, offset_in, ino_out, fh_out, offset_out, len)
+        });
+        match r {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(self.errno("copy_file_range", e)),
         }
     }
 }

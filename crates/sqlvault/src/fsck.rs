@@ -149,8 +149,16 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
         ),
         (
             "SELECT 'inode ' || i.ino || ': unknown file type ' || (i.mode & 61440)
-             FROM inodes i WHERE (i.mode & 61440) NOT IN (32768, 16384, 40960)",
+             FROM inodes i WHERE (i.mode & 61440) NOT IN (32768, 16384, 40960, 4096, 49152, 8192, 24576)",
             "type",
+        ),
+        // Special nodes (FIFO 4096, socket 49152, char 8192, block 24576): no content,
+        // no target; only devices carry a device number.
+        (
+            "SELECT 'inode ' || i.ino || ': special node with size ' || i.size || ', target or device number ' || i.rdev
+             FROM inodes i WHERE ((i.mode & 61440) IN (4096, 49152, 8192, 24576) AND (i.size != 0 OR i.target IS NOT NULL))
+                OR ((i.mode & 61440) NOT IN (8192, 24576) AND i.rdev != 0)",
+            "special",
         ),
         (
             "SELECT 'extended attribute ' || quote(x.name) || ': inode ' || x.ino || ' is missing'

@@ -51,4 +51,5 @@ pub use storage::engine::{Durability, EngineConfig};
 pub use storage::vfs::{io_counts, IoCounts};
 pub use vault::metadata::{RecordScan, Records};
 pub use vault::transaction::{Tx, TxRecords};
+pub use vault::{Allocate, SeekHole};
 pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};

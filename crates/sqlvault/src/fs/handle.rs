@@ -451,6 +451,18 @@ impl OpenInode {
         Ok(())
     }
 
+    /// Runs `f` (a change of the stored content made elsewhere: a punched hole, a
+    /// clone) with this file's buffers flushed and its state locked, so no handle of
+    /// it in this process reads or writes in between; later reads look it up again.
+    pub(crate) fn exclusive<T>(&self, vault: &Vault, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let mut st = self.lock()?;
+        self.flush_locked(vault, &mut st)?;
+        st.drop_view();
+        let r = f();
+        st.drop_view();
+        r
+    }
+
     /// Truncates or extends the file to `new_size` (holes read as zeros).
     pub fn set_len(&self, vault: &Vault, new_size: u64) -> Result<()> {
         if new_size > i64::MAX as u64 {

@@ -121,6 +121,8 @@ const MIGRATIONS: &[&str] = &[
     // 3: snapshots (see snapshot.rs): frozen copies of the tree's rows, never of chunk
     // data. One self-contained batch whose statements live in snapshot.rs.
     crate::snapshot::MIGRATION,
+    // 4: `rdev` of device nodes, live and in snapshots (see fs/nodes.rs).
+    crate::fs::nodes::MIGRATION,
 ];
 
 /// Creates the schema of a new vault (the connection's database must be empty).

@@ -20,9 +20,13 @@ use crate::storage::commit::CommitStats;
 use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
 
+mod clone;
 pub(crate) mod metadata;
+mod nodes;
 mod snapshots;
 pub(crate) mod transaction;
+
+pub use clone::{Allocate, SeekHole};
 
 /// Settings fixed when a vault is created.
 #[derive(Debug, Clone)]
@@ -397,6 +401,10 @@ impl Vault {
                 FileType::Symlink => {
                     return Err(Error::InvalidArgument { what: "cannot change a symbolic link's size".into() })
                 }
+                k if k.is_special() => {
+                    return Err(Error::InvalidArgument { what: "a special node has no size to change".into() })
+                }
+                _ => {}
             }
             let node = self.acquire_inode(ino)?;
             let r = node.set_len(self, size);
@@ -431,6 +439,8 @@ impl Vault {
                     return Err(Error::InvalidArgument { what: "cannot open a symbolic link's content".into() })
                 }
                 FileType::File => {}
+                // Its I/O is the kernel's (a pipe, a driver), never the vault's.
+                _ => return Err(Error::InvalidArgument { what: "cannot open a special node's content".into() }),
             }
             self.acquire_inode(ino)
         })?;
@@ -675,6 +685,7 @@ impl Vault {
             FileType::File => {}
             FileType::Dir => return Err(Error::IsADirectory { path: path.into() }),
             FileType::Symlink => return Err(Error::InvalidArgument { what: format!("{path} is a symbolic link") }),
+            _ => return Err(Error::InvalidArgument { what: format!("{path} is not a regular file") }),
         }
         Ok((!self.is_open(ino)).then_some(ino))
     }
