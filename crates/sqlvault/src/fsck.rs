@@ -254,8 +254,16 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
         ),
         (
             "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ': unknown file type ' || (i.mode & 61440)
-             FROM snap_inodes i WHERE (i.mode & 61440) NOT IN (32768, 16384, 40960)",
+             FROM snap_inodes i WHERE (i.mode & 61440) NOT IN (32768, 16384, 40960, 4096, 49152, 8192, 24576)",
             "snapshot type",
+        ),
+        (
+            "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ': special node with size ' || i.size
+                    || ', target or device number ' || i.rdev
+             FROM snap_inodes i
+             WHERE ((i.mode & 61440) IN (4096, 49152, 8192, 24576) AND (i.size != 0 OR i.target IS NOT NULL))
+                OR ((i.mode & 61440) NOT IN (8192, 24576) AND i.rdev != 0)",
+            "snapshot special",
         ),
         (
             "SELECT 'snapshot ' || x.snap || ': extended attribute ' || quote(x.name) || ': inode ' || x.ino || ' is missing'
