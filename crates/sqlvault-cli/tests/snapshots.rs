@@ -124,12 +124,32 @@ fn a_vault_made_before_snapshots_is_upgraded_on_open() {
         let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), Default::default()).unwrap();
         v.debug_execute_sql(
             "DROP TABLE snap_xattrs; DROP TABLE snap_tags; DROP TABLE chunk_holds; DROP TABLE snap_chunks;
-             DROP TABLE snap_dirents; DROP TABLE snap_inodes; DROP TABLE snapshots; PRAGMA user_version = 2;",
+             DROP TABLE snap_dirents; DROP TABLE snap_inodes; DROP TABLE snapshots;
+             ALTER TABLE inodes DROP COLUMN rdev; PRAGMA user_version = 2;",
         )
         .unwrap();
     }
     e.ok(&["snapshot", e.v(), "first"]);
-    assert_eq!(e.json(&["info", e.v(), "--json"])["schema_version"], 3);
+    assert_eq!(e.json(&["info", e.v(), "--json"])["schema_version"], 4);
+    e.fsck_clean();
+}
+
+#[test]
+fn a_vault_made_before_device_numbers_is_upgraded_on_open_with_its_snapshots() {
+    let e = Env::new();
+    e.ok(&["touch", e.v(), "/old"]);
+    e.ok(&["snapshot", e.v(), "before"]);
+    {
+        // A schema-3 vault: snapshots, no `rdev` columns.
+        let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), Default::default()).unwrap();
+        v.debug_execute_sql(
+            "ALTER TABLE inodes DROP COLUMN rdev; ALTER TABLE snap_inodes DROP COLUMN rdev; PRAGMA user_version = 3;",
+        )
+        .unwrap();
+    }
+    assert_eq!(e.json(&["stat", e.v(), "/old", "--json"])["rdev"], 0);
+    assert_eq!(e.json(&["info", e.v(), "--json"])["schema_version"], 4);
+    e.ok(&["restore", e.v(), "before", "/old", "--to", "/again"]);
     e.fsck_clean();
 }
 
