@@ -107,7 +107,9 @@ fn read_into(conn: &Connection, ino: InodeId, cs: u64, offset: u64, out: &mut [u
             Some(id) => {
                 let data = chunks::read(conn, id)?;
                 let avail = data.len().saturating_sub(within).min(n);
-                piece[..avail].copy_from_slice(&data[within..within + avail]);
+                if avail > 0 {
+                    piece[..avail].copy_from_slice(&data[within..within + avail]);
+                }
                 piece[avail..].fill(0);
             }
             None => piece.fill(0),
@@ -211,4 +213,141 @@ pub fn clone(
     }
     tree::set_size(conn, dst, new_size, tree::now_ns())?;
     Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::tree::NewNode;
+
+    const CS: u64 = 4096;
+
+    fn db() -> Connection {
+        let c = Connection::open_in_memory().unwrap();
+        crate::storage::schema::create(&c).unwrap();
+        crate::storage::schema::initialize(&c, CS as u32, 0, 0, 0).unwrap();
+        c
+    }
+
+    fn file(c: &Connection, name: &str) -> InodeId {
+        let n = NewNode { kind: FileType::File, perm: 0o644, uid: 0, gid: 0, target: None };
+        tree::create(c, InodeId::ROOT, name.as_bytes(), n).unwrap().ino
+    }
+
+    /// Stores `data` as the whole content of `ino`, chunk by chunk.
+    fn store(c: &Connection, ino: InodeId, data: &[u8]) {
+        chunks::truncate(c, ino.0 as i64, 0).unwrap();
+        for (i, piece) in data.chunks(CS as usize).enumerate() {
+            chunks::put(c, ino.0 as i64, i as u64, piece).unwrap();
+        }
+        tree::set_size(c, ino, data.len() as u64, 0).unwrap();
+    }
+
+    fn content(c: &Connection, ino: InodeId) -> Vec<u8> {
+        let mut out = vec![0u8; tree::attr(c, ino).unwrap().size as usize];
+        read_into(c, ino, CS, 0, &mut out).unwrap();
+        out
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n.max(1)
+        }
+    }
+
+    #[test]
+    fn random_clones_zeroes_and_seeks_agree_with_a_byte_model() {
+        let c = db();
+        let inos = [file(&c, "a"), file(&c, "b")];
+        let mut model = [Vec::new(), Vec::new()];
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for f in 0..2 {
+            let len = rng.below(12 * CS) as usize;
+            model[f] = (0..len).map(|i| if (i / 3000) % 3 == 0 { 0 } else { (i * 7 + f) as u8 | 1 }).collect();
+            store(&c, inos[f], &model[f]);
+        }
+        for step in 0..2000 {
+            let (s, d) = (rng.below(2) as usize, rng.below(2) as usize);
+            let aligned = rng.below(2) == 0;
+            let pick =
+                |rng: &mut Rng, max: u64| if aligned { rng.below(max / CS + 1) * CS } else { rng.below(max + 1) };
+            match rng.below(3) {
+                0 => {
+                    let src_off = pick(&mut rng, model[s].len() as u64);
+                    let dst_off = pick(&mut rng, model[d].len() as u64 + CS);
+                    let len = if rng.below(3) == 0 { u64::MAX / 4 } else { pick(&mut rng, 5 * CS) };
+                    let r = clone(&c, CS, inos[s], src_off, inos[d], dst_off, len);
+                    let n = len.min((model[s].len() as u64).saturating_sub(src_off));
+                    if s == d && n > 0 && src_off < dst_off + n && dst_off < src_off + n {
+                        assert!(r.is_err(), "step {step}: overlap accepted");
+                        continue;
+                    }
+                    assert_eq!(r.unwrap().bytes, n, "step {step}");
+                    if n > 0 {
+                        let piece = model[s][src_off as usize..(src_off + n) as usize].to_vec();
+                        let end = (dst_off + n) as usize;
+                        if model[d].len() < end {
+                            model[d].resize(end, 0);
+                        }
+                        model[d][dst_off as usize..end].copy_from_slice(&piece);
+                    }
+                }
+                1 => {
+                    let size = model[d].len() as u64;
+                    let start = pick(&mut rng, size);
+                    let end = (start + pick(&mut rng, 3 * CS)).min(size);
+                    zero(&c, inos[d], CS, start, end).unwrap();
+                    model[d][start as usize..end as usize].fill(0);
+                }
+                _ => {
+                    // Keep sizes bounded.
+                    if model[d].len() as u64 > 20 * CS {
+                        model[d].truncate(3 * CS as usize);
+                        store(&c, inos[d], &model[d]);
+                    }
+                }
+            }
+            for f in 0..2 {
+                assert_eq!(content(&c, inos[f]), model[f], "step {step} file {f}");
+            }
+            // Seeks: data and holes where the chunk map says, within the size.
+            let size = model[d].len() as u64;
+            let off = rng.below(size + 1);
+            let h = seek_hole(&c, inos[d], CS, size, off).unwrap();
+            let dt = seek_data(&c, inos[d], CS, size, off).unwrap();
+            if off >= size {
+                assert_eq!((h, dt), (None, None));
+            } else {
+                let h = h.unwrap();
+                assert!(h >= off && h <= size);
+                // Everything from a hole's start to the next data is zeros.
+                let next = seek_data(&c, inos[d], CS, size, h).unwrap().unwrap_or(size);
+                assert!(model[d][h as usize..next as usize].iter().all(|b| *b == 0), "step {step}");
+                if let Some(dt) = dt {
+                    assert!(model[d][off as usize..dt as usize].iter().all(|b| *b == 0), "step {step}");
+                }
+            }
+        }
+        let report = crate::fsck::check(&c, CS as u32).unwrap();
+        assert!(report.is_clean(), "{:?}", report.problems);
+    }
+
+    #[test]
+    fn an_aligned_clone_shares_chunks_and_copies_nothing() {
+        let c = db();
+        let (a, b) = (file(&c, "a"), file(&c, "b"));
+        let data: Vec<u8> = (0..10 * CS as usize + 100).map(|i| (i % 251) as u8 + 1).collect();
+        store(&c, a, &data);
+        let chunks_before: i64 = c.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0)).unwrap();
+        let done = clone(&c, CS, a, 0, b, 0, u64::MAX / 2).unwrap();
+        assert_eq!(done, Cloned { bytes: data.len() as u64, shared: 11, copied: 0 });
+        let chunks_after: i64 = c.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0)).unwrap();
+        assert_eq!(chunks_before, chunks_after);
+        assert_eq!(content(&c, b), data);
+        assert!(crate::fsck::check(&c, CS as u32).unwrap().is_clean());
+    }
 }
