@@ -520,8 +520,10 @@ impl Exerciser {
             .zip(self.counts)
             .map(|((op, _), n)| format!("{}={n}", format!("{op:?}").to_lowercase()))
             .collect();
+        let off =
+            if self.unsupported.is_empty() { String::new() } else { format!("; unsupported: {:?}", self.unsupported) };
         println!(
-            "ok: seed {} ran {} operations in {:.1} s ({})",
+            "ok: seed {} ran {} operations in {:.1} s ({}{off})",
             self.args.seed,
             self.done,
             start.elapsed().as_secs_f64(),
