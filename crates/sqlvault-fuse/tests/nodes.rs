@@ -93,7 +93,7 @@ fn every_node_type_through_the_mount() {
         // Listed with its type (readdir's d_type) and found by name.
         let listed = fs::read_dir(m.mnt()).unwrap().map(|e| e.unwrap()).find(|e| e.file_name() == name).unwrap();
         assert_eq!(host_kind(&listed.metadata().unwrap()), kind);
-        fs::set_permissions(&p, fs::Permissions::from(std::os::unix::fs::PermissionsExt::from_mode(0o604))).unwrap();
+        fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o604)).unwrap();
         assert_eq!(fs::symlink_metadata(&p).unwrap().mode() & 0o7777, 0o604, "{name} chmod");
         if is_root() {
             std::os::unix::fs::lchown(&p, Some(1234), Some(5678)).unwrap();
@@ -194,8 +194,8 @@ fn a_component_over_255_bytes_is_enametoolong_from_every_call() {
         check("rename to", libc::rename(f.as_ptr(), l.as_ptr()));
         check("rmdir", libc::rmdir(l.as_ptr()));
         check("unlink", libc::unlink(l.as_ptr()));
-        check("open", libc::open(l.as_ptr(), libc::O_RDONLY).min(0).max(-1));
-        check("creat", libc::open(l.as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o600).min(0).max(-1));
+        check("open", libc::open(l.as_ptr(), libc::O_RDONLY).clamp(-1, 0));
+        check("creat", libc::open(l.as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o600).clamp(-1, 0));
         check("mkdir", libc::mkdir(l.as_ptr(), 0o700));
         check("mkfifo", libc::mkfifo(l.as_ptr(), 0o600));
         check("symlink", libc::symlink(f.as_ptr(), l.as_ptr()));
@@ -334,4 +334,14 @@ fn copy_file_range_of_a_large_file_shares_every_chunk() {
     let growth = after.saturating_sub(before) as f64 / before as f64;
     eprintln!("64 MiB copy: vault {before} -> {after} bytes ({:.3}% growth)", growth * 100.0);
     assert!(growth < 0.01, "vault grew {:.2}% for a shared copy", growth * 100.0);
+}
+
+#[test]
+fn df_shows_the_type_fuse_sqlvault() {
+    require_fuse!();
+    let m = TestMount::with_options(sqlvault_fuse::MountOptions { read_only: true, ..Default::default() });
+    let out = common::sh(m.mnt(), "df -T .");
+    assert!(out.lines().nth(1).is_some_and(|l| l.split_whitespace().nth(1) == Some("fuse.sqlvault")), "{out}");
+    // Read-only as asked, whoever made the kernel mount.
+    assert_eq!(fs::write(m.path("x"), b"x").unwrap_err().raw_os_error(), Some(libc::EROFS));
 }

@@ -18,9 +18,9 @@ use common::TestMount;
 use sqlvault_fuse::MountOptions;
 
 fn binary() -> Option<PathBuf> {
-    let p = std::env::var_os("SQLVAULT_PJDFSTEST").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/tools/bin/pjdfstest")
-    });
+    let p = std::env::var_os("SQLVAULT_PJDFSTEST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/tools/bin/pjdfstest"));
     p.exists().then_some(p)
 }
 
