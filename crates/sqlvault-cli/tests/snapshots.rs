@@ -125,12 +125,12 @@ fn a_vault_made_before_snapshots_is_upgraded_on_open() {
         v.debug_execute_sql(
             "DROP TABLE snap_xattrs; DROP TABLE snap_tags; DROP TABLE chunk_holds; DROP TABLE snap_chunks;
              DROP TABLE snap_dirents; DROP TABLE snap_inodes; DROP TABLE snapshots;
-             ALTER TABLE inodes DROP COLUMN rdev; PRAGMA user_version = 2;",
+             ALTER TABLE inodes DROP COLUMN rdev; DROP TABLE chunk_shares; PRAGMA user_version = 2;",
         )
         .unwrap();
     }
     e.ok(&["snapshot", e.v(), "first"]);
-    assert_eq!(e.json(&["info", e.v(), "--json"])["schema_version"], 4);
+    assert_eq!(e.json(&["info", e.v(), "--json"])["schema_version"], 5);
     e.fsck_clean();
 }
 
@@ -140,15 +140,16 @@ fn a_vault_made_before_device_numbers_is_upgraded_on_open_with_its_snapshots() {
     e.ok(&["touch", e.v(), "/old"]);
     e.ok(&["snapshot", e.v(), "before"]);
     {
-        // A schema-3 vault: snapshots, no `rdev` columns.
+        // A schema-3 vault: snapshots, no `rdev` columns, no `chunk_shares`.
         let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), Default::default()).unwrap();
         v.debug_execute_sql(
-            "ALTER TABLE inodes DROP COLUMN rdev; ALTER TABLE snap_inodes DROP COLUMN rdev; PRAGMA user_version = 3;",
+            "ALTER TABLE inodes DROP COLUMN rdev; ALTER TABLE snap_inodes DROP COLUMN rdev; DROP TABLE chunk_shares;
+             PRAGMA user_version = 3;",
         )
         .unwrap();
     }
     assert_eq!(e.json(&["stat", e.v(), "/old", "--json"])["rdev"], 0);
-    assert_eq!(e.json(&["info", e.v(), "--json"])["schema_version"], 4);
+    assert_eq!(e.json(&["info", e.v(), "--json"])["schema_version"], 5);
     e.ok(&["restore", e.v(), "before", "/old", "--to", "/again"]);
     e.fsck_clean();
 }

@@ -72,9 +72,18 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
     // 3. Reference counts and dangling references.
     let queries: &[(&str, &str)] = &[
         (
-            "SELECT 'chunk ' || c.id || ': reference count ' || c.refs || ' but ' || count(f.chunk) || ' references'
-             FROM chunks c LEFT JOIN file_chunks f ON f.chunk = c.id GROUP BY c.id HAVING c.refs != count(f.chunk)",
+            "SELECT 'chunk ' || c.id || ': reference count ' || c.refs || ' and ' || coalesce(s.n, 0) || ' shares but '
+                    || count(f.chunk) || ' references'
+             FROM chunks c LEFT JOIN chunk_shares s ON s.chunk = c.id LEFT JOIN file_chunks f ON f.chunk = c.id
+             GROUP BY c.id HAVING c.refs + coalesce(s.n, 0) != count(f.chunk)",
             "refcount",
+        ),
+        // Clone shares: on an existing chunk that has a reference of its own, n >= 1.
+        (
+            "SELECT 'chunk ' || s.chunk || ': ' || s.n || ' shares but ' ||
+                    CASE WHEN c.id IS NULL THEN 'no such chunk' ELSE 'reference count ' || c.refs END
+             FROM chunk_shares s LEFT JOIN chunks c ON c.id = s.chunk WHERE c.id IS NULL OR c.refs < 1 OR s.n < 1",
+            "shares",
         ),
         // Snapshot references: holds equal the snapshot chunk-map rows naming a chunk.
         (

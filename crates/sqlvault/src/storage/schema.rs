@@ -123,6 +123,8 @@ const MIGRATIONS: &[&str] = &[
     crate::snapshot::MIGRATION,
     // 4: `rdev` of device nodes, live and in snapshots (see fs/nodes.rs).
     crate::fs::nodes::MIGRATION,
+    // 5: `chunk_shares`, the references clones add (see fs/ranges.rs).
+    crate::fs::ranges::MIGRATION,
 ];
 
 /// Creates the schema of a new vault (the connection's database must be empty).
