@@ -41,6 +41,7 @@
 //!   core keeps them as orphans; a crashed mount's orphans are purged on next open).
 
 mod attr;
+pub mod command;
 mod fs;
 mod kmount;
 mod session;

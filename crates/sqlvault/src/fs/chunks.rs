@@ -91,12 +91,27 @@ pub fn release(conn: &Connection, id: ChunkId) -> Result<()> {
                 )?
                 .execute([id.0])?;
             if deleted == 0 {
-                crate::fs::ranges::unshare_one(conn, id)?;
+                unshare_one(conn, id)?;
             }
             Ok(())
         }
         Some(_) => Ok(()),
     }
+}
+
+/// Called by `release` when a chunk's `refs` fell to 0 and a hold or a share
+/// kept it: one share, if any, becomes its live reference again.
+fn unshare_one(conn: &Connection, id: ChunkId) -> Result<()> {
+    let left: Option<i64> = conn
+        .prepare_cached("UPDATE chunk_shares SET n = n - 1 WHERE chunk = ?1 RETURNING n")?
+        .query_row([id.0], |r| r.get(0))
+        .optional()?;
+    let Some(left) = left else { return Ok(()) };
+    if left <= 0 {
+        conn.prepare_cached("DELETE FROM chunk_shares WHERE chunk = ?1")?.execute([id.0])?;
+    }
+    conn.prepare_cached("UPDATE chunks SET refs = 1 WHERE id = ?1")?.execute([id.0])?;
+    Ok(())
 }
 
 /// Adds `n` snapshot references ("holds") to each listed chunk. Holds live in their
@@ -165,6 +180,13 @@ pub fn adopt(conn: &Connection, ino: i64, idx: u64, id: ChunkId) -> Result<()> {
     conn.prepare_cached("INSERT INTO file_chunks(ino, idx, chunk) VALUES (?1, ?2, ?3)")?
         .execute(params![ino, idx as i64, id.0])?;
     Ok(())
+}
+
+/// Number of stored chunks and their bytes (holes are not stored).
+pub fn totals(conn: &Connection) -> Result<(u64, u64)> {
+    let (n, bytes): (i64, i64) =
+        conn.query_row("SELECT count(*), coalesce(sum(len), 0) FROM chunks", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok((n as u64, bytes as u64))
 }
 
 /// Reads a chunk's bytes and checks them against the chunk's hash.

@@ -1,8 +1,8 @@
 //! Special nodes: FIFOs, sockets, character and block devices.
 //!
 //! They are ordinary inodes of the tree (type bits in `mode`, no content, no chunk
-//! map); a device node's number is the `rdev` column this module's migration adds to
-//! `inodes` and `snap_inodes`. Linking, renaming, unlinking, attributes, tags and
+//! map); a device node's number is the `rdev` column of `inodes` and `snap_inodes`
+//! (schema migration 5). Linking, renaming, unlinking, attributes, tags and
 //! snapshots treat them like any other non-directory. Opening one is the kernel's
 //! business (a FIFO's pipe, a device's driver): the vault never serves their I/O.
 
@@ -10,13 +10,6 @@ use rusqlite::{params, Connection};
 
 use crate::error::{Error, Result};
 use crate::fs::tree::{self, Attr, InodeId, NewNode};
-
-/// Schema migration 4: the device number of character and block devices (0 for
-/// every other kind), live and frozen.
-pub(crate) const MIGRATION: &str = "
-    ALTER TABLE inodes ADD COLUMN rdev INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE snap_inodes ADD COLUMN rdev INTEGER NOT NULL DEFAULT 0;
-";
 
 /// Creates the special node `name` in `parent`; `rdev` is kept for devices and must
 /// be 0 for FIFOs and sockets.

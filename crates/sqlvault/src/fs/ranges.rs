@@ -119,15 +119,6 @@ fn read_into(conn: &Connection, ino: InodeId, cs: u64, offset: u64, out: &mut [u
     Ok(())
 }
 
-/// Schema migration 5: live references that clones added to a chunk, counted apart
-/// from `chunks.refs` (see `chunks.rs`), which then never changes for a clone.
-pub(crate) const MIGRATION: &str = "
-    CREATE TABLE chunk_shares(
-        chunk INTEGER PRIMARY KEY,
-        n     INTEGER NOT NULL
-    );
-";
-
 /// Maps index `idx` of `ino` to the stored chunk `id` (one more reference, a share),
 /// releasing what was mapped there. The chunk's own row is read, never written.
 fn share(conn: &Connection, ino: InodeId, idx: u64, id: ChunkId) -> Result<()> {
@@ -147,21 +138,6 @@ fn share(conn: &Connection, ino: InodeId, idx: u64, id: ChunkId) -> Result<()> {
     if let Some(old) = old {
         chunks::release(conn, old)?;
     }
-    Ok(())
-}
-
-/// Called by `chunks::release` when a chunk's `refs` fell to 0 and a hold or a share
-/// kept it: one share, if any, becomes its live reference again.
-pub(crate) fn unshare_one(conn: &Connection, id: ChunkId) -> Result<()> {
-    let left: Option<i64> = conn
-        .prepare_cached("UPDATE chunk_shares SET n = n - 1 WHERE chunk = ?1 RETURNING n")?
-        .query_row([id.0], |r| r.get(0))
-        .optional()?;
-    let Some(left) = left else { return Ok(()) };
-    if left <= 0 {
-        conn.prepare_cached("DELETE FROM chunk_shares WHERE chunk = ?1")?.execute([id.0])?;
-    }
-    conn.prepare_cached("UPDATE chunks SET refs = 1 WHERE id = ?1")?.execute([id.0])?;
     Ok(())
 }
 

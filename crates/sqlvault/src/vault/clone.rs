@@ -55,18 +55,19 @@ impl Vault {
         // Checked before the inodes are registered as open, so that nothing but a
         // regular file ever is.
         self.engine().read(|c| sorted.iter().try_for_each(|&i| ranges::regular(c, i).map(|_| ())))?;
-        let nodes = sorted.iter().map(|&i| self.acquire_inode(i)).collect::<Result<Vec<_>>>();
+        let files = self.files();
+        let nodes = sorted.iter().map(|&i| files.acquire(i)).collect::<Result<Vec<_>>>();
         let nodes = nodes?;
         // Locked in inode order, so two clones in opposite directions cannot deadlock.
         let run = || self.engine().write(|tx| f(tx));
         let r = match nodes.as_slice() {
-            [a] => a.exclusive(self, run),
-            [a, b] => a.exclusive(self, || b.exclusive(self, run)),
+            [a] => a.exclusive(files, run),
+            [a, b] => a.exclusive(files, || b.exclusive(files, run)),
             _ => Err(Error::InvalidArgument { what: "one or two files".into() }),
         };
         let mut released = Ok(());
         for n in &nodes {
-            released = released.and(self.release_inode(n));
+            released = released.and(files.release(n));
         }
         let r = r?;
         released?;
