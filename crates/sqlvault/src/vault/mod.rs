@@ -19,6 +19,7 @@ use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
 
 mod clone;
+pub(crate) mod history;
 mod inodes;
 pub(crate) mod metadata;
 mod nodes;
