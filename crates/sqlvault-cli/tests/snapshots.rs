@@ -147,7 +147,7 @@ fn a_vault_made_before_device_numbers_is_upgraded_on_open_with_its_snapshots() {
     e.ok(&["touch", e.v(), "/old"]);
     e.ok(&["snapshot", e.v(), "before"]);
     {
-        // A schema-4 vault: snapshots, no `rdev` columns, no `chunk_shares`.
+        // A vault from before migration 6: snapshots, no `rdev` columns, no `chunk_shares`.
         let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
             .unwrap();
         v.debug_execute_sql(

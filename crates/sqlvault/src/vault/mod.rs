@@ -26,6 +26,7 @@ mod nodes;
 mod paths;
 mod secrets;
 mod snapshots;
+mod sql;
 pub(crate) mod transaction;
 
 pub use clone::{Allocate, SeekHole};
