@@ -8,6 +8,7 @@ started=$(date +%s)
 stage() { echo "== test.sh: $1 ($(( $(date +%s) - started )) s so far)"; }
 
 bash scripts/ensure-packages.sh
+bash scripts/ensure-pjdfstest.sh
 stage "cargo fmt --check, cargo clippy -D warnings"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings

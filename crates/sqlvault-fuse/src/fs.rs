@@ -29,10 +29,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use fuser::{
-    AccessFlags, Errno, FileAttr, FileHandle as Fh, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
-    KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
-    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
-    WriteFlags,
+    AccessFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle as Fh, Filesystem, FopenFlags, Generation, INodeNo,
+    InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use sqlvault::{
     Attr, Entry, Error, ErrorKind, FileHandle, FileOptions, FileType, InodeId, NewNode, RenameMode, SetAttr, Vault,
@@ -60,6 +60,8 @@ const KEEPS_PENDING: [&str; 11] = [
     "statfs",
     "releasedir",
 ];
+mod nodes;
+mod ranges;
 
 /// Largest write we ask the kernel for; it caps requests at its `max_pages` limit
 /// (1 MiB with 4 KiB pages unless `fs.fuse.max_pages_limit` is raised).
@@ -416,6 +418,7 @@ impl VaultFs {
                 self.settle_related(p.0, Some(name.as_bytes()))?;
                 Ok(self.vault()?.lookup(p, name.as_bytes())?)
             }
+            _ if name.len() > 255 => Err(FsError::Errno(libc::ENAMETOOLONG)),
             snap => self.snap_lookup(snap, name),
         }
     }
@@ -448,7 +451,7 @@ impl VaultFs {
             match vault.attr(ino)?.kind {
                 FileType::File => {}
                 FileType::Dir => return Err(FsError::Vault(Error::IsADirectory { path: format!("inode {}", ino.0) })),
-                FileType::Symlink => return Err(FsError::Errno(libc::EINVAL)),
+                _ => return Err(FsError::Errno(libc::EINVAL)),
             }
         }
         let now = time_ns(SystemTime::now());
@@ -481,12 +484,11 @@ impl VaultFs {
         Ok(self.vault()?.create_node(parent, name.as_bytes(), node)?)
     }
 
-    fn mknod_inner(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32) -> Result<Attr> {
-        // Only regular files: the vault has no FIFOs, sockets or device nodes, and
-        // EPERM is what mknod(2) returns for a type the file system does not support.
+    fn mknod_inner(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, rdev: u32) -> Result<Attr> {
         match mode & libc::S_IFMT {
             0 | libc::S_IFREG => self.create_node_inner(req, parent, name, FileType::File, mode, None),
-            _ => Err(FsError::Errno(libc::EPERM)),
+            // FIFOs, sockets and devices (see fs/nodes.rs).
+            _ => self.mknod_special(req, parent, name, mode, rdev),
         }
     }
 
@@ -564,6 +566,8 @@ impl VaultFs {
                 FileType::File => Ok(Fh(0)),
                 FileType::Dir => Err(FsError::Vault(Error::IsADirectory { path: format!("node {}", ino.0) })),
                 FileType::Symlink => Err(FsError::Errno(libc::ELOOP)),
+                // The kernel opens special nodes itself; never asked for their content.
+                _ => Err(FsError::Errno(libc::EINVAL)),
             };
         };
         let handle = self.vault()?.open_ino(ino, &opts)?;
@@ -940,10 +944,10 @@ impl Filesystem for VaultFs {
         name: &OsStr,
         mode: u32,
         _umask: u32,
-        _rdev: u32,
+        rdev: u32,
         reply: ReplyEntry,
     ) {
-        self.reply_entry("mknod", reply, || self.mknod_inner(req, parent, name, mode))
+        self.reply_entry("mknod", reply, || self.mknod_inner(req, parent, name, mode, rdev))
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, reply: ReplyEntry) {
@@ -1136,6 +1140,31 @@ impl Filesystem for VaultFs {
             |r, (a, fh)| r.created(&self.settings.ttl, &self.fattr(&a), GENERATION, fh, FopenFlags::empty()),
         )
     }
+
+    fn fallocate(&self, _req: &Request, ino: INodeNo, fh: Fh, offset: u64, length: u64, mode: i32, reply: ReplyEmpty) {
+        self.reply_empty("fallocate", reply, || self.fallocate_inner(ino, fh, offset, length, mode))
+    }
+
+    fn lseek(&self, _req: &Request, ino: INodeNo, _fh: Fh, offset: i64, whence: i32, reply: ReplyLseek) {
+        self.answer("lseek", reply, || self.lseek_inner(ino, offset, whence), |r, o| r.offset(o))
+    }
+
+    fn copy_file_range(
+        &self,
+        _req: &Request,
+        ino_in: INodeNo,
+        fh_in: Fh,
+        offset_in: u64,
+        ino_out: INodeNo,
+        fh_out: Fh,
+        offset_out: u64,
+        len: u64,
+        _flags: CopyFileRangeFlags,
+        reply: ReplyWrite,
+    ) {
+        let copy = || self.copy_file_range_inner(ino_in, fh_in, offset_in, ino_out, fh_out, offset_out, len);
+        self.answer("copy_file_range", reply, copy, |r, n| r.written(n))
+    }
 }
 
 /// The xattr protocol: size 0 asks for the length, a too small buffer is `ERANGE`.
@@ -1170,6 +1199,7 @@ reply_types!(
     ReplyDirectoryPlus,
     ReplyEmpty,
     ReplyEntry,
+    ReplyLseek,
     ReplyOpen,
     ReplyStatfs,
     ReplyWrite,

@@ -11,8 +11,9 @@
 //! # Ok::<(), sqlvault::Error>(())
 //! ```
 //!
-//! Built on `fuser` without libfuse: as root the kernel mount is made with mount(2),
-//! otherwise with `fusermount3` from Debian's `fuse3` package.
+//! Built on `fuser` without libfuse: as root the kernel mount is made with mount(2)
+//! (type `fuse.sqlvault`, see `kmount`), otherwise with `fusermount3` from Debian's
+//! `fuse3` package.
 //!
 //! Design, and why:
 //! * **Writes** go straight to the core's buffered [`sqlvault::FileHandle`]: no
@@ -44,6 +45,7 @@
 mod attr;
 pub mod command;
 mod fs;
+mod kmount;
 mod session;
 mod snapnode;
 mod stats;

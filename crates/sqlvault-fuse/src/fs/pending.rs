@@ -66,6 +66,7 @@ impl NewFile {
             atime_ns: self.atime_ns,
             mtime_ns: self.mtime_ns,
             ctime_ns: self.ctime_ns,
+            rdev: 0,
         }
     }
 }
