@@ -8,6 +8,7 @@ started=$(date +%s)
 stage() { echo "== test.sh: $1 ($(( $(date +%s) - started )) s so far)"; }
 
 bash scripts/ensure-packages.sh
+bash scripts/ensure-pjdfstest.sh
 
 # The S3-compatible server the replication tests start on loopback (tests/common/s3.rs):
 # VersityGW from the Go module proxy, built once into $GOBIN (default ~/go/bin); a

@@ -33,6 +33,7 @@ mod meta;
 mod remote;
 mod secret;
 mod snapshots;
+mod special;
 mod sql;
 mod transfer;
 
@@ -611,6 +612,9 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<u8, CliError> {
                 if a.kind == FileType::Symlink {
                     outln!("target: {}", v.read_link(&path)?);
                 }
+                if a.kind.is_device() {
+                    outln!("device: {}", device_string(a.rdev));
+                }
             }
         }
         Command::Ln { vault, target, link, symbolic } => {
@@ -757,6 +761,9 @@ fn describe_slot(s: &sqlvault::SlotInfo) -> String {
 
 fn report(what: &str, s: &transfer::Summary) -> u8 {
     note!("{what} {} files, {} directories, {} symlinks, {}", s.files, s.dirs, s.links, ui::human(s.bytes));
+    if s.specials > 0 {
+        note!("{what} {} special files (FIFOs, sockets, devices)", s.specials);
+    }
     if s.skipped.is_empty() {
         0
     } else {
@@ -807,7 +814,7 @@ fn ls(v: &Vault, path: &str, f: LsFormat) -> Result<(), CliError> {
                 e.attr.nlink,
                 e.attr.uid,
                 e.attr.gid,
-                ui::size(e.attr.size, f.human),
+                if e.attr.kind.is_device() { device_string(e.attr.rdev) } else { ui::size(e.attr.size, f.human) },
                 ui::local_minute(e.attr.mtime_ns)
             )
         } else {
@@ -855,13 +862,23 @@ fn collect(
     Ok(true)
 }
 
-/// The node kind as the JSON outputs spell it (`file`, `dir`, `symlink`).
+/// The node kind as the JSON outputs spell it (`file`, `dir`, `symlink`, `fifo`,
+/// `socket`, `char`, `block`).
 fn kind_name(kind: FileType) -> &'static str {
     match kind {
         FileType::File => "file",
         FileType::Dir => "dir",
         FileType::Symlink => "symlink",
+        FileType::Fifo => "fifo",
+        FileType::Socket => "socket",
+        FileType::CharDevice => "char",
+        FileType::BlockDevice => "block",
     }
+}
+
+/// A device number as `ls -l` shows it: `major, minor`.
+fn device_string(rdev: u64) -> String {
+    format!("{}, {}", libc::major(rdev), libc::minor(rdev))
 }
 
 /// A time as the text outputs show it: local time with its UTC offset.

@@ -1,7 +1,9 @@
 //! `put` and `get`: streaming a host file or tree into a vault and back out, with a
 //! progress bar. Memory stays bounded (one copy buffer) whatever the file sizes.
-//! Entries that cannot be copied (FIFOs, devices, sockets, unreadable files) are
-//! skipped with a warning and counted; the command then exits non-zero.
+//! FIFOs, sockets and device nodes are stored as nodes (`put`) and recreated where
+//! the host permits (`get`: FIFOs and sockets always, devices as root). Entries that
+//! cannot be copied (unreadable files, a device `get` may not create) are skipped with
+//! a warning and counted; the command then exits non-zero.
 //! With `--extract-tags`, `put` also tags each file (see `extract`), a thousand files
 //! per commit through the library's batch API.
 
@@ -62,6 +64,8 @@ pub struct Summary {
     pub dirs: u64,
     pub links: u64,
     pub bytes: u64,
+    /// FIFOs, sockets and device nodes.
+    pub specials: u64,
     pub skipped: Vec<String>,
 }
 
@@ -193,7 +197,8 @@ fn put_entry(
             None => skip(pb, s, format!("{}: link target is not UTF-8", src.display())),
         }
     } else {
-        skip(pb, s, format!("{}: not a regular file, directory or symlink", src.display()));
+        crate::special::put(vault, meta, dest)?;
+        s.specials += 1;
     }
     Ok(())
 }
@@ -316,6 +321,10 @@ fn get_entry(
             std::os::unix::fs::symlink(&target, dest).map_err(|e| CliError::host(dest, e))?;
             s.links += 1;
         }
+        _ => match crate::special::get(&attr, dest)? {
+            Ok(()) => s.specials += 1,
+            Err(why) => skip(pb, s, format!("{src}: {why}")),
+        },
     }
     Ok(())
 }

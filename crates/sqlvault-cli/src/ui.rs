@@ -76,12 +76,7 @@ pub fn size(bytes: u64, human_readable: bool) -> String {
 
 /// `drwxr-xr-x` from a node's kind and permission bits (setuid, setgid, sticky too).
 pub fn mode_string(a: &sqlvault::Attr) -> String {
-    let kind = match a.kind {
-        sqlvault::FileType::Dir => libc::S_IFDIR,
-        sqlvault::FileType::Symlink => libc::S_IFLNK,
-        sqlvault::FileType::File => libc::S_IFREG,
-    };
-    unix_mode::to_string(kind | (a.perm & 0o7777))
+    unix_mode::to_string(a.kind.mode_bits() | (a.perm & 0o7777))
 }
 
 /// A point in time for `find --newer/--older`: an age (`30m`, `2h`, `7d`, `2w`, `1y`),
@@ -145,11 +140,21 @@ mod tests {
             atime_ns: 0,
             mtime_ns: 0,
             ctime_ns: 0,
+            rdev: 0,
         };
         assert_eq!(mode_string(&a), "drwxr-xr-x");
         a.kind = sqlvault::FileType::File;
         a.perm = 0o4640;
         assert_eq!(mode_string(&a), "-rwSr-----");
+        for (kind, c) in [
+            (sqlvault::FileType::Fifo, 'p'),
+            (sqlvault::FileType::Socket, 's'),
+            (sqlvault::FileType::CharDevice, 'c'),
+            (sqlvault::FileType::BlockDevice, 'b'),
+        ] {
+            a.kind = kind;
+            assert!(mode_string(&a).starts_with(c), "{kind:?}");
+        }
     }
 
     #[test]

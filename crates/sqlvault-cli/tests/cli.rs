@@ -74,16 +74,19 @@ fn put_of_single_file_into_existing_directory() {
 }
 
 #[test]
-fn put_skips_fifos_with_warning_and_nonzero_exit() {
+fn put_stores_fifos_as_fifos_and_ls_shows_their_type() {
+    // FIFOs were skipped (exit 5) before the vault had node types for them.
     let e = Env::new();
     let src = e.path("src");
     std::fs::create_dir(&src).unwrap();
     std::fs::write(src.join("ok"), b"ok").unwrap();
     assert!(Command::new("mkfifo").arg(src.join("pipe")).status().unwrap().success());
     let out = e.run(&["put", e.v(), src.to_str().unwrap(), "/in"]);
-    assert_eq!(out.status.code(), Some(5));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("skipped"));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 special files"));
     assert_eq!(e.ok(&["cat", e.v(), "/in/ok"]), "ok");
+    assert!(e.ok(&["ls", "-l", e.v(), "/in"]).lines().any(|l| l.starts_with("prw-") && l.ends_with(" pipe")));
+    assert!(e.ok(&["stat", e.v(), "/in/pipe"]).contains("type: fifo"));
 }
 
 #[test]

@@ -1,6 +1,7 @@
-//! Hostile input through the CLI and the mount: host trees with symlink loops,
-//! unreadable files, FIFOs, devices and sockets (skipped with a warning, exit 5, never
-//! a hang); vault names that are not UTF-8 (as the mount may create); `..` and other
+//! Hostile input through the CLI and the mount: host trees with symlink loops and
+//! unreadable files (skipped with a warning, exit 5, never a hang), FIFOs, devices and
+//! sockets (stored as nodes of their kind without ever being opened, so never a hang;
+//! they were skipped until the vault had node types for them); vault names that are not UTF-8 (as the mount may create); `..` and other
 //! escapes (refused; nothing written outside the tree).
 
 use std::os::unix::ffi::OsStrExt;
@@ -88,10 +89,9 @@ fn put_of_hostile_tree_skips_with_warnings_and_never_hangs() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&unreadable, std::fs::Permissions::from_mode(0o000)).unwrap();
     std::fs::set_permissions(&closed_dir, std::fs::Permissions::from_mode(0o000)).unwrap();
-    let mut expect_skipped = vec!["fifo", "sock", "bad-", "unreadable", "closed"];
+    let expect_skipped = ["bad-", "unreadable", "closed"];
     if is_root() {
         assert!(Command::new("mknod").arg(src.join("null-dev")).args(["c", "1", "3"]).status().unwrap().success());
-        expect_skipped.push("null-dev");
     }
 
     // Root reads everything; without CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH it obeys mode
@@ -126,6 +126,12 @@ fn put_of_hostile_tree_skips_with_warnings_and_never_hangs() {
     assert_eq!(cat.stdout, b"good");
     let ls = String::from_utf8(run(&["ls", "-l", v, "/in"]).stdout).unwrap();
     assert!(ls.contains("loop -> loop") && ls.contains("escape -> ../../../../../../etc/passwd"), "{ls}");
+    // FIFOs, sockets and devices are stored as what they are.
+    let line = |name: &str| ls.lines().find(|l| l.ends_with(&format!(" {name}"))).unwrap_or_default().to_string();
+    assert!(line("fifo").starts_with('p') && line("sock").starts_with('s'), "{ls}");
+    if is_root() {
+        assert!(line("null-dev").starts_with('c') && line("null-dev").contains(" 1, 3 "), "{ls}");
+    }
     // Reading through the loop is a clear error, not a hang.
     let out = run(&["cat", v, "/in/loop"]);
     assert_eq!(out.status.code(), Some(4));
@@ -140,19 +146,39 @@ fn put_of_hostile_tree_skips_with_warnings_and_never_hangs() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(std::fs::read_link(back.join("sub/up")).unwrap(), Path::new(".."));
     assert_eq!(std::fs::read(back.join("good.txt")).unwrap(), b"good");
+    // `get` recreates them: FIFOs and socket names always, devices as root.
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    assert!(std::fs::symlink_metadata(back.join("fifo")).unwrap().file_type().is_fifo());
+    assert!(std::fs::symlink_metadata(back.join("sock")).unwrap().file_type().is_socket());
+    if is_root() {
+        let dev = std::fs::symlink_metadata(back.join("null-dev")).unwrap();
+        assert!(dev.file_type().is_char_device() && dev.rdev() == libc::makedev(1, 3));
+    }
     std::fs::set_permissions(&closed_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
 }
 
 #[test]
-fn put_of_a_lone_fifo_or_device_skips_without_opening_it() {
+fn put_and_get_of_a_lone_fifo_store_and_recreate_it_without_opening_it() {
     let dir = tempfile::tempdir().unwrap();
     let vault = init(dir.path());
+    let v = vault.to_str().unwrap();
     let fifo = dir.path().join("fifo");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
-    // Opening a FIFO for reading blocks until a writer comes: put must not open it.
-    let out = run(&["put", vault.to_str().unwrap(), fifo.to_str().unwrap(), "/fifo"]);
-    assert_eq!(out.status.code(), Some(5), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("skipped"));
+    assert!(Command::new("mkfifo").args(["-m", "0620"]).arg(&fifo).status().unwrap().success());
+    // Opening a FIFO for reading blocks until a writer comes: neither put nor get may.
+    let out = run(&["put", v, fifo.to_str().unwrap(), "/fifo"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stat: serde_json::Value = serde_json::from_slice(&run(&["stat", v, "/fifo", "--json"]).stdout).unwrap();
+    assert_eq!(
+        (stat["kind"].as_str(), stat["perm"].as_u64(), stat["rdev"].as_u64()),
+        (Some("fifo"), Some(0o620), Some(0))
+    );
+    let back = dir.path().join("back");
+    let out = run(&["get", v, "/fifo", back.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let m = std::fs::symlink_metadata(&back).unwrap();
+    assert!(m.file_type().is_fifo());
+    assert_eq!(m.permissions().mode() & 0o7777, 0o620);
 }
 
 #[test]

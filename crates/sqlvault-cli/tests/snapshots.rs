@@ -126,7 +126,8 @@ fn a_vault_made_before_snapshots_is_upgraded_on_open() {
         // (Later migrations' objects go too, so the upgrade replays every migration after 2.)
         v.debug_execute_sql(
             "DROP TRIGGER inodes_delete_tags_xattrs; DROP TABLE snap_xattrs; DROP TABLE snap_tags; DROP TABLE chunk_holds; DROP TABLE snap_chunks;
-             DROP TABLE snap_dirents; DROP TABLE snap_inodes; DROP TABLE snapshots; PRAGMA user_version = 2;",
+             DROP TABLE snap_dirents; DROP TABLE snap_inodes; DROP TABLE snapshots;
+             ALTER TABLE inodes DROP COLUMN rdev; DROP TABLE chunk_shares; PRAGMA user_version = 2;",
         )
         .unwrap();
     }
@@ -137,6 +138,29 @@ fn a_vault_made_before_snapshots_is_upgraded_on_open() {
     let current = fresh.json(&["info", fresh.v(), "--json"])["schema_version"].clone();
     assert!(current.as_i64().unwrap() >= 3);
     assert_eq!(e.json(&["info", e.v(), "--json"])["schema_version"], current);
+    e.fsck_clean();
+}
+
+#[test]
+fn a_vault_made_before_device_numbers_is_upgraded_on_open_with_its_snapshots() {
+    let e = Env::new();
+    e.ok(&["touch", e.v(), "/old"]);
+    e.ok(&["snapshot", e.v(), "before"]);
+    {
+        // A vault from before migration 6: snapshots, no `rdev` columns, no `chunk_shares`.
+        let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
+            .unwrap();
+        v.debug_execute_sql(
+            "ALTER TABLE inodes DROP COLUMN rdev; ALTER TABLE snap_inodes DROP COLUMN rdev; DROP TABLE chunk_shares;
+             PRAGMA user_version = 4;",
+        )
+        .unwrap();
+    }
+    assert_eq!(e.json(&["stat", e.v(), "/old", "--json"])["rdev"], 0);
+    let fresh = Env::new();
+    let current = fresh.json(&["info", fresh.v(), "--json"])["schema_version"].clone();
+    assert_eq!(e.json(&["info", e.v(), "--json"])["schema_version"], current);
+    e.ok(&["restore", e.v(), "before", "/old", "--to", "/again"]);
     e.fsck_clean();
 }
 

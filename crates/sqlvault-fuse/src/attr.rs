@@ -44,6 +44,10 @@ pub(crate) fn fuse_type(kind: FileType) -> FuseType {
         FileType::File => FuseType::RegularFile,
         FileType::Dir => FuseType::Directory,
         FileType::Symlink => FuseType::Symlink,
+        FileType::Fifo => FuseType::NamedPipe,
+        FileType::Socket => FuseType::Socket,
+        FileType::CharDevice => FuseType::CharDevice,
+        FileType::BlockDevice => FuseType::BlockDevice,
     }
 }
 
@@ -63,7 +67,9 @@ pub(crate) fn file_attr(a: &Attr, owner: ShownOwner, blksize: u32) -> FileAttr {
         nlink: a.nlink,
         uid: owner.uid.unwrap_or(a.uid),
         gid: owner.gid.unwrap_or(a.gid),
-        rdev: 0,
+        // Linux's encoding of a device number in 32 bits (majors below 4096, minors
+        // below 2^20) is the low half of glibc's 64-bit `dev_t`, which `rdev` stores.
+        rdev: a.rdev as u32,
         blksize,
         flags: 0,
     }
@@ -103,6 +109,7 @@ mod tests {
             atime_ns: 0,
             mtime_ns: 0,
             ctime_ns: 0,
+            rdev: 0,
         };
         let f = file_attr(&a, ShownOwner { uid: Some(1000), gid: None }, 65536);
         assert_eq!((f.uid, f.gid, f.perm, f.blocks, f.blksize), (1000, 2, 0o4755, 2, 65536));

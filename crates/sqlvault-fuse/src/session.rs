@@ -109,7 +109,7 @@ pub fn mount(vault: Vault, mountpoint: &Path, opts: &MountOptions) -> Result<Mou
     let fsname =
         opts.fsname.clone().unwrap_or_else(|| format!("sqlvault:{}", vault.path().display())).replace([',', '\\'], "_");
     let mut mount_options = vec![
-        MountOption::FSName(fsname),
+        MountOption::FSName(fsname.clone()),
         MountOption::Subtype("sqlvault".into()),
         // The kernel checks permissions from the mode bits we report.
         MountOption::DefaultPermissions,
@@ -127,8 +127,16 @@ pub fn mount(vault: Vault, mountpoint: &Path, opts: &MountOptions) -> Result<Mou
     let closed: Closed = Arc::new(Mutex::new(None));
     let counters = Arc::new(Counters::default());
     let fs = VaultFs::new(vault, settings, closed.clone(), counters.clone());
-    let session = Session::new(fs, &mountpoint, &config)
-        .map_err(|e| io_error(format!("cannot mount on {}", mountpoint.display()), e))?;
+    let cannot = |e| io_error(format!("cannot mount on {}", mountpoint.display()), e);
+    // As root, our own mount(2) names the type `fuse.sqlvault`; otherwise fusermount3 does.
+    let session = match crate::kmount::mount(&mountpoint, &fsname, opts.read_only, opts.allow_other).map_err(cannot)? {
+        Some(fd) => Session::from_fd(fs, fd, config.acl, config).map_err(|e| {
+            // The kernel holds the mount: take it away again.
+            let _ = Unmounter { mountpoint: mountpoint.clone(), done: Arc::new(Done::default()) }.unmount_lazy();
+            cannot(e)
+        })?,
+        None => Session::new(fs, &mountpoint, &config).map_err(cannot)?,
+    };
     let done = Arc::new(Done::default());
     let done_in_thread = done.clone();
     let thread = std::thread::Builder::new()

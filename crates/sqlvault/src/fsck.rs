@@ -76,9 +76,18 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
     // 3. Reference counts and dangling references.
     let queries: &[(&str, &str)] = &[
         (
-            "SELECT 'chunk ' || c.id || ': reference count ' || c.refs || ' but ' || count(f.chunk) || ' references'
-             FROM chunks c LEFT JOIN file_chunks f ON f.chunk = c.id GROUP BY c.id HAVING c.refs != count(f.chunk)",
+            "SELECT 'chunk ' || c.id || ': reference count ' || c.refs || ' and ' || coalesce(s.n, 0) || ' shares but '
+                    || count(f.chunk) || ' references'
+             FROM chunks c LEFT JOIN chunk_shares s ON s.chunk = c.id LEFT JOIN file_chunks f ON f.chunk = c.id
+             GROUP BY c.id HAVING c.refs + coalesce(s.n, 0) != count(f.chunk)",
             "refcount",
+        ),
+        // Clone shares: on an existing chunk that has a reference of its own, n >= 1.
+        (
+            "SELECT 'chunk ' || s.chunk || ': ' || s.n || ' shares but ' ||
+                    CASE WHEN c.id IS NULL THEN 'no such chunk' ELSE 'reference count ' || c.refs END
+             FROM chunk_shares s LEFT JOIN chunks c ON c.id = s.chunk WHERE c.id IS NULL OR c.refs < 1 OR s.n < 1",
+            "shares",
         ),
         // Snapshot references: holds equal the snapshot chunk-map rows naming a chunk.
         (
@@ -153,8 +162,16 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
         ),
         (
             "SELECT 'inode ' || i.ino || ': unknown file type ' || (i.mode & 61440)
-             FROM inodes i WHERE (i.mode & 61440) NOT IN (32768, 16384, 40960)",
+             FROM inodes i WHERE (i.mode & 61440) NOT IN (32768, 16384, 40960, 4096, 49152, 8192, 24576)",
             "type",
+        ),
+        // Special nodes (FIFO 4096, socket 49152, char 8192, block 24576): no content,
+        // no target; only devices carry a device number.
+        (
+            "SELECT 'inode ' || i.ino || ': special node with size ' || i.size || ', target or device number ' || i.rdev
+             FROM inodes i WHERE ((i.mode & 61440) IN (4096, 49152, 8192, 24576) AND (i.size != 0 OR i.target IS NOT NULL))
+                OR ((i.mode & 61440) NOT IN (8192, 24576) AND i.rdev != 0)",
+            "special",
         ),
         (
             "SELECT 'extended attribute ' || quote(x.name) || ': inode ' || x.ino || ' is missing'
@@ -250,8 +267,16 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
         ),
         (
             "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ': unknown file type ' || (i.mode & 61440)
-             FROM snap_inodes i WHERE (i.mode & 61440) NOT IN (32768, 16384, 40960)",
+             FROM snap_inodes i WHERE (i.mode & 61440) NOT IN (32768, 16384, 40960, 4096, 49152, 8192, 24576)",
             "snapshot type",
+        ),
+        (
+            "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ': special node with size ' || i.size
+                    || ', target or device number ' || i.rdev
+             FROM snap_inodes i
+             WHERE ((i.mode & 61440) IN (4096, 49152, 8192, 24576) AND (i.size != 0 OR i.target IS NOT NULL))
+                OR ((i.mode & 61440) NOT IN (8192, 24576) AND i.rdev != 0)",
+            "snapshot special",
         ),
         (
             "SELECT 'snapshot ' || x.snap || ': extended attribute ' || quote(x.name) || ': inode ' || x.ino || ' is missing'

@@ -56,6 +56,8 @@ pub use storage::vfs::{io_counts, IoCounts};
 pub use vault::history::{forget_plan, Change, ChangeKind, ForgetDecision, ForgetPolicy};
 pub use vault::metadata::{RecordScan, Records};
 pub use vault::transaction::{Tx, TxRecords};
+pub use vault::whole::WholeFile;
+pub use vault::{Allocate, SeekHole};
 pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
 
 /// Internals the benchmark suite times directly (feature `bench` only).

@@ -79,8 +79,9 @@ pub fn create(conn: &Connection, name: &str, now_ns: i64) -> Result<SnapshotId> 
     let named = "(i.ino = 1 OR EXISTS (SELECT 1 FROM dirents d WHERE d.ino = i.ino))";
     conn.execute(
         &format!(
-            "INSERT INTO snap_inodes(snap, ino, mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target)
-             SELECT ?1, ino, mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target FROM inodes i WHERE {named}"
+            "INSERT INTO snap_inodes(snap, ino, mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target, rdev)
+             SELECT ?1, ino, mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target, rdev
+             FROM inodes i WHERE {named}"
         ),
         [id],
     )?;
@@ -371,6 +372,8 @@ pub struct RestoreSummary {
     pub directories: u64,
     /// Symbolic links restored.
     pub symlinks: u64,
+    /// FIFOs, sockets and device nodes restored.
+    pub specials: u64,
     /// Bytes of file content restored (shared, not copied).
     pub bytes: u64,
 }
@@ -384,6 +387,7 @@ impl RestoreSummary {
             }
             FileType::Dir => self.directories += 1,
             FileType::Symlink => self.symlinks += 1,
+            FileType::Fifo | FileType::Socket | FileType::CharDevice | FileType::BlockDevice => self.specials += 1,
         }
     }
 }
@@ -406,6 +410,7 @@ struct RestoredAttrs {
     atime_ns: i64,
     mtime_ns: i64,
     target: Option<Vec<u8>>,
+    rdev: u64,
 }
 
 impl RestoredAttrs {
@@ -418,6 +423,7 @@ impl RestoredAttrs {
             atime_ns: self.atime_ns,
             mtime_ns: self.mtime_ns,
             target: self.target.as_deref(),
+            rdev: self.rdev,
         }
     }
 }
@@ -434,6 +440,7 @@ impl Restorer<'_> {
             atime_ns: a.atime_ns,
             mtime_ns: a.mtime_ns,
             target,
+            rdev: a.rdev,
         })
     }
 
@@ -470,9 +477,9 @@ impl Restorer<'_> {
                 let (idx, chunk) = row?;
                 chunks::adopt(self.conn, ino.0 as i64, idx as u64, chunk)?;
             }
-            if a.nlink > 1 {
-                self.links.insert(src.0, ino);
-            }
+        }
+        if a.kind != FileType::Dir && a.nlink > 1 {
+            self.links.insert(src.0, ino);
         }
         self.copy_xattrs(src, ino)?;
         self.summary.count(&a);

@@ -12,6 +12,9 @@
 //! Operations (paths are drawn from existing nodes, fresh names in existing
 //! directories, or random paths over the names `a`..`d`):
 //!
+//! * special nodes (FIFOs, sockets, character and block devices with their device
+//!   numbers) made by `make_node`: renamed, linked, unlinked, replaced, tagged and
+//!   snapshotted like any non-directory, their content refused (`InvalidArgument`);
 //! * create / open (with create, truncate) / write_file / remove_file / create_dir /
 //!   remove_dir (incl. `DirectoryNotEmpty`) / remove_dir_all / hard_link / truncate
 //!   (up and down) / metadata / read_dir / rename in all three modes (files and
@@ -153,6 +156,7 @@ enum Op {
     Rename { from: Sel, to: To, mode: RenameMode },
     Unlink { path: Sel },
     Mkdir { path: Sel },
+    MkNod { path: Sel, kind: u8 },
     Rmdir { path: Sel },
     RemoveAll { path: Sel },
     Link { from: Sel, to: Sel },
@@ -312,6 +316,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(from, to, mode)| Op::Rename { from, to, mode }),
         4 => sel_existing().prop_map(|path| Op::Unlink { path }),
         6 => sel_new().prop_map(|path| Op::Mkdir { path }),
+        2 => (sel_new(), 0u8..4).prop_map(|(path, kind)| Op::MkNod { path, kind }),
         3 => sel_dir().prop_map(|path| Op::Rmdir { path }),
         1 => sel_dir().prop_map(|path| Op::RemoveAll { path }),
         4 => (sel_existing(), sel_new()).prop_map(|(from, to)| Op::Link { from, to }),
@@ -372,8 +377,18 @@ const ROOT: Mid = 0;
 
 #[derive(Debug, Clone)]
 enum Node {
-    File { data: Vec<u8>, nlink: u32 },
-    Dir { parent: Mid, children: BTreeMap<String, Mid> },
+    /// A regular file, or with `special` a FIFO, socket or device node (kind and
+    /// device number), which has no content: every content operation on it is
+    /// `InvalidArgument`, everything else treats it as any non-directory.
+    File {
+        data: Vec<u8>,
+        nlink: u32,
+        special: Option<(FileType, u64)>,
+    },
+    Dir {
+        parent: Mid,
+        children: BTreeMap<String, Mid>,
+    },
 }
 
 #[derive(Clone)]
@@ -457,8 +472,30 @@ impl Model {
         matches!(self.node(id), Node::Dir { .. })
     }
 
-    fn kind(&self, id: Mid) -> FileType {
+    /// The kind and device number of a special node.
+    fn special(&self, id: Mid) -> Option<(FileType, u64)> {
+        match self.node(id) {
+            Node::File { special, .. } => *special,
+            Node::Dir { .. } => None,
+        }
+    }
+
+    /// A node whose content may be read or written: `IsADirectory` for a directory,
+    /// `InvalidArgument` for a special node.
+    fn content(&self, id: Mid) -> Result<Mid, E> {
         if self.is_dir(id) {
+            Err(E::IsADirectory)
+        } else if self.special(id).is_some() {
+            Err(E::InvalidArgument)
+        } else {
+            Ok(id)
+        }
+    }
+
+    fn kind(&self, id: Mid) -> FileType {
+        if let Some((k, _)) = self.special(id) {
+            k
+        } else if self.is_dir(id) {
             FileType::Dir
         } else {
             FileType::File
@@ -620,7 +657,7 @@ impl Model {
         let (dir, name) = self.parent(path)?;
         match self.lookup(dir, name) {
             Some(_) if excl => Err(E::AlreadyExists),
-            Some(id) if self.is_dir(id) => Err(E::IsADirectory),
+            Some(id) if self.content(id).is_err() => Err(self.content(id).unwrap_err()),
             Some(id) => {
                 if truncate {
                     self.data_mut(id).clear();
@@ -628,7 +665,7 @@ impl Model {
                 Ok(id)
             }
             None => {
-                let id = self.add(Node::File { data: Vec::new(), nlink: 1 });
+                let id = self.add(Node::File { data: Vec::new(), nlink: 1, special: None });
                 self.children_mut(dir).insert(name.to_string(), id);
                 Ok(id)
             }
@@ -637,10 +674,7 @@ impl Model {
 
     /// `open_file` without `create`.
     fn open_existing(&mut self, path: &str, truncate: bool) -> Result<Mid, E> {
-        let id = self.resolve(path)?;
-        if self.is_dir(id) {
-            return Err(E::IsADirectory);
-        }
+        let id = self.content(self.resolve(path)?)?;
         if truncate {
             self.data_mut(id).clear();
         }
@@ -666,10 +700,7 @@ impl Model {
     }
 
     fn truncate(&mut self, path: &str, size: u64) -> Result<(), E> {
-        let id = self.resolve(path)?;
-        if self.is_dir(id) {
-            return Err(E::IsADirectory);
-        }
+        let id = self.content(self.resolve(path)?)?;
         self.data_mut(id).resize(size as usize, 0);
         Ok(())
     }
@@ -682,6 +713,16 @@ impl Model {
         }
         self.children_mut(dir).remove(name);
         self.drop_link(id);
+        Ok(())
+    }
+
+    fn mknod(&mut self, path: &str, kind: FileType, rdev: u64) -> Result<(), E> {
+        let (dir, name) = self.parent(path)?;
+        if self.lookup(dir, name).is_some() {
+            return Err(E::AlreadyExists);
+        }
+        let id = self.add(Node::File { data: Vec::new(), nlink: 1, special: Some((kind, rdev)) });
+        self.children_mut(dir).insert(name.to_string(), id);
         Ok(())
     }
 
@@ -859,18 +900,28 @@ impl Model {
     fn tx_write(&mut self, path: &str, bytes: &[u8]) -> Result<(), E> {
         let (dir, name) = self.parent(path)?;
         match self.lookup(dir, name) {
-            Some(id) if self.is_dir(id) => Err(E::IsADirectory),
+            Some(id) if self.content(id).is_err() => Err(self.content(id).unwrap_err()),
             Some(id) if self.open.contains_key(&id) => Err(E::InvalidArgument),
             Some(id) => {
                 *self.data_mut(id) = bytes.to_vec();
                 Ok(())
             }
             None => {
-                let id = self.add(Node::File { data: bytes.to_vec(), nlink: 1 });
+                let id = self.add(Node::File { data: bytes.to_vec(), nlink: 1, special: None });
                 self.children_mut(dir).insert(name.to_string(), id);
                 Ok(())
             }
         }
+    }
+}
+
+/// The special node kinds `Op::MkNod` makes, with a device number for devices.
+fn special_kind(k: u8) -> (FileType, u64) {
+    match k % 4 {
+        0 => (FileType::Fifo, 0),
+        1 => (FileType::Socket, 0),
+        2 => (FileType::CharDevice, 0x0103),
+        _ => (FileType::BlockDevice, 0x10_3801),
     }
 }
 
@@ -1145,8 +1196,7 @@ impl Harness {
                 let p = self.path(path);
                 self.what = format!("read {p} at {off} len={len}");
                 let got = self.v().open_file(&p, &FileOptions::new().read(true));
-                let want =
-                    self.m.resolve(&p).and_then(|id| if self.m.is_dir(id) { Err(E::IsADirectory) } else { Ok(id) });
+                let want = self.m.resolve(&p).and_then(|id| self.m.content(id));
                 if self.same(&got, &want) {
                     let (f, id) = (got.unwrap(), want.unwrap());
                     self.compare_read(id, *off, *len, |buf| f.read_at(*off as u64, buf));
@@ -1159,8 +1209,7 @@ impl Harness {
                 let p = self.path(path);
                 self.what = format!("read_file {p}");
                 let got = self.v().read_file(&p);
-                let want =
-                    self.m.resolve(&p).and_then(|id| if self.m.is_dir(id) { Err(E::IsADirectory) } else { Ok(id) });
+                let want = self.m.resolve(&p).and_then(|id| self.m.content(id));
                 if self.same(&got, &want) && got.as_ref().unwrap() != self.m.data(want.unwrap()) {
                     self.fail("content differs from the model".into());
                 }
@@ -1253,6 +1302,14 @@ impl Harness {
                 self.what = format!("remove_file {p}");
                 let got = self.v().remove_file(&p);
                 let want = self.m.unlink(&p);
+                self.same(&got, &want);
+            }
+            Op::MkNod { path, kind } => {
+                let p = self.path(path);
+                let (kind, rdev) = special_kind(*kind);
+                self.what = format!("make_node {p} {kind:?} {rdev}");
+                let got = self.v().make_node(&p, kind, 0o640, rdev);
+                let want = self.m.mknod(&p, kind, rdev);
                 self.same(&got, &want);
             }
             Op::Mkdir { path } => {
@@ -1473,6 +1530,10 @@ impl Harness {
 
     fn compare_attr(&self, path: &str, a: &sqlvault::Attr, id: Mid) {
         let (kind, size, nlink) = (self.m.kind(id), self.m.size(id), self.m.nlink(id));
+        let rdev = self.m.special(id).map_or(0, |(_, r)| r);
+        if a.rdev != rdev {
+            self.fail(format!("{path}: vault has device number {}, model has {rdev}", a.rdev));
+        }
         if a.kind != kind || a.size != size || a.nlink != nlink {
             self.fail(format!(
                 "{path}: vault has {:?} size {} nlink {}, model has {kind:?} size {size} nlink {nlink}",
@@ -1531,6 +1592,10 @@ impl Harness {
                     }
                     Err(e) => self.fail(format!("read_dir {p}: {e:?}")),
                 }
+            } else if self.m.special(id).is_some() {
+                if !matches!(self.v().read_file(&p), Err(Error::InvalidArgument { .. })) {
+                    self.fail(format!("{p}: a special node's content was readable"));
+                }
             } else {
                 match self.v().read_file(&p) {
                     Ok(d) if d == *self.m.data(id) => {}
@@ -1577,8 +1642,8 @@ impl Harness {
         }
         if quiet {
             let info = self.v().info().unwrap_or_else(|e| self.fail(format!("info: {e:?}")));
-            let files = self.m.nodes.values().filter(|n| matches!(n, Node::File { .. })).count() as u64;
-            let dirs = self.m.nodes.len() as u64 - files;
+            let files = self.m.nodes.values().filter(|n| matches!(n, Node::File { special: None, .. })).count() as u64;
+            let dirs = self.m.nodes.values().filter(|n| matches!(n, Node::Dir { .. })).count() as u64;
             let bytes: u64 = self.m.nodes.keys().map(|id| self.m.size(*id)).sum();
             if (info.files, info.directories, info.logical_bytes) != (files, dirs, bytes) {
                 self.fail(format!(

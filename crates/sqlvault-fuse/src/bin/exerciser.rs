@@ -2,8 +2,12 @@
 //!
 //! Writes at random offsets and lengths (past the end too, leaving holes), reads,
 //! truncates up and down, fsyncs, closes and reopens (sometimes with `O_TRUNC`),
-//! renames the open file, and checks the size with `fstat` and `stat` — all against
-//! an in-memory model of what the file must contain. Every byte read is compared;
+//! renames the open file, checks the size with `fstat` and `stat`, preallocates
+//! (`fallocate` mode 0 and `KEEP_SIZE`), punches holes and zeroes ranges
+//! (`PUNCH_HOLE`, `ZERO_RANGE`), and copies ranges of the file onto itself with
+//! `copy_file_range` — all against an in-memory model of what the file must contain.
+//! A file system that answers `EOPNOTSUPP` to an `fallocate` mode or to
+//! `copy_file_range` has that operation switched off for the rest of the run. Every byte read is compared;
 //! on the first difference (or any I/O error) it prints the last operations and
 //! exits with status 1. The same seed replays the same operations.
 //!
@@ -111,18 +115,24 @@ enum Op {
     Rename,
     Stat,
     VerifyAll,
+    Fallocate,
+    PunchHole,
+    CopyRange,
 }
 
 /// Weights out of 100.
-const OPS: [(Op, u64); 8] = [
-    (Op::Write, 32),
-    (Op::Read, 30),
-    (Op::Truncate, 8),
+const OPS: [(Op, u64); 11] = [
+    (Op::Write, 29),
+    (Op::Read, 28),
+    (Op::Truncate, 7),
     (Op::Fsync, 4),
-    (Op::Reopen, 8),
+    (Op::Reopen, 7),
     (Op::Rename, 6),
     (Op::Stat, 10),
     (Op::VerifyAll, 2),
+    (Op::Fallocate, 2),
+    (Op::PunchHole, 3),
+    (Op::CopyRange, 2),
 ];
 
 /// Why a run failed.
@@ -141,6 +151,8 @@ struct Exerciser {
     log: VecDeque<String>,
     counts: [u64; OPS.len()],
     done: u64,
+    /// Operations the file system answered with `EOPNOTSUPP`, switched off.
+    unsupported: Vec<Op>,
 }
 
 fn io_fail(what: impl Into<String>) -> impl FnOnce(io::Error) -> Failure {
@@ -162,6 +174,7 @@ impl Exerciser {
             log: VecDeque::new(),
             counts: [0; OPS.len()],
             done: 0,
+            unsupported: Vec::new(),
         }
     }
 
@@ -199,11 +212,29 @@ impl Exerciser {
         let mut r = self.rng.below(100);
         for (op, w) in OPS {
             if r < w {
-                return op;
+                return if self.unsupported.contains(&op) { Op::Read } else { op };
             }
             r -= w;
         }
         Op::Read
+    }
+
+    /// `fallocate(2)` on the open file; `Ok(false)` if the file system does not do
+    /// this mode (the operation is then switched off).
+    fn fallocate(&mut self, op: Op, mode: i32, off: u64, len: u64) -> Result<bool, Failure> {
+        use std::os::unix::io::AsRawFd;
+        let fd = self.file()?.as_raw_fd();
+        // SAFETY: `fd` is the open file's descriptor.
+        if unsafe { libc::fallocate(fd, mode, off as libc::off_t, len as libc::off_t) } == 0 {
+            return Ok(true);
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+            self.record(format!("  fallocate mode {mode:#x} unsupported: switched off"));
+            self.unsupported.push(op);
+            return Ok(false);
+        }
+        Err(Failure::Io(format!("fallocate mode {mode:#x} at {off} len {len}"), e))
     }
 
     /// An offset: anywhere, around the end of file, or at the start.
@@ -314,6 +345,85 @@ impl Exerciser {
                 self.record(format!("verify whole file ({} bytes)", self.model.len()));
                 self.verify_all()?;
             }
+            Op::Fallocate => {
+                let off = self.pick_offset().min(self.args.max_size.saturating_sub(1));
+                let len = self.pick_len().min(self.args.max_size - off);
+                let keep = self.rng.below(2) == 0;
+                let size = self.model.len() as u64;
+                self.record(format!(
+                    "fallocate{} off={off} len={len} size={size}",
+                    if keep { " keep_size" } else { "" }
+                ));
+                let mode = if keep { libc::FALLOC_FL_KEEP_SIZE } else { 0 };
+                if self.fallocate(op, mode, off, len)? && !keep && off + len > size {
+                    self.model.resize((off + len) as usize, 0);
+                }
+                self.check_size("size after fallocate")?;
+            }
+            Op::PunchHole => {
+                let off = self.pick_offset().min(self.args.max_size.saturating_sub(1));
+                let len = self.pick_len().max(self.rng.below(4) * 65536).min(self.args.max_size - off);
+                let size = self.model.len() as u64;
+                let (mode, name, grow) = match self.rng.below(3) {
+                    0 => (libc::FALLOC_FL_ZERO_RANGE, "zero_range", true),
+                    1 => (libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE, "zero_range keep_size", false),
+                    _ => (libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, "punch_hole", false),
+                };
+                self.record(format!("{name} off={off} len={len} size={size}"));
+                if self.fallocate(op, mode, off, len)? {
+                    let end = (off + len).min(size) as usize;
+                    if (off as usize) < end {
+                        self.model[off as usize..end].fill(0);
+                    }
+                    if grow && off + len > size {
+                        self.model.resize((off + len) as usize, 0);
+                    }
+                }
+                self.check_size("size after hole")?;
+            }
+            Op::CopyRange => {
+                let size = self.model.len() as u64;
+                if size == 0 {
+                    return Ok(());
+                }
+                let src = self.rng.below(size);
+                let len = self.pick_len().min(size - src);
+                let mut dst = self.pick_offset().min(self.args.max_size.saturating_sub(len));
+                if dst < src + len && src < dst + len {
+                    // Overlapping ranges of one file are EINVAL: copy just past the source.
+                    dst = src + len;
+                    if dst + len > self.args.max_size {
+                        return Ok(());
+                    }
+                }
+                self.record(format!("copy_file_range {src}..{} -> {dst} size={size}", src + len));
+                use std::os::unix::io::AsRawFd;
+                let fd = self.file()?.as_raw_fd();
+                let (mut s_off, mut d_off, mut left) = (src as i64, dst as i64, len as usize);
+                while left > 0 {
+                    // SAFETY: one valid descriptor, offsets owned here.
+                    let n = unsafe { libc::copy_file_range(fd, &mut s_off, fd, &mut d_off, left, 0) };
+                    if n < 0 {
+                        let e = io::Error::last_os_error();
+                        if e.raw_os_error() == Some(libc::EOPNOTSUPP) && left == len as usize {
+                            self.unsupported.push(op);
+                            return Ok(());
+                        }
+                        return Err(Failure::Io(format!("copy_file_range {src} -> {dst} len {len}"), e));
+                    }
+                    if n == 0 {
+                        return Err(Failure::Mismatch(format!("copy_file_range stopped {left} bytes short")));
+                    }
+                    left -= n as usize;
+                }
+                let piece = self.model[src as usize..(src + len) as usize].to_vec();
+                let end = (dst + len) as usize;
+                if self.model.len() < end {
+                    self.model.resize(end, 0);
+                }
+                self.model[dst as usize..end].copy_from_slice(&piece);
+                self.check_range(dst, len)?;
+            }
         }
         Ok(())
     }
@@ -410,8 +520,10 @@ impl Exerciser {
             .zip(self.counts)
             .map(|((op, _), n)| format!("{}={n}", format!("{op:?}").to_lowercase()))
             .collect();
+        let off =
+            if self.unsupported.is_empty() { String::new() } else { format!("; unsupported: {:?}", self.unsupported) };
         println!(
-            "ok: seed {} ran {} operations in {:.1} s ({})",
+            "ok: seed {} ran {} operations in {:.1} s ({}{off})",
             self.args.seed,
             self.done,
             start.elapsed().as_secs_f64(),

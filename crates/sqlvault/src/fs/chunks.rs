@@ -14,6 +14,12 @@
 //! snapshot chunk-map rows naming it), counted apart from the live `refs` so that
 //! taking a snapshot never rewrites the pages holding chunk rows. A chunk is deleted
 //! when its live count and its holds are both zero.
+//!
+//! Clones (`ranges::clone`) count their references in `chunk_shares`, also apart from
+//! `refs`: raising `refs` from 1 to 2 changes the size of the chunk's record, which
+//! makes SQLite rewrite the whole row with its data. A share becomes a `refs` reference
+//! when `refs` falls to 0 (0 -> 1 is rewritten in place), so a chunk with shares always
+//! has `refs >= 1`, and `refs + shares` is the number of `file_chunks` rows naming it.
 
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -77,15 +83,35 @@ pub fn release(conn: &Connection, id: ChunkId) -> Result<()> {
     match refs {
         None => Err(Error::damaged(format!("chunk {} is referenced but missing", id.0))),
         Some(n) if n <= 0 => {
-            // One statement, as before snapshots existed: the hold check rides along.
-            conn.prepare_cached(
-                "DELETE FROM chunks WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM chunk_holds WHERE chunk = ?1)",
-            )?
-            .execute([id.0])?;
+            // One statement, as before snapshots existed: the hold and share checks ride along.
+            let deleted = conn
+                .prepare_cached(
+                    "DELETE FROM chunks WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM chunk_holds WHERE chunk = ?1)
+                     AND NOT EXISTS (SELECT 1 FROM chunk_shares WHERE chunk = ?1)",
+                )?
+                .execute([id.0])?;
+            if deleted == 0 {
+                unshare_one(conn, id)?;
+            }
             Ok(())
         }
         Some(_) => Ok(()),
     }
+}
+
+/// Called by `release` when a chunk's `refs` fell to 0 and a hold or a share
+/// kept it: one share, if any, becomes its live reference again.
+fn unshare_one(conn: &Connection, id: ChunkId) -> Result<()> {
+    let left: Option<i64> = conn
+        .prepare_cached("UPDATE chunk_shares SET n = n - 1 WHERE chunk = ?1 RETURNING n")?
+        .query_row([id.0], |r| r.get(0))
+        .optional()?;
+    let Some(left) = left else { return Ok(()) };
+    if left <= 0 {
+        conn.prepare_cached("DELETE FROM chunk_shares WHERE chunk = ?1")?.execute([id.0])?;
+    }
+    conn.prepare_cached("UPDATE chunks SET refs = 1 WHERE id = ?1")?.execute([id.0])?;
+    Ok(())
 }
 
 /// Adds `n` snapshot references ("holds") to each listed chunk. Holds live in their

@@ -295,6 +295,8 @@ impl Files {
                     return Err(Error::InvalidArgument { what: "cannot open a symbolic link's content".into() })
                 }
                 FileType::File => {}
+                // Its I/O is the kernel's (a pipe, a driver), never the vault's.
+                _ => return Err(Error::InvalidArgument { what: "cannot open a special node's content".into() }),
             }
             self.acquire(ino)
         })?;
@@ -586,6 +588,18 @@ impl OpenInode {
         st.buffers.clear();
         st.modified_ns = None;
         Ok(())
+    }
+
+    /// Runs `f` (a change of the stored content made elsewhere: a punched hole, a
+    /// clone) with this file's buffers flushed and its state locked, so no handle of
+    /// it in this process reads or writes in between; later reads look it up again.
+    pub(crate) fn exclusive<T>(&self, files: &Files, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let mut st = self.lock()?;
+        self.flush_locked(files, &mut st)?;
+        st.drop_view();
+        let r = f();
+        st.drop_view();
+        r
     }
 
     /// Truncates or extends the file to `new_size` (holes read as zeros).

@@ -2,9 +2,12 @@
 //!
 //! `path` parses and validates vault paths; `chunks` is the content-addressed,
 //! reference-counted chunk store; `tree` holds inodes and directory entries; `handle`
-//! holds open files (the per-process registry, whole-chunk write buffers).
+//! holds open files (the per-process registry, whole-chunk write buffers); `nodes` the
+//! special nodes (FIFOs, sockets, devices); `ranges` holes, seeks and clones by chunk.
 
 pub(crate) mod chunks;
 pub(crate) mod handle;
+pub(crate) mod nodes;
 pub(crate) mod path;
+pub(crate) mod ranges;
 pub(crate) mod tree;

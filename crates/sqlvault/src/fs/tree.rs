@@ -27,8 +27,9 @@ impl InodeId {
     }
 }
 
-/// The kinds of node the tree holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// The kinds of node the tree holds. FIFOs, sockets and device nodes are inodes with
+/// no content (a device's number is [`Attr::rdev`]); see [`crate::fs::nodes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FileType {
     /// A regular file.
@@ -37,6 +38,16 @@ pub enum FileType {
     Dir,
     /// A symbolic link.
     Symlink,
+    /// A named pipe (`mkfifo`).
+    Fifo,
+    /// A UNIX domain socket's name (`bind`).
+    Socket,
+    /// A character device node.
+    #[serde(rename = "char")]
+    CharDevice,
+    /// A block device node.
+    #[serde(rename = "block")]
+    BlockDevice,
 }
 
 impl FileType {
@@ -46,6 +57,10 @@ impl FileType {
             libc::S_IFREG => Some(FileType::File),
             libc::S_IFDIR => Some(FileType::Dir),
             libc::S_IFLNK => Some(FileType::Symlink),
+            libc::S_IFIFO => Some(FileType::Fifo),
+            libc::S_IFSOCK => Some(FileType::Socket),
+            libc::S_IFCHR => Some(FileType::CharDevice),
+            libc::S_IFBLK => Some(FileType::BlockDevice),
             _ => None,
         }
     }
@@ -55,7 +70,19 @@ impl FileType {
             FileType::File => libc::S_IFREG,
             FileType::Dir => libc::S_IFDIR,
             FileType::Symlink => libc::S_IFLNK,
+            FileType::Fifo => libc::S_IFIFO,
+            FileType::Socket => libc::S_IFSOCK,
+            FileType::CharDevice => libc::S_IFCHR,
+            FileType::BlockDevice => libc::S_IFBLK,
         }
+    }
+    /// True for FIFOs, sockets and device nodes: nodes without content of their own.
+    pub fn is_special(self) -> bool {
+        matches!(self, FileType::Fifo | FileType::Socket | FileType::CharDevice | FileType::BlockDevice)
+    }
+    /// True for character and block devices, the kinds that carry a device number.
+    pub fn is_device(self) -> bool {
+        matches!(self, FileType::CharDevice | FileType::BlockDevice)
     }
 }
 
@@ -82,6 +109,8 @@ pub struct Attr {
     pub mtime_ns: i64,
     /// Last change of content or attributes, ns since the epoch.
     pub ctime_ns: i64,
+    /// Device number of a character or block device (`st_rdev`), 0 for other kinds.
+    pub rdev: u64,
 }
 
 /// One directory entry.
@@ -158,7 +187,7 @@ fn shown(name: &[u8]) -> String {
 }
 
 /// The columns `attr_from_row` reads, shared by `inodes` and `snap_inodes`.
-pub(crate) const ATTR_COLUMNS: &str = "ino, mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns";
+pub(crate) const ATTR_COLUMNS: &str = "ino, mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, rdev";
 
 /// An [`Attr`] from a row selected as `ATTR_COLUMNS`.
 pub(crate) fn attr_from_row(r: &Row<'_>) -> rusqlite::Result<Attr> {
@@ -174,6 +203,7 @@ pub(crate) fn attr_from_row(r: &Row<'_>) -> rusqlite::Result<Attr> {
         atime_ns: r.get(6)?,
         mtime_ns: r.get(7)?,
         ctime_ns: r.get(8)?,
+        rdev: r.get::<_, i64>(9)? as u64,
     })
 }
 
@@ -190,8 +220,12 @@ pub fn attr(conn: &Connection, ino: InodeId) -> Result<Attr> {
     get(conn, ino)?.ok_or(Error::StaleHandle)
 }
 
-/// The inode named `name` in directory `parent`.
+/// The inode named `name` in directory `parent`. A name longer than any stored one
+/// is `NameTooLong`, not "not found", as every Linux file system answers.
 pub fn lookup(conn: &Connection, parent: InodeId, name: &[u8]) -> Result<Option<InodeId>> {
+    if name.len() > 255 {
+        return Err(Error::NameTooLong { path: shown(name) });
+    }
     Ok(conn
         .prepare_cached("SELECT ino FROM dirents WHERE parent = ?1 AND name = ?2")?
         .query_row(params![parent.sql(), name], |r| r.get::<_, i64>(0))
@@ -273,6 +307,7 @@ fn touch_dir(conn: &Connection, dir: InodeId, nlink_delta: i64, now: i64) -> Res
 }
 
 /// What to create with [`create`].
+#[derive(Debug, Clone, Copy)]
 pub struct NewNode<'a> {
     /// Node type.
     pub kind: FileType,
@@ -288,17 +323,29 @@ pub struct NewNode<'a> {
 
 /// Creates a node named `name` in `parent`.
 pub fn create(conn: &Connection, parent: InodeId, name: &[u8], node: NewNode<'_>) -> Result<Attr> {
+    create_as(conn, parent, name, node, None)
+}
+
+/// [`create`] with a fixed inode number (one reserved earlier, never used) and
+/// creation time; `None` numbers the inode and takes the time now.
+pub fn create_as(
+    conn: &Connection,
+    parent: InodeId,
+    name: &[u8],
+    node: NewNode<'_>,
+    fixed: Option<(InodeId, i64)>,
+) -> Result<Attr> {
     check_name(name)?;
     dir_attr(conn, parent)?;
     if lookup(conn, parent, name)?.is_some() {
         return Err(Error::AlreadyExists { path: shown(name) });
     }
-    let now = now_ns();
+    let now = fixed.map_or_else(now_ns, |f| f.1);
     let nlink = if node.kind == FileType::Dir { 2 } else { 1 };
     let size = node.target.map(|t| t.len()).unwrap_or(0) as i64;
     conn.prepare_cached(
-        "INSERT INTO inodes(mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?7)",
+        "INSERT INTO inodes(ino, mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target)
+         VALUES (?8, ?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?7)",
     )?
     .execute(params![
         node.kind.mode_bits() | (node.perm & 0o7777),
@@ -307,7 +354,8 @@ pub fn create(conn: &Connection, parent: InodeId, name: &[u8], node: NewNode<'_>
         size,
         nlink,
         now,
-        node.target
+        node.target,
+        fixed.map(|f| f.0.sql())
     ])?;
     let ino = InodeId(conn.last_insert_rowid() as u64);
     conn.prepare_cached("INSERT INTO dirents(parent, name, ino) VALUES (?1, ?2, ?3)")?.execute(params![
@@ -328,6 +376,8 @@ pub struct RestoredNode<'a> {
     pub atime_ns: i64,
     pub mtime_ns: i64,
     pub target: Option<&'a [u8]>,
+    /// Device number (character and block devices), 0 otherwise.
+    pub rdev: u64,
 }
 
 /// Creates `name` in `parent` with the attributes of `node` (ctime is now: the node
@@ -344,8 +394,8 @@ pub fn create_restored(conn: &Connection, parent: InodeId, name: &[u8], node: &R
     let now = now_ns();
     let nlink = if kind == FileType::Dir { 2 } else { 1 };
     conn.prepare_cached(
-        "INSERT INTO inodes(mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO inodes(mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target, rdev)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?
     .execute(params![
         node.mode,
@@ -356,7 +406,8 @@ pub fn create_restored(conn: &Connection, parent: InodeId, name: &[u8], node: &R
         node.atime_ns,
         node.mtime_ns,
         now,
-        node.target
+        node.target,
+        node.rdev as i64
     ])?;
     let ino = InodeId(conn.last_insert_rowid() as u64);
     conn.prepare_cached("INSERT INTO dirents(parent, name, ino) VALUES (?1, ?2, ?3)")?.execute(params![
@@ -593,6 +644,18 @@ pub fn set_size(conn: &Connection, ino: InodeId, size: u64, mtime_ns: i64) -> Re
     let n = conn
         .prepare_cached("UPDATE inodes SET size = ?2, mtime_ns = ?3, ctime_ns = ?3 WHERE ino = ?1")?
         .execute(params![ino.sql(), size as i64, mtime_ns])?;
+    if n == 0 {
+        return Err(Error::StaleHandle);
+    }
+    Ok(())
+}
+
+/// Sets a new file's size and all three times at once (a file created whole).
+pub fn set_size_and_times(conn: &Connection, ino: InodeId, size: u64, times_ns: [i64; 3]) -> Result<()> {
+    let [atime, mtime, ctime] = times_ns;
+    let n = conn
+        .prepare_cached("UPDATE inodes SET size = ?2, atime_ns = ?3, mtime_ns = ?4, ctime_ns = ?5 WHERE ino = ?1")?
+        .execute(params![ino.sql(), size as i64, atime, mtime, ctime])?;
     if n == 0 {
         return Err(Error::StaleHandle);
     }

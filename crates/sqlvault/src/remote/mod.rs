@@ -40,6 +40,7 @@ pub(crate) const REPLICATED: &[&str] = &[
     "inodes",
     "dirents",
     "chunks",
+    "chunk_shares",
     "file_chunks",
     "xattrs",
     "tags",

@@ -199,6 +199,20 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY(app, version)
     ) WITHOUT ROWID;
     ",
+    // 6: device numbers of character and block devices (0 for every other kind), live
+    // and frozen (see fs/nodes.rs).
+    "
+    ALTER TABLE inodes ADD COLUMN rdev INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE snap_inodes ADD COLUMN rdev INTEGER NOT NULL DEFAULT 0;
+    ",
+    // 7: live references that clones added to a chunk, counted apart from `chunks.refs`
+    // (raising `refs` from 1 to 2 rewrites the chunk's whole row): see fs/ranges.rs.
+    "
+    CREATE TABLE chunk_shares(
+        chunk INTEGER PRIMARY KEY,
+        n     INTEGER NOT NULL
+    );
+    ",
 ];
 
 /// Every table, index and trigger of ours. Application SQL may not touch them, nor create an
@@ -228,6 +242,7 @@ pub const OUR_NAMES: &[&str] = &[
     "snap_xattrs",
     "inodes_delete_tags_xattrs",
     "sqlvault_app_migrations",
+    "chunk_shares",
 ];
 
 /// Name prefixes reserved for sqlvault's future tables and for SQLite's own.

@@ -58,15 +58,12 @@ struct Node {
     size: i64,
     mtime_ns: i64,
     target: Option<Vec<u8>>,
+    rdev: i64,
 }
 
 impl Node {
     fn kind(&self) -> FileType {
-        match self.mode & libc::S_IFMT {
-            libc::S_IFDIR => FileType::Dir,
-            libc::S_IFLNK => FileType::Symlink,
-            _ => FileType::File,
-        }
+        FileType::from_mode(self.mode).unwrap_or(FileType::File)
     }
 }
 
@@ -95,9 +92,10 @@ impl Tree {
                 size: r.get(3)?,
                 mtime_ns: r.get(4)?,
                 target: r.get(5)?,
+                rdev: r.get(6)?,
             })
         };
-        let cols = "mode, uid, gid, size, mtime_ns, target";
+        let cols = "mode, uid, gid, size, mtime_ns, target, rdev";
         let row = match self {
             Tree::Snap(s) => c
                 .prepare_cached(&format!("SELECT {cols} FROM snap_inodes WHERE snap = ?1 AND ino = ?2"))?
@@ -215,6 +213,8 @@ impl Differ<'_> {
             FileType::Dir => false,
             FileType::Symlink => x.target != y.target,
             FileType::File => x.size != y.size || self.old.chunks(self.c, a)? != self.new.chunks(self.c, b)?,
+            // A special node's only content is a device's number.
+            FileType::Fifo | FileType::Socket | FileType::CharDevice | FileType::BlockDevice => x.rdev != y.rdev,
         };
         if meta || content {
             self.emit(path, ChangeKind::Changed, ky, content)?;

@@ -87,6 +87,7 @@ impl Vault {
                 FileType::Symlink => {
                     return Err(Error::InvalidArgument { what: "cannot change a symbolic link's size".into() })
                 }
+                _ => return Err(Error::InvalidArgument { what: "a special node has no size to change".into() }),
             }
             self.inner.files.set_len(ino, size)?;
         }

@@ -18,9 +18,11 @@ use crate::storage::commit::CommitStats;
 use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
 
+mod clone;
 pub(crate) mod history;
 mod inodes;
 pub(crate) mod metadata;
+mod nodes;
 mod paths;
 #[cfg(feature = "remote")]
 mod remote;
@@ -28,6 +30,9 @@ mod secrets;
 mod snapshots;
 mod sql;
 pub(crate) mod transaction;
+pub(crate) mod whole;
+
+pub use clone::{Allocate, SeekHole};
 
 /// Settings fixed when a vault is created.
 #[derive(Debug, Clone)]

@@ -276,6 +276,7 @@ impl Vault {
             FileType::File => {}
             FileType::Dir => return Err(Error::IsADirectory { path: path.into() }),
             FileType::Symlink => return Err(Error::InvalidArgument { what: format!("{path} is a symbolic link") }),
+            _ => return Err(Error::InvalidArgument { what: format!("{path} is not a regular file") }),
         }
         Ok((!self.is_open(ino)).then_some(ino))
     }

@@ -1,0 +1,357 @@
+//! Range operations on a file's chunk map: holes punched or zeroed, data and holes
+//! found (`SEEK_DATA`/`SEEK_HOLE`), and ranges cloned by sharing chunks.
+//!
+//! All-zero chunks are already holes (no `file_chunks` row), so zeroing whole chunks
+//! deletes rows and zeroing part of one rewrites that chunk. A clone whose source and
+//! destination sit at the same offset within a chunk maps the destination's indexes
+//! to the source's chunks (one more reference each, no chunk data read or written);
+//! only the chunks at unaligned edges are copied byte by byte. Every function runs in
+//! the caller's write transaction, on regular files whose buffered writes (if any are
+//! open in this process) were flushed first.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::error::{Error, Result};
+use crate::fs::chunks::{self, ChunkId};
+use crate::fs::tree::{self, Attr, FileType, InodeId};
+
+/// Attributes of `ino`, which must be a regular file.
+pub fn regular(conn: &Connection, ino: InodeId) -> Result<Attr> {
+    let a = tree::attr(conn, ino)?;
+    match a.kind {
+        FileType::File => Ok(a),
+        FileType::Dir => Err(Error::IsADirectory { path: format!("inode {}", ino.0) }),
+        _ => Err(Error::InvalidArgument { what: format!("inode {} is not a regular file", ino.0) }),
+    }
+}
+
+/// Makes bytes `start..end` of file `ino` read as zeros (the caller keeps `end` at or
+/// below the file size): whole chunks become holes, partial ones are rewritten.
+pub fn zero(conn: &Connection, ino: InodeId, cs: u64, start: u64, end: u64) -> Result<()> {
+    if start >= end {
+        return Ok(());
+    }
+    let (first_whole, end_whole) = (start.div_ceil(cs), end / cs);
+    if first_whole < end_whole {
+        let released: Vec<i64> = conn
+            .prepare_cached("DELETE FROM file_chunks WHERE ino = ?1 AND idx >= ?2 AND idx < ?3 RETURNING chunk")?
+            .query_map(params![ino.0 as i64, first_whole as i64, end_whole as i64], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for id in released {
+            chunks::release(conn, ChunkId(id))?;
+        }
+    }
+    let mut edges = vec![start / cs];
+    if (end - 1) / cs != start / cs {
+        edges.push((end - 1) / cs);
+    }
+    for idx in edges {
+        let (lo, hi) = (start.max(idx * cs) - idx * cs, end.min((idx + 1) * cs) - idx * cs);
+        if lo == 0 && hi == cs {
+            continue; // whole: deleted above
+        }
+        if let Some(id) = chunks::mapped(conn, ino.0 as i64, idx)? {
+            let mut data = chunks::read(conn, id)?;
+            if (lo as usize) < data.len() {
+                let hi = (hi as usize).min(data.len());
+                data[lo as usize..hi].fill(0);
+                chunks::put(conn, ino.0 as i64, idx, &data)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `SEEK_DATA`: the first offset at or after `offset` inside a stored chunk, or `None`
+/// (`ENXIO`) if only holes follow. Holes are whole chunks; a stored chunk counts as
+/// data throughout, as Linux allows.
+pub fn seek_data(conn: &Connection, ino: InodeId, cs: u64, size: u64, offset: u64) -> Result<Option<u64>> {
+    if offset >= size {
+        return Ok(None);
+    }
+    let next: Option<i64> = conn
+        .prepare_cached("SELECT min(idx) FROM file_chunks WHERE ino = ?1 AND idx >= ?2")?
+        .query_row(params![ino.0 as i64, (offset / cs) as i64], |r| r.get(0))
+        .optional()?
+        .flatten();
+    Ok(next.map(|idx| (idx as u64 * cs).max(offset)).filter(|&o| o < size))
+}
+
+/// `SEEK_HOLE`: the first offset at or after `offset` in a hole, the end of file being
+/// one; `None` (`ENXIO`) at or past the end.
+pub fn seek_hole(conn: &Connection, ino: InodeId, cs: u64, size: u64, offset: u64) -> Result<Option<u64>> {
+    if offset >= size {
+        return Ok(None);
+    }
+    let mut expect = offset / cs;
+    let mut stmt = conn.prepare_cached("SELECT idx FROM file_chunks WHERE ino = ?1 AND idx >= ?2 ORDER BY idx")?;
+    let mut rows = stmt.query(params![ino.0 as i64, expect as i64])?;
+    while let Some(row) = rows.next()? {
+        if row.get::<_, i64>(0)? as u64 != expect {
+            break;
+        }
+        expect += 1;
+    }
+    Ok(Some((expect * cs).max(offset).min(size)))
+}
+
+/// Reads bytes `offset..offset + out.len()` of file `ino` (all below its size).
+fn read_into(conn: &Connection, ino: InodeId, cs: u64, offset: u64, out: &mut [u8]) -> Result<()> {
+    let mut done = 0usize;
+    while done < out.len() {
+        let pos = offset + done as u64;
+        let (idx, within) = (pos / cs, (pos % cs) as usize);
+        let n = (cs as usize - within).min(out.len() - done);
+        let piece = &mut out[done..done + n];
+        match chunks::mapped(conn, ino.0 as i64, idx)? {
+            Some(id) => {
+                let data = chunks::read(conn, id)?;
+                let avail = data.len().saturating_sub(within).min(n);
+                if avail > 0 {
+                    piece[..avail].copy_from_slice(&data[within..within + avail]);
+                }
+                piece[avail..].fill(0);
+            }
+            None => piece.fill(0),
+        }
+        done += n;
+    }
+    Ok(())
+}
+
+/// Maps index `idx` of `ino` to the stored chunk `id` (one more reference, a share),
+/// releasing what was mapped there. The chunk's own row is read, never written.
+fn share(conn: &Connection, ino: InodeId, idx: u64, id: ChunkId) -> Result<()> {
+    let old = chunks::mapped(conn, ino.0 as i64, idx)?;
+    if old == Some(id) {
+        return Ok(());
+    }
+    if conn.prepare_cached("SELECT 1 FROM chunks WHERE id = ?1")?.query([id.0])?.next()?.is_none() {
+        return Err(Error::damaged(format!("chunk {} is referenced but missing", id.0)));
+    }
+    conn.prepare_cached(
+        "INSERT INTO chunk_shares(chunk, n) VALUES (?1, 1) ON CONFLICT(chunk) DO UPDATE SET n = n + 1",
+    )?
+    .execute([id.0])?;
+    conn.prepare_cached("INSERT OR REPLACE INTO file_chunks(ino, idx, chunk) VALUES (?1, ?2, ?3)")?
+        .execute(params![ino.0 as i64, idx as i64, id.0])?;
+    if let Some(old) = old {
+        chunks::release(conn, old)?;
+    }
+    Ok(())
+}
+
+/// What a clone did: bytes cloned, chunks shared (no data copied) and chunks copied.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cloned {
+    pub bytes: u64,
+    pub shared: u64,
+    pub copied: u64,
+}
+
+/// Makes bytes `dst_off..dst_off + len` of `dst` equal to `src_off..` of `src` (cut at
+/// the source's end), extending `dst` if the range ends past it. Destination chunks
+/// the range covers whole (up to the new end of file) at the source's offset within a
+/// chunk share the source's chunk; the rest are copied. Overlapping ranges of one file
+/// are refused (`EINVAL`), as `copy_file_range` does.
+pub fn clone(
+    conn: &Connection,
+    cs: u64,
+    src: InodeId,
+    src_off: u64,
+    dst: InodeId,
+    dst_off: u64,
+    len: u64,
+) -> Result<Cloned> {
+    let src_size = regular(conn, src)?.size;
+    let dst_size = regular(conn, dst)?.size;
+    let len = len.min(src_size.saturating_sub(src_off));
+    if len == 0 {
+        return Ok(Cloned::default());
+    }
+    let end = dst_off
+        .checked_add(len)
+        .filter(|e| *e <= i64::MAX as u64)
+        .ok_or_else(|| Error::InvalidArgument { what: "clone beyond the largest file size".into() })?;
+    if src == dst && src_off < end && dst_off < src_off + len {
+        return Err(Error::InvalidArgument { what: "overlapping ranges of one file".into() });
+    }
+    let new_size = dst_size.max(end);
+    let aligned = src_off % cs == dst_off % cs;
+    let mut done = Cloned { bytes: len, ..Cloned::default() };
+    let mut stored_len = conn.prepare_cached("SELECT len FROM chunks WHERE id = ?1")?;
+    let mut buf = Vec::new();
+    for j in dst_off / cs..=(end - 1) / cs {
+        let (c0, m) = (j * cs, cs.min(new_size - j * cs));
+        let (lo, hi) = (dst_off.max(c0), end.min(c0 + cs));
+        if aligned && lo == c0 && hi >= c0 + m {
+            let k = (src_off + (c0 - dst_off)) / cs;
+            match chunks::mapped(conn, src.0 as i64, k)? {
+                None => {
+                    zero(conn, dst, cs, c0, c0 + m)?;
+                    done.shared += 1;
+                    continue;
+                }
+                Some(id) => {
+                    let stored: i64 = stored_len.query_row([id.0], |r| r.get(0))?;
+                    if stored as u64 <= m {
+                        share(conn, dst, j, id)?;
+                        done.shared += 1;
+                        continue;
+                    }
+                }
+            }
+        }
+        // An edge: this chunk keeps bytes outside the range, or the source sits at
+        // another offset within its chunks.
+        buf.clear();
+        buf.resize(m as usize, 0);
+        if c0 < dst_size {
+            let keep = (dst_size - c0).min(m) as usize;
+            read_into(conn, dst, cs, c0, &mut buf[..keep])?;
+        }
+        let at = (lo - c0) as usize;
+        read_into(conn, src, cs, src_off + (lo - dst_off), &mut buf[at..at + (hi - lo) as usize])?;
+        chunks::put(conn, dst.0 as i64, j, &buf)?;
+        done.copied += 1;
+    }
+    tree::set_size(conn, dst, new_size, tree::now_ns())?;
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::tree::NewNode;
+
+    const CS: u64 = 4096;
+
+    fn db() -> Connection {
+        let c = Connection::open_in_memory().unwrap();
+        crate::storage::schema::create(&c).unwrap();
+        crate::storage::schema::initialize(&c, CS as u32, 0, 0, 0).unwrap();
+        c
+    }
+
+    fn file(c: &Connection, name: &str) -> InodeId {
+        let n = NewNode { kind: FileType::File, perm: 0o644, uid: 0, gid: 0, target: None };
+        tree::create(c, InodeId::ROOT, name.as_bytes(), n).unwrap().ino
+    }
+
+    /// Stores `data` as the whole content of `ino`, chunk by chunk.
+    fn store(c: &Connection, ino: InodeId, data: &[u8]) {
+        chunks::truncate(c, ino.0 as i64, 0).unwrap();
+        for (i, piece) in data.chunks(CS as usize).enumerate() {
+            chunks::put(c, ino.0 as i64, i as u64, piece).unwrap();
+        }
+        tree::set_size(c, ino, data.len() as u64, 0).unwrap();
+    }
+
+    fn content(c: &Connection, ino: InodeId) -> Vec<u8> {
+        let mut out = vec![0u8; tree::attr(c, ino).unwrap().size as usize];
+        read_into(c, ino, CS, 0, &mut out).unwrap();
+        out
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n.max(1)
+        }
+    }
+
+    #[test]
+    fn random_clones_zeroes_and_seeks_agree_with_a_byte_model() {
+        let c = db();
+        let inos = [file(&c, "a"), file(&c, "b")];
+        let mut model = [Vec::new(), Vec::new()];
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for f in 0..2 {
+            let len = rng.below(12 * CS) as usize;
+            model[f] = (0..len).map(|i| if (i / 3000) % 3 == 0 { 0 } else { (i * 7 + f) as u8 | 1 }).collect();
+            store(&c, inos[f], &model[f]);
+        }
+        for step in 0..2000 {
+            let (s, d) = (rng.below(2) as usize, rng.below(2) as usize);
+            let aligned = rng.below(2) == 0;
+            let pick =
+                |rng: &mut Rng, max: u64| if aligned { rng.below(max / CS + 1) * CS } else { rng.below(max + 1) };
+            match rng.below(3) {
+                0 => {
+                    let src_off = pick(&mut rng, model[s].len() as u64);
+                    let dst_off = pick(&mut rng, model[d].len() as u64 + CS);
+                    let len = if rng.below(3) == 0 { u64::MAX / 4 } else { pick(&mut rng, 5 * CS) };
+                    let r = clone(&c, CS, inos[s], src_off, inos[d], dst_off, len);
+                    let n = len.min((model[s].len() as u64).saturating_sub(src_off));
+                    if s == d && n > 0 && src_off < dst_off + n && dst_off < src_off + n {
+                        assert!(r.is_err(), "step {step}: overlap accepted");
+                        continue;
+                    }
+                    assert_eq!(r.unwrap().bytes, n, "step {step}");
+                    if n > 0 {
+                        let piece = model[s][src_off as usize..(src_off + n) as usize].to_vec();
+                        let end = (dst_off + n) as usize;
+                        if model[d].len() < end {
+                            model[d].resize(end, 0);
+                        }
+                        model[d][dst_off as usize..end].copy_from_slice(&piece);
+                    }
+                }
+                1 => {
+                    let size = model[d].len() as u64;
+                    let start = pick(&mut rng, size);
+                    let end = (start + pick(&mut rng, 3 * CS)).min(size);
+                    zero(&c, inos[d], CS, start, end).unwrap();
+                    model[d][start as usize..end as usize].fill(0);
+                }
+                _ => {
+                    // Keep sizes bounded.
+                    if model[d].len() as u64 > 20 * CS {
+                        model[d].truncate(3 * CS as usize);
+                        store(&c, inos[d], &model[d]);
+                    }
+                }
+            }
+            for f in 0..2 {
+                assert_eq!(content(&c, inos[f]), model[f], "step {step} file {f}");
+            }
+            // Seeks: data and holes where the chunk map says, within the size.
+            let size = model[d].len() as u64;
+            let off = rng.below(size + 1);
+            let h = seek_hole(&c, inos[d], CS, size, off).unwrap();
+            let dt = seek_data(&c, inos[d], CS, size, off).unwrap();
+            if off >= size {
+                assert_eq!((h, dt), (None, None));
+            } else {
+                let h = h.unwrap();
+                assert!(h >= off && h <= size);
+                // Everything from a hole's start to the next data is zeros.
+                let next = seek_data(&c, inos[d], CS, size, h).unwrap().unwrap_or(size);
+                assert!(model[d][h as usize..next as usize].iter().all(|b| *b == 0), "step {step}");
+                if let Some(dt) = dt {
+                    assert!(model[d][off as usize..dt as usize].iter().all(|b| *b == 0), "step {step}");
+                }
+            }
+        }
+        let report = crate::fsck::check(&c, CS as u32).unwrap();
+        assert!(report.is_clean(), "{:?}", report.problems);
+    }
+
+    #[test]
+    fn an_aligned_clone_shares_chunks_and_copies_nothing() {
+        let c = db();
+        let (a, b) = (file(&c, "a"), file(&c, "b"));
+        let data: Vec<u8> = (0..10 * CS as usize + 100).map(|i| (i % 251) as u8 + 1).collect();
+        store(&c, a, &data);
+        let chunks_before: i64 = c.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0)).unwrap();
+        let done = clone(&c, CS, a, 0, b, 0, u64::MAX / 2).unwrap();
+        assert_eq!(done, Cloned { bytes: data.len() as u64, shared: 11, copied: 0 });
+        let chunks_after: i64 = c.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0)).unwrap();
+        assert_eq!(chunks_before, chunks_after);
+        assert_eq!(content(&c, b), data);
+        assert!(crate::fsck::check(&c, CS as u32).unwrap().is_clean());
+    }
+}
