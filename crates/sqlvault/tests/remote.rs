@@ -49,6 +49,7 @@ fn observe(v: &Vault) -> BTreeMap<String, String> {
                 FileType::File => {
                     format!("file {}", blake3::hash(&v.read_file(&p).unwrap()).to_hex())
                 }
+                other => format!("{other:?}"),
             };
             let tags = if e.kind == FileType::Symlink { Vec::new() } else { v.tags(&p).unwrap() };
             let xattrs: Vec<_> = v
