@@ -18,6 +18,7 @@
 //! useful.
 
 mod all;
+mod bindings;
 mod blocks;
 mod chart;
 mod data;
@@ -73,6 +74,8 @@ enum Cmd {
     All(all::AllArgs),
     /// Time and vault growth of one snapshot of a 10,000-file tree, against writing it.
     Snapshot(snapshot::SnapshotArgs),
+    /// A 256 MiB file through the Python binding's file objects vs the Rust API.
+    Bindings(bindings::BindingsArgs),
     /// Redraw charts and rewrite Markdown sections from scenario JSON files (measures nothing).
     Render(harness::RenderArgs),
     /// One phase of one chunk-sweep configuration (run by chunk-sweep in a child process).
@@ -93,6 +96,7 @@ fn main() -> ExitCode {
         Cmd::Kdf(a) => kdf::kdf(a),
         Cmd::Parallel(a) => parallel::parallel(a),
         Cmd::Snapshot(a) => snapshot::snapshot(a),
+        Cmd::Bindings(a) => bindings::run(a).map(drop),
         Cmd::RunOne(a) => sweep::run_one(a),
         Cmd::Open(a) => open::run(a).map(drop),
         Cmd::Stream(a) => stream::run(a).map(drop),
