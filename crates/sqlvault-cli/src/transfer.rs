@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use sqlvault::{FileOptions, FileType, Vault};
+use sqlvault::{FileOptions, FileType, SetAttr, Vault};
 
 use crate::CliError;
 
@@ -23,10 +23,36 @@ const TAG_BATCH: usize = 1000;
 /// Tags extracted and not yet committed: `(vault path, tags)`.
 type TagBatch = Vec<(String, Vec<(String, sqlvault::TagValue)>)>;
 
-/// What `put_entry` reuses from file to file: the copy buffer and pending tags.
+/// What `put_entry` carries from file to file: pending tags.
 struct PutState {
-    buf: Vec<u8>,
     tags: Option<TagBatch>,
+}
+
+/// A host file read for `put`: advances the progress bar, and keeps a read error so
+/// it is reported as the host's, not the vault's.
+struct Progress<'a> {
+    inner: &'a mut fs::File,
+    pb: &'a ProgressBar,
+    failed: Option<io::Error>,
+}
+
+impl Read for Progress<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.inner.read(buf) {
+                Ok(n) => {
+                    self.pb.inc(n as u64);
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let kind = e.kind();
+                    self.failed = Some(e);
+                    return Err(io::Error::new(kind, "reading the source file failed"));
+                }
+            }
+        }
+    }
 }
 
 /// Counts of what a transfer did and skipped.
@@ -79,7 +105,7 @@ pub fn put(vault: &Vault, src: &Path, dest: &str, extract_tags: bool) -> Result<
     };
     let pb = bar(host_total(src));
     let mut s = Summary::default();
-    let mut st = PutState { buf: vec![0u8; COPY_BUF], tags: extract_tags.then(TagBatch::new) };
+    let mut st = PutState { tags: extract_tags.then(TagBatch::new) };
     put_entry(vault, src, &meta, &target, &pb, &mut s, &mut st)?;
     if let Some(batch) = st.tags.filter(|b| !b.is_empty()) {
         vault.set_tags_batch(&batch)?;
@@ -136,26 +162,19 @@ fn put_entry(
                 return Ok(());
             }
         };
-        // A new file gets its mode at creation; only an overwritten one needs a chmod.
-        let existed = vault.exists(dest)?;
-        let mut out = vault
-            .open_file(dest, &FileOptions::new().write(true).create(true).truncate(true).perm(meta.mode() & 0o7777))?;
-        loop {
-            let n = match input.read(&mut st.buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(CliError::host(src, e)),
-            };
-            out.write_all(&st.buf[..n]).map_err(|e| CliError::vault_io(dest, e))?;
-            s.bytes += n as u64;
-            pb.inc(n as u64);
-        }
-        out.close()?;
-        if existed {
-            vault.set_permissions(dest, meta.mode() & 0o7777)?;
-        }
-        vault.set_times(dest, Some(atime), Some(mtime))?;
+        // Content, mode and times in one commit for a file that fits the dirty limit.
+        let attrs = SetAttr {
+            perm: Some(meta.mode() & 0o7777),
+            atime_ns: Some(atime),
+            mtime_ns: Some(mtime),
+            ..Default::default()
+        };
+        let mut reader = Progress { inner: &mut input, pb, failed: None };
+        let n = vault.import_file(dest, &mut reader, &attrs).map_err(|e| match reader.failed.take() {
+            Some(host) => CliError::host(src, host),
+            None => e.into(),
+        })?;
+        s.bytes += n;
         s.files += 1;
         if let Some(batch) = st.tags.as_mut() {
             batch.push((dest.to_string(), crate::extract::tags_of(src, meta)));

@@ -238,3 +238,39 @@ fn small_reads_inside_one_chunk() {
     assert!(c.statements <= lookup.statements * (ms + 1), "{} statements in {ms} ms: {c:?}", c.statements);
     f.close().unwrap();
 }
+
+/// `sqlvault put` of a new small file: creation, content, mode and times in one commit
+/// (it took three: create, content on close, then mode and times), and one statement
+/// budget for the whole import.
+#[test]
+fn a_new_file_imported_as_put_does_costs_one_commit() {
+    let fx = fixture();
+    let attrs = sqlvault::SetAttr {
+        perm: Some(0o600),
+        atime_ns: Some(1_500_000_000_000_000_000),
+        mtime_ns: Some(1_600_000_000_000_000_000),
+        ..Default::default()
+    };
+    let content = data(100_000, 7);
+    let before = fx.vault.commit_stats();
+    let c = measure(|| assert_eq!(fx.vault.import_file("/d/new", &content[..], &attrs).unwrap(), 100_000));
+    let after = fx.vault.commit_stats();
+    assert_eq!(after.commits - before.commits, 1, "one commit for a new file");
+    assert_eq!(after.operations - before.operations, 1, "one write operation");
+    eprintln!("import of a new 100 kB file: {c:?}");
+    assert!(c.statements <= 40, "statements: {c:?}");
+    let a = fx.vault.metadata("/d/new").unwrap();
+    assert_eq!(
+        (a.perm, a.size, a.atime_ns, a.mtime_ns),
+        (0o600, 100_000, 1_500_000_000_000_000_000, 1_600_000_000_000_000_000)
+    );
+    assert_eq!(fx.vault.read_file("/d/new").unwrap(), content);
+    // Replacing it costs one commit too, and keeps the new attributes.
+    let before = fx.vault.commit_stats();
+    fx.vault
+        .import_file("/d/new", &b"short"[..], &sqlvault::SetAttr { perm: Some(0o640), ..Default::default() })
+        .unwrap();
+    assert_eq!(fx.vault.commit_stats().commits - before.commits, 1);
+    assert_eq!(fx.vault.read_file("/d/new").unwrap(), b"short");
+    assert_eq!(fx.vault.metadata("/d/new").unwrap().perm, 0o640);
+}
