@@ -18,6 +18,9 @@ use crate::error::{Result, VaultError};
 use crate::types::{from_lib_tags, to_lib_tags, RecordItem, Tag};
 use crate::vault::{page_range, Shared};
 
+/// Records per page when listing keys inside a transaction (the library's page size).
+const PAGE_ROWS: usize = 512;
+
 type Op = Box<dyn FnOnce(&sqlvault::Tx<'_>) + Send>;
 
 enum Msg {
@@ -200,7 +203,7 @@ impl Transaction {
             let mut keys = Vec::new();
             let mut after = None;
             loop {
-                let page = r.page(&page_range(&prefix, after.take()), sqlvault::records::PAGE_ROWS)?;
+                let page = r.page(&page_range(&prefix, after.take()), PAGE_ROWS)?;
                 let Some((last, _)) = page.last() else { break };
                 after = Some(last.clone());
                 keys.extend(page.into_iter().map(|(k, _)| String::from_utf8_lossy(&k).into_owned()));

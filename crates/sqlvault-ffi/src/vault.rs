@@ -328,7 +328,7 @@ impl Vault {
     /// Keys starting with `prefix` (`""`: all), in key order.
     pub fn record_keys(&self, collection: String, prefix: String) -> Result<Vec<String>> {
         let r = self.shared.get()?.records(&collection);
-        r.scan_keys(sqlvault::records::prefix_range(prefix.as_bytes()))
+        r.scan_keys(sqlvault::prefix_range(prefix.as_bytes()))
             .map(|kv| kv.map(|(k, _)| String::from_utf8_lossy(&k).into_owned()).map_err(VaultError::from))
             .collect()
     }
@@ -392,7 +392,7 @@ impl Vault {
 
 /// The key range of `prefix`, starting after `after` if given.
 pub(crate) fn page_range(prefix: &str, after: Option<Vec<u8>>) -> sqlvault::KeyRange {
-    let mut range = sqlvault::records::prefix_range(prefix.as_bytes());
+    let mut range = sqlvault::prefix_range(prefix.as_bytes());
     if let Some(a) = after {
         let past_start = match &range.0 {
             std::ops::Bound::Included(s) => a >= *s,
