@@ -384,7 +384,7 @@ public final class Vault implements AutoCloseable {
     /**
      * Paths under {@code dir} whose tags meet every condition, written as the CLI's
      * {@code find --tag} takes them ({@code "iso>=400"}, {@code "camera=X100V"},
-     * {@code "rating"} for "has the tag"); in path order.
+     * {@code "rating"} for "has the tag"), as absolute paths.
      */
     public List<String> find(String dir, String... conditions) throws IOException {
         try {

@@ -92,7 +92,7 @@ final class VaultInputStream extends InputStream {
             return n;
         }
         long pos = filePos - avail;
-        long target = Math.min(pos + n, Math.max(pos, handle.size()));
+        long target = pos + Math.min(n, Math.max(0, handle.size() - pos));
         bufPos = bufLen = 0;
         filePos = target;
         return target - pos;
