@@ -18,6 +18,11 @@ cargo test --workspace --locked
 stage "Python binding (pytest)"
 bash scripts/python-tests.sh
 
+# The JVM binding: JDK and Maven from Debian if missing, plugins from Maven Central, then
+# mvn verify (JUnit, the packaged jar in fresh JVMs, CLI and Python interop).
+stage "JVM binding (mvn verify)"
+bash scripts/jvm-tests.sh
+
 # Each fuzz target for a bounded time (30 s by default; SQLVAULT_FUZZ=0 skips).
 stage "fuzz"
 bash scripts/fuzz.sh
