@@ -39,7 +39,7 @@ pub struct AllArgs {
 ///
 /// New scenarios register here and in [`run_scenario`] below.
 pub const SCENARIOS: &[&str] =
-    &["open", "stream", "blocks", "metadata", "peers", "parallel", "snapshot", "bindings", "jvm"];
+    &["open", "stream", "blocks", "metadata", "appsql", "peers", "parallel", "snapshot", "bindings", "jvm"];
 
 /// Parses a scenario's own arguments from `argv`, so its defaults apply.
 fn parse<T: clap::Args>(argv: &[String]) -> Result<T> {
@@ -59,6 +59,7 @@ fn run_scenario(name: &str, argv: &[String]) -> Result<Vec<Target>> {
         "stream" => crate::stream::run(&parse(argv)?),
         "blocks" => crate::blocks::run(&parse(argv)?),
         "metadata" => crate::metadata::run(&parse(argv)?),
+        "appsql" => crate::appsql::run(&parse(argv)?),
         "peers" => crate::peers::run(&parse(argv)?),
         "snapshot" => crate::snapshot::run(&parse(argv)?),
         "bindings" => crate::bindings::run(&parse(argv)?),
