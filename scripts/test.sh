@@ -27,6 +27,15 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 stage "cargo test --workspace"
 cargo test --workspace --locked
 
+# The Python binding: venv, maturin and pytest from PyPI, pytest (scripts/python-tests.sh).
+stage "Python binding (pytest)"
+bash scripts/python-tests.sh
+
+# The JVM binding: JDK and Maven from Debian if missing, plugins from Maven Central, then
+# mvn verify (JUnit, the packaged jar in fresh JVMs, CLI and Python interop).
+stage "JVM binding (mvn verify)"
+bash scripts/jvm-tests.sh
+
 # Each fuzz target for a bounded time (30 s by default; SQLVAULT_FUZZ=0 skips).
 stage "fuzz"
 bash scripts/fuzz.sh

@@ -39,7 +39,7 @@ pub struct AllArgs {
 ///
 /// New scenarios register here and in [`run_scenario`] below.
 pub const SCENARIOS: &[&str] =
-    &["open", "stream", "blocks", "metadata", "appsql", "peers", "parallel", "snapshot", "remote"];
+    &["open", "stream", "blocks", "metadata", "appsql", "peers", "parallel", "snapshot", "remote", "bindings", "jvm"];
 
 /// Parses a scenario's own arguments from `argv`, so its defaults apply.
 fn parse<T: clap::Args>(argv: &[String]) -> Result<T> {
@@ -63,6 +63,8 @@ fn run_scenario(name: &str, argv: &[String]) -> Result<Vec<Target>> {
         "peers" => crate::peers::run(&parse(argv)?),
         "snapshot" => crate::snapshot::run(&parse(argv)?),
         "remote" => crate::remote::run(&parse(argv)?),
+        "bindings" => crate::bindings::run(&parse(argv)?),
+        "jvm" => crate::jvm::run(&parse(argv)?),
         // Reports its targets in its own section (group commit >= 5x, readers scaling).
         "parallel" => crate::parallel::parallel(&parse(argv)?).map(|()| Vec::new()),
         other => crate::bail!("unknown scenario {other:?}"),

@@ -84,6 +84,7 @@ pub fn run_case(a: &CaseArgs) -> Result<()> {
         "appsql" => crate::appsql::case(&a.spec),
         "peers" => crate::peers::case(&a.spec),
         "remote" => crate::remote::case(&a.spec),
+        "bindings" => crate::bindings::case(&a.spec),
         other => crate::bail!("unknown scenario {other:?}"),
     }?;
     out.peak_rss_kib = sys::vm_hwm_kib()?;

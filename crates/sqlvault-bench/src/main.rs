@@ -20,11 +20,13 @@
 
 mod all;
 mod appsql;
+mod bindings;
 mod blocks;
 mod chart;
 mod data;
 mod error;
 mod harness;
+mod jvm;
 mod kdf;
 mod metadata;
 mod open;
@@ -81,6 +83,10 @@ enum Cmd {
     Snapshot(snapshot::SnapshotArgs),
     /// Push and clone through an S3-compatible server on loopback, against raw uploads.
     Remote(remote::RemoteArgs),
+    /// A 256 MiB file through the Python binding's file objects vs the Rust API.
+    Bindings(bindings::BindingsArgs),
+    /// A 256 MiB file through the JVM binding's streams vs the Rust API.
+    Jvm(jvm::JvmArgs),
     /// Redraw charts and rewrite Markdown sections from scenario JSON files (measures nothing).
     Render(harness::RenderArgs),
     /// One phase of one chunk-sweep configuration (run by chunk-sweep in a child process).
@@ -102,6 +108,8 @@ fn main() -> ExitCode {
         Cmd::Parallel(a) => parallel::parallel(a),
         Cmd::Snapshot(a) => snapshot::snapshot(a),
         Cmd::Remote(a) => remote::run(a).map(drop),
+        Cmd::Bindings(a) => bindings::run(a).map(drop),
+        Cmd::Jvm(a) => jvm::run(a).map(drop),
         Cmd::RunOne(a) => sweep::run_one(a),
         Cmd::Open(a) => open::run(a).map(drop),
         Cmd::Stream(a) => stream::run(a).map(drop),
