@@ -49,6 +49,8 @@ pub use storage::commit::CommitStats;
 pub use storage::compact::CompactReport;
 pub use storage::engine::{Durability, EngineConfig};
 pub use storage::vfs::{io_counts, IoCounts};
+pub use vault::bulk::{is_interrupted, Interrupt, RemoveSummary};
+pub use vault::import::{FileStamp, PART_PREFIX};
 pub use vault::metadata::{RecordScan, Records};
 pub use vault::transaction::{Tx, TxRecords};
 pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};

@@ -20,6 +20,8 @@ use crate::storage::commit::CommitStats;
 use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
 
+pub(crate) mod bulk;
+pub(crate) mod import;
 pub(crate) mod metadata;
 mod snapshots;
 pub(crate) mod transaction;
@@ -758,24 +760,10 @@ impl Vault {
             .map_err(|e| e.with_path(path))
     }
 
-    /// Removes `path` and everything below it, in one transaction.
+    /// Removes `path` and everything below it, in one transaction whose cost grows
+    /// linearly with the subtree (see [`Vault::remove_dir_all_with`]).
     pub fn remove_dir_all(&self, path: &str) -> Result<()> {
-        let vp = VaultPath::parse(path)?;
-        self.engine()
-            .write(|tx| {
-                let (dir, name) = self.parent_of(tx, &vp, path)?;
-                let ino = tree::lookup(tx, dir, name)?.ok_or_else(|| Error::not_found(path))?;
-                if tree::attr(tx, ino)?.kind != FileType::Dir {
-                    return Err(Error::NotADirectory { path: path.into() });
-                }
-                self.empty_dir(tx, ino)?;
-                tree::rmdir(tx, dir, name)
-            })
-            .map_err(|e| e.with_path(path))
-    }
-
-    fn empty_dir(&self, tx: &rusqlite::Connection, dir: InodeId) -> Result<()> {
-        tree::remove_children(tx, dir, &|i| self.is_open(i))
+        self.remove_dir_all_with(path, &bulk::Interrupt::new(), &|_, _| {}).map(|_| ())
     }
 
     /// Renames `from` to `to`, atomically replacing `to` if it exists (POSIX rules).
