@@ -21,9 +21,11 @@ macro_rules! outln {
     ($($t:tt)*) => { $crate::write_line(format_args!($($t)*))? };
 }
 
+mod check;
 mod extract;
 mod meta;
 mod mount;
+mod progress;
 mod secret;
 mod snapshots;
 mod transfer;
@@ -126,17 +128,20 @@ enum Command {
     },
     /// Write a new random 32-byte key file (mode 0600) for --key-file.
     Keygen { file: PathBuf },
-    /// Import a host file or directory tree into the vault.
-    Put {
-        vault: PathBuf,
-        source: PathBuf,
-        dest: String,
-        /// Tag each file with size, mtime, MIME type and (JPEG) EXIF camera, datetime, ISO, dimensions.
-        #[arg(long)]
-        extract_tags: bool,
-    },
-    /// Export a vault file or directory tree to the host.
-    Get { vault: PathBuf, source: String, dest: PathBuf },
+    /// Copy a host file or directory into the vault; safe to re-run (like `rclone copy`).
+    ///
+    /// A directory SOURCE's contents go into DEST, so running the same command again
+    /// never nests DEST/SOURCE. Files with the same size and modification time are
+    /// skipped (--checksum: the same content). Each file is replaced atomically: after
+    /// Ctrl-C or a crash every file is either as it was or complete; run the command
+    /// again to finish.
+    Put(transfer::PutArgs),
+    /// Copy a vault file or directory to the host; safe to re-run (like `rclone copy`).
+    ///
+    /// A directory SOURCE's contents go into DEST. Unchanged files are skipped; files
+    /// are written under a temporary name and renamed; one sync at the end (--fsync:
+    /// per file). DEST `-` writes a single file to standard output.
+    Get(transfer::GetArgs),
     /// Write a file's content to standard output.
     Cat { vault: PathBuf, path: String },
     /// List a directory.
@@ -165,6 +170,7 @@ enum Command {
     Rm {
         vault: PathBuf,
         path: String,
+        /// Remove a directory and everything below it, in one transaction (Ctrl-C rolls it back).
         #[arg(short, long)]
         recursive: bool,
     },
@@ -194,6 +200,9 @@ enum Command {
         vault: PathBuf,
         #[arg(long)]
         json: bool,
+        /// Rewrite a damaged copy of the vault header from the intact one.
+        #[arg(long)]
+        repair: bool,
     },
     /// Change the passphrase (rewrites one key slot; O(1) in the vault's size).
     Passwd {
@@ -386,17 +395,8 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             sqlvault::generate_key_file(&file)?;
             eprintln!("wrote a new 32-byte key to {} (mode 0600); keep it safe", file.display());
         }
-        Command::Put { vault, source, dest, extract_tags } => {
-            let v = ctx.open(&vault)?;
-            let s = transfer::put(&v, &source, &dest, extract_tags)?;
-            v.close()?;
-            return Ok(report("imported", &s));
-        }
-        Command::Get { vault, source, dest } => {
-            let v = ctx.open(&vault)?;
-            let s = transfer::get(&v, &source, &dest)?;
-            return Ok(report("exported", &s));
-        }
+        Command::Put(args) => return transfer::put_command(&ctx, args),
+        Command::Get(args) => return transfer::get_command(&ctx, args),
         Command::Cat { vault, path } => {
             let v = ctx.open(&vault)?;
             let mut f = v.open_file(&path, &FileOptions::new().read(true))?;
@@ -425,7 +425,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             let v = ctx.open(&vault)?;
             let a = v.symlink_metadata(&path)?;
             match (a.kind, recursive) {
-                (FileType::Dir, true) => v.remove_dir_all(&path)?,
+                (FileType::Dir, true) => progress::remove_dir_all(&v, &path)?,
                 (FileType::Dir, false) => {
                     return Err(CliError { code: 4, message: format!("{path} is a directory (use rm -r)") })
                 }
@@ -497,27 +497,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             }
             v.close()?;
         }
-        Command::Fsck { vault, json } => {
-            let v = ctx.open(&vault)?;
-            let r = v.fsck()?;
-            if json {
-                print_json(&r)?;
-            } else {
-                for p in &r.problems {
-                    outln!("problem: {p}");
-                }
-                outln!(
-                    "{}: {} inodes, {} chunks checked, {} problems",
-                    if r.is_clean() { "clean" } else { "DAMAGED" },
-                    r.inodes,
-                    r.chunks,
-                    r.problems.len()
-                );
-            }
-            if !r.is_clean() {
-                return Ok(3);
-            }
-        }
+        Command::Fsck { vault, json, repair } => return check::fsck_command(&ctx, &vault, json, repair),
         Command::Passwd { vault, new_passphrase_file, new_key_file, kdf } => {
             let old = secret::existing(&ctx.secret)?;
             let new = secret::new_secret(
@@ -597,16 +577,6 @@ fn describe_slot(s: &sqlvault::keys::SlotInfo) -> String {
     match s.kdf {
         Some(k) => format!("passphrase, Argon2id m={} MiB t={} p={}", k.memory_kib / 1024, k.iterations, k.parallelism),
         None => "key file".to_string(),
-    }
-}
-
-fn report(what: &str, s: &transfer::Summary) -> u8 {
-    eprintln!("{what} {} files, {} directories, {} symlinks, {} bytes", s.files, s.dirs, s.links, s.bytes);
-    if s.skipped.is_empty() {
-        0
-    } else {
-        eprintln!("sqlvault: {} entries skipped (see warnings above)", s.skipped.len());
-        5
     }
 }
 

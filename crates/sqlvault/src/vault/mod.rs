@@ -898,7 +898,18 @@ impl Vault {
 
     /// Checks every invariant of the vault; see [`crate::fsck`].
     pub fn fsck(&self) -> Result<crate::fsck::FsckReport> {
-        self.engine().read(|c| crate::fsck::check(c, self.chunk_size()))
+        let mut r = self.engine().read(|c| crate::fsck::check(c, self.chunk_size()))?;
+        // The header's two copies: a damaged one opens nothing today but is the
+        // redundancy a later crash during a key change would need.
+        r.problems.extend(crate::keys::header_problems(self.path())?);
+        Ok(r)
+    }
+
+    /// Rewrites a damaged or stale header copy from the intact one (`fsck --repair`),
+    /// under the header lock. Returns how many copies were rewritten (0 or 1).
+    pub fn repair_header(path: impl AsRef<Path>) -> Result<usize> {
+        let path = path.as_ref();
+        with_header_lock(path, || crate::keys::repair_header(path))
     }
 
     /// Runs raw SQL on the writer connection. Test hook, only with feature `testing`:
