@@ -257,6 +257,7 @@ struct Put<'a> {
 /// Runs `sqlvault put`.
 pub fn put_command(ctx: &Ctx, args: PutArgs) -> Result<u8, CliError> {
     let start = Instant::now();
+    let stop = progress::interrupt();
     let ex = matcher(&args.exclude)?;
     let meta = fs::symlink_metadata(&args.source).map_err(|e| CliError::host(&args.source, e))?;
     let vault = ctx.open(&args.vault)?;
@@ -267,7 +268,7 @@ pub fn put_command(ctx: &Ctx, args: PutArgs) -> Result<u8, CliError> {
         args: &args,
         ex,
         pb: progress::bytes_bar(total.0, total.1),
-        stop: progress::interrupt(),
+        stop,
         s: Summary::default(),
         tags: args.extract_tags.then(TagBatch::new),
         files_total: total.1,
@@ -557,6 +558,7 @@ fn vault_total(vault: &Vault, ino: sqlvault::InodeId, rel: &str, ex: &GlobSet, a
 /// Runs `sqlvault get`.
 pub fn get_command(ctx: &Ctx, args: GetArgs) -> Result<u8, CliError> {
     let start = Instant::now();
+    let stop = progress::interrupt();
     let ex = matcher(&args.exclude)?;
     let vault = ctx.open(&args.vault)?;
     let attr = vault.metadata(&args.source)?;
@@ -582,7 +584,7 @@ pub fn get_command(ctx: &Ctx, args: GetArgs) -> Result<u8, CliError> {
         args: &args,
         ex,
         pb: progress::bytes_bar(total.0, total.1),
-        stop: progress::interrupt(),
+        stop,
         s: Summary::default(),
         buf: vec![0u8; COPY_BUF],
         files_total: total.1,
