@@ -38,7 +38,7 @@ pub struct AllArgs {
 /// The scenarios `all` runs, in this order.
 ///
 /// New scenarios register here and in [`run_scenario`] below.
-pub const SCENARIOS: &[&str] = &["open", "stream", "blocks", "metadata", "peers", "parallel", "snapshot"];
+pub const SCENARIOS: &[&str] = &["open", "stream", "blocks", "metadata", "peers", "parallel", "snapshot", "tree"];
 
 /// Parses a scenario's own arguments from `argv`, so its defaults apply.
 fn parse<T: clap::Args>(argv: &[String]) -> Result<T> {
@@ -60,6 +60,7 @@ fn run_scenario(name: &str, argv: &[String]) -> Result<Vec<Target>> {
         "metadata" => crate::metadata::run(&parse(argv)?),
         "peers" => crate::peers::run(&parse(argv)?),
         "snapshot" => crate::snapshot::run(&parse(argv)?),
+        "tree" => crate::tree::run(&parse(argv)?),
         // Reports its targets in its own section (group commit >= 5x, readers scaling).
         "parallel" => crate::parallel::parallel(&parse(argv)?).map(|()| Vec::new()),
         other => crate::bail!("unknown scenario {other:?}"),

@@ -82,6 +82,7 @@ pub fn run_case(a: &CaseArgs) -> Result<()> {
         "blocks" => crate::blocks::case(&a.spec),
         "metadata" => crate::metadata::case(&a.spec),
         "peers" => crate::peers::case(&a.spec),
+        "tree" => crate::tree::case(&a.spec),
         other => crate::bail!("unknown scenario {other:?}"),
     }?;
     out.peak_rss_kib = sys::vm_hwm_kib()?;

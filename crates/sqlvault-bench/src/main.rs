@@ -13,6 +13,8 @@
 //!   machinery of [`harness`] and [`chart`].
 //! * `all [--quick]`: every scenario in turn, and the table of targets ([`all`]).
 //! * `snapshot`: time and vault growth of a snapshot of many small files ([`snapshot`]).
+//! * `tree`: whole-tree operations (put, get, restore, rm -r, snapshot rm, fsck) at two
+//!   tree sizes, per-file cost compared ([`tree`]).
 //!
 //! Build with `cargo build --release -p sqlvault-bench`; debug builds measure nothing
 //! useful.
@@ -33,6 +35,7 @@ mod snapshot;
 mod stream;
 mod sweep;
 mod sys;
+mod tree;
 
 use std::process::ExitCode;
 
@@ -73,6 +76,9 @@ enum Cmd {
     All(all::AllArgs),
     /// Time and vault growth of one snapshot of a 10,000-file tree, against writing it.
     Snapshot(snapshot::SnapshotArgs),
+    /// put, put again, get, restore over a live tree, rm -r, snapshot rm, fsck at 5,000
+    /// and 50,000 files: per-file cost at the large size within 1.5x of the small.
+    Tree(tree::TreeArgs),
     /// Redraw charts and rewrite Markdown sections from scenario JSON files (measures nothing).
     Render(harness::RenderArgs),
     /// One phase of one chunk-sweep configuration (run by chunk-sweep in a child process).
@@ -93,6 +99,7 @@ fn main() -> ExitCode {
         Cmd::Kdf(a) => kdf::kdf(a),
         Cmd::Parallel(a) => parallel::parallel(a),
         Cmd::Snapshot(a) => snapshot::snapshot(a),
+        Cmd::Tree(a) => tree::tree(a),
         Cmd::RunOne(a) => sweep::run_one(a),
         Cmd::Open(a) => open::run(a).map(drop),
         Cmd::Stream(a) => stream::run(a).map(drop),

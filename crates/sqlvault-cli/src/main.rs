@@ -12,6 +12,7 @@
 //! | 3 | vault is damaged (fsck found problems, tampered or truncated file) |
 //! | 4 | not found, already exists, not empty, not a directory, invalid path and the like |
 //! | 5 | environment: I/O error, disk full, busy vault; or some entries were skipped by put |
+//! | 130 | interrupted by Ctrl-C or SIGTERM (see `progress`) |
 
 /// `println!` for standard output that a closed pipe (`sqlvault info | head -1`) does
 /// not turn into a panic: the rest of the output is dropped and the command still
