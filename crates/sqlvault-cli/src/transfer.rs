@@ -374,8 +374,7 @@ impl Put<'_> {
         if !exists {
             if self.args.dry_run {
                 self.note(format!("would create {dest}/"))?;
-            } else if dest == "/" {
-            } else {
+            } else if dest != "/" {
                 match self.vault.create_dir(dest, meta.mode() & 0o7777) {
                     Ok(_) => {}
                     Err(sqlvault::Error::NotFound { .. }) if rel.is_empty() => self.vault.create_dir_all(dest)?,
@@ -413,7 +412,7 @@ impl Put<'_> {
             let ino = self.vault.symlink_metadata(dest)?.ino;
             for e in list_all(self.vault, ino)? {
                 let name = String::from_utf8_lossy(&e.name).into_owned();
-                if names.contains(&e.name) || self.ex.is_match(&join_rel(rel, &name)) {
+                if names.contains(&e.name) || self.ex.is_match(join_rel(rel, &name)) {
                     continue;
                 }
                 self.stop.check().map_err(from_lib)?;
