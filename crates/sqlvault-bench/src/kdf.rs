@@ -1,6 +1,6 @@
 //! `kdf`: what one passphrase key derivation costs on this machine, for a grid of
 //! Argon2id parameters, timed through the library's own code path
-//! (`sqlvault::keys::Header::create`, which runs exactly one derivation to wrap a new
+//! (`Header::create`, which runs exactly one derivation to wrap a new
 //! master key, as `Vault::create` does and as every unlock does once).
 //!
 //! Each set is timed `--reps` times and the median reported, including the allocation
@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use serde::Serialize;
-use sqlvault::keys::{CipherSettings, Header};
+use sqlvault::bench::Header;
+use sqlvault::CipherSettings;
 use sqlvault::{HmacAlgorithm, KdfParams, Secret};
 
 use crate::error::{Context, Result};
@@ -270,7 +271,7 @@ fn markdown(r: &KdfReport, args: &KdfArgs) -> String {
     s.push_str(&format!("Command: `{}` (release build, `cargo build --release -p sqlvault-bench`).\n\n", r.command));
     s.push_str(&r.machine.markdown());
     s.push_str(&format!(
-        "\n\nOne Argon2id derivation through `sqlvault::keys::Header::create` (the code path of `Vault::create` \
+        "\n\nOne Argon2id derivation through `Header::create` (the code path of `Vault::create` \
          and of every unlock), median of {} after one warm-up derivation, milliseconds. The `argon2` crate is \
          built without its `parallel` feature, so lanes (p) run one after another and p>1 does not cut the \
          time. **Bold**: the default `KdfParams` ({} MiB, t={}, p={}).\n\n",

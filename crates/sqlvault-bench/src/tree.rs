@@ -17,7 +17,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sqlvault::{CreateOptions, EngineConfig, FileOptions, FileStamp, FileType, Interrupt, KdfParams, Secret, Vault};
+use sqlvault::{CreateOptions, EngineConfig, FileOptions, FileType, Interrupt, KdfParams, Secret, SetAttr, Vault};
 
 use crate::data::Stream;
 use crate::error::{Context, Result};
@@ -127,9 +127,14 @@ fn put(v: &Vault, src: &Path, dest: &str) -> Result<u64> {
                 Ok(a) if a.kind == FileType::File && a.size == m.len() && a.mtime_ns == mtime_ns(&m) => continue,
                 _ => {}
             }
-            let stamp = FileStamp { perm: m.mode() & 0o7777, atime_ns: mtime_ns(&m), mtime_ns: mtime_ns(&m) };
+            let stamp = SetAttr {
+                perm: Some(m.mode() & 0o7777),
+                atime_ns: Some(mtime_ns(&m)),
+                mtime_ns: Some(mtime_ns(&m)),
+                ..Default::default()
+            };
             let input = fs::File::open(f.path()).context("open")?;
-            v.replace_file(&vpath, m.len(), input, stamp, &stop, &mut |_| {})?;
+            v.replace_file(&vpath, m.len(), input, &stamp, &stop, &mut |_| {})?;
             copied += 1;
         }
     }

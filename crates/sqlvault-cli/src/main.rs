@@ -25,7 +25,6 @@ macro_rules! outln {
 mod check;
 mod extract;
 mod meta;
-mod mount;
 mod progress;
 mod secret;
 mod snapshots;
@@ -81,7 +80,8 @@ impl From<sqlvault::Error> for CliError {
             ErrorKind::Access => 2,
             ErrorKind::Damaged => 3,
             ErrorKind::Tree => 4,
-            ErrorKind::Environment => 5,
+            // Environment, and any class a newer library adds.
+            _ => 5,
         };
         CliError { code, message: e.to_string() }
     }
@@ -224,7 +224,7 @@ enum Command {
     Mount {
         vault: PathBuf,
         #[command(flatten)]
-        args: mount::MountArgs,
+        args: sqlvault_fuse::command::MountArgs,
     },
     /// Snapshots: `snapshot VAULT [NAME]` freezes the tree; also `snapshot ls|rm`.
     Snapshot(snapshots::SnapshotArgs),
@@ -536,7 +536,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             eprintln!("removed key slot {slot}");
         }
         Command::Mount { vault, args } => {
-            mount::run(&vault, secret::existing(&ctx.secret)?, ctx.config.clone(), &args)?;
+            sqlvault_fuse::command::run(&vault, secret::existing(&ctx.secret)?, ctx.config.clone(), &args)?;
         }
         Command::Snapshot(args) => snapshots::snapshot(&ctx, args)?,
         Command::Snapshots { vault, json } => snapshots::list(&ctx, vault, json)?,
@@ -574,7 +574,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
     Ok(0)
 }
 
-fn describe_slot(s: &sqlvault::keys::SlotInfo) -> String {
+fn describe_slot(s: &sqlvault::SlotInfo) -> String {
     match s.kdf {
         Some(k) => format!("passphrase, Argon2id m={} MiB t={} p={}", k.memory_kib / 1024, k.iterations, k.parallelism),
         None => "key file".to_string(),

@@ -99,7 +99,7 @@ pub fn value_json(v: &TagValue) -> Value {
 /// `iso='400'` (text), or `b=0x00ff` (bytes) and `b='0x00ff'` (text), are told apart.
 pub fn value_text(v: &TagValue) -> String {
     match v {
-        TagValue::Text(s) if sqlvault::tags::parse_quoted(s) != *v || s.starts_with("0x") => format!("'{s}'"),
+        TagValue::Text(s) if sqlvault::TagValue::parse(s) != *v || s.starts_with("0x") => format!("'{s}'"),
         other => other.to_string(),
     }
 }
@@ -133,7 +133,7 @@ pub fn parse_assignment(s: &str, text: bool) -> Result<(String, TagValue), CliEr
         // `find --tag` splits NAME from the operator at the first of these.
         return Err(CliError::usage(format!("{s:?}: a tag name with {c:?} could not be searched with find")));
     }
-    let value = if text { TagValue::Text(value.to_string()) } else { sqlvault::tags::parse_quoted(value) };
+    let value = if text { TagValue::Text(value.to_string()) } else { sqlvault::TagValue::parse(value) };
     Ok((name.to_string(), value))
 }
 
@@ -265,7 +265,7 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
                         eprintln!("reading the value of {key:?} from standard input; end it with Ctrl-D");
                     }
                     let mut buf = Vec::new();
-                    let limit = sqlvault::records::MAX_VALUE as u64 + 1;
+                    let limit = sqlvault::Records::MAX_VALUE as u64 + 1;
                     std::io::stdin()
                         .lock()
                         .take(limit)
@@ -276,7 +276,7 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
                             code: 4,
                             message: format!(
                                 "record value too large (at most {} MiB)",
-                                sqlvault::records::MAX_VALUE >> 20
+                                sqlvault::Records::MAX_VALUE >> 20
                             ),
                         });
                     }
@@ -331,7 +331,7 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
             let v = ctx.open(&vault)?;
             let r = v.records(&coll);
             let range = match &prefix {
-                Some(p) => sqlvault::records::prefix_range(p.as_bytes()),
+                Some(p) => sqlvault::prefix_range(p.as_bytes()),
                 None => (Bound::Unbounded, Bound::Unbounded),
             };
             if count {

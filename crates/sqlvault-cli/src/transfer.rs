@@ -29,7 +29,7 @@ use std::time::{Duration, Instant, UNIX_EPOCH};
 use clap::Args;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use indicatif::ProgressBar;
-use sqlvault::{FileOptions, FileStamp, FileType, Interrupt, Vault};
+use sqlvault::{FileOptions, FileType, Interrupt, SetAttr, Vault};
 
 use crate::progress::{self, bytes, took};
 use crate::{CliError, Ctx};
@@ -472,11 +472,16 @@ impl Put<'_> {
             }
         };
         self.current = Some(dest.to_string());
-        let stamp = FileStamp { perm, atime_ns: atime_ns(meta), mtime_ns: mtime_ns(meta) };
+        let stamp = SetAttr {
+            perm: Some(perm),
+            atime_ns: Some(atime_ns(meta)),
+            mtime_ns: Some(mtime_ns(meta)),
+            ..Default::default()
+        };
         let pb = self.pb.clone();
         let n = self
             .vault
-            .replace_file(dest, meta.len(), input, stamp, &self.stop, &mut |n| pb.inc(n))
+            .replace_file(dest, meta.len(), input, &stamp, &self.stop, &mut |n| pb.inc(n))
             .map_err(from_lib)?;
         self.current = None;
         self.count_file(n);

@@ -218,7 +218,8 @@ fn info_reports_dedup() {
 }
 
 fn damage(e: &Env, sql: &str) {
-    let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), Default::default()).unwrap();
+    let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
+        .unwrap();
     v.debug_execute_sql(sql).unwrap();
 }
 

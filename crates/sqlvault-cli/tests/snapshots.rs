@@ -121,7 +121,8 @@ fn a_vault_made_before_snapshots_is_upgraded_on_open() {
     e.ok(&["touch", e.v(), "/old"]);
     {
         // Make it a schema-2 vault (tags and records), as written by the build before snapshots.
-        let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), Default::default()).unwrap();
+        let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
+            .unwrap();
         v.debug_execute_sql(
             "DROP TABLE snap_xattrs; DROP TABLE snap_tags; DROP TABLE chunk_holds; DROP TABLE snap_chunks;
              DROP TABLE snap_dirents; DROP TABLE snap_inodes; DROP TABLE snapshots; PRAGMA user_version = 2;",
@@ -141,7 +142,8 @@ fn fsck_reports_a_snapshot_reference_to_a_missing_chunk() {
     e.ok(&["put", e.v(), src.to_str().unwrap(), "/t"]);
     e.ok(&["snapshot", e.v(), "s"]);
     {
-        let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), Default::default()).unwrap();
+        let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
+            .unwrap();
         v.debug_execute_sql("UPDATE snap_chunks SET chunk = 42 WHERE idx = 0").unwrap();
     }
     let out = e.run(&["fsck", e.v()]);

@@ -209,6 +209,32 @@ impl VaultFs {
         self.vault.as_ref().ok_or_else(closed_error)
     }
 
+    /// Replies once to `reply`: `ok` with the value, or the errno of the failure
+    /// (logged as `errno` says). Every operation ends here.
+    fn finish<R: Reply, T>(&self, op: &'static str, reply: R, r: Result<T>, ok: impl FnOnce(R, T)) {
+        match r {
+            Ok(v) => ok(reply, v),
+            Err(e) => reply.error(self.errno(op, e)),
+        }
+    }
+
+    /// Runs `f` as operation `op` (counted, panics caught) and replies with its result.
+    fn answer<R: Reply, T>(&self, op: &'static str, reply: R, f: impl FnOnce() -> Result<T>, ok: impl FnOnce(R, T)) {
+        self.finish(op, reply, self.served(op, f), ok)
+    }
+
+    fn reply_empty(&self, op: &'static str, reply: ReplyEmpty, f: impl FnOnce() -> Result<()>) {
+        self.answer(op, reply, f, |r, ()| r.ok())
+    }
+
+    fn reply_entry(&self, op: &'static str, reply: ReplyEntry, f: impl FnOnce() -> Result<Attr>) {
+        self.answer(op, reply, f, |r, a| r.entry(&self.settings.ttl, &self.fattr(&a), GENERATION))
+    }
+
+    fn reply_attr(&self, op: &'static str, reply: ReplyAttr, f: impl FnOnce() -> Result<Attr>) {
+        self.answer(op, reply, f, |r, a| r.attr(&self.settings.ttl, &self.fattr(&a)))
+    }
+
     fn fattr(&self, a: &Attr) -> FileAttr {
         file_attr(a, self.settings.owner, self.blksize)
     }
@@ -794,19 +820,13 @@ impl Filesystem for VaultFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        match self.served("lookup", || self.lookup_inner(parent, name)) {
-            Ok(a) => reply.entry(&self.settings.ttl, &self.fattr(&a), GENERATION),
-            Err(e) => reply.error(self.errno("lookup", e)),
-        }
+        self.reply_entry("lookup", reply, || self.lookup_inner(parent, name))
     }
 
     fn forget(&self, _req: &Request, _ino: INodeNo, _nlookup: u64) {}
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<Fh>, reply: ReplyAttr) {
-        match self.served("getattr", || self.getattr_inner(ino)) {
-            Ok(a) => reply.attr(&self.settings.ttl, &self.fattr(&a)),
-            Err(e) => reply.error(self.errno("getattr", e)),
-        }
+        self.reply_attr("getattr", reply, || self.getattr_inner(ino))
     }
 
     fn setattr(
@@ -827,17 +847,11 @@ impl Filesystem for VaultFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        match self.served("setattr", || self.setattr_inner(ino, mode, uid, gid, size, atime, mtime)) {
-            Ok(a) => reply.attr(&self.settings.ttl, &self.fattr(&a)),
-            Err(e) => reply.error(self.errno("setattr", e)),
-        }
+        self.reply_attr("setattr", reply, || self.setattr_inner(ino, mode, uid, gid, size, atime, mtime))
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        match self.served("readlink", || self.readlink_inner(ino)) {
-            Ok(t) => reply.data(&t),
-            Err(e) => reply.error(self.errno("readlink", e)),
-        }
+        self.answer("readlink", reply, || self.readlink_inner(ino), |r, t| r.data(&t))
     }
 
     fn mknod(
@@ -850,38 +864,23 @@ impl Filesystem for VaultFs {
         _rdev: u32,
         reply: ReplyEntry,
     ) {
-        match self.served("mknod", || self.mknod_inner(req, parent, name, mode)) {
-            Ok(a) => reply.entry(&self.settings.ttl, &self.fattr(&a), GENERATION),
-            Err(e) => reply.error(self.errno("mknod", e)),
-        }
+        self.reply_entry("mknod", reply, || self.mknod_inner(req, parent, name, mode))
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, reply: ReplyEntry) {
-        match self.served("mkdir", || self.create_node_inner(req, parent, name, FileType::Dir, mode, None)) {
-            Ok(a) => reply.entry(&self.settings.ttl, &self.fattr(&a), GENERATION),
-            Err(e) => reply.error(self.errno("mkdir", e)),
-        }
+        self.reply_entry("mkdir", reply, || self.create_node_inner(req, parent, name, FileType::Dir, mode, None))
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self.served("unlink", || self.unlink_inner(parent, name)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.errno("unlink", e)),
-        }
+        self.reply_empty("unlink", reply, || self.unlink_inner(parent, name))
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self.served("rmdir", || self.rmdir_inner(parent, name)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.errno("rmdir", e)),
-        }
+        self.reply_empty("rmdir", reply, || self.rmdir_inner(parent, name))
     }
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
-        match self.served("symlink", || self.symlink_inner(req, parent, link_name, target)) {
-            Ok(a) => reply.entry(&self.settings.ttl, &self.fattr(&a), GENERATION),
-            Err(e) => reply.error(self.errno("symlink", e)),
-        }
+        self.reply_entry("symlink", reply, || self.symlink_inner(req, parent, link_name, target))
     }
 
     fn rename(
@@ -894,24 +893,15 @@ impl Filesystem for VaultFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        match self.served("rename", || self.rename_inner(parent, name, newparent, newname, flags)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.errno("rename", e)),
-        }
+        self.reply_empty("rename", reply, || self.rename_inner(parent, name, newparent, newname, flags))
     }
 
     fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
-        match self.served("link", || self.link_inner(ino, newparent, newname)) {
-            Ok(a) => reply.entry(&self.settings.ttl, &self.fattr(&a), GENERATION),
-            Err(e) => reply.error(self.errno("link", e)),
-        }
+        self.reply_entry("link", reply, || self.link_inner(ino, newparent, newname))
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        match self.served("open", || self.open_inner(ino, flags)) {
-            Ok(fh) => reply.opened(fh, FopenFlags::empty()),
-            Err(e) => reply.error(self.errno("open", e)),
-        }
+        self.answer("open", reply, || self.open_inner(ino, flags), |r, fh| r.opened(fh, FopenFlags::empty()))
     }
 
     fn read(
@@ -925,10 +915,7 @@ impl Filesystem for VaultFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        match self.served("read", || self.read_inner(ino, fh, offset, size)) {
-            Ok(data) => reply.data(&data),
-            Err(e) => reply.error(self.errno("read", e)),
-        }
+        self.answer("read", reply, || self.read_inner(ino, fh, offset, size), |r, data| r.data(&data))
     }
 
     fn write(
@@ -943,17 +930,11 @@ impl Filesystem for VaultFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        match self.served("write", || self.write_inner(ino, fh, offset, data)) {
-            Ok(n) => reply.written(n),
-            Err(e) => reply.error(self.errno("write", e)),
-        }
+        self.answer("write", reply, || self.write_inner(ino, fh, offset, data), |r, n| r.written(n))
     }
 
     fn flush(&self, _req: &Request, ino: INodeNo, fh: Fh, _lock_owner: LockOwner, reply: ReplyEmpty) {
-        match self.served("flush", || self.flush_inner(ino, fh)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.errno("flush", e)),
-        }
+        self.reply_empty("flush", reply, || self.flush_inner(ino, fh))
     }
 
     fn release(
@@ -966,24 +947,15 @@ impl Filesystem for VaultFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        match self.served("release", || self.release_inner(ino, fh)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.errno("release", e)),
-        }
+        self.reply_empty("release", reply, || self.release_inner(ino, fh))
     }
 
     fn fsync(&self, _req: &Request, ino: INodeNo, fh: Fh, _datasync: bool, reply: ReplyEmpty) {
-        match self.served("fsync", || self.fsync_inner(ino, fh)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.errno("fsync", e)),
-        }
+        self.reply_empty("fsync", reply, || self.fsync_inner(ino, fh))
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match self.served("opendir", || self.opendir_inner(ino)) {
-            Ok(fh) => reply.opened(fh, FopenFlags::empty()),
-            Err(e) => reply.error(self.errno("opendir", e)),
-        }
+        self.answer("opendir", reply, || self.opendir_inner(ino), |r, fh| r.opened(fh, FopenFlags::empty()))
     }
 
     fn readdir(&self, _req: &Request, ino: INodeNo, fh: Fh, offset: u64, mut reply: ReplyDirectory) {
@@ -992,10 +964,7 @@ impl Filesystem for VaultFs {
                 Ok(reply.add(INodeNo(item.ino.0), item.next, fuse_type(item.kind), OsStr::from_bytes(item.name)))
             })
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.errno("readdir", e)),
-        }
+        self.finish("readdir", reply, r, |r, ()| r.ok())
     }
 
     fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: Fh, offset: u64, mut reply: ReplyDirectoryPlus) {
@@ -1011,40 +980,35 @@ impl Filesystem for VaultFs {
                 Ok(reply.add(INodeNo(item.ino.0), item.next, name, &self.settings.ttl, &self.fattr(&attr), GENERATION))
             })
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.errno("readdirplus", e)),
-        }
+        self.finish("readdirplus", reply, r, |r, ()| r.ok())
     }
 
     fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: Fh, _flags: OpenFlags, reply: ReplyEmpty) {
-        match self.served("releasedir", || self.releasedir_inner(fh)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.errno("releasedir", e)),
-        }
+        self.reply_empty("releasedir", reply, || self.releasedir_inner(fh))
     }
 
     fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: Fh, _datasync: bool, reply: ReplyEmpty) {
-        match self.served("fsyncdir", || Ok(self.vault()?.sync()?)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.errno("fsyncdir", e)),
-        }
+        self.reply_empty("fsyncdir", reply, || Ok(self.vault()?.sync()?))
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        match self.served("statfs", || self.statfs_inner()) {
-            Ok(st) => reply.statfs(
-                st.f_blocks,
-                st.f_bfree,
-                st.f_bavail,
-                st.f_files,
-                st.f_ffree,
-                u32::try_from(st.f_bsize).unwrap_or(4096),
-                255,
-                u32::try_from(st.f_frsize).unwrap_or(4096),
-            ),
-            Err(e) => reply.error(self.errno("statfs", e)),
-        }
+        self.answer(
+            "statfs",
+            reply,
+            || self.statfs_inner(),
+            |r, st| {
+                r.statfs(
+                    st.f_blocks,
+                    st.f_bfree,
+                    st.f_bavail,
+                    st.f_files,
+                    st.f_ffree,
+                    u32::try_from(st.f_bsize).unwrap_or(4096),
+                    255,
+                    u32::try_from(st.f_frsize).unwrap_or(4096),
+                )
+            },
+        )
     }
 
     fn setxattr(
@@ -1057,38 +1021,23 @@ impl Filesystem for VaultFs {
         position: u32,
         reply: ReplyEmpty,
     ) {
-        match self.served("setxattr", || self.setxattr_inner(ino, name, value, flags, position)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.errno("setxattr", e)),
-        }
+        self.reply_empty("setxattr", reply, || self.setxattr_inner(ino, name, value, flags, position))
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        match self.served("getxattr", || self.getxattr_inner(ino, name)) {
-            Ok(v) => reply_sized(reply, &v, size),
-            Err(e) => reply.error(self.errno("getxattr", e)),
-        }
+        self.answer("getxattr", reply, || self.getxattr_inner(ino, name), |r, v| reply_sized(r, &v, size))
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        match self.served("listxattr", || self.listxattr_inner(ino)) {
-            Ok(v) => reply_sized(reply, &v, size),
-            Err(e) => reply.error(self.errno("listxattr", e)),
-        }
+        self.answer("listxattr", reply, || self.listxattr_inner(ino), |r, v| reply_sized(r, &v, size))
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self.served("removexattr", || self.removexattr_inner(ino, name)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.errno("removexattr", e)),
-        }
+        self.reply_empty("removexattr", reply, || self.removexattr_inner(ino, name))
     }
 
     fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
-        match self.served("access", || self.access_inner(req, ino, mask)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.errno("access", e)),
-        }
+        self.reply_empty("access", reply, || self.access_inner(req, ino, mask))
     }
 
     fn create(
@@ -1101,10 +1050,12 @@ impl Filesystem for VaultFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        match self.served("create", || self.create_inner(req, parent, name, mode, flags)) {
-            Ok((a, fh)) => reply.created(&self.settings.ttl, &self.fattr(&a), GENERATION, fh, FopenFlags::empty()),
-            Err(e) => reply.error(self.errno("create", e)),
-        }
+        self.answer(
+            "create",
+            reply,
+            || self.create_inner(req, parent, name, mode, flags),
+            |r, (a, fh)| r.created(&self.settings.ttl, &self.fattr(&a), GENERATION, fh, FopenFlags::empty()),
+        )
     }
 }
 
@@ -1116,3 +1067,32 @@ fn reply_sized(reply: ReplyXattr, data: &[u8], size: u32) {
         _ => reply.error(Errno::ERANGE),
     }
 }
+
+/// The failure half of every fuser reply type, so one function replies to all.
+trait Reply {
+    fn error(self, e: Errno);
+}
+
+macro_rules! reply_types {
+    ($($t:ty),*) => {$(
+        impl Reply for $t {
+            fn error(self, e: Errno) {
+                <$t>::error(self, e)
+            }
+        }
+    )*};
+}
+
+reply_types!(
+    ReplyAttr,
+    ReplyCreate,
+    ReplyData,
+    ReplyDirectory,
+    ReplyDirectoryPlus,
+    ReplyEmpty,
+    ReplyEntry,
+    ReplyOpen,
+    ReplyStatfs,
+    ReplyWrite,
+    ReplyXattr
+);

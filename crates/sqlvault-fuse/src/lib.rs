@@ -40,6 +40,7 @@
 //!   core keeps them as orphans; a crashed mount's orphans are purged on next open).
 
 mod attr;
+pub mod command;
 mod fs;
 mod session;
 mod snapnode;

@@ -12,6 +12,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Broad classes of failure; the CLI turns these into exit codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// Wrong passphrase or key, or the file is not a vault at all.
     Access,
@@ -23,55 +24,154 @@ pub enum ErrorKind {
     Environment,
 }
 
+/// Everything that can go wrong, by what a caller may want to do about it. Match on
+/// the variants you handle and treat the rest by [`Error::kind`]; new variants may be
+/// added in minor releases.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
+    /// The passphrase or key opens none of the vault's key slots.
     #[error("wrong passphrase or key for {what}")]
-    WrongSecret { what: String },
+    WrongSecret {
+        /// The vault or remote the secret was tried on.
+        what: String,
+    },
+    /// The file is not a sqlvault vault (no valid header).
     #[error("{path} is not a sqlvault file ({reason})")]
-    NotAVault { path: String, reason: String },
+    NotAVault {
+        /// The file given.
+        path: String,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// A page failed authentication, the file is truncated, or an invariant is broken.
     #[error("vault is damaged: {what}")]
-    Damaged { what: String },
+    Damaged {
+        /// What was found damaged.
+        what: String,
+    },
+    /// The vault was written by a newer sqlvault.
     #[error("vault format version {found} is newer than this program supports ({supported})")]
-    UnsupportedVersion { found: u32, supported: u32 },
+    UnsupportedVersion {
+        /// The version in the file.
+        found: u32,
+        /// The newest version this build reads.
+        supported: u32,
+    },
+    /// No such file or directory (`ENOENT`).
     #[error("no such file or directory: {path}")]
-    NotFound { path: String },
+    NotFound {
+        /// The path (or name) looked up.
+        path: String,
+    },
+    /// The destination exists (`EEXIST`).
     #[error("already exists: {path}")]
-    AlreadyExists { path: String },
+    AlreadyExists {
+        /// The existing path.
+        path: String,
+    },
+    /// A component that must be a directory is not one (`ENOTDIR`).
     #[error("not a directory: {path}")]
-    NotADirectory { path: String },
+    NotADirectory {
+        /// The path.
+        path: String,
+    },
+    /// A directory where a file was expected (`EISDIR`).
     #[error("is a directory: {path}")]
-    IsADirectory { path: String },
+    IsADirectory {
+        /// The path.
+        path: String,
+    },
+    /// `rmdir` or a replacing rename of a directory that has entries (`ENOTEMPTY`).
     #[error("directory not empty: {path}")]
-    DirectoryNotEmpty { path: String },
+    DirectoryNotEmpty {
+        /// The directory.
+        path: String,
+    },
+    /// A malformed vault path or name (`EINVAL`).
     #[error("invalid path {path:?}: {reason}")]
-    InvalidPath { path: String, reason: &'static str },
+    InvalidPath {
+        /// The path given.
+        path: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A name over 255 bytes (`ENAMETOOLONG`).
     #[error("name too long (over 255 bytes): {path}")]
-    NameTooLong { path: String },
+    NameTooLong {
+        /// The path holding the name.
+        path: String,
+    },
+    /// More than 40 symbolic links on the way (`ELOOP`).
     #[error("too many levels of symbolic links: {path}")]
-    SymlinkLoop { path: String },
+    SymlinkLoop {
+        /// The path being resolved.
+        path: String,
+    },
+    /// An argument out of range or an operation that makes no sense (`EINVAL`).
     #[error("invalid argument: {what}")]
-    InvalidArgument { what: String },
+    InvalidArgument {
+        /// What was invalid.
+        what: String,
+    },
+    /// A rename of a directory into its own subtree (`EINVAL`).
     #[error("cannot move a directory into itself: {path}")]
-    MoveIntoSelf { path: String },
+    MoveIntoSelf {
+        /// The destination.
+        path: String,
+    },
+    /// A file reached the link limit (`EMLINK`).
     #[error("too many links to {path}")]
-    TooManyLinks { path: String },
+    TooManyLinks {
+        /// The file.
+        path: String,
+    },
+    /// The extended attribute is not set (`ENODATA`).
     #[error("no such extended attribute: {name}")]
-    NoSuchAttribute { name: String },
+    NoSuchAttribute {
+        /// The attribute name.
+        name: String,
+    },
+    /// Another process held the vault's write lock longer than the busy timeout.
     #[error("vault is busy: another process holds it locked for too long")]
     Busy,
+    /// The file system holding the vault is full; nothing was half-written.
     #[error("no space left on device")]
     DiskFull,
+    /// A write on a vault opened read-only (`EROFS`).
     #[error("vault is opened read-only")]
     ReadOnly,
+    /// The open file was removed by another process (`ESTALE`).
     #[error("stale handle: the file was removed by another process")]
     StaleHandle,
+    /// A transaction was rolled back; `reason` says why. Its own error, if it had one,
+    /// is what [`Vault::transaction`](crate::Vault::transaction) returns instead.
+    #[error("transaction rolled back: {reason}")]
+    Aborted {
+        /// Why it was rolled back.
+        reason: String,
+    },
+    /// An I/O error outside the database (reading a key file, the header, ...).
     #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
-    #[error("database error: {0}")]
-    Sqlite(rusqlite::Error),
+    Io {
+        /// What was being done.
+        context: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// A database error none of the other variants describes (a bug or an
+    /// environment problem SQLite reports without a class of its own).
+    #[error("database error: {message}")]
+    Database {
+        /// SQLite's message.
+        message: String,
+        /// SQLite's extended result code, if it gave one.
+        code: Option<i32>,
+    },
 }
 
 impl Error {
+    /// The class of this error, for exit codes and retry decisions.
     pub fn kind(&self) -> ErrorKind {
         use Error::*;
         match self {
@@ -89,8 +189,9 @@ impl Error {
             | MoveIntoSelf { .. }
             | TooManyLinks { .. }
             | NoSuchAttribute { .. }
-            | StaleHandle => ErrorKind::Tree,
-            Busy | DiskFull | ReadOnly | Io { .. } | Sqlite(_) => ErrorKind::Environment,
+            | StaleHandle
+            | Aborted { .. } => ErrorKind::Tree,
+            Busy | DiskFull | ReadOnly | Io { .. } | Database { .. } => ErrorKind::Environment,
         }
     }
 
@@ -115,7 +216,8 @@ impl Error {
             ReadOnly => libc::EROFS,
             StaleHandle => libc::ESTALE,
             Io { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
-            Sqlite(_) => libc::EIO,
+            Aborted { .. } => libc::ECANCELED,
+            Database { .. } => libc::EIO,
         }
     }
 
@@ -143,6 +245,14 @@ impl Error {
             return Error::DiskFull;
         }
         Error::Io { context: context.to_string(), source }
+    }
+
+    /// An internal lock whose holder panicked.
+    pub(crate) fn poisoned() -> Self {
+        Error::Io {
+            context: "internal lock poisoned by an earlier panic".into(),
+            source: std::io::Error::other("poisoned"),
+        }
     }
 
     pub(crate) fn damaged(what: impl fmt::Display) -> Self {
@@ -174,6 +284,20 @@ impl From<rusqlite::Error> for Error {
                 _ => {}
             }
         }
-        Error::Sqlite(e)
+        match e {
+            rusqlite::Error::SqliteFailure(f, msg) => {
+                Error::Database { message: msg.unwrap_or_else(|| f.to_string()), code: Some(f.extended_code) }
+            }
+            e => Error::Database { message: e.to_string(), code: None },
+        }
+    }
+}
+
+/// Carries the vault error inside an `io::Error` whose kind and `raw_os_error`-style
+/// errno match it, so `Read`/`Write` callers see `NotFound`, `StorageFull` and so on.
+impl From<Error> for std::io::Error {
+    fn from(e: Error) -> Self {
+        let errno = e.errno();
+        std::io::Error::new(std::io::Error::from_raw_os_error(errno).kind(), e)
     }
 }

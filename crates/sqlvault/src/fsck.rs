@@ -11,12 +11,16 @@ use crate::fs::chunks;
 /// What `fsck` found. An empty `problems` list means the vault is sound.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct FsckReport {
+    /// Inodes checked.
     pub inodes: u64,
+    /// Chunks checked (each hashed).
     pub chunks: u64,
+    /// What is wrong, one line each; empty when clean.
     pub problems: Vec<String>,
 }
 
 impl FsckReport {
+    /// True when no problem was found.
     pub fn is_clean(&self) -> bool {
         self.problems.is_empty()
     }

@@ -11,7 +11,7 @@
 //! wrong secret and a tampered slot are both detected before SQLCipher sees a key.
 //! Changing the passphrase rewrites one 4 KiB header copy, whatever the vault's size.
 //!
-//! The header region ([`crate::storage::vfs::HEADER_LEN`] bytes) holds two copies of the header,
+//! The header region ([`HEADER_LEN`] bytes) holds two copies of the header,
 //! each checksummed with BLAKE3 and carrying a generation number. Updates write the
 //! older copy first, sync, then the other: a crash at any point leaves at least one
 //! valid copy, which opens with either the old or the new secret, never neither.
@@ -27,8 +27,10 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use zeroize::{Zeroize, Zeroizing};
 
 use crate::error::{Error, Result};
-use crate::storage::vfs::HEADER_LEN;
 
+/// Bytes reserved at the start of the vault file for the key header; the database
+/// follows (the VFS shifts it past this region).
+pub const HEADER_LEN: i64 = 8192;
 /// Magic bytes at the start of each header copy.
 pub const MAGIC: &[u8; 8] = b"SQLVAULT";
 /// On-disk format version written by this build.
@@ -52,8 +54,29 @@ impl MasterKey {
         Ok(MasterKey(k))
     }
 
+    /// Keys a freshly opened SQLCipher connection with this key as a raw key (no
+    /// PBKDF2) and the vault's cipher settings. The only place the key meets SQLite.
+    pub(crate) fn key_connection(&self, conn: &rusqlite::Connection, cipher: &CipherSettings) -> Result<()> {
+        let lit = self.sqlcipher_literal();
+        // SAFETY: `conn.handle()` is a valid open connection; the key buffer outlives the call.
+        let rc = unsafe {
+            rusqlite::ffi::sqlite3_key_v2(conn.handle(), c"main".as_ptr(), lit.as_ptr().cast(), lit.len() as i32)
+        };
+        drop(lit);
+        if rc != rusqlite::ffi::SQLITE_OK {
+            return Err(Error::damaged(format!("SQLCipher refused the key (code {rc})")));
+        }
+        conn.execute_batch(&format!(
+            "PRAGMA cipher_page_size={ps}; PRAGMA cipher_hmac_algorithm={hmac}; PRAGMA cipher_kdf_algorithm=PBKDF2_HMAC_SHA512; \
+             PRAGMA cipher_memory_security=OFF;",
+            ps = cipher.page_size,
+            hmac = cipher.hmac.sqlcipher_name(),
+        ))?;
+        Ok(())
+    }
+
     /// The key as SQLCipher's raw-key literal `x'<64 hex>'`, so its PBKDF2 never runs.
-    pub(crate) fn sqlcipher_literal(&self) -> Zeroizing<Vec<u8>> {
+    fn sqlcipher_literal(&self) -> Zeroizing<Vec<u8>> {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut s = Zeroizing::new(Vec::with_capacity(67));
         s.extend_from_slice(b"x'");
@@ -74,11 +97,14 @@ impl Clone for MasterKey {
 
 /// A secret that unlocks one key slot.
 pub enum Secret {
+    /// A passphrase, stretched with Argon2id.
     Passphrase(Zeroizing<String>),
+    /// A raw 32-byte key (a key file's content).
     KeyFile(Zeroizing<[u8; 32]>),
 }
 
 impl Secret {
+    /// A passphrase secret.
     pub fn passphrase(p: impl Into<String>) -> Self {
         Secret::Passphrase(Zeroizing::new(p.into()))
     }
@@ -128,7 +154,9 @@ pub fn generate_key_file(path: &Path) -> Result<()> {
 pub struct KdfParams {
     /// Memory in KiB.
     pub memory_kib: u32,
+    /// Argon2id passes.
     pub iterations: u32,
+    /// Argon2id lanes.
     pub parallelism: u32,
 }
 
@@ -159,10 +187,13 @@ impl KdfParams {
     }
 }
 
+/// What kind of secret a key slot takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SlotKind {
+    /// A passphrase (Argon2id).
     Passphrase,
+    /// A 32-byte key file.
     KeyFile,
 }
 
@@ -179,27 +210,36 @@ struct Slot {
 /// Public description of a slot (no secret material).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SlotInfo {
+    /// Slot number (as `key rm` takes it).
     pub index: usize,
+    /// Passphrase or key file.
     pub kind: SlotKind,
+    /// KDF cost of a passphrase slot.
     pub kdf: Option<KdfParams>,
 }
 
 /// Cipher settings SQLCipher needs before it can read page 1; kept in the header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct CipherSettings {
+    /// SQLCipher page size in bytes.
     pub page_size: u32,
+    /// SQLCipher page HMAC.
     pub hmac: HmacAlgorithm,
 }
 
+/// The HMAC SQLCipher authenticates each page with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum HmacAlgorithm {
+    /// HMAC-SHA256.
     #[serde(rename = "HMAC_SHA256")]
     Sha256,
+    /// HMAC-SHA512.
     #[serde(rename = "HMAC_SHA512")]
     Sha512,
 }
 
 impl HmacAlgorithm {
+    /// The name `PRAGMA cipher_hmac_algorithm` takes.
     pub fn sqlcipher_name(self) -> &'static str {
         match self {
             HmacAlgorithm::Sha256 => "HMAC_SHA256",
@@ -224,8 +264,11 @@ impl HmacAlgorithm {
 /// The decoded vault header.
 #[derive(Clone)]
 pub struct Header {
+    /// Header format version.
     pub version: u32,
+    /// Bumped at every rewrite; the newest valid copy wins.
     pub generation: u64,
+    /// Page size and HMAC of the database.
     pub cipher: CipherSettings,
     slots: Vec<Option<Slot>>,
 }
@@ -285,6 +328,7 @@ impl Header {
         Ok(())
     }
 
+    /// The slots in use, for `info` and `key ls`.
     pub fn slot_infos(&self) -> Vec<SlotInfo> {
         self.slots
             .iter()

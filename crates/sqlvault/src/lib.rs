@@ -24,33 +24,41 @@
 //! # Ok::<(), sqlvault::Error>(())
 //! ```
 
+#![warn(missing_docs)]
+
 mod error;
 mod fs;
-pub mod fsck;
-pub mod keys;
+mod fsck;
+mod keys;
 mod meta;
 mod snapshot;
 mod storage;
 mod vault;
 
-pub use meta::{records, tags};
-
 pub use error::{Error, ErrorKind, Result};
-pub use fs::handle::{to_io, FileHandle, FileOptions};
-pub use fs::path::{join as join_path, VaultPath};
-pub use fs::tree::{check_name, Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
+pub use fs::handle::{FileHandle, FileOptions};
+pub use fs::path::{check_name, join as join_path, VaultPath};
+pub use fs::tree::{Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
 pub use fsck::FsckReport;
-pub use keys::{generate_key_file, HmacAlgorithm, KdfParams, Secret, SlotKind};
-pub use meta::records::KeyRange;
+pub use keys::{generate_key_file, CipherSettings, HmacAlgorithm, KdfParams, Secret, SlotInfo, SlotKind};
+pub use meta::records::{prefix_range, KeyRange};
 pub use meta::tags::{Condition, Found, Op, Query, TagValue};
 pub use meta::xattr::XattrMode;
 pub use snapshot::{RestoreSummary, SnapshotId, SnapshotInfo};
 pub use storage::commit::CommitStats;
 pub use storage::compact::CompactReport;
 pub use storage::engine::{Durability, EngineConfig};
+#[cfg(feature = "io-counts")]
 pub use storage::vfs::{io_counts, IoCounts};
 pub use vault::bulk::{is_interrupted, Interrupt, RemoveSummary};
-pub use vault::import::{FileStamp, PART_PREFIX};
+pub use vault::import::PART_PREFIX;
 pub use vault::metadata::{RecordScan, Records};
 pub use vault::transaction::{Tx, TxRecords};
 pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
+
+/// Internals the benchmark suite times directly (feature `bench` only).
+#[cfg(feature = "bench")]
+#[doc(hidden)]
+pub mod bench {
+    pub use crate::keys::Header;
+}

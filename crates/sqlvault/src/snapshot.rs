@@ -29,70 +29,6 @@ use crate::fs::tree::{self, Attr, Entry, FileType, InodeId, RestoredNode, ATTR_C
 use crate::meta::tags::{self, TagValue};
 use crate::meta::xattr::{self, XattrMode};
 
-/// Schema migration that adds the snapshot tables (one self-contained batch; see
-/// `schema.rs` and `docs/format.md`).
-pub(crate) const MIGRATION: &str = "
-    -- One row per snapshot. AUTOINCREMENT: an id is never reused (the mount's node ids
-    -- of snapshot files are built from it).
-    CREATE TABLE snapshots(
-        id         INTEGER PRIMARY KEY AUTOINCREMENT,
-        name       TEXT    NOT NULL UNIQUE,
-        created_ns INTEGER NOT NULL
-    );
-    -- The frozen rows of inodes, dirents, file_chunks and xattrs, keyed by snapshot first.
-    CREATE TABLE snap_inodes(
-        snap     INTEGER NOT NULL,
-        ino      INTEGER NOT NULL,
-        mode     INTEGER NOT NULL,
-        uid      INTEGER NOT NULL,
-        gid      INTEGER NOT NULL,
-        size     INTEGER NOT NULL,
-        nlink    INTEGER NOT NULL,
-        atime_ns INTEGER NOT NULL,
-        mtime_ns INTEGER NOT NULL,
-        ctime_ns INTEGER NOT NULL,
-        target   BLOB,
-        PRIMARY KEY(snap, ino)
-    ) WITHOUT ROWID;
-    CREATE TABLE snap_dirents(
-        snap   INTEGER NOT NULL,
-        parent INTEGER NOT NULL,
-        name   BLOB    NOT NULL,
-        ino    INTEGER NOT NULL,
-        PRIMARY KEY(snap, parent, name)
-    ) WITHOUT ROWID;
-    -- Each row holds one reference on its chunk (counted in chunks.refs).
-    CREATE TABLE snap_chunks(
-        snap  INTEGER NOT NULL,
-        ino   INTEGER NOT NULL,
-        idx   INTEGER NOT NULL,
-        chunk INTEGER NOT NULL,
-        PRIMARY KEY(snap, ino, idx)
-    ) WITHOUT ROWID;
-    CREATE INDEX snap_chunks_by_chunk ON snap_chunks(chunk);
-    -- Owned by chunks.rs: snapshot references per chunk (= snap_chunks rows naming it),
-    -- kept out of the chunks rows so that a snapshot does not rewrite their pages.
-    CREATE TABLE chunk_holds(
-        chunk INTEGER PRIMARY KEY,
-        n     INTEGER NOT NULL
-    );
-    -- Tags (tags.rs) as they were, storage class of name and value kept.
-    CREATE TABLE snap_tags(
-        snap  INTEGER NOT NULL,
-        ino   INTEGER NOT NULL,
-        name  TEXT    NOT NULL,
-        value BLOB    NOT NULL,
-        PRIMARY KEY(snap, ino, name)
-    ) WITHOUT ROWID;
-    CREATE TABLE snap_xattrs(
-        snap  INTEGER NOT NULL,
-        ino   INTEGER NOT NULL,
-        name  BLOB    NOT NULL,
-        value BLOB    NOT NULL,
-        PRIMARY KEY(snap, ino, name)
-    ) WITHOUT ROWID;
-";
-
 /// Id of a snapshot (never reused).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct SnapshotId(pub u64);
@@ -106,11 +42,17 @@ impl SnapshotId {
 /// A snapshot with its sizes, for `sqlvault snapshots`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct SnapshotInfo {
+    /// Snapshot id.
     pub id: SnapshotId,
+    /// Snapshot name.
     pub name: String,
+    /// Creation time, ns since the epoch.
     pub created_ns: i64,
+    /// Regular files in it.
     pub files: u64,
+    /// Directories in it.
     pub directories: u64,
+    /// Symbolic links in it.
     pub symlinks: u64,
     /// Sum of the sizes of its regular files.
     pub logical_bytes: u64,
@@ -120,7 +62,7 @@ pub struct SnapshotInfo {
 
 /// Checks a snapshot name: a valid file name (it is a directory in the mount).
 pub fn check_name(name: &str) -> Result<()> {
-    tree::check_name(name.as_bytes()).map_err(|_| Error::InvalidArgument {
+    crate::fs::path::check_name(name.as_bytes()).map_err(|_| Error::InvalidArgument {
         what: format!("snapshot name {name:?} (1..255 bytes, no '/', not '.' or '..')"),
     })
 }
@@ -428,9 +370,13 @@ pub enum Dest<'a> {
 /// What a restore brought back.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RestoreSummary {
+    /// Files restored.
     pub files: u64,
+    /// Directories restored.
     pub directories: u64,
+    /// Symbolic links restored.
     pub symlinks: u64,
+    /// Bytes of file content restored (shared, not copied).
     pub bytes: u64,
 }
 

@@ -4,7 +4,7 @@
 
 mod common;
 use common::*;
-use sqlvault::{FileOptions, FileStamp, FileType, Interrupt, TagValue, Vault};
+use sqlvault::{FileOptions, FileType, Interrupt, SetAttr, TagValue, Vault};
 
 fn clean(v: &Vault) {
     let r = v.fsck().unwrap();
@@ -92,12 +92,13 @@ fn an_interrupted_removal_or_restore_changes_nothing() {
 fn replace_file_is_atomic_and_sets_mode_and_times() {
     let (_t, v) = TestVault::new(4096);
     v.create_dir("/d", 0o755).unwrap();
-    let stamp = FileStamp { perm: 0o640, atime_ns: 1_000, mtime_ns: 2_000_000_000 };
+    let stamp =
+        SetAttr { perm: Some(0o640), atime_ns: Some(1_000), mtime_ns: Some(2_000_000_000), ..Default::default() };
     // Small (one transaction) and large (temporary name, then rename).
     for (name, len) in [("small", 10_000usize), ("large", 20 << 20)] {
         let path = format!("/d/{name}");
         let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
-        v.replace_file(&path, len as u64, data.as_slice(), stamp, &Interrupt::new(), &mut |_| {}).unwrap();
+        v.replace_file(&path, len as u64, data.as_slice(), &stamp, &Interrupt::new(), &mut |_| {}).unwrap();
         let a = v.metadata(&path).unwrap();
         assert_eq!((a.kind, a.perm, a.mtime_ns, a.size), (FileType::File, 0o640, 2_000_000_000, len as u64));
         assert_eq!(v.read_file(&path).unwrap(), data);
@@ -105,7 +106,7 @@ fn replace_file_is_atomic_and_sets_mode_and_times() {
         let stop = Interrupt::new();
         stop.trigger();
         let other = vec![1u8; len];
-        let e = v.replace_file(&path, len as u64, other.as_slice(), stamp, &stop, &mut |_| {}).unwrap_err();
+        let e = v.replace_file(&path, len as u64, other.as_slice(), &stamp, &stop, &mut |_| {}).unwrap_err();
         assert!(sqlvault::is_interrupted(&e), "{e}");
         assert_eq!(v.read_file(&path).unwrap(), data);
     }

@@ -1,10 +1,9 @@
-//! Test-only stand-in for `sqlvault mount VAULT MOUNTPOINT [options]`: compiles the
-//! CLI's `mount.rs` verbatim, so the integration tests run the real mount command as
-//! a separate process (the crash test SIGKILLs it) without depending on the rest of
-//! the CLI. The passphrase comes from `SQLVAULT_PASSPHRASE`; exit codes: 0 ok, 1 error.
+//! Test-only stand-in for `sqlvault mount VAULT MOUNTPOINT [options]`: runs the same
+//! `sqlvault_fuse::command` the CLI runs, so the integration tests run the real mount
+//! command as a separate process (the crash test SIGKILLs it) without depending on
+//! the rest of the CLI. The passphrase comes from `SQLVAULT_PASSPHRASE`; exit codes: 0 ok, 1 error.
 
-#[path = "../../../sqlvault-cli/src/mount.rs"]
-mod mount;
+use sqlvault_fuse::command as mount;
 
 use clap::Parser;
 

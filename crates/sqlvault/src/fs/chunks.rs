@@ -164,6 +164,13 @@ pub fn adopt(conn: &Connection, ino: i64, idx: u64, id: ChunkId) -> Result<()> {
     Ok(())
 }
 
+/// Number of stored chunks and their bytes (holes are not stored).
+pub fn totals(conn: &Connection) -> Result<(u64, u64)> {
+    let (n, bytes): (i64, i64) =
+        conn.query_row("SELECT count(*), coalesce(sum(len), 0) FROM chunks", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok((n as u64, bytes as u64))
+}
+
 /// Reads a chunk's bytes and checks them against the chunk's hash.
 ///
 /// The check is not optional: when a page fails SQLCipher's authentication, SQLCipher

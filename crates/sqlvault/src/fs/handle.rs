@@ -23,15 +23,15 @@
 //! (ARCHITECTURE.md, "Limits"). Chunk bytes are never trusted without their hash:
 //! the view holds bytes that `chunks::read` verified.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::fs::chunks::{self, ChunkId};
-use crate::fs::tree::{self, Attr, InodeId};
-use crate::vault::Vault;
+use crate::fs::tree::{self, Attr, FileType, InodeId};
+use crate::storage::engine::Engine;
 
 /// The last chunk read: its id (a content hash) and bytes.
 type Cached = Option<(ChunkId, Arc<Vec<u8>>)>;
@@ -189,6 +189,142 @@ impl ContentState {
     }
 }
 
+/// The open files of one vault in this process: the engine they read and write
+/// through, the sizes that shape their buffers, and each open inode with its handle
+/// count. Handles hold it (not the facade), so the write path goes handle -> engine.
+pub(crate) struct Files {
+    pub engine: Engine,
+    pub chunk_size: u32,
+    /// Buffered bytes per inode above which a write commits them.
+    pub max_dirty_bytes: u64,
+    open: Mutex<HashMap<InodeId, (Arc<OpenInode>, usize)>>,
+}
+
+impl Files {
+    pub fn new(engine: Engine, chunk_size: u32) -> Files {
+        // A flush must fit the writer's page cache: a transaction larger than the cache
+        // spills pages to the WAL mid-way, and SQLite then re-reads and re-checksums
+        // the rest of the transaction's WAL at commit (measured on a 64 MiB write with
+        // a 16 MiB cache: 3,691 WAL reads and 3,663 extra WAL writes for 8,437 frames;
+        // none with the transaction inside the cache). Half the cache, 4 chunks to 32 MiB.
+        let max_dirty_bytes = (engine.cache_bytes() / 2).min(32 << 20).max(4 * chunk_size as u64);
+        Files { engine, chunk_size, max_dirty_bytes, open: Mutex::new(HashMap::new()) }
+    }
+
+    /// Whether `ino` has a handle open in this process (true if unknown: a poisoned
+    /// registry must not let an open file be purged).
+    pub fn is_open(&self, ino: InodeId) -> bool {
+        self.open.lock().map(|m| m.contains_key(&ino)).unwrap_or(true)
+    }
+
+    /// Every inode with a handle open in this process.
+    pub fn open_inodes(&self) -> Result<Vec<InodeId>> {
+        Ok(self.open.lock().map_err(|_| Error::poisoned())?.keys().copied().collect())
+    }
+
+    /// Registers one more handle of `ino`.
+    pub fn acquire(&self, ino: InodeId) -> Result<Arc<OpenInode>> {
+        let mut m = self.open.lock().map_err(|_| Error::poisoned())?;
+        let e = m.entry(ino).or_insert_with(|| (Arc::new(OpenInode::new(ino)), 0));
+        e.1 += 1;
+        Ok(e.0.clone())
+    }
+
+    /// Called when a handle closes; purges the inode if it was its last handle and
+    /// its last name is gone.
+    pub fn release(&self, node: &Arc<OpenInode>) -> Result<()> {
+        let last = {
+            let mut m = self.open.lock().map_err(|_| Error::poisoned())?;
+            match m.get_mut(&node.ino) {
+                Some(e) if e.1 > 1 => {
+                    e.1 -= 1;
+                    false
+                }
+                Some(_) => {
+                    m.remove(&node.ino);
+                    true
+                }
+                None => false,
+            }
+        };
+        if last && !self.engine.is_read_only() {
+            let ino = node.ino;
+            // Under the writer lock: an open of the same inode since we dropped it from
+            // `open` (it registers under this lock too) keeps the inode alive. Most
+            // closes find the file still linked; they check without a transaction (an
+            // unlink after this sees the inode closed and purges it itself), so closing
+            // costs no commit.
+            let unlinked = |c: &rusqlite::Connection| -> Result<bool> {
+                Ok(matches!(tree::get(c, ino)?, Some(a) if a.nlink == 0) && !self.is_open(ino))
+            };
+            if self.engine.serialized(unlinked)? {
+                self.engine.write(|tx| if unlinked(tx)? { tree::purge(tx, ino) } else { Ok(()) })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Attributes of `ino`, including the size of writes still buffered in this process.
+    ///
+    /// For a file open here, the stored attributes are read under the file's state lock
+    /// (the lock a commit of its buffers holds), so a `stat` racing a flush sees the
+    /// size before or after it, never an older stored size without the buffers.
+    pub fn attr(&self, ino: InodeId) -> Result<Attr> {
+        let node = self.open.lock().map_err(|_| Error::poisoned())?.get(&ino).map(|e| e.0.clone());
+        match node {
+            Some(node) => node.attr(self),
+            None => self.engine.read(|c| tree::attr(c, ino)),
+        }
+    }
+
+    /// Opens the file `ino`.
+    ///
+    /// Checking the inode and registering the handle run under the writer lock
+    /// ([`Engine::serialized`]), the lock every unlink and rename runs under: an unlink
+    /// either came first (the open fails with `NotFound`) or comes after and sees the
+    /// file open (it keeps the inode as an orphan until the last handle closes).
+    pub fn open(self: &Arc<Self>, ino: InodeId, opts: &FileOptions) -> Result<FileHandle> {
+        if (opts.write || opts.append || opts.truncate) && self.engine.is_read_only() {
+            return Err(Error::ReadOnly);
+        }
+        let node = self.engine.serialized(|c| {
+            match tree::attr(c, ino)?.kind {
+                FileType::Dir => return Err(Error::IsADirectory { path: format!("inode {}", ino.0) }),
+                FileType::Symlink => {
+                    return Err(Error::InvalidArgument { what: "cannot open a symbolic link's content".into() })
+                }
+                FileType::File => {}
+            }
+            self.acquire(ino)
+        })?;
+        // Close-to-open: this handle's first read sees what was committed before now.
+        node.forget_view();
+        let handle = FileHandle::new(self.clone(), node, opts);
+        if opts.truncate && (opts.write || opts.append) {
+            handle.set_len(0)?;
+        }
+        Ok(handle)
+    }
+
+    /// Truncates or extends `ino` (a regular file) to `size`, through its open state
+    /// if it has one here, so buffered writes and the new size agree.
+    pub fn set_len(&self, ino: InodeId, size: u64) -> Result<()> {
+        let node = self.acquire(ino)?;
+        let r = node.set_len(self, size);
+        let released = self.release(&node);
+        r.and(released)
+    }
+
+    /// Commits the buffered writes of every file open in this process.
+    pub fn flush_all(&self) -> Result<()> {
+        let nodes: Vec<_> = self.open.lock().map_err(|_| Error::poisoned())?.values().map(|(n, _)| n.clone()).collect();
+        for n in nodes {
+            n.flush(self)?;
+        }
+        Ok(())
+    }
+}
+
 /// State of one inode that has open handles in this process.
 pub(crate) struct OpenInode {
     pub ino: InodeId,
@@ -223,10 +359,10 @@ impl OpenInode {
 
     /// Stored attributes with buffered size and mtime laid over them, read under the
     /// state lock so a concurrent flush cannot slip between the two.
-    pub fn attr(&self, vault: &Vault) -> Result<Attr> {
+    pub fn attr(&self, files: &Files) -> Result<Attr> {
         let st = self.lock()?;
         let ino = self.ino;
-        let mut a = vault.engine().read(|c| tree::attr(c, ino))?;
+        let mut a = files.engine.read(|c| tree::attr(c, ino))?;
         if let Some(mtime_ns) = st.modified_ns {
             a.size = st.size;
             a.mtime_ns = mtime_ns;
@@ -235,12 +371,12 @@ impl OpenInode {
         Ok(a)
     }
 
-    fn current_size(&self, vault: &Vault, st: &ContentState) -> Result<u64> {
+    fn current_size(&self, files: &Files, st: &ContentState) -> Result<u64> {
         if st.dirty() {
             return Ok(st.size);
         }
         let ino = self.ino;
-        Ok(vault.engine().read(|c| tree::attr(c, ino))?.size)
+        Ok(files.engine.read(|c| tree::attr(c, ino))?.size)
     }
 
     /// Reads at `offset`. Reads inside the chunk of the last lookup are copied from the
@@ -249,11 +385,11 @@ impl OpenInode {
     /// it, so reads of one file from several threads (the kernel's readahead through a
     /// threaded mount) run in parallel. A read that races a write returns the data from
     /// before or after it, chunk by chunk.
-    pub fn read_at(&self, vault: &Vault, offset: u64, buf: &mut [u8]) -> Result<usize> {
+    pub fn read_at(&self, files: &Files, offset: u64, buf: &mut [u8]) -> Result<usize> {
         if buf.is_empty() {
             return Ok(0);
         }
-        let cs = vault.chunk_size() as u64;
+        let cs = files.chunk_size as u64;
         let started = Instant::now();
         // (chunk index, offset within it, length, offset in `buf`) still to read, when
         // the size is known here (writes are buffered); else planned in the lookup.
@@ -283,11 +419,11 @@ impl OpenInode {
         let ino = self.ino.0 as i64;
         let est_chunks = known.as_ref().map_or(buf.len().div_ceil(cs as usize) + 1, |(_, s)| s.len());
         // Large reads are split over spare CPUs: decryption is the cost of a read.
-        let parts = vault.engine().spare_readers(est_chunks / PARALLEL_READ_CHUNKS);
+        let parts = files.engine.spare_readers(est_chunks / PARALLEL_READ_CHUNKS);
         if parts <= 1 {
             // One read transaction: the size (if not buffered), the map entries, the chunks.
             let mut last = cached;
-            let (want, fetched, seen, size) = vault.engine().read(|conn| {
+            let (want, fetched, seen, size) = files.engine.read(|conn| {
                 let (want, stored, size) = match &known {
                     Some((want, stored)) => (*want, stored.clone(), None),
                     None => {
@@ -313,7 +449,7 @@ impl OpenInode {
         let (want, stored) = match known {
             Some(k) => k,
             None => {
-                let size = vault.engine().read(|c| tree::attr(c, self.ino))?.size;
+                let size = files.engine.read(|c| tree::attr(c, self.ino))?.size;
                 plan(offset, buf.len(), size, cs)
             }
         };
@@ -340,7 +476,7 @@ impl OpenInode {
                     let mut last = cached.clone();
                     s.spawn(move || {
                         let (fetched, _) =
-                            vault.engine().read(|conn| fetch(conn, ino, group, region, first, &mut last))?;
+                            files.engine.read(|conn| fetch(conn, ino, group, region, first, &mut last))?;
                         Ok((fetched, last))
                     })
                 })
@@ -372,7 +508,7 @@ impl OpenInode {
         Ok(want)
     }
 
-    pub fn write_at(&self, vault: &Vault, offset: u64, data: &[u8]) -> Result<usize> {
+    pub fn write_at(&self, files: &Files, offset: u64, data: &[u8]) -> Result<usize> {
         if data.is_empty() {
             return Ok(0);
         }
@@ -380,10 +516,10 @@ impl OpenInode {
             .checked_add(data.len() as u64)
             .filter(|e| *e <= i64::MAX as u64)
             .ok_or_else(|| Error::InvalidArgument { what: "write beyond the largest file size".into() })?;
-        let cs = vault.chunk_size() as u64;
+        let cs = files.chunk_size as u64;
         let mut st = self.lock()?;
         if !st.dirty() {
-            st.size = self.current_size(vault, &st)?;
+            st.size = self.current_size(files, &st)?;
         }
         let mut done = 0usize;
         while done < data.len() {
@@ -396,7 +532,7 @@ impl OpenInode {
                 let buf = if whole || idx * cs >= st.size {
                     vec![0u8; cs as usize]
                 } else {
-                    self.load_chunk(vault, idx, cs as usize)?
+                    self.load_chunk(files, idx, cs as usize)?
                 };
                 st.buffers.insert(idx, buf);
             }
@@ -407,15 +543,15 @@ impl OpenInode {
         }
         st.size = st.size.max(offset + data.len() as u64);
         st.modified_ns = Some(tree::now_ns());
-        if st.buffers.len() as u64 * cs > vault.max_dirty_bytes() {
-            self.flush_locked(vault, &mut st)?;
+        if st.buffers.len() as u64 * cs > files.max_dirty_bytes {
+            self.flush_locked(files, &mut st)?;
         }
         Ok(data.len())
     }
 
-    fn load_chunk(&self, vault: &Vault, idx: u64, cs: usize) -> Result<Vec<u8>> {
+    fn load_chunk(&self, files: &Files, idx: u64, cs: usize) -> Result<Vec<u8>> {
         let ino = self.ino.0 as i64;
-        let mut buf = vault.engine().read(|c| match chunks::mapped(c, ino, idx)? {
+        let mut buf = files.engine.read(|c| match chunks::mapped(c, ino, idx)? {
             Some(id) => chunks::read(c, id),
             None => Ok(Vec::new()),
         })?;
@@ -423,19 +559,19 @@ impl OpenInode {
         Ok(buf)
     }
 
-    pub fn flush(&self, vault: &Vault) -> Result<()> {
+    pub fn flush(&self, files: &Files) -> Result<()> {
         let mut st = self.lock()?;
-        self.flush_locked(vault, &mut st)
+        self.flush_locked(files, &mut st)
     }
 
-    fn flush_locked(&self, vault: &Vault, st: &mut ContentState) -> Result<()> {
+    fn flush_locked(&self, files: &Files, st: &mut ContentState) -> Result<()> {
         let Some(mtime) = st.modified_ns else { return Ok(()) };
         // The stored size and chunk map change (or may have, if the commit fails).
         st.drop_view();
-        let cs = vault.chunk_size() as u64;
+        let cs = files.chunk_size as u64;
         let size = st.size;
         let ino = self.ino;
-        vault.engine().write(|tx| {
+        files.engine.write(|tx| {
             for (idx, buf) in &st.buffers {
                 let start = idx * cs;
                 if start >= size {
@@ -452,16 +588,16 @@ impl OpenInode {
     }
 
     /// Truncates or extends the file to `new_size` (holes read as zeros).
-    pub fn set_len(&self, vault: &Vault, new_size: u64) -> Result<()> {
+    pub fn set_len(&self, files: &Files, new_size: u64) -> Result<()> {
         if new_size > i64::MAX as u64 {
             return Err(Error::InvalidArgument { what: "size beyond the largest file size".into() });
         }
-        let cs = vault.chunk_size() as u64;
+        let cs = files.chunk_size as u64;
         let mut st = self.lock()?;
-        self.flush_locked(vault, &mut st)?;
+        self.flush_locked(files, &mut st)?;
         st.drop_view();
         let ino = self.ino;
-        vault.engine().write(|tx| {
+        files.engine.write(|tx| {
             let old = tree::attr(tx, ino)?.size;
             if new_size < old {
                 chunks::truncate(tx, ino.0 as i64, new_size.div_ceil(cs))?;
@@ -487,44 +623,58 @@ impl OpenInode {
 /// Options for [`Vault::open_file`], in the manner of `std::fs::OpenOptions`.
 #[derive(Debug, Clone, Default)]
 pub struct FileOptions {
+    /// Open for reading.
     pub read: bool,
+    /// Open for writing (at the cursor, or positionally).
     pub write: bool,
+    /// Every write goes to the end of the file.
     pub append: bool,
+    /// Truncate to zero length when opened for writing.
     pub truncate: bool,
+    /// Create the file if it does not exist.
     pub create: bool,
+    /// Create the file; fail with `AlreadyExists` if it exists.
     pub create_new: bool,
     /// Permission bits for a created file (default 0o644).
     pub perm: Option<u32>,
 }
 
 impl FileOptions {
+    /// Options with everything off (then set what you need).
     pub fn new() -> Self {
         Self::default()
     }
+    /// Sets read access.
     pub fn read(mut self, v: bool) -> Self {
         self.read = v;
         self
     }
+    /// Sets write access.
     pub fn write(mut self, v: bool) -> Self {
         self.write = v;
         self
     }
+    /// Sets append mode.
     pub fn append(mut self, v: bool) -> Self {
         self.append = v;
         self
     }
+    /// Sets truncation on open.
     pub fn truncate(mut self, v: bool) -> Self {
         self.truncate = v;
         self
     }
+    /// Creates the file if missing.
     pub fn create(mut self, v: bool) -> Self {
         self.create = v;
         self
     }
+    /// Creates the file, failing if it exists.
     pub fn create_new(mut self, v: bool) -> Self {
         self.create_new = v;
         self
     }
+    /// Permission bits of a file this open creates (default 0644).
     pub fn perm(mut self, mode: u32) -> Self {
         self.perm = Some(mode);
         self
@@ -538,7 +688,7 @@ impl FileOptions {
 /// the buffer limit is reached. Dropping a handle flushes too, but only `close` reports
 /// a failure to do so.
 pub struct FileHandle {
-    vault: Vault,
+    files: Arc<Files>,
     node: Arc<OpenInode>,
     pos: u64,
     readable: bool,
@@ -548,9 +698,9 @@ pub struct FileHandle {
 }
 
 impl FileHandle {
-    pub(crate) fn new(vault: Vault, node: Arc<OpenInode>, opts: &FileOptions) -> Self {
+    fn new(files: Arc<Files>, node: Arc<OpenInode>, opts: &FileOptions) -> Self {
         FileHandle {
-            vault,
+            files,
             node,
             pos: 0,
             readable: opts.read || !(opts.write || opts.append),
@@ -560,6 +710,7 @@ impl FileHandle {
         }
     }
 
+    /// The inode of the open file.
     pub fn ino(&self) -> InodeId {
         self.node.ino
     }
@@ -569,7 +720,7 @@ impl FileHandle {
         if !self.readable {
             return Err(Error::InvalidArgument { what: "file is not open for reading".into() });
         }
-        self.node.read_at(&self.vault, offset, buf)
+        self.node.read_at(&self.files, offset, buf)
     }
 
     /// Writes at `offset` without moving the cursor.
@@ -577,30 +728,31 @@ impl FileHandle {
         if !self.writable {
             return Err(Error::InvalidArgument { what: "file is not open for writing".into() });
         }
-        self.node.write_at(&self.vault, offset, data)
+        self.node.write_at(&self.files, offset, data)
     }
 
+    /// Truncates or extends the file to `size` (holes read as zeros).
     pub fn set_len(&self, size: u64) -> Result<()> {
         if !self.writable {
             return Err(Error::InvalidArgument { what: "file is not open for writing".into() });
         }
-        self.node.set_len(&self.vault, size)
+        self.node.set_len(&self.files, size)
     }
 
     /// Current attributes, including buffered size.
     pub fn metadata(&self) -> Result<Attr> {
-        self.vault.attr(self.node.ino)
+        self.files.attr(self.node.ino)
     }
 
     /// Commits buffered writes and makes them durable on disk.
     pub fn sync_all(&self) -> Result<()> {
-        self.node.flush(&self.vault)?;
-        self.vault.engine().sync()
+        self.node.flush(&self.files)?;
+        self.files.engine.sync()
     }
 
     /// Commits buffered writes (durable as the vault's durability setting says).
     pub fn commit(&self) -> Result<()> {
-        self.node.flush(&self.vault)
+        self.node.flush(&self.files)
     }
 
     /// Commits buffered writes and closes the handle, reporting any failure.
@@ -613,8 +765,8 @@ impl FileHandle {
             return Ok(());
         }
         self.closed = true;
-        let flushed = self.node.flush(&self.vault);
-        let released = self.vault.release_inode(&self.node);
+        let flushed = self.node.flush(&self.files);
+        let released = self.files.release(&self.node);
         flushed.and(released)
     }
 }
@@ -627,7 +779,7 @@ impl Drop for FileHandle {
 
 impl Read for FileHandle {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.read_at(self.pos, buf).map_err(to_io)?;
+        let n = self.read_at(self.pos, buf).map_err(io::Error::from)?;
         self.pos += n as u64;
         Ok(n)
     }
@@ -636,16 +788,20 @@ impl Read for FileHandle {
 impl Write for FileHandle {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if self.append {
-            self.pos =
-                self.node.buffered_size().map(Ok).unwrap_or_else(|| self.metadata().map(|a| a.size)).map_err(to_io)?;
+            self.pos = self
+                .node
+                .buffered_size()
+                .map(Ok)
+                .unwrap_or_else(|| self.metadata().map(|a| a.size))
+                .map_err(io::Error::from)?;
         }
-        let n = self.write_at(self.pos, buf).map_err(to_io)?;
+        let n = self.write_at(self.pos, buf).map_err(io::Error::from)?;
         self.pos += n as u64;
         Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.commit().map_err(to_io)
+        self.commit().map_err(io::Error::from)
     }
 }
 
@@ -655,17 +811,11 @@ impl Seek for FileHandle {
             SeekFrom::Start(p) => Some(p),
             SeekFrom::Current(d) => self.pos.checked_add_signed(d),
             SeekFrom::End(d) => {
-                let size = self.metadata().map_err(to_io)?.size;
+                let size = self.metadata().map_err(io::Error::from)?.size;
                 size.checked_add_signed(d)
             }
         };
         self.pos = new.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before start of file"))?;
         Ok(self.pos)
     }
-}
-
-/// Carries the vault error inside an `io::Error` with the matching errno.
-pub fn to_io(e: Error) -> io::Error {
-    let errno = e.errno();
-    io::Error::new(io::Error::from_raw_os_error(errno).kind(), e)
 }

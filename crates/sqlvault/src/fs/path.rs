@@ -3,18 +3,39 @@
 //! A vault path is absolute (`/photos/a.jpg`); repeated slashes and `.` components are
 //! ignored; `..` is refused rather than resolved (a lexical `..` would disagree with
 //! symlinks, and refusing it makes escapes impossible by construction). Each name is
-//! checked by [`crate::fs::tree::check_name`].
+//! checked by [`check_name`].
 
 use crate::error::{Error, Result};
-use crate::fs::tree::check_name;
+
+/// Checks a single name: 1..=255 bytes, no `/` or NUL, not `.` or `..`.
+pub fn check_name(name: &[u8]) -> Result<()> {
+    if name.is_empty() || name == b"." || name == b".." {
+        return Err(Error::InvalidPath {
+            path: String::from_utf8_lossy(name).into_owned(),
+            reason: "empty, '.' or '..' is not a file name",
+        });
+    }
+    if name.len() > 255 {
+        return Err(Error::NameTooLong { path: String::from_utf8_lossy(name).into_owned() });
+    }
+    if name.contains(&b'/') || name.contains(&0) {
+        return Err(Error::InvalidPath {
+            path: String::from_utf8_lossy(name).into_owned(),
+            reason: "a name may not contain '/' or NUL",
+        });
+    }
+    Ok(())
+}
 
 /// A parsed, validated vault path: its names from the root down.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VaultPath<'a> {
+    /// The components, without empty ones.
     pub names: Vec<&'a [u8]>,
 }
 
 impl<'a> VaultPath<'a> {
+    /// Parses an absolute vault path (`/a/b`); `..` and names over 255 bytes are refused.
     pub fn parse(path: &'a str) -> Result<VaultPath<'a>> {
         if path.contains('\0') {
             return Err(Error::InvalidPath { path: path.escape_default().to_string(), reason: "contains NUL" });

@@ -12,6 +12,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::error::{Error, Result};
 use crate::fs::chunks;
+use crate::fs::path::check_name;
 use crate::storage::schema::ROOT_INO;
 
 /// Inode number. The root directory is [`InodeId::ROOT`].
@@ -19,6 +20,7 @@ use crate::storage::schema::ROOT_INO;
 pub struct InodeId(pub u64);
 
 impl InodeId {
+    /// The root directory.
     pub const ROOT: InodeId = InodeId(ROOT_INO as u64);
     fn sql(self) -> i64 {
         self.0 as i64
@@ -29,12 +31,16 @@ impl InodeId {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FileType {
+    /// A regular file.
     File,
+    /// A directory.
     Dir,
+    /// A symbolic link.
     Symlink,
 }
 
 impl FileType {
+    /// The type in an `st_mode`, if it is one a vault stores.
     pub fn from_mode(mode: u32) -> Option<FileType> {
         match mode & libc::S_IFMT {
             libc::S_IFREG => Some(FileType::File),
@@ -43,6 +49,7 @@ impl FileType {
             _ => None,
         }
     }
+    /// The `S_IF*` bits of this type.
     pub fn mode_bits(self) -> u32 {
         match self {
             FileType::File => libc::S_IFREG,
@@ -55,34 +62,51 @@ impl FileType {
 /// Attributes of one inode (what `stat` shows).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Attr {
+    /// Inode number.
     pub ino: InodeId,
+    /// Node type.
     pub kind: FileType,
     /// Permission bits (`0o7777` mask).
     pub perm: u32,
+    /// Owner user id.
     pub uid: u32,
+    /// Owner group id.
     pub gid: u32,
+    /// Size in bytes (a symlink: its target's length).
     pub size: u64,
+    /// Number of names (directories: 2 + subdirectories).
     pub nlink: u32,
+    /// Last access, ns since the epoch.
     pub atime_ns: i64,
+    /// Last content change, ns since the epoch.
     pub mtime_ns: i64,
+    /// Last change of content or attributes, ns since the epoch.
     pub ctime_ns: i64,
 }
 
 /// One directory entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
+    /// The entry's name (raw bytes).
     pub name: Vec<u8>,
+    /// The inode it names.
     pub ino: InodeId,
+    /// The inode's type.
     pub kind: FileType,
 }
 
 /// Which attributes to change; `None` leaves one as it is.
 #[derive(Debug, Clone, Default)]
 pub struct SetAttr {
+    /// New permission bits.
     pub perm: Option<u32>,
+    /// New owner.
     pub uid: Option<u32>,
+    /// New group.
     pub gid: Option<u32>,
+    /// New access time (ns).
     pub atime_ns: Option<i64>,
+    /// New modification time (ns).
     pub mtime_ns: Option<i64>,
 }
 
@@ -100,26 +124,37 @@ pub enum RenameMode {
 
 const MAX_LINKS: u32 = 65_000;
 
+/// Counts of each kind of node and the sum of file sizes, for `info`.
+pub struct Totals {
+    pub files: u64,
+    pub directories: u64,
+    pub symlinks: u64,
+    pub file_bytes: u64,
+}
+
+/// Counts the live tree's nodes by kind and sums file sizes.
+pub fn totals(conn: &Connection) -> Result<Totals> {
+    let mut t = Totals { files: 0, directories: 0, symlinks: 0, file_bytes: 0 };
+    let mut st = conn.prepare_cached("SELECT mode & ?1, count(*), coalesce(sum(size), 0) FROM inodes GROUP BY 1")?;
+    let mut rows = st.query([libc::S_IFMT])?;
+    while let Some(r) = rows.next()? {
+        let (kind, n, bytes): (u32, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+        match kind {
+            libc::S_IFREG => (t.files, t.file_bytes) = (n as u64, bytes as u64),
+            libc::S_IFDIR => t.directories = n as u64,
+            libc::S_IFLNK => t.symlinks = n as u64,
+            _ => {}
+        }
+    }
+    Ok(t)
+}
+
 pub fn now_ns() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
 }
 
 fn shown(name: &[u8]) -> String {
     String::from_utf8_lossy(name).into_owned()
-}
-
-/// Checks a single name: 1..=255 bytes, no `/` or NUL, not `.` or `..`.
-pub fn check_name(name: &[u8]) -> Result<()> {
-    if name.is_empty() || name == b"." || name == b".." {
-        return Err(Error::InvalidPath { path: shown(name), reason: "empty, '.' or '..' is not a file name" });
-    }
-    if name.len() > 255 {
-        return Err(Error::NameTooLong { path: shown(name) });
-    }
-    if name.contains(&b'/') || name.contains(&0) {
-        return Err(Error::InvalidPath { path: shown(name), reason: "a name may not contain '/' or NUL" });
-    }
-    Ok(())
 }
 
 /// The columns `attr_from_row` reads, shared by `inodes` and `snap_inodes`.
@@ -239,10 +274,15 @@ fn touch_dir(conn: &Connection, dir: InodeId, nlink_delta: i64, now: i64) -> Res
 
 /// What to create with [`create`].
 pub struct NewNode<'a> {
+    /// Node type.
     pub kind: FileType,
+    /// Permission bits.
     pub perm: u32,
+    /// Owner user id.
     pub uid: u32,
+    /// Owner group id.
     pub gid: u32,
+    /// Symlink target (symlinks only).
     pub target: Option<&'a [u8]>,
 }
 
@@ -390,8 +430,6 @@ fn drop_link(conn: &Connection, ino: InodeId, now: i64, is_open: &dyn Fn(InodeId
 /// Deletes an inode and its content (its last link is gone and no handle uses it).
 pub fn purge(conn: &Connection, ino: InodeId) -> Result<()> {
     chunks::truncate(conn, ino.sql(), 0)?;
-    crate::meta::xattr::remove_all(conn, ino)?;
-    crate::meta::tags::remove_all(conn, ino)?;
     conn.prepare_cached("DELETE FROM inodes WHERE ino = ?1")?.execute([ino.sql()])?;
     conn.prepare_cached("DELETE FROM orphans WHERE ino = ?1")?.execute([ino.sql()])?;
     Ok(())
@@ -419,8 +457,6 @@ pub fn rmdir(conn: &Connection, parent: InodeId, name: &[u8]) -> Result<()> {
         return Err(Error::DirectoryNotEmpty { path: shown(name) });
     }
     conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?.execute(params![parent.sql(), name])?;
-    crate::meta::xattr::remove_all(conn, ino)?;
-    crate::meta::tags::remove_all(conn, ino)?;
     conn.prepare_cached("DELETE FROM inodes WHERE ino = ?1")?.execute([ino.sql()])?;
     touch_dir(conn, parent, -1, now_ns())
 }
@@ -494,8 +530,6 @@ pub fn rename(
                     }
                     conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?
                         .execute(params![new_parent.sql(), new_name])?;
-                    crate::meta::xattr::remove_all(conn, dst)?;
-                    crate::meta::tags::remove_all(conn, dst)?;
                     conn.prepare_cached("DELETE FROM inodes WHERE ino = ?1")?.execute([dst.sql()])?;
                     touch_dir(conn, new_parent, -1, now)?;
                 }

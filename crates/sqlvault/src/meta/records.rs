@@ -189,6 +189,19 @@ pub fn collections(conn: &Connection) -> Result<Vec<(String, u64)>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// A value as a record's JSON bytes.
+pub(crate) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
+    serde_json::to_vec(value)
+        .map_err(|e| Error::InvalidArgument { what: format!("value cannot be written as JSON: {e}") })
+}
+
+/// A record's JSON bytes as a value of the expected shape.
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(key: &[u8], bytes: &[u8]) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|e| Error::InvalidArgument {
+        what: format!("record {:?} is not JSON of the expected shape: {e}", String::from_utf8_lossy(key)),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

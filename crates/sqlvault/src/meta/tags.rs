@@ -20,7 +20,7 @@
 //!   number of entries matching the scanned condition, not with the number of files.
 //!
 //! Every function runs inside the caller's transaction. Tags go away with their inode
-//! (the `tree` module calls [`remove_all`] wherever it deletes one); `fsck` checks that.
+//! (a trigger on `inodes`, see `storage/schema.rs`); `fsck` checks that.
 
 use std::collections::HashMap;
 
@@ -39,10 +39,13 @@ pub const MAX_VALUE: usize = 64 * 1024;
 /// A typed tag value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TagValue {
+    /// A 64-bit integer.
     Int(i64),
     /// A finite float (NaN and infinities are refused).
     Real(f64),
+    /// UTF-8 text.
     Text(String),
+    /// Raw bytes.
     Bytes(Vec<u8>),
 }
 
@@ -101,6 +104,12 @@ fn canonical_real(s: &str) -> Option<f64> {
 }
 
 impl TagValue {
+    /// Reads a value as `sqlvault tag NAME=VALUE` does: an integer or real when the
+    /// text is one, text otherwise; quotes (`'0400'`, `"400"`) force text.
+    pub fn parse(v: &str) -> TagValue {
+        parse_quoted(v)
+    }
+
     /// Types raw bytes as the mount does (see the module documentation): canonical
     /// integers and plain decimals become numbers, other UTF-8 text, the rest bytes.
     /// `to_xattr(from_xattr(b)) == b` for every `b`.
@@ -331,11 +340,17 @@ pub fn remove_all(conn: &Connection, ino: InodeId) -> Result<()> {
 pub enum Op {
     /// The tag is set, whatever its value.
     Exists,
+    /// Equal.
     Eq,
+    /// Not equal (the tag must be set).
     Ne,
+    /// Less than.
     Lt,
+    /// Less than or equal.
     Le,
+    /// Greater than.
     Gt,
+    /// Greater than or equal.
     Ge,
 }
 
@@ -359,12 +374,16 @@ impl Op {
 /// entry without the tag matches no condition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Condition {
+    /// Tag name.
     pub name: String,
+    /// Comparison.
     pub op: Op,
+    /// Value compared with (ignored by `Exists`).
     pub value: TagValue,
 }
 
 impl Condition {
+    /// A condition `name op value`.
     pub fn new(name: impl Into<String>, op: Op, value: impl Into<TagValue>) -> Condition {
         Condition { name: name.into(), op, value: value.into() }
     }
@@ -404,12 +423,14 @@ pub fn parse_quoted(v: &str) -> TagValue {
 /// condition (AND), optionally whose name matches a glob.
 #[derive(Debug, Clone, Default)]
 pub struct Query {
+    /// Conditions, all of which must hold.
     pub conditions: Vec<Condition>,
     /// SQLite `GLOB` pattern on the entry's own name (`*.jpg`, `IMG_[0-9]*`), case-sensitive.
     pub name_glob: Option<String>,
 }
 
 impl Query {
+    /// An empty query (add conditions before `find`).
     pub fn new() -> Query {
         Query::default()
     }
@@ -422,6 +443,7 @@ impl Query {
     pub fn parse_tag(self, s: &str) -> Result<Query> {
         Ok(self.tag(Condition::parse(s)?))
     }
+    /// Keeps only names matching the glob (`*.jpg`).
     pub fn name(mut self, glob: impl Into<String>) -> Query {
         self.name_glob = Some(glob.into());
         self
@@ -432,8 +454,11 @@ impl Query {
 /// links below it is reported once per name).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {
+    /// Path of the hit.
     pub path: String,
+    /// Its inode.
     pub ino: InodeId,
+    /// Its type.
     pub kind: FileType,
 }
 
@@ -566,6 +591,17 @@ impl DirPaths {
         }
         Ok(top)
     }
+}
+
+/// Sets tags given with `str` names on `ino`.
+pub(crate) fn set_tags_ino<N: AsRef<str>>(conn: &Connection, ino: InodeId, tags: &[(N, TagValue)]) -> Result<()> {
+    let refs: Vec<(&[u8], &TagValue)> = tags.iter().map(|(n, v)| (n.as_ref().as_bytes(), v)).collect();
+    set(conn, ino, &refs)
+}
+
+/// Tags with their names as text (lossy for names that are not UTF-8).
+pub(crate) fn named(list: Vec<(Vec<u8>, TagValue)>) -> Vec<(String, TagValue)> {
+    list.into_iter().map(|(n, v)| (String::from_utf8_lossy(&n).into_owned(), v)).collect()
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! 255-byte names, 64 KiB values) and implements `XATTR_CREATE` / `XATTR_REPLACE`.
 //! Every function runs inside the caller's transaction. Changing an attribute updates
 //! the inode's ctime, as on a local file system. The rows of an inode go away with
-//! the inode ([`crate::fs::tree`] calls [`remove_all`] wherever it deletes one).
+//! the inode (a trigger on `inodes`, see `storage/schema.rs`).
 
 use rusqlite::{params, Connection, OptionalExtension};
 

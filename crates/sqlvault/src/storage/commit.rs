@@ -134,7 +134,7 @@ impl Writer {
         self.queued.fetch_add(1, Ordering::SeqCst);
         let g = self.state.lock();
         self.queued.fetch_sub(1, Ordering::SeqCst);
-        g.map_err(|_| poisoned())
+        g.map_err(|_| Error::poisoned())
     }
 
     /// Runs `f` in its own savepoint of the current batch transaction; returns once the
@@ -212,11 +212,11 @@ impl Writer {
         }
         // Someone queued behind us will finish the batch. Register as a sleeper while
         // still holding the writer lock, so the batch cannot finish unseen.
-        let mut o = self.outcomes.lock().map_err(|_| poisoned())?;
+        let mut o = self.outcomes.lock().map_err(|_| Error::poisoned())?;
         o.sleepers += 1;
         drop(g);
         while o.done < my {
-            o = self.finished.wait(o).map_err(|_| poisoned())?;
+            o = self.finished.wait(o).map_err(|_| Error::poisoned())?;
         }
         match o.failed.get_mut(&my) {
             Some((e, left)) => {
@@ -345,19 +345,10 @@ fn replay(e: &Error) -> Error {
         Error::Io { context, source } => {
             Error::Io { context: context.clone(), source: std::io::Error::new(source.kind(), source.to_string()) }
         }
-        Error::Sqlite(rusqlite::Error::SqliteFailure(code, msg)) => {
-            Error::Sqlite(rusqlite::Error::SqliteFailure(*code, msg.clone()))
-        }
+        Error::Database { message, code } => Error::Database { message: message.clone(), code: *code },
         other => {
             Error::Io { context: "the group commit failed".into(), source: std::io::Error::other(other.to_string()) }
         }
-    }
-}
-
-fn poisoned() -> Error {
-    Error::Io {
-        context: "internal lock poisoned by an earlier panic".into(),
-        source: std::io::Error::other("poisoned"),
     }
 }
 

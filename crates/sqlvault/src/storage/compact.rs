@@ -35,10 +35,15 @@ const FRAME_HEADER: u64 = 24;
 pub struct CompactReport {
     /// `true` when this run rebuilt the database with `VACUUM` (the first compaction).
     pub rebuilt: bool,
+    /// Database pages before.
     pub pages_before: u64,
+    /// Free pages before.
     pub free_pages_before: u64,
+    /// Database pages after.
     pub pages_after: u64,
+    /// Free pages after.
     pub free_pages_after: u64,
+    /// Bytes per page.
     pub page_size: u64,
 }
 

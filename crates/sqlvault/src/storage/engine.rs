@@ -51,9 +51,11 @@ pub enum Durability {
 pub struct EngineConfig {
     /// SQLite page cache per connection, in KiB.
     pub cache_kib: u32,
+    /// What a returned write survives (see README).
     pub durability: Durability,
     /// How long a writer waits for another process's lock before failing with `Busy`.
     pub busy_timeout: Duration,
+    /// Open without a writer; writes fail with `ReadOnly`.
     pub read_only: bool,
     /// Reader connections kept open for reuse.
     pub max_idle_readers: usize,
@@ -152,7 +154,7 @@ impl Engine {
             let conn = engine.connect(false)?;
             schema::check(&conn)?;
             codec_intact(&conn)?;
-            engine.readers.lock().map_err(|_| poisoned())?.push(conn);
+            engine.readers.lock().map_err(|_| Error::poisoned())?.push(conn);
         }
         Ok(engine)
     }
@@ -169,21 +171,7 @@ impl Engine {
         vfs::count_statements(unsafe { conn.handle() });
         // SQLCipher logs decryption failures to stderr; we report them as errors instead.
         conn.execute_batch("PRAGMA cipher_log_level = NONE")?;
-        let lit = self.key.sqlcipher_literal();
-        // SAFETY: `conn.handle()` is a valid open connection; the key buffer outlives the call.
-        let rc = unsafe {
-            rusqlite::ffi::sqlite3_key_v2(conn.handle(), c"main".as_ptr(), lit.as_ptr().cast(), lit.len() as i32)
-        };
-        drop(lit);
-        if rc != rusqlite::ffi::SQLITE_OK {
-            return Err(Error::damaged(format!("SQLCipher refused the key (code {rc})")));
-        }
-        conn.execute_batch(&format!(
-            "PRAGMA cipher_page_size={ps}; PRAGMA cipher_hmac_algorithm={hmac}; PRAGMA cipher_kdf_algorithm=PBKDF2_HMAC_SHA512; \
-             PRAGMA cipher_memory_security=OFF;",
-            ps = self.cipher.page_size,
-            hmac = self.cipher.hmac.sqlcipher_name(),
-        ))?;
+        self.key.key_connection(&conn, &self.cipher)?;
         conn.busy_timeout(self.config.busy_timeout)?;
         // First read of page 1: a wrong key or a tampered page fails here.
         conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get::<_, i64>(0))?;
@@ -244,7 +232,7 @@ impl Engine {
     /// every caller of that batch is told the real reason.
     fn writer_outcome<T>(&self, r: Result<T>) -> Result<T> {
         match r {
-            Err(Error::Sqlite(_) | Error::Io { .. })
+            Err(Error::Database { .. } | Error::Io { .. })
                 if self.writer_damaged.load(std::sync::atomic::Ordering::SeqCst) =>
             {
                 Err(writer_damage())
@@ -326,7 +314,7 @@ impl Engine {
     }
 
     fn take_reader(&self) -> Result<Connection> {
-        if let Some(c) = self.readers.lock().map_err(|_| poisoned())?.pop() {
+        if let Some(c) = self.readers.lock().map_err(|_| Error::poisoned())?.pop() {
             return Ok(c);
         }
         self.connect(false)
@@ -360,8 +348,7 @@ impl Engine {
             }
             let covered = writer.stats().commits;
             conn.execute_batch("PRAGMA synchronous=FULL")?;
-            let r = conn
-                .execute_batch("BEGIN IMMEDIATE; UPDATE meta SET value = value + 1 WHERE key = 'sync_count'; COMMIT;");
+            let r = conn.execute_batch(&format!("BEGIN IMMEDIATE; {}; COMMIT;", schema::SYNC_MARK));
             if r.is_err() {
                 let _ = conn.execute_batch("ROLLBACK");
             }
@@ -453,13 +440,6 @@ fn page_damage() -> Error {
 
 fn writer_damage() -> Error {
     Error::damaged("the writer met a database page that failed authentication (file tampered or truncated); reopen the vault after restoring it")
-}
-
-fn poisoned() -> Error {
-    Error::Io {
-        context: "internal lock poisoned by an earlier panic".into(),
-        source: std::io::Error::other("poisoned"),
-    }
 }
 
 impl Drop for Engine {

@@ -119,8 +119,76 @@ const MIGRATIONS: &[&str] = &[
     ) WITHOUT ROWID;
     ",
     // 3: snapshots (see snapshot.rs): frozen copies of the tree's rows, never of chunk
-    // data. One self-contained batch whose statements live in snapshot.rs.
-    crate::snapshot::MIGRATION,
+    // data.
+    "
+    -- One row per snapshot. AUTOINCREMENT: an id is never reused (the mount's node ids
+    -- of snapshot files are built from it).
+    CREATE TABLE snapshots(
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        name       TEXT    NOT NULL UNIQUE,
+        created_ns INTEGER NOT NULL
+    );
+    -- The frozen rows of inodes, dirents, file_chunks and xattrs, keyed by snapshot first.
+    CREATE TABLE snap_inodes(
+        snap     INTEGER NOT NULL,
+        ino      INTEGER NOT NULL,
+        mode     INTEGER NOT NULL,
+        uid      INTEGER NOT NULL,
+        gid      INTEGER NOT NULL,
+        size     INTEGER NOT NULL,
+        nlink    INTEGER NOT NULL,
+        atime_ns INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        ctime_ns INTEGER NOT NULL,
+        target   BLOB,
+        PRIMARY KEY(snap, ino)
+    ) WITHOUT ROWID;
+    CREATE TABLE snap_dirents(
+        snap   INTEGER NOT NULL,
+        parent INTEGER NOT NULL,
+        name   BLOB    NOT NULL,
+        ino    INTEGER NOT NULL,
+        PRIMARY KEY(snap, parent, name)
+    ) WITHOUT ROWID;
+    -- Each row holds one reference on its chunk (counted in chunks.refs).
+    CREATE TABLE snap_chunks(
+        snap  INTEGER NOT NULL,
+        ino   INTEGER NOT NULL,
+        idx   INTEGER NOT NULL,
+        chunk INTEGER NOT NULL,
+        PRIMARY KEY(snap, ino, idx)
+    ) WITHOUT ROWID;
+    CREATE INDEX snap_chunks_by_chunk ON snap_chunks(chunk);
+    -- Owned by chunks.rs: snapshot references per chunk (= snap_chunks rows naming it),
+    -- kept out of the chunks rows so that a snapshot does not rewrite their pages.
+    CREATE TABLE chunk_holds(
+        chunk INTEGER PRIMARY KEY,
+        n     INTEGER NOT NULL
+    );
+    -- Tags (tags.rs) as they were, storage class of name and value kept.
+    CREATE TABLE snap_tags(
+        snap  INTEGER NOT NULL,
+        ino   INTEGER NOT NULL,
+        name  TEXT    NOT NULL,
+        value BLOB    NOT NULL,
+        PRIMARY KEY(snap, ino, name)
+    ) WITHOUT ROWID;
+    CREATE TABLE snap_xattrs(
+        snap  INTEGER NOT NULL,
+        ino   INTEGER NOT NULL,
+        name  BLOB    NOT NULL,
+        value BLOB    NOT NULL,
+        PRIMARY KEY(snap, ino, name)
+    ) WITHOUT ROWID;
+",
+    // 4: tags and extended attributes die with their inode. The tree deletes inodes
+    // without knowing which layers above hang rows on them.
+    "
+    CREATE TRIGGER inodes_delete_tags_xattrs AFTER DELETE ON inodes BEGIN
+        DELETE FROM tags WHERE ino = OLD.ino;
+        DELETE FROM xattrs WHERE ino = OLD.ino;
+    END;
+    ",
 ];
 
 /// Creates the schema of a new vault (the connection's database must be empty).
@@ -148,7 +216,8 @@ pub fn initialize(conn: &Connection, chunk_size: u32, now_ns: i64, uid: u32, gid
     Ok(())
 }
 
-fn version(conn: &Connection) -> Result<i64> {
+/// The schema version of the open database.
+pub fn version(conn: &Connection) -> Result<i64> {
     Ok(conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
 }
 
@@ -172,6 +241,15 @@ pub fn check_and_migrate(conn: &mut Connection) -> Result<()> {
     }
     tx.commit()?;
     Ok(())
+}
+
+/// Marks a sync in `meta`: a write that forces a commit (and with `synchronous=FULL`,
+/// a WAL fsync) even when nothing else changed.
+pub const SYNC_MARK: &str = "UPDATE meta SET value = value + 1 WHERE key = 'sync_count'";
+
+/// Free pages in the database: what `compact` can give back.
+pub fn free_pages(conn: &Connection) -> Result<u64> {
+    Ok(conn.query_row("PRAGMA freelist_count", [], |r| r.get::<_, i64>(0))? as u64)
 }
 
 /// Reads an integer setting from `meta`.

@@ -16,7 +16,7 @@
 //! encrypted database anyway, and refusing keeps the offset arithmetic in one place.
 
 use std::cell::Cell;
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
 
 use rusqlite::ffi;
@@ -25,8 +25,7 @@ use rusqlite::ffi;
 pub const VFS_NAME: &str = "sqlvault";
 const VFS_NAME_C: &CStr = c"sqlvault";
 
-/// Bytes reserved at the start of the vault file for the key header.
-pub const HEADER_LEN: i64 = 8192;
+pub use crate::keys::HEADER_LEN;
 
 #[repr(C)]
 struct ShimFile {
@@ -57,15 +56,19 @@ enum FileKind {
 pub struct IoCounts {
     /// `xRead` calls on the main database file (pages read from it).
     pub db_reads: u64,
+    /// Bytes read from the main database file.
     pub db_read_bytes: u64,
     /// `xWrite` calls on the main database file (pages checkpointed into it).
     pub db_writes: u64,
+    /// Bytes written to the main database file.
     pub db_write_bytes: u64,
     /// `xRead` calls on the WAL (frame headers and pages).
     pub wal_reads: u64,
+    /// Bytes read from the WAL.
     pub wal_read_bytes: u64,
     /// `xWrite` calls on the WAL (frame headers and pages).
     pub wal_writes: u64,
+    /// Bytes written to the WAL.
     pub wal_write_bytes: u64,
     /// `xSync` calls on any file.
     pub syncs: u64,
@@ -73,6 +76,7 @@ pub struct IoCounts {
     pub statements: u64,
 }
 
+#[cfg_attr(not(feature = "io-counts"), allow(dead_code))]
 impl IoCounts {
     /// What happened between `earlier` and `self`.
     pub fn since(&self, earlier: &IoCounts) -> IoCounts {
@@ -99,6 +103,7 @@ thread_local! {
 }
 
 /// The calling thread's counters so far (see [`IoCounts`]).
+#[cfg(feature = "io-counts")]
 pub fn io_counts() -> IoCounts {
     COUNTS.with(|c| c.get())
 }
@@ -111,15 +116,26 @@ fn count(f: impl FnOnce(&mut IoCounts)) {
     });
 }
 
-/// Counts statements on `db` into the calling thread's [`IoCounts`].
+/// Counts statements on `db` into the calling thread's [`IoCounts`] (feature
+/// `io-counts`; without it, no trace hook is installed).
+#[cfg(feature = "io-counts")]
 pub fn count_statements(db: *mut ffi::sqlite3) {
     // SAFETY: `db` is an open connection; the callback has no state and outlives it.
     unsafe {
-        ffi::sqlite3_trace_v2(db, ffi::SQLITE_TRACE_STMT as c_uint, Some(on_statement), std::ptr::null_mut());
+        ffi::sqlite3_trace_v2(db, ffi::SQLITE_TRACE_STMT as std::ffi::c_uint, Some(on_statement), std::ptr::null_mut());
     }
 }
 
-unsafe extern "C" fn on_statement(_kind: c_uint, _ctx: *mut c_void, _stmt: *mut c_void, _sql: *mut c_void) -> c_int {
+#[cfg(not(feature = "io-counts"))]
+pub fn count_statements(_db: *mut ffi::sqlite3) {}
+
+#[cfg(feature = "io-counts")]
+unsafe extern "C" fn on_statement(
+    _kind: std::ffi::c_uint,
+    _ctx: *mut c_void,
+    _stmt: *mut c_void,
+    _sql: *mut c_void,
+) -> c_int {
     count(|c| c.statements += 1);
     0
 }

@@ -13,8 +13,8 @@
 //! node, and are emptied when the operation ends. The invariants are the ones the
 //! per-file path keeps and `fsck` checks: link counts, chunk reference counts, no
 //! unnamed inode unless it is an open orphan, tags and extended attributes deleted
-//! with their inode. A file still open in this process keeps its content as an
-//! orphan, as with `unlink`.
+//! with their inode (by the schema's trigger). A file still open in this process
+//! keeps its content as an orphan, as with `unlink`.
 //!
 //! [`Interrupt`] lets a caller (the CLI's Ctrl-C handler) stop an operation between
 //! two statements; the operation's transaction then rolls back and the vault is as
@@ -38,6 +38,7 @@ use crate::fs::tree::{self, FileType, InodeId};
 pub struct Interrupt(Arc<AtomicBool>);
 
 impl Interrupt {
+    /// A flag not set yet.
     pub fn new() -> Interrupt {
         Interrupt::default()
     }
@@ -52,6 +53,7 @@ impl Interrupt {
         self.0.store(true, Ordering::SeqCst);
     }
 
+    /// Whether the flag was set.
     pub fn is_set(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
@@ -82,7 +84,9 @@ pub fn is_interrupted(e: &Error) -> bool {
 pub struct RemoveSummary {
     /// Names of regular files removed (a file with two names in the tree counts twice).
     pub files: u64,
+    /// Directories removed (the top one included when it goes).
     pub directories: u64,
+    /// Symbolic links removed.
     pub symlinks: u64,
     /// Sum of the sizes of the removed regular files' names.
     pub bytes: u64,
@@ -242,10 +246,8 @@ fn remove_collected(
     conn.execute("DELETE FROM file_chunks WHERE ino IN (SELECT ino FROM temp.bulk_purge)", [])?;
     advance()?;
 
-    // 6. The purged inodes with their tags and extended attributes.
-    for table in ["xattrs", "tags", "orphans"] {
-        conn.execute(&format!("DELETE FROM {table} WHERE ino IN (SELECT ino FROM temp.bulk_purge)"), [])?;
-    }
+    // 6. The purged inodes (the schema's trigger deletes their tags and xattrs).
+    conn.execute("DELETE FROM orphans WHERE ino IN (SELECT ino FROM temp.bulk_purge)", [])?;
     advance()?;
     conn.execute("DELETE FROM inodes WHERE ino IN (SELECT ino FROM temp.bulk_purge)", [])?;
 
@@ -269,7 +271,7 @@ fn remove_collected(
 impl Vault {
     /// Inodes open in this process (files with handles).
     pub(crate) fn open_inodes(&self) -> Result<Vec<InodeId>> {
-        Ok(self.inner.open.lock().map_err(|_| super::poisoned())?.keys().copied().collect())
+        self.inner.files.open_inodes()
     }
 
     /// Empties directory `dir` in the caller's transaction (set-based; see the module).

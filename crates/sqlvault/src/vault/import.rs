@@ -19,14 +19,6 @@ use crate::fs::tree::{self, SetAttr};
 /// Names of the temporary files of an import in progress start with this.
 pub const PART_PREFIX: &str = ".sqlvault-part-";
 
-/// Mode and times given to a file replaced by [`Vault::replace_file`].
-#[derive(Debug, Clone, Copy)]
-pub struct FileStamp {
-    pub perm: u32,
-    pub atime_ns: i64,
-    pub mtime_ns: i64,
-}
-
 fn part_name(name: &[u8]) -> String {
     let h = blake3::hash(name);
     let hex: String = h.as_bytes()[..8].iter().map(|b| format!("{b:02x}")).collect();
@@ -35,8 +27,8 @@ fn part_name(name: &[u8]) -> String {
 
 impl Vault {
     /// Makes `path` a regular file holding what `reader` yields (`len` bytes
-    /// announced; a reader that yields a different amount is still stored whole),
-    /// with `stamp`'s mode and times. Atomic: a reader or the process failing midway
+    /// announced, 0 if unknown; a reader that yields a different amount is still
+    /// stored whole), with the attributes `set` gives (mode, owner, times). Atomic: a reader or the process failing midway
     /// leaves the old file (or no file) in place. `progress(bytes)` is called as data
     /// is stored; `interrupt` is checked between buffers (the temporary file is removed
     /// and the old one kept). Returns the bytes stored.
@@ -45,18 +37,12 @@ impl Vault {
         path: &str,
         len: u64,
         mut reader: impl Read,
-        stamp: FileStamp,
+        set: &SetAttr,
         interrupt: &Interrupt,
         progress: &mut dyn FnMut(u64),
     ) -> Result<u64> {
         let vp = VaultPath::parse(path)?;
-        let set = SetAttr {
-            perm: Some(stamp.perm),
-            atime_ns: Some(stamp.atime_ns),
-            mtime_ns: Some(stamp.mtime_ns),
-            ..Default::default()
-        };
-        if len <= self.max_dirty_bytes() {
+        if len <= self.max_dirty_bytes() && !self.engine().is_read_only() {
             // Small: read it all, then one write operation.
             let mut data = Vec::with_capacity(len as usize);
             reader
@@ -71,7 +57,7 @@ impl Vault {
                     .write(|tx| {
                         let Some(ino) = self.file_for_write_in(tx, path)? else { return Ok(false) };
                         self.replace_content_in(tx, ino, path, data.as_slice())?;
-                        tree::set_attr(tx, ino, &set)?;
+                        tree::set_attr(tx, ino, set)?;
                         Ok(true)
                     })
                     .map_err(|e| e.with_path(path))?;
@@ -81,9 +67,9 @@ impl Vault {
                 }
             }
             // Grew while read, or open in this process: stream what was read first.
-            return self.replace_via_part(path, &vp, data.as_slice().chain(reader), &set, interrupt, progress);
+            return self.replace_via_part(path, &vp, data.as_slice().chain(reader), set, interrupt, progress);
         }
-        self.replace_via_part(path, &vp, reader, &set, interrupt, progress)
+        self.replace_via_part(path, &vp, reader, set, interrupt, progress)
     }
 
     fn replace_via_part(

@@ -10,23 +10,11 @@ use std::ops::Bound;
 
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::fs::tree::InodeId;
-use crate::meta::records::{self, KeyRange};
-use crate::meta::tags::{self, Found, Query, TagValue};
-use crate::vault::transaction::{named, set_tags_ino};
+use crate::meta::records::{self, from_json, to_json, KeyRange};
+use crate::meta::tags::{self, named, set_tags_ino, Found, Query, TagValue};
 use crate::vault::Vault;
-
-pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
-    serde_json::to_vec(value)
-        .map_err(|e| Error::InvalidArgument { what: format!("value cannot be written as JSON: {e}") })
-}
-
-pub(crate) fn from_json<T: DeserializeOwned>(key: &[u8], bytes: &[u8]) -> Result<T> {
-    serde_json::from_slice(bytes).map_err(|e| Error::InvalidArgument {
-        what: format!("record {:?} is not JSON of the expected shape: {e}", String::from_utf8_lossy(key)),
-    })
-}
 
 impl Vault {
     /// Sets every `(name, value)` on `path` in one transaction (existing values of
@@ -105,9 +93,15 @@ pub struct Records {
     name: String,
 }
 
+impl Records {
+    /// The largest value a record may hold, in bytes.
+    pub const MAX_VALUE: usize = records::MAX_VALUE;
+}
+
 const ALL: KeyRange = (Bound::Unbounded, Bound::Unbounded);
 
 impl Records {
+    /// The collection's name.
     pub fn name(&self) -> &str {
         &self.name
     }

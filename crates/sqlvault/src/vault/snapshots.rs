@@ -90,19 +90,14 @@ impl Vault {
     /// Gives free database pages back to the file system; see [`crate::storage::compact`] for
     /// the two ways (a first `VACUUM` rebuild, then incremental steps). `progress(done,
     /// total)` is called from time to time, possibly from another thread.
-    pub fn compact(&self, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<crate::CompactReport> {
+    pub fn compact(&self, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<crate::storage::compact::CompactReport> {
         self.flush_open()?;
         crate::storage::compact::compact(self.engine(), self.path(), progress)
     }
 
     /// Commits the buffered writes of every file open in this process.
     fn flush_open(&self) -> Result<()> {
-        let nodes: Vec<_> =
-            self.inner.open.lock().map_err(|_| super::poisoned())?.values().map(|(n, _)| n.clone()).collect();
-        for n in nodes {
-            n.flush(self)?;
-        }
-        Ok(())
+        self.files().flush_all()
     }
 
     // ----- a snapshot's tree by inode (used by the FUSE frontend) -----
@@ -175,7 +170,7 @@ impl Vault {
     }
 
     /// Tags of node `ino` of snapshot `snap`, in name order.
-    pub fn snapshot_tags(&self, snap: SnapshotId, ino: InodeId) -> Result<Vec<(Vec<u8>, crate::TagValue)>> {
+    pub fn snapshot_tags(&self, snap: SnapshotId, ino: InodeId) -> Result<Vec<(Vec<u8>, crate::meta::tags::TagValue)>> {
         self.engine().read(|c| snapshot::tags(c, snap, ino))
     }
 

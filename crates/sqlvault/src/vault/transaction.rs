@@ -21,7 +21,7 @@ use crate::fs::chunks;
 use crate::fs::path::VaultPath;
 use crate::fs::tree::{self, FileType, InodeId};
 use crate::meta::records::{self, KeyRange};
-use crate::meta::tags::{self, TagValue};
+use crate::meta::tags::{self, named, set_tags_ino, TagValue};
 use crate::vault::Vault;
 
 /// The handle a [`Vault::transaction`] closure works through.
@@ -58,11 +58,11 @@ impl Vault {
                 Ok(Ok(v)) => Ok(v),
                 Ok(Err(e)) => {
                     failed = Some(e);
-                    Err(Error::InvalidArgument { what: "transaction aborted".into() })
+                    Err(Error::Aborted { reason: "the closure returned an error".into() })
                 }
                 Err(p) => {
                     panicked = Some(p);
-                    Err(Error::InvalidArgument { what: "transaction panicked".into() })
+                    Err(Error::Aborted { reason: "the closure panicked".into() })
                 }
             }
         });
@@ -154,15 +154,6 @@ impl<'a> Tx<'a> {
     }
 }
 
-pub(crate) fn set_tags_ino<N: AsRef<str>>(conn: &Connection, ino: InodeId, tags: &[(N, TagValue)]) -> Result<()> {
-    let refs: Vec<(&[u8], &TagValue)> = tags.iter().map(|(n, v)| (n.as_ref().as_bytes(), v)).collect();
-    tags::set(conn, ino, &refs)
-}
-
-pub(crate) fn named(list: Vec<(Vec<u8>, TagValue)>) -> Vec<(String, TagValue)> {
-    list.into_iter().map(|(n, v)| (String::from_utf8_lossy(&n).into_owned(), v)).collect()
-}
-
 /// A record collection inside a [`Tx`]; see [`crate::Records`] for the meaning of each
 /// method.
 pub struct TxRecords<'a> {
@@ -171,29 +162,37 @@ pub struct TxRecords<'a> {
 }
 
 impl TxRecords<'_> {
+    /// The value of `key`, if set.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         records::get(self.conn, &self.name, key.as_ref())
     }
+    /// Sets `key` to `value`.
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         records::put(self.conn, &self.name, &[(key.as_ref(), value.as_ref())])
     }
+    /// Sets many keys.
     pub fn put_many<K: AsRef<[u8]>, V: AsRef<[u8]>>(&self, items: &[(K, V)]) -> Result<()> {
         records::put(self.conn, &self.name, items)
     }
+    /// Removes `key`; true if it was set.
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<bool> {
         records::delete(self.conn, &self.name, key.as_ref())
     }
+    /// Number of records in the collection.
     pub fn count(&self) -> Result<u64> {
         records::count(self.conn, &self.name, &(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded))
     }
+    /// Up to `limit` records in `range`, in key order.
     pub fn page(&self, range: &KeyRange, limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         records::page(self.conn, &self.name, range, limit, true)
     }
+    /// Sets `key` to `value` as JSON.
     pub fn put_json<T: Serialize + ?Sized>(&self, key: impl AsRef<[u8]>, value: &T) -> Result<()> {
-        self.put(key, crate::vault::metadata::to_json(value)?)
+        self.put(key, records::to_json(value)?)
     }
+    /// The value of `key` read from JSON.
     pub fn get_json<T: DeserializeOwned>(&self, key: impl AsRef<[u8]>) -> Result<Option<T>> {
         let key = key.as_ref();
-        self.get(key)?.map(|v| crate::vault::metadata::from_json(key, &v)).transpose()
+        self.get(key)?.map(|v| records::from_json(key, &v)).transpose()
     }
 }

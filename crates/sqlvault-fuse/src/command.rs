@@ -1,4 +1,5 @@
-//! `sqlvault mount`: serves a vault as a FUSE file system.
+//! `sqlvault mount`: serves a vault as a FUSE file system. The CLI's `mount`
+//! subcommand and the test binary `sqlvault-mount-for-tests` both run this.
 //!
 //! * Foreground: opens the vault, mounts, and blocks until Ctrl-C, SIGTERM or SIGHUP
 //!   (or an external `fusermount3 -u`), then unmounts with every open file committed
@@ -15,10 +16,10 @@ use std::io::{self, Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
+use crate::MountOptions;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use sqlvault::{EngineConfig, Error, Secret, Vault};
-use sqlvault_fuse::MountOptions;
 
 /// Options of `sqlvault mount VAULT MOUNTPOINT`.
 #[derive(clap::Args, Debug)]
@@ -43,7 +44,7 @@ pub struct MountArgs {
     #[arg(long, value_name = "GID")]
     pub gid: Option<u32>,
     /// Threads serving requests (default 4; 1 serves them one at a time, in order).
-    #[arg(long, value_name = "N", default_value_t = sqlvault_fuse::DEFAULT_THREADS, value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, value_name = "N", default_value_t = crate::DEFAULT_THREADS, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: u16,
 }
 
@@ -108,7 +109,7 @@ fn serve(
     let mounted = signals.and_then(|signals| {
         let vault = Vault::open(vault_path, &secret, config)?;
         drop(secret);
-        Ok((signals, sqlvault_fuse::mount(vault, mountpoint, opts)?))
+        Ok((signals, crate::mount(vault, mountpoint, opts)?))
     });
     ready(mounted.as_ref().map(|_| ()));
     let (mut signals, mounted) = mounted?;

@@ -1,0 +1,422 @@
+//! The facade by path, as the library and the CLI use it: resolution (symlinks
+//! followed, `..` inside the vault), files, directories, links and attributes.
+
+use std::io::Read;
+
+use super::{DirEntry, Vault};
+use crate::error::{Error, Result};
+use crate::fs::chunks;
+use crate::fs::handle::{FileHandle, FileOptions};
+use crate::fs::path::VaultPath;
+use crate::fs::tree::{self, Attr, FileType, InodeId, RenameMode, SetAttr};
+
+const MAX_SYMLINKS: usize = 40;
+const LIST_PAGE: usize = 512;
+
+impl Vault {
+    /// Resolves names from the root, following symlinks in every component but the
+    /// last, and in the last too if `follow_last`.
+    pub(crate) fn resolve_in(
+        &self,
+        conn: &rusqlite::Connection,
+        names: &[&[u8]],
+        follow_last: bool,
+        shown: &str,
+    ) -> Result<InodeId> {
+        let mut stack = vec![InodeId::ROOT];
+        let mut queue: std::collections::VecDeque<Vec<u8>> = names.iter().map(|n| n.to_vec()).collect();
+        let mut links = 0;
+        while let Some(name) = queue.pop_front() {
+            if name.is_empty() || name == b"." {
+                continue;
+            }
+            if name == b".." {
+                if stack.len() > 1 {
+                    stack.pop();
+                }
+                continue;
+            }
+            let cur = *stack.last().unwrap_or(&InodeId::ROOT);
+            if tree::attr(conn, cur)?.kind != FileType::Dir {
+                return Err(Error::NotADirectory { path: shown.into() });
+            }
+            let ino = tree::lookup(conn, cur, &name)?.ok_or_else(|| Error::not_found(shown))?;
+            let a = tree::attr(conn, ino)?;
+            if a.kind == FileType::Symlink && (!queue.is_empty() || follow_last) {
+                links += 1;
+                if links > MAX_SYMLINKS {
+                    return Err(Error::SymlinkLoop { path: shown.into() });
+                }
+                let target = tree::read_link(conn, ino)?;
+                if target.starts_with(b"/") {
+                    stack.truncate(1);
+                }
+                for part in target.split(|b| *b == b'/').rev() {
+                    queue.push_front(part.to_vec());
+                }
+            } else {
+                stack.push(ino);
+            }
+        }
+        Ok(*stack.last().unwrap_or(&InodeId::ROOT))
+    }
+
+    pub(crate) fn resolve(&self, path: &str, follow_last: bool) -> Result<InodeId> {
+        let vp = VaultPath::parse(path)?;
+        self.engine().read(|c| self.resolve_in(c, &vp.names, follow_last, path))
+    }
+
+    /// Resolves the parent directory of `path` and returns it with the last name.
+    pub(crate) fn parent_of<'p>(
+        &self,
+        conn: &rusqlite::Connection,
+        vp: &VaultPath<'p>,
+        path: &str,
+    ) -> Result<(InodeId, &'p [u8])> {
+        let (parent, name) = vp
+            .split_last()
+            .ok_or_else(|| Error::InvalidArgument { what: "the root directory cannot be changed this way".into() })?;
+        let dir = self.resolve_in(conn, parent, true, path)?;
+        if tree::attr(conn, dir)?.kind != FileType::Dir {
+            return Err(Error::NotADirectory { path: path.into() });
+        }
+        Ok((dir, name))
+    }
+
+    /// Attributes of `path`, following a final symlink.
+    pub fn metadata(&self, path: &str) -> Result<Attr> {
+        self.attr(self.resolve(path, true)?)
+    }
+
+    /// Attributes of `path` itself, even if it is a symlink.
+    pub fn symlink_metadata(&self, path: &str) -> Result<Attr> {
+        self.attr(self.resolve(path, false)?)
+    }
+
+    /// Whether `path` exists (a dangling symlink exists).
+    pub fn exists(&self, path: &str) -> Result<bool> {
+        match self.resolve(path, false) {
+            Ok(_) => Ok(true),
+            Err(Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Creates the directory `path` with permission bits `perm`.
+    pub fn create_dir(&self, path: &str, perm: u32) -> Result<Attr> {
+        let vp = VaultPath::parse(path)?;
+        self.engine()
+            .write(|tx| {
+                let (dir, name) = self.parent_of(tx, &vp, path)?;
+                tree::create(tx, dir, name, self.new_node(FileType::Dir, perm, None))
+            })
+            .map_err(|e| e.with_path(path))
+    }
+
+    /// Creates `path` and any missing parents; fine if it already is a directory.
+    pub fn create_dir_all(&self, path: &str) -> Result<()> {
+        self.engine().write(|tx| self.create_dir_all_in(tx, path)).map_err(|e| e.with_path(path))
+    }
+
+    pub(crate) fn create_dir_all_in(&self, tx: &rusqlite::Connection, path: &str) -> Result<()> {
+        let vp = VaultPath::parse(path)?;
+        let mut cur = InodeId::ROOT;
+        for (depth, name) in vp.names.iter().enumerate() {
+            cur = match tree::lookup(tx, cur, name)? {
+                Some(i) => {
+                    let i = if tree::attr(tx, i)?.kind == FileType::Symlink {
+                        self.resolve_in(tx, &vp.names[..=depth], true, path)?
+                    } else {
+                        i
+                    };
+                    if tree::attr(tx, i)?.kind != FileType::Dir {
+                        return Err(Error::NotADirectory { path: path.into() });
+                    }
+                    i
+                }
+                None => tree::create(tx, cur, name, self.new_node(FileType::Dir, 0o755, None))?.ino,
+            };
+        }
+        Ok(())
+    }
+
+    /// Opens the file at `path` as `opts` say (creating it if asked).
+    pub fn open_file(&self, path: &str, opts: &FileOptions) -> Result<FileHandle> {
+        let vp = VaultPath::parse(path)?;
+        // A file created just now is empty: truncating it would cost a commit for nothing.
+        let mut created = false;
+        let ino = if opts.create || opts.create_new {
+            if self.engine().is_read_only() {
+                return Err(Error::ReadOnly);
+            }
+            self.engine().write(|tx| {
+                let (dir, name) = self.parent_of(tx, &vp, path)?;
+                match tree::lookup(tx, dir, name)? {
+                    Some(_) if opts.create_new => Err(Error::AlreadyExists { path: path.into() }),
+                    Some(_) => self.resolve_in(tx, &vp.names, true, path),
+                    None => {
+                        created = true;
+                        Ok(tree::create(
+                            tx,
+                            dir,
+                            name,
+                            self.new_node(FileType::File, opts.perm.unwrap_or(0o644), None),
+                        )?
+                        .ino)
+                    }
+                }
+            })
+        } else {
+            self.engine().read(|c| self.resolve_in(c, &vp.names, true, path))
+        };
+        let ino = ino.map_err(|e| e.with_path(path))?;
+        let opts = if created && opts.truncate { &opts.clone().truncate(false) } else { opts };
+        self.open_ino(ino, opts).map_err(|e| e.with_path(path))
+    }
+
+    /// Creates or truncates `path` and opens it for writing.
+    pub fn create_file(&self, path: &str) -> Result<FileHandle> {
+        self.open_file(path, &FileOptions::new().write(true).create(true).truncate(true))
+    }
+
+    /// Writes `data` as the whole content of `path`, creating it if needed.
+    ///
+    /// One write operation (one transaction, shared with concurrent writers by the group
+    /// commit) when `data` fits the dirty-buffer limit and the file is not open in this
+    /// process; otherwise it streams through a [`FileHandle`].
+    pub fn write_file(&self, path: &str, data: &[u8]) -> Result<()> {
+        if data.len() as u64 <= self.max_dirty_bytes()
+            && !self.engine().is_read_only()
+            && self.write_file_at_once(path, data)?
+        {
+            return Ok(());
+        }
+        let f = self.create_file(path)?;
+        f.write_at(0, data)?;
+        f.close()
+    }
+
+    /// Writes what `reader` yields as the whole content of `path` (created if missing,
+    /// following symlinks) and sets `attrs` (permission bits, owner, times), as an
+    /// import from another file system does. Returns the bytes written.
+    ///
+    /// Atomic: a file that fits the dirty-buffer limit costs one write operation
+    /// (creation, content, mode and times commit together); a larger one is written
+    /// under a temporary name and renamed over `path`. See [`Vault::replace_file`],
+    /// which also reports progress and can be interrupted. Memory: at most the
+    /// dirty-buffer limit.
+    pub fn import_file(&self, path: &str, reader: impl Read, attrs: &SetAttr) -> Result<u64> {
+        self.replace_file(path, 0, reader, attrs, &super::bulk::Interrupt::new(), &mut |_| {})
+    }
+
+    /// The one-operation path of [`Vault::write_file`]; `false` if the file is open here.
+    fn write_file_at_once(&self, path: &str, data: &[u8]) -> Result<bool> {
+        self.engine()
+            .write(|tx| {
+                let Some(ino) = self.file_for_write_in(tx, path)? else { return Ok(false) };
+                self.replace_content_in(tx, ino, path, data)?;
+                Ok(true)
+            })
+            .map_err(|e| e.with_path(path))
+    }
+
+    /// Inside a write: the regular file at `path` (following symlinks), created if
+    /// missing, that may be rewritten in place; `None` if it is open in this process
+    /// (its buffered handle would overwrite what the write stores).
+    pub(crate) fn file_for_write_in(&self, tx: &rusqlite::Connection, path: &str) -> Result<Option<InodeId>> {
+        let vp = VaultPath::parse(path)?;
+        let (dir, name) = self.parent_of(tx, &vp, path).map_err(|e| e.with_path(path))?;
+        let ino = match tree::lookup(tx, dir, name)? {
+            Some(_) => self.resolve_in(tx, &vp.names, true, path)?,
+            None => {
+                tree::create(tx, dir, name, self.new_node(FileType::File, 0o644, None))
+                    .map_err(|e| e.with_path(path))?
+                    .ino
+            }
+        };
+        match tree::attr(tx, ino)?.kind {
+            FileType::File => {}
+            FileType::Dir => return Err(Error::IsADirectory { path: path.into() }),
+            FileType::Symlink => return Err(Error::InvalidArgument { what: format!("{path} is a symbolic link") }),
+        }
+        Ok((!self.is_open(ino)).then_some(ino))
+    }
+
+    /// Inside a write: replaces the whole content of file `ino` with what `reader`
+    /// yields, a chunk at a time (memory: one chunk), and sets its size and mtime.
+    /// Returns the number of bytes written.
+    pub(crate) fn replace_content_in(
+        &self,
+        tx: &rusqlite::Connection,
+        ino: InodeId,
+        path: &str,
+        mut reader: impl std::io::Read,
+    ) -> Result<u64> {
+        let cs = self.chunk_size() as usize;
+        let mut buf = vec![0u8; cs];
+        let (mut idx, mut total) = (0u64, 0u64);
+        loop {
+            let mut n = 0;
+            while n < cs {
+                match reader.read(&mut buf[n..]) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(Error::io(format!("reading the content of {path}"), e)),
+                }
+            }
+            if n == 0 {
+                break;
+            }
+            chunks::put(tx, ino.0 as i64, idx, &buf[..n])?;
+            idx += 1;
+            total += n as u64;
+            if n < cs {
+                break;
+            }
+        }
+        chunks::truncate(tx, ino.0 as i64, idx)?;
+        tree::set_size(tx, ino, total, tree::now_ns())?;
+        Ok(total)
+    }
+
+    /// Reads the whole file at `path` into memory (use `open_file` to stream).
+    /// Errors keep their kind: a damaged page is `Error::Damaged`, not an I/O error.
+    pub fn read_file(&self, path: &str) -> Result<Vec<u8>> {
+        let f = self.open_file(path, &FileOptions::new().read(true))?;
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; self.chunk_size() as usize];
+        loop {
+            let n = f.read_at(out.len() as u64, &mut buf)?;
+            if n == 0 {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    /// Truncates or extends the file at `path`.
+    pub fn truncate(&self, path: &str, size: u64) -> Result<()> {
+        let ino = self.resolve(path, true)?;
+        self.set_attr(ino, &SetAttr::default(), Some(size)).map(|_| ()).map_err(|e| e.with_path(path))
+    }
+
+    /// Removes the file or symlink at `path`.
+    pub fn remove_file(&self, path: &str) -> Result<()> {
+        self.engine().write(|tx| self.remove_file_in(tx, path)).map_err(|e| e.with_path(path))
+    }
+
+    pub(crate) fn remove_file_in(&self, tx: &rusqlite::Connection, path: &str) -> Result<()> {
+        let vp = VaultPath::parse(path)?;
+        let (dir, name) = self.parent_of(tx, &vp, path)?;
+        tree::unlink(tx, dir, name, &|i| self.is_open(i))
+    }
+
+    /// Removes the empty directory at `path`.
+    pub fn remove_dir(&self, path: &str) -> Result<()> {
+        let vp = VaultPath::parse(path)?;
+        self.engine()
+            .write(|tx| {
+                let (dir, name) = self.parent_of(tx, &vp, path)?;
+                tree::rmdir(tx, dir, name)
+            })
+            .map_err(|e| e.with_path(path))
+    }
+
+    /// Removes `path` and everything below it, in one transaction whose cost grows
+    /// linearly with the subtree (see [`Vault::remove_dir_all_with`]).
+    pub fn remove_dir_all(&self, path: &str) -> Result<()> {
+        self.remove_dir_all_with(path, &super::bulk::Interrupt::new(), &|_, _| {}).map(|_| ())
+    }
+
+    /// Renames `from` to `to`, atomically replacing `to` if it exists (POSIX rules).
+    pub fn rename(&self, from: &str, to: &str) -> Result<()> {
+        self.rename_with(from, to, RenameMode::Replace)
+    }
+
+    /// Renames `from` to `to` with `mode`'s semantics (replace, no-replace, exchange).
+    pub fn rename_with(&self, from: &str, to: &str, mode: RenameMode) -> Result<()> {
+        let a = VaultPath::parse(from)?;
+        let b = VaultPath::parse(to)?;
+        self.engine().write(|tx| {
+            let (da, na) = self.parent_of(tx, &a, from).map_err(|e| e.with_path(from))?;
+            let (db, nb) = self.parent_of(tx, &b, to).map_err(|e| e.with_path(to))?;
+            tree::rename(tx, da, na, db, nb, mode, &|i| self.is_open(i)).map_err(|e| match &e {
+                Error::NotFound { path } if path.as_bytes() == na => e.with_path(from),
+                _ => e.with_path(to),
+            })
+        })
+    }
+
+    /// Creates `link` as another name of the file `existing`.
+    pub fn hard_link(&self, existing: &str, link: &str) -> Result<()> {
+        let b = VaultPath::parse(link)?;
+        let a = VaultPath::parse(existing)?;
+        self.engine().write(|tx| {
+            let ino = self.resolve_in(tx, &a.names, false, existing)?;
+            let (dir, name) = self.parent_of(tx, &b, link).map_err(|e| e.with_path(link))?;
+            tree::link(tx, ino, dir, name).map(|_| ()).map_err(|e| e.with_path(link))
+        })
+    }
+
+    /// Creates a symlink at `link` pointing to `target` (stored as given).
+    pub fn symlink(&self, target: &str, link: &str) -> Result<()> {
+        if target.is_empty() || target.contains('\0') || target.len() > 4096 {
+            return Err(Error::InvalidArgument { what: "symlink target must be 1..4096 bytes without NUL".into() });
+        }
+        let vp = VaultPath::parse(link)?;
+        self.engine()
+            .write(|tx| {
+                let (dir, name) = self.parent_of(tx, &vp, link)?;
+                tree::create(tx, dir, name, self.new_node(FileType::Symlink, 0o777, Some(target.as_bytes())))
+                    .map(|_| ())
+            })
+            .map_err(|e| e.with_path(link))
+    }
+
+    /// The target of the symlink at `path`.
+    pub fn read_link(&self, path: &str) -> Result<String> {
+        let ino = self.resolve(path, false)?;
+        let t = self.read_link_ino(ino).map_err(|e| e.with_path(path))?;
+        Ok(String::from_utf8_lossy(&t).into_owned())
+    }
+
+    /// Lists a directory, in name order. Memory grows with the directory; use
+    /// [`Vault::list`] to page through very large ones.
+    pub fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>> {
+        let ino = self.resolve(path, true)?;
+        let mut out = Vec::new();
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let page = self.list(ino, after.as_deref(), LIST_PAGE).map_err(|e| e.with_path(path))?;
+            let done = page.len() < LIST_PAGE;
+            after = page.last().map(|e| e.name.clone());
+            out.extend(page.into_iter().map(|e| DirEntry {
+                name: String::from_utf8_lossy(&e.name).into_owned(),
+                ino: e.ino,
+                kind: e.kind,
+            }));
+            if done {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Sets the permission bits of `path`.
+    pub fn set_permissions(&self, path: &str, perm: u32) -> Result<Attr> {
+        let ino = self.resolve(path, true)?;
+        self.set_attr(ino, &SetAttr { perm: Some(perm), ..Default::default() }, None)
+    }
+
+    /// Sets the owner and/or group of `path` (not following a final symlink).
+    pub fn set_owner(&self, path: &str, uid: Option<u32>, gid: Option<u32>) -> Result<Attr> {
+        let ino = self.resolve(path, false)?;
+        self.set_attr(ino, &SetAttr { uid, gid, ..Default::default() }, None)
+    }
+
+    /// Sets access and modification times (ns since the epoch).
+    pub fn set_times(&self, path: &str, atime_ns: Option<i64>, mtime_ns: Option<i64>) -> Result<Attr> {
+        let ino = self.resolve(path, true)?;
+        self.set_attr(ino, &SetAttr { atime_ns, mtime_ns, ..Default::default() }, None)
+    }
+}
