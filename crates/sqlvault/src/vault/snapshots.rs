@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::fs::path::VaultPath;
 use crate::fs::tree::{self, Attr, Entry, InodeId};
 use crate::snapshot::{self, Dest, RestoreHooks, RestoreSummary, SnapshotId, SnapshotInfo};
-use crate::Interrupt;
+use super::bulk::Interrupt;
 
 impl Vault {
     /// Freezes the whole tree as snapshot `name`, in one transaction that copies rows,
