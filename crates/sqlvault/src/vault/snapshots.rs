@@ -3,12 +3,12 @@
 //! give freed space back to the disk (`compact`).
 //! The tables and the restore algorithm live in [`crate::snapshot`].
 
+use super::bulk::Interrupt;
 use super::Vault;
 use crate::error::{Error, Result};
 use crate::fs::path::VaultPath;
 use crate::fs::tree::{self, Attr, Entry, InodeId};
 use crate::snapshot::{self, Dest, RestoreHooks, RestoreSummary, SnapshotId, SnapshotInfo};
-use super::bulk::Interrupt;
 
 impl Vault {
     /// Freezes the whole tree as snapshot `name`, in one transaction that copies rows,
