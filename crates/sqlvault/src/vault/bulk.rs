@@ -290,8 +290,9 @@ impl Vault {
         progress: ProgressFn<'_>,
     ) -> Result<RemoveSummary> {
         let vp = VaultPath::parse(path)?;
+        // A transaction of its own: no savepoint journal copying every page it frees.
         self.engine()
-            .write(|tx| {
+            .write_alone(|tx| {
                 let (dir, name) = self.parent_of(tx, &vp, path)?;
                 let ino = tree::lookup(tx, dir, name)?.ok_or_else(|| Error::not_found(path))?;
                 if tree::attr(tx, ino)?.kind != FileType::Dir {

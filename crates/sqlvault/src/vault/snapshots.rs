@@ -42,7 +42,7 @@ impl Vault {
     /// an interrupted removal leaves the snapshot whole). A fixed number of set-based
     /// statements: linear in the snapshot's size.
     pub fn remove_snapshot_with(&self, name: &str, interrupt: &Interrupt) -> Result<u64> {
-        self.engine().write(|tx| snapshot::remove(tx, snapshot::find(tx, name)?, &|| interrupt.check()))
+        self.engine().write_alone(|tx| snapshot::remove(tx, snapshot::find(tx, name)?, &|| interrupt.check()))
     }
 
     /// Brings `path` (a file, symlink or directory tree; `/` for everything) of snapshot
@@ -68,7 +68,8 @@ impl Vault {
         let dest_path = dest.unwrap_or(path);
         let dst = VaultPath::parse(dest_path)?;
         self.flush_open()?;
-        self.engine().write(|tx| {
+        // A transaction of its own: no savepoint journal copying every page it changes.
+        self.engine().write_alone(|tx| {
             let snap = snapshot::find(tx, name)?;
             let src_ino = snapshot::resolve(tx, snap, &src.names, path)?;
             let dest = if dst.names.is_empty() {
