@@ -512,7 +512,7 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
         let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&pass_file)?;
         let mut secret = [0u8; 24];
         Stream::new(std::process::id() as u64 ^ 0xC0FFEE).fill(&mut secret);
-        let text: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+        let text = hex::encode(secret);
         f.write_all(text.as_bytes())?;
     }
     let key_file = root.join("vault.key");

@@ -16,7 +16,7 @@ pub fn fsck_command(ctx: &Ctx, vault: &Path, json: bool, repair: bool) -> Result
     if repair {
         let n = sqlvault::Vault::repair_header(vault)?;
         if n > 0 {
-            eprintln!("repaired: rewrote {n} damaged header copy from the intact one");
+            note!("repaired: rewrote {n} damaged header copy from the intact one");
         }
     }
     let pb = progress::spinner("checking");

@@ -7,8 +7,8 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | success |
-//! | 1 | usage error (bad arguments, no passphrase source, mismatched passphrases) |
-//! | 2 | wrong passphrase or key, a missing key or passphrase file, or not a vault |
+//! | 1 | usage error (bad arguments, malformed find condition, no passphrase source, mismatched passphrases) |
+//! | 2 | wrong passphrase or key, a missing key or passphrase file, a failing passphrase command, or not a vault |
 //! | 3 | vault is damaged (fsck found problems, tampered or truncated file) |
 //! | 4 | not found, already exists, not empty, not a directory, invalid path and the like |
 //! | 5 | environment: I/O error, disk full, busy vault; or some entries were skipped by put |
@@ -22,8 +22,14 @@ macro_rules! outln {
     ($($t:tt)*) => { $crate::write_line(format_args!($($t)*))? };
 }
 
+#[macro_use]
+mod ui;
+mod batch;
 mod check;
+mod completions;
 mod extract;
+mod find;
+mod history;
 mod meta;
 mod progress;
 mod secret;
@@ -87,11 +93,35 @@ impl From<sqlvault::Error> for CliError {
     }
 }
 
+/// Shown after every `--help`: where the passphrase comes from and what exit codes mean.
+const AFTER_HELP: &str = "\
+Passphrase: --key-file, --passphrase-file, --passphrase-command, else the
+SQLVAULT_PASSPHRASE environment variable, else a prompt on the terminal (/dev/tty).
+
+Exit codes: 0 success; 1 usage error; 2 wrong passphrase or key, missing key or
+passphrase file, failing passphrase command, not a vault; 3 vault damaged; 4 not
+found, already exists, not empty, invalid path and the like; 5 environment (I/O
+error, disk full, busy vault) or entries skipped by put.
+
+Times are shown in the local time zone (TZ) with their UTC offset; --json gives
+nanoseconds since the epoch and ISO 8601 UTC strings.";
+
 #[derive(Parser, Debug)]
-#[command(name = "sqlvault", version, about = "Encrypted files, tags and records in one SQLCipher file")]
-struct Cli {
+#[command(
+    name = "sqlvault",
+    version,
+    about = "Encrypted files, tags and records in one SQLCipher file",
+    after_help = AFTER_HELP
+)]
+pub(crate) struct Cli {
     #[command(flatten)]
     secret: SecretArgs,
+    /// Print only results and errors (no "created ...", "imported ..." lines).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Say more on standard error (timings, each command of a batch).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     /// SQLite page cache per connection, in MiB.
     #[arg(long, global = true, default_value_t = 16, value_name = "MIB")]
     cache_mib: u32,
@@ -104,15 +134,16 @@ struct Cli {
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
-enum DurabilityArg {
+pub(crate) enum DurabilityArg {
     Full,
     Normal,
 }
 
 #[derive(Subcommand, Debug)]
-enum Command {
+pub(crate) enum Command {
     /// Create a new vault (asks for a passphrase twice unless given another way).
     Init {
+        /// The vault file to create (must not exist).
         vault: PathBuf,
         /// Content chunk size in KiB (power of two, 4..1024).
         #[arg(long, default_value_t = sqlvault::DEFAULT_CHUNK_SIZE / 1024, value_name = "KIB")]
@@ -128,7 +159,10 @@ enum Command {
         kdf_iterations: u32,
     },
     /// Write a new random 32-byte key file (mode 0600) for --key-file.
-    Keygen { file: PathBuf },
+    Keygen {
+        /// The key file to write (must not exist).
+        file: PathBuf,
+    },
     /// Copy a host file or directory into the vault; safe to re-run (like `rclone copy`).
     ///
     /// A directory SOURCE's contents go into DEST, so running the same command again
@@ -144,10 +178,18 @@ enum Command {
     /// per file). DEST `-` writes a single file to standard output.
     Get(transfer::GetArgs),
     /// Write a file's content to standard output.
-    Cat { vault: PathBuf, path: String },
-    /// List a directory.
-    Ls {
+    Cat {
+        /// The vault file.
         vault: PathBuf,
+        /// File in the vault.
+        path: String,
+    },
+    /// List a directory.
+    #[command(disable_help_flag = true)]
+    Ls {
+        /// The vault file.
+        vault: PathBuf,
+        /// Directory (or file) in the vault.
         #[arg(default_value = "/")]
         path: String,
         /// Long format: mode, links, size, modification time.
@@ -156,12 +198,21 @@ enum Command {
         /// Recurse into subdirectories.
         #[arg(short = 'R', long)]
         recursive: bool,
+        /// Sizes as KiB, MiB, GiB (with -l).
+        #[arg(short = 'h', long)]
+        human_readable: bool,
+        /// One JSON object per entry and line, in a JSON array (streamed).
         #[arg(long)]
         json: bool,
+        /// Print help.
+        #[arg(long, action = clap::ArgAction::Help)]
+        help: Option<bool>,
     },
     /// Create a directory.
     Mkdir {
+        /// The vault file.
         vault: PathBuf,
+        /// Directory to create.
         path: String,
         /// Create missing parents; no error if it exists.
         #[arg(short, long)]
@@ -169,36 +220,66 @@ enum Command {
     },
     /// Remove a file, symlink, or (with -r) a directory tree.
     Rm {
+        /// The vault file.
         vault: PathBuf,
+        /// File, symlink or directory to remove.
         path: String,
         /// Remove a directory and everything below it, in one transaction (Ctrl-C rolls it back).
         #[arg(short, long)]
         recursive: bool,
     },
     /// Rename or move (into DEST if it is a directory).
-    Mv { vault: PathBuf, source: String, dest: String },
+    Mv {
+        /// The vault file.
+        vault: PathBuf,
+        /// What to move.
+        source: String,
+        /// New path, or an existing directory to move SOURCE into.
+        dest: String,
+    },
     /// Show a node's attributes.
     Stat {
+        /// The vault file.
         vault: PathBuf,
+        /// File, directory or symlink (not followed).
         path: String,
+        /// Print the attributes as one JSON object.
         #[arg(long)]
         json: bool,
     },
     /// Make a hard link (or with -s a symbolic link) LINK pointing to TARGET.
     Ln {
+        /// The vault file.
         vault: PathBuf,
+        /// Existing path (hard link) or any text (symbolic link).
         target: String,
+        /// The new link's path.
         link: String,
+        /// Make a symbolic link instead of a hard link.
         #[arg(short, long)]
         symbolic: bool,
     },
     /// Change permission bits (octal, e.g. 640).
-    Chmod { vault: PathBuf, mode: String, path: String },
+    Chmod {
+        /// The vault file.
+        vault: PathBuf,
+        /// Octal permission bits, e.g. 640.
+        mode: String,
+        /// File or directory.
+        path: String,
+    },
     /// Create an empty file, or set an existing one's times to now.
-    Touch { vault: PathBuf, path: String },
+    Touch {
+        /// The vault file.
+        vault: PathBuf,
+        /// File to create or touch.
+        path: String,
+    },
     /// Check integrity: database structure, every chunk's hash and refcount, every tree invariant.
     Fsck {
+        /// The vault file.
         vault: PathBuf,
+        /// Print the report as one JSON object.
         #[arg(long)]
         json: bool,
         /// Rewrite a damaged copy of the vault header from the intact one.
@@ -207,6 +288,7 @@ enum Command {
     },
     /// Change the passphrase (rewrites one key slot; O(1) in the vault's size).
     Passwd {
+        /// The vault file.
         vault: PathBuf,
         /// Read the new passphrase from this file (else SQLVAULT_NEW_PASSPHRASE, else a prompt).
         #[arg(long, value_name = "FILE")]
@@ -222,6 +304,7 @@ enum Command {
     Key(KeyCommand),
     /// Mount the vault as a file system (foreground; -d for background).
     Mount {
+        /// The vault file.
         vault: PathBuf,
         #[command(flatten)]
         args: sqlvault_fuse::command::MountArgs,
@@ -230,22 +313,38 @@ enum Command {
     Snapshot(snapshots::SnapshotArgs),
     /// List snapshots with their logical and unique sizes (= `snapshot ls`).
     Snapshots {
+        /// The vault file.
         vault: PathBuf,
+        /// One JSON object per snapshot and line, in a JSON array.
         #[arg(long)]
         json: bool,
     },
     /// Bring back a file, a directory or the whole tree from a snapshot.
     Restore(snapshots::RestoreArgs),
     /// Give free pages back to the file system (VACUUM), with a progress bar.
-    Compact { vault: PathBuf },
+    Compact {
+        /// The vault file.
+        vault: PathBuf,
+    },
     #[command(flatten)]
     Meta(meta::MetaCommand),
     /// Format, sizes, counts and deduplication ratio.
     Info {
+        /// The vault file.
         vault: PathBuf,
+        /// Print everything as one JSON object (sizes in bytes).
         #[arg(long)]
         json: bool,
     },
+    /// Run many commands with one key derivation: one command a line from standard input.
+    Batch(batch::BatchArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff; `sqlvault man | man -l -`).
+    Man,
 }
 
 /// Argon2id cost of a new passphrase slot (`passwd`, `key add`).
@@ -270,29 +369,39 @@ impl KdfArgs {
 }
 
 #[derive(Subcommand, Debug)]
-enum KeyCommand {
+pub(crate) enum KeyCommand {
     /// List key slots.
     Ls {
+        /// The vault file.
         vault: PathBuf,
+        /// Print the slots as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Add a slot for a new passphrase or key file.
     Add {
+        /// The vault file.
         vault: PathBuf,
+        /// Read the new passphrase from this file (else SQLVAULT_NEW_PASSPHRASE, else a prompt).
         #[arg(long, value_name = "FILE")]
         new_passphrase_file: Option<PathBuf>,
+        /// Add a slot for this key file instead.
         #[arg(long, value_name = "FILE")]
         new_key_file: Option<PathBuf>,
         #[command(flatten)]
         kdf: KdfArgs,
     },
     /// Remove a slot by its index (the last slot cannot be removed).
-    Rm { vault: PathBuf, slot: usize },
+    Rm {
+        /// The vault file.
+        vault: PathBuf,
+        /// Index of the slot (see `key ls`).
+        slot: usize,
+    },
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match completions::parse(std::env::args_os()) {
         Ok(c) => c,
         Err(e) => {
             return match e.kind() {
@@ -326,12 +435,25 @@ fn main() -> ExitCode {
 pub struct Ctx {
     secret: SecretArgs,
     config: EngineConfig,
+    /// `batch`: the vault opened once, handed out (as clones) instead of opening again.
+    opened: Option<(PathBuf, Vault)>,
 }
 
 impl Ctx {
     pub fn open(&self, vault: &Path) -> Result<Vault, CliError> {
+        if let Some((p, v)) = &self.opened {
+            if p == vault {
+                return Ok(v.clone());
+            }
+        }
+        if vault.is_dir() {
+            return Err(CliError::secret(format!("{}: not a vault (a directory)", vault.display())));
+        }
         let secret = secret::existing(&self.secret)?;
-        Ok(Vault::open(vault, &secret, self.config.clone())?)
+        let t = std::time::Instant::now();
+        let v = Vault::open(vault, &secret, self.config.clone())?;
+        detail!("opened {} in {:.2} s (key derivation included)", vault.display(), t.elapsed().as_secs_f64());
+        Ok(v)
     }
 }
 
@@ -353,7 +475,7 @@ pub fn write_line(args: std::fmt::Arguments<'_>) -> Result<(), CliError> {
 
 /// clap's multi-line usage error as one line: the message, the missing or
 /// offending argument, then where to look (`--help`).
-fn usage_line(rendered: &str) -> String {
+pub(crate) fn usage_line(rendered: &str) -> String {
     let body = rendered.split("\nUsage:").next().unwrap_or(rendered);
     let body = body.split("\nFor more information").next().unwrap_or(body);
     let words = body.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -362,6 +484,7 @@ fn usage_line(rendered: &str) -> String {
 }
 
 fn run(cli: Cli) -> Result<u8, CliError> {
+    ui::set_verbosity(cli.quiet, cli.verbose);
     let config = EngineConfig {
         cache_kib: cli.cache_mib.saturating_mul(1024),
         durability: match cli.durability {
@@ -370,12 +493,18 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         },
         ..EngineConfig::default()
     };
-    let ctx = Ctx { secret: cli.secret, config };
-    match cli.command {
+    let ctx = Ctx { secret: cli.secret, config, opened: None };
+    dispatch(&ctx, cli.command)
+}
+
+/// Runs one command; `batch` calls it once per line with the vault already open.
+pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<u8, CliError> {
+    match command {
         Command::Init { vault, chunk_kib, page_kib, kdf_memory_mib, kdf_iterations } => {
             let secret = secret::new_secret(
                 ctx.secret.key_file.as_deref(),
                 ctx.secret.passphrase_file.as_deref(),
+                ctx.secret.passphrase_command.as_deref(),
                 secret::ENV_PASSPHRASE,
             )?;
             let opts = CreateOptions {
@@ -390,11 +519,11 @@ fn run(cli: Cli) -> Result<u8, CliError> {
                 ..CreateOptions::default()
             };
             Vault::create(&vault, &secret, &opts)?.close()?;
-            eprintln!("created {}", vault.display());
+            note!("created {}", vault.display());
         }
         Command::Keygen { file } => {
             sqlvault::generate_key_file(&file)?;
-            eprintln!("wrote a new 32-byte key to {} (mode 0600); keep it safe", file.display());
+            note!("wrote a new 32-byte key to {} (mode 0600); keep it safe", file.display());
         }
         Command::Put(args) => return transfer::put_command(&ctx, args),
         Command::Get(args) => return transfer::get_command(&ctx, args),
@@ -409,9 +538,9 @@ fn run(cli: Cli) -> Result<u8, CliError> {
                 Err(e) => return Err(CliError::vault_io(&path, e)),
             }
         }
-        Command::Ls { vault, path, long, recursive, json } => {
+        Command::Ls { vault, path, long, recursive, human_readable, json, help: _ } => {
             let v = ctx.open(&vault)?;
-            ls(&v, &path, long, recursive, json)?;
+            ls(&v, &path, LsFormat { long, recursive, human: human_readable, json })?;
         }
         Command::Mkdir { vault, path, parents } => {
             let v = ctx.open(&vault)?;
@@ -455,7 +584,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
                 outln!("  path: {path}");
                 outln!("  type: {}", kind_name(a.kind));
                 outln!(" inode: {}", a.ino.0);
-                outln!("  mode: {:04o} ({})", a.perm, mode_string(&a));
+                outln!("  mode: {:04o} ({})", a.perm, ui::mode_string(&a));
                 outln!("   uid: {}  gid: {}", a.uid, a.gid);
                 outln!("  size: {}", a.size);
                 outln!(" links: {}", a.nlink);
@@ -504,10 +633,11 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             let new = secret::new_secret(
                 new_key_file.as_deref(),
                 new_passphrase_file.as_deref(),
+                None,
                 secret::ENV_NEW_PASSPHRASE,
             )?;
             Vault::change_secret(&vault, &old, &new, kdf.params())?;
-            eprintln!("passphrase changed");
+            note!("passphrase changed");
         }
         Command::Key(KeyCommand::Ls { vault, json }) => {
             let v = ctx.open(&vault)?;
@@ -525,24 +655,28 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             let new = secret::new_secret(
                 new_key_file.as_deref(),
                 new_passphrase_file.as_deref(),
+                None,
                 secret::ENV_NEW_PASSPHRASE,
             )?;
             let i = Vault::add_secret(&vault, &old, &new, kdf.params())?;
-            eprintln!("added key slot {i}");
+            note!("added key slot {i}");
         }
         Command::Key(KeyCommand::Rm { vault, slot }) => {
             let old = secret::existing(&ctx.secret)?;
             Vault::remove_secret(&vault, &old, slot)?;
-            eprintln!("removed key slot {slot}");
+            note!("removed key slot {slot}");
         }
         Command::Mount { vault, args } => {
             sqlvault_fuse::command::run(&vault, secret::existing(&ctx.secret)?, ctx.config.clone(), &args)?;
         }
-        Command::Snapshot(args) => snapshots::snapshot(&ctx, args)?,
-        Command::Snapshots { vault, json } => snapshots::list(&ctx, vault, json)?,
-        Command::Restore(args) => snapshots::restore(&ctx, args)?,
-        Command::Compact { vault } => snapshots::compact(&ctx, vault)?,
-        Command::Meta(cmd) => return meta::run(&ctx, cmd),
+        Command::Snapshot(args) => return snapshots::snapshot(ctx, args),
+        Command::Snapshots { vault, json } => snapshots::list(ctx, vault, json)?,
+        Command::Restore(args) => snapshots::restore(ctx, args)?,
+        Command::Compact { vault } => snapshots::compact(ctx, vault)?,
+        Command::Meta(cmd) => return meta::run(ctx, cmd),
+        Command::Batch(args) => return batch::run(ctx, args),
+        Command::Completions { shell } => completions::completions(shell)?,
+        Command::Man => completions::man()?,
         Command::Info { vault, json } => {
             let v = ctx.open(&vault)?;
             let i = v.info()?;
@@ -562,11 +696,12 @@ fn run(cli: Cli) -> Result<u8, CliError> {
                 outln!("files:          {}", i.files);
                 outln!("directories:    {}", i.directories);
                 outln!("symlinks:       {}", i.symlinks);
-                outln!("logical bytes:  {}", i.logical_bytes);
-                outln!("stored bytes:   {} in {} chunks", i.stored_bytes, i.chunks);
+                let sz = |b: u64| format!("{} ({b} bytes)", ui::human(b));
+                outln!("logical size:   {}", sz(i.logical_bytes));
+                outln!("stored size:    {} in {} chunks", sz(i.stored_bytes), i.chunks);
                 outln!("dedup ratio:    {:.2}", i.dedup_ratio);
-                outln!("file on disk:   {} bytes ({} free pages)", i.file_bytes, i.free_pages);
-                outln!("reclaimable:    {} bytes (sqlvault compact)", i.reclaimable_bytes);
+                outln!("file on disk:   {}, {} free pages", sz(i.file_bytes), i.free_pages);
+                outln!("reclaimable:    {} (sqlvault compact)", sz(i.reclaimable_bytes));
                 outln!("snapshots:      {}", i.snapshots);
             }
         }
@@ -591,53 +726,69 @@ struct LsEntry {
     target: Option<String>,
 }
 
-fn ls(v: &Vault, path: &str, long: bool, recursive: bool, json: bool) -> Result<(), CliError> {
+/// How `ls` prints.
+#[derive(Clone, Copy)]
+struct LsFormat {
+    long: bool,
+    recursive: bool,
+    human: bool,
+    json: bool,
+}
+
+/// Lists `path`, streaming: each entry is printed as it is read, one directory's
+/// entries in memory at a time (per level of `-R`), whatever the tree's size.
+fn ls(v: &Vault, path: &str, f: LsFormat) -> Result<(), CliError> {
     let top = v.metadata(path)?;
-    let mut out = Vec::new();
-    if top.kind != FileType::Dir {
-        let name = path.rsplit('/').next().unwrap_or(path).to_string();
-        let target = (top.kind == FileType::Symlink).then(|| v.read_link(path)).transpose()?;
-        out.push(LsEntry { path: path.to_string(), name, attr: top, target });
-    } else {
-        collect(v, top.ino, path, recursive, &mut out)?;
-    }
-    if json {
-        return print_json(&out);
-    }
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
-    for e in out {
-        let shown = if recursive { &e.path } else { &e.name };
-        let line = if long {
+    let mut arr = meta::JsonArray::default();
+    if f.json && !meta::JsonArray::start(&mut w)? {
+        return Ok(());
+    }
+    let mut each = |e: LsEntry| -> Result<bool, CliError> {
+        if f.json {
+            return arr.push(&mut w, &serde_json::to_value(&e).map_err(|e| CliError::usage(e.to_string()))?);
+        }
+        let shown = if f.recursive { &e.path } else { &e.name };
+        let line = if f.long {
             let t = e.target.as_ref().map(|t| format!(" -> {t}")).unwrap_or_default();
             format!(
                 "{} {:>3} {:>5} {:>5} {:>12} {} {shown}{t}",
-                mode_string(&e.attr),
+                ui::mode_string(&e.attr),
                 e.attr.nlink,
                 e.attr.uid,
                 e.attr.gid,
-                e.attr.size,
-                fmt_time(e.attr.mtime_ns)
+                ui::size(e.attr.size, f.human),
+                ui::local_minute(e.attr.mtime_ns)
             )
         } else {
             shown.to_string()
         };
-        if writeln!(w, "{line}").is_err() {
-            break; // closed pipe (e.g. `| head`)
-        }
+        meta::line(&mut w, &line)
+    };
+    let open = if top.kind != FileType::Dir {
+        let name = path.rsplit('/').next().unwrap_or(path).to_string();
+        let target = (top.kind == FileType::Symlink).then(|| v.read_link(path)).transpose()?;
+        each(LsEntry { path: path.to_string(), name, attr: top, target })?
+    } else {
+        collect(v, top.ino, path, f.recursive, &mut each)?
+    };
+    if f.json && open {
+        arr.finish(&mut w)?;
     }
     Ok(())
 }
 
 /// Lists by inode, not by path, so names that are not UTF-8 (the mount stores raw
-/// bytes) are shown lossily instead of failing the whole listing.
+/// bytes) are shown lossily instead of failing the whole listing. `Ok(false)` once
+/// `each` says stop (standard output closed).
 fn collect(
     v: &Vault,
     dir: sqlvault::InodeId,
     shown: &str,
     recursive: bool,
-    out: &mut Vec<LsEntry>,
-) -> Result<(), CliError> {
+    each: &mut dyn FnMut(LsEntry) -> Result<bool, CliError>,
+) -> Result<bool, CliError> {
     for e in transfer::list_all(v, dir)? {
         let name = String::from_utf8_lossy(&e.name).into_owned();
         let p = sqlvault::join_path(shown, &name);
@@ -645,12 +796,14 @@ fn collect(
         let target = (e.kind == FileType::Symlink)
             .then(|| v.read_link_ino(e.ino).map(|t| String::from_utf8_lossy(&t).into_owned()))
             .transpose()?;
-        out.push(LsEntry { path: p.clone(), name, attr, target });
-        if recursive && e.kind == FileType::Dir {
-            collect(v, e.ino, &p, true, out)?;
+        if !each(LsEntry { path: p.clone(), name, attr, target })? {
+            return Ok(false);
+        }
+        if recursive && e.kind == FileType::Dir && !collect(v, e.ino, &p, true, each)? {
+            return Ok(false);
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// The node kind as the JSON outputs spell it (`file`, `dir`, `symlink`).
@@ -662,47 +815,7 @@ fn kind_name(kind: FileType) -> &'static str {
     }
 }
 
-fn mode_string(a: &Attr) -> String {
-    let t = match a.kind {
-        FileType::Dir => 'd',
-        FileType::Symlink => 'l',
-        FileType::File => '-',
-    };
-    let mut s = String::from(t);
-    for shift in [6, 3, 0] {
-        let bits = (a.perm >> shift) & 7;
-        s.push(if bits & 4 != 0 { 'r' } else { '-' });
-        s.push(if bits & 2 != 0 { 'w' } else { '-' });
-        s.push(if bits & 1 != 0 { 'x' } else { '-' });
-    }
-    s
-}
-
-/// UTC time as `YYYY-MM-DD HH:MM:SS` (no time-zone database needed).
+/// A time as the text outputs show it: local time with its UTC offset.
 pub(crate) fn fmt_time(ns: i64) -> String {
-    let secs = ns.div_euclid(1_000_000_000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn formats_utc_times() {
-        assert_eq!(fmt_time(0), "1970-01-01 00:00:00");
-        assert_eq!(fmt_time(1_700_000_000 * 1_000_000_000), "2023-11-14 22:13:20");
-    }
+    ui::local_time(ns)
 }

@@ -17,13 +17,20 @@ use crate::{CliError, Ctx};
 
 #[derive(Subcommand, Debug)]
 pub enum MetaCommand {
-    /// Set tags on a file or directory: NAME=VALUE... (numbers unless quoted or --text).
+    /// Set tags on files or directories: PATH... NAME=VALUE... (numbers unless quoted or --text).
+    ///
+    /// The first argument after VAULT is a path; the following ones that start with `/`
+    /// are more paths, the rest are tags. With --from, every argument is a tag. All paths
+    /// are tagged in one transaction: all of them or, on an error, none.
     Tag {
+        /// The vault file.
         vault: PathBuf,
-        path: String,
-        /// NAME=VALUE pairs (with --remove: NAMEs).
-        #[arg(required = true, value_name = "NAME=VALUE")]
-        tags: Vec<String>,
+        /// PATH... then NAME=VALUE pairs (with --remove: NAMEs).
+        #[arg(required = true, value_name = "PATH... NAME=VALUE")]
+        items: Vec<String>,
+        /// Tag the paths listed in FILE, one a line (`-`: standard input).
+        #[arg(long, value_name = "FILE")]
+        from: Option<PathBuf>,
         /// Store every value as text, even `400`.
         #[arg(long)]
         text: bool,
@@ -33,22 +40,37 @@ pub enum MetaCommand {
     },
     /// Show the tags of a file or directory (NAME=VALUE; text that reads as a number in quotes).
     Tags {
+        /// The vault file.
         vault: PathBuf,
+        /// File or directory.
         path: String,
+        /// Print the tags as one JSON object.
         #[arg(long)]
         json: bool,
     },
-    /// Find entries below DIR whose tags match every --tag (indexed).
+    /// Find entries below DIR by tags (indexed), name or modification time.
+    ///
+    /// With --tag, the tag index drives the search; without, the tree below DIR is
+    /// walked. Every condition given must hold.
     Find {
+        /// The vault file.
         vault: PathBuf,
+        /// Directory to search below.
         #[arg(default_value = "/")]
         dir: String,
         /// NAME, NAME=V, NAME!=V, NAME<V, NAME<=V, NAME>V or NAME>=V; repeat for AND.
-        #[arg(long = "tag", required = true, value_name = "COND")]
+        #[arg(long = "tag", value_name = "COND", required_unless_present_any = ["name", "newer", "older"])]
         tags: Vec<String>,
         /// Only entries whose name matches this glob (`*.jpg`; case-sensitive).
         #[arg(long, value_name = "GLOB")]
         name: Option<String>,
+        /// Only entries modified after WHEN: an age (30m, 2h, 7d, 2w) or a local date (2026-11-01[ 08:00]).
+        #[arg(long, value_name = "WHEN")]
+        newer: Option<String>,
+        /// Only entries modified before WHEN (same forms as --newer).
+        #[arg(long, value_name = "WHEN")]
+        older: Option<String>,
+        /// One JSON object per hit and line, in a JSON array (streamed).
         #[arg(long)]
         json: bool,
     },
@@ -60,14 +82,39 @@ pub enum MetaCommand {
 #[derive(Subcommand, Debug)]
 pub enum RecCommand {
     /// Store VALUE (or standard input if VALUE is `-` or missing) under KEY.
-    Put { vault: PathBuf, collection: String, key: String, value: Option<String> },
+    Put {
+        /// The vault file.
+        vault: PathBuf,
+        /// Collection name.
+        collection: String,
+        /// Record key.
+        key: String,
+        /// The value (`-` or missing: standard input).
+        value: Option<String>,
+    },
     /// Write the value of KEY to standard output.
-    Get { vault: PathBuf, collection: String, key: String },
+    Get {
+        /// The vault file.
+        vault: PathBuf,
+        /// Collection name.
+        collection: String,
+        /// Record key.
+        key: String,
+    },
     /// Delete KEY.
-    Del { vault: PathBuf, collection: String, key: String },
+    Del {
+        /// The vault file.
+        vault: PathBuf,
+        /// Collection name.
+        collection: String,
+        /// Record key.
+        key: String,
+    },
     /// List collections with their counts, or the keys of COLLECTION.
     Ls {
+        /// The vault file.
         vault: PathBuf,
+        /// Collection to list (default: list the collections).
         collection: Option<String>,
         /// Only keys starting with this prefix.
         #[arg(long)]
@@ -78,6 +125,7 @@ pub enum RecCommand {
         /// Show values too (as text, or hex if not UTF-8).
         #[arg(short, long)]
         long: bool,
+        /// One JSON object per record and line, in a JSON array (streamed).
         #[arg(long)]
         json: bool,
     },
@@ -89,7 +137,7 @@ pub fn value_json(v: &TagValue) -> Value {
         TagValue::Int(i) => json!(i),
         TagValue::Real(f) => json!(f),
         TagValue::Text(s) => json!(s),
-        TagValue::Bytes(b) => json!({ "hex": hex(b) }),
+        TagValue::Bytes(b) => json!({ "hex": hex::encode(b) }),
     }
 }
 
@@ -104,22 +152,18 @@ pub fn value_text(v: &TagValue) -> String {
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
 /// Bytes as JSON: a string if UTF-8, else `{"hex": ".."}`.
 fn bytes_json(b: &[u8]) -> Value {
     match std::str::from_utf8(b) {
         Ok(s) => json!(s),
-        Err(_) => json!({ "hex": hex(b) }),
+        Err(_) => json!({ "hex": hex::encode(b) }),
     }
 }
 
 fn bytes_text(b: &[u8]) -> String {
     match std::str::from_utf8(b) {
         Ok(s) => s.to_string(),
-        Err(_) => format!("0x{}", hex(b)),
+        Err(_) => format!("0x{}", hex::encode(b)),
     }
 }
 
@@ -138,7 +182,7 @@ pub fn parse_assignment(s: &str, text: bool) -> Result<(String, TagValue), CliEr
 }
 
 /// Writes a line; `Ok(false)` if standard output was closed (`| head`).
-fn line(w: &mut impl Write, s: &str) -> Result<bool, CliError> {
+pub(crate) fn line(w: &mut impl Write, s: &str) -> Result<bool, CliError> {
     match writeln!(w, "{s}") {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
@@ -148,14 +192,21 @@ fn line(w: &mut impl Write, s: &str) -> Result<bool, CliError> {
 
 pub fn run(ctx: &Ctx, cmd: MetaCommand) -> Result<u8, CliError> {
     match cmd {
-        MetaCommand::Tag { vault, path, tags, text, remove } => {
+        MetaCommand::Tag { vault, items, from, text, remove } => {
+            let (paths, tags) = split_tag_items(items, from.as_deref())?;
+            if tags.is_empty() {
+                return Err(CliError::usage(format!("tag: no {} given", if remove { "NAME" } else { "NAME=VALUE" })));
+            }
             let v = ctx.open(&vault)?;
             if remove {
-                let n = v.remove_tags(&path, &tags)?;
-                eprintln!("removed {n} of {} tags", tags.len());
+                let n = v.transaction(|tx| paths.iter().try_fold(0, |n, p| tx.remove_tags(p, &tags).map(|k| n + k)))?;
+                note!("removed {n} tags from {} paths", paths.len());
             } else {
                 let parsed = tags.iter().map(|t| parse_assignment(t, text)).collect::<Result<Vec<_>, _>>()?;
-                v.set_tags(&path, &parsed)?;
+                v.transaction(|tx| paths.iter().try_for_each(|p| tx.set_tags(p, &parsed)))?;
+                if paths.len() > 1 {
+                    note!("tagged {} paths", paths.len());
+                }
             }
             v.close()?;
         }
@@ -176,16 +227,23 @@ pub fn run(ctx: &Ctx, cmd: MetaCommand) -> Result<u8, CliError> {
                 }
             }
         }
-        MetaCommand::Find { vault, dir, tags, name, json } => {
+        MetaCommand::Find { vault, dir, tags, name, newer, older, json } => {
             let mut q = Query::new();
             for t in &tags {
                 q = q.parse_tag(t).map_err(|e| CliError::usage(e.to_string()))?;
             }
+            let when = |w: Option<String>| w.map(|w| crate::ui::parse_when(&w).map_err(CliError::usage)).transpose();
+            let times = crate::find::Times { newer: when(newer)?, older: when(older)? };
+            let glob = name.as_deref().map(crate::find::glob).transpose()?;
             if let Some(g) = name {
                 q = q.name(g);
             }
             let v = ctx.open(&vault)?;
-            find(&v, &dir, &q, json)?;
+            if q.conditions.is_empty() {
+                crate::find::walk(&v, &dir, glob.as_ref(), times, json)?;
+            } else {
+                find(&v, &dir, &q, times, json)?;
+            }
         }
         MetaCommand::Rec(cmd) => return rec(ctx, cmd),
     }
@@ -196,21 +254,21 @@ pub fn run(ctx: &Ctx, cmd: MetaCommand) -> Result<u8, CliError> {
 /// element is written when the next one (or the end) shows whether it takes a comma.
 /// Every method returns `Ok(false)` once standard output is closed.
 #[derive(Default)]
-struct JsonArray {
+pub(crate) struct JsonArray {
     pending: Option<String>,
 }
 
 impl JsonArray {
-    fn start(w: &mut impl Write) -> Result<bool, CliError> {
+    pub(crate) fn start(w: &mut impl Write) -> Result<bool, CliError> {
         line(w, "[")
     }
-    fn push(&mut self, w: &mut impl Write, v: &Value) -> Result<bool, CliError> {
+    pub(crate) fn push(&mut self, w: &mut impl Write, v: &Value) -> Result<bool, CliError> {
         match self.pending.replace(format!("  {v}")) {
             Some(prev) => line(w, &format!("{prev},")),
             None => Ok(true),
         }
     }
-    fn finish(self, w: &mut impl Write) -> Result<bool, CliError> {
+    pub(crate) fn finish(self, w: &mut impl Write) -> Result<bool, CliError> {
         if let Some(last) = self.pending {
             if !line(w, &last)? {
                 return Ok(false);
@@ -220,7 +278,7 @@ impl JsonArray {
     }
 }
 
-fn find(v: &Vault, dir: &str, q: &Query, json: bool) -> Result<(), CliError> {
+fn find(v: &Vault, dir: &str, q: &Query, times: crate::find::Times, json: bool) -> Result<(), CliError> {
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
     let mut arr = JsonArray::default();
@@ -230,6 +288,9 @@ fn find(v: &Vault, dir: &str, q: &Query, json: bool) -> Result<(), CliError> {
     let mut failed = None;
     let mut open = true;
     v.find_each(dir, q, |f| {
+        if !times.is_empty() && !times.matches(v.attr(f.ino)?.mtime_ns) {
+            return Ok(true);
+        }
         let written = if json {
             arr.push(&mut w, &json!({ "path": f.path, "ino": f.ino.0, "kind": f.kind }))
         } else {
@@ -249,6 +310,42 @@ fn find(v: &Vault, dir: &str, q: &Query, json: bool) -> Result<(), CliError> {
         arr.finish(&mut w)?;
     }
     Ok(())
+}
+
+/// `tag`'s arguments as paths and tags: the first argument is a path (unless `--from`
+/// gives them), the following ones starting with `/` too, the rest are tags.
+fn split_tag_items(items: Vec<String>, from: Option<&std::path::Path>) -> Result<(Vec<String>, Vec<String>), CliError> {
+    let mut items = items.into_iter().peekable();
+    let mut paths = Vec::new();
+    match from {
+        Some(file) => paths = read_path_list(file)?,
+        None => {
+            paths.extend(items.next());
+            while let Some(p) = items.next_if(|i| i.starts_with('/')) {
+                paths.push(p);
+            }
+        }
+    }
+    Ok((paths, items.collect()))
+}
+
+/// Paths one a line from `file` (`-`: standard input); blank lines are skipped.
+fn read_path_list(file: &std::path::Path) -> Result<Vec<String>, CliError> {
+    let text = if file.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| CliError { code: 5, message: format!("standard input: {e}") })?;
+        s
+    } else {
+        std::fs::read_to_string(file).map_err(|e| CliError::host(file, e))?
+    };
+    let paths: Vec<String> =
+        text.lines().map(|l| l.trim_end_matches('\r')).filter(|l| !l.is_empty()).map(str::to_string).collect();
+    if paths.is_empty() {
+        return Err(CliError::usage(format!("--from {}: no paths", file.display())));
+    }
+    Ok(paths)
 }
 
 fn not_found(coll: &str, key: &str) -> CliError {

@@ -131,7 +131,7 @@ pub fn remove_dir_all(v: &sqlvault::Vault, path: &str) -> Result<(), CliError> {
     pb.finish_and_clear();
     match r {
         Ok(s) => {
-            eprintln!(
+            note!(
                 "removed {path}: {} files ({}), {} directories, {} symlinks in {}",
                 s.files,
                 bytes(s.bytes),

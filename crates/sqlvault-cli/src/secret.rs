@@ -1,7 +1,11 @@
-//! Where the CLI gets secrets from: a key file, a passphrase file, the
-//! `SQLVAULT_PASSPHRASE` environment variable, or a prompt on the terminal, in that
-//! order. Never from argv. The environment variable is removed from this process once
-//! read, so child processes do not inherit it.
+//! Where the CLI gets secrets from: a key file, a passphrase file, a passphrase
+//! command, the `SQLVAULT_PASSPHRASE` environment variable, or a prompt on the
+//! terminal, in that order. Never from argv. The environment variable is removed from
+//! this process once read, so child processes do not inherit it.
+//!
+//! The prompt is written to and read from `/dev/tty`, the controlling terminal, so a
+//! redirected standard input (`rec put V c k - < data.bin`) still gets a prompt, as
+//! with age, borg or ssh. Without a controlling terminal (cron, CI) it is an error.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -23,6 +27,45 @@ pub struct SecretArgs {
     /// Unlock with a raw 32-byte key file instead of a passphrase.
     #[arg(long, global = true, value_name = "FILE", conflicts_with = "passphrase_file")]
     pub key_file: Option<PathBuf>,
+    /// Run CMD through `sh -c` and use the first line of its standard output as the
+    /// passphrase (like restic's --password-command); a failing CMD is exit code 2.
+    #[arg(long, global = true, value_name = "CMD", conflicts_with_all = ["passphrase_file", "key_file"])]
+    pub passphrase_command: Option<String>,
+}
+
+/// The first line of a secret's text (`\r\n` or `\n`), as a passphrase.
+fn first_line(raw: &[u8], what: &str) -> Result<Zeroizing<String>, CliError> {
+    let text = std::str::from_utf8(raw).map_err(|_| CliError::secret(format!("{what} is not UTF-8")))?;
+    Ok(Zeroizing::new(text.split('\n').next().unwrap_or("").trim_end_matches('\r').to_string()))
+}
+
+/// Runs `--passphrase-command` through `sh -c`: its standard output is captured (only
+/// the first line is used, and nothing of it is printed), standard input and error stay
+/// the terminal's so the command may itself prompt. The passphrase variables are not
+/// passed on to it.
+pub fn run_passphrase_command(cmd: &str) -> Result<Zeroizing<String>, CliError> {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .env_remove(ENV_PASSPHRASE)
+        .env_remove(ENV_NEW_PASSPHRASE)
+        .stdin(std::process::Stdio::inherit())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| CliError::secret(format!("cannot run passphrase command: {e}")))?;
+    let stdout = Zeroizing::new(out.stdout);
+    if !out.status.success() {
+        let how = match out.status.code() {
+            Some(c) => format!("exit status {c}"),
+            None => "killed by a signal".to_string(),
+        };
+        return Err(CliError::secret(format!("passphrase command failed ({how})")));
+    }
+    let line = first_line(&stdout, "passphrase command output")?;
+    if line.is_empty() {
+        return Err(CliError::secret("passphrase command printed no passphrase"));
+    }
+    Ok(line)
 }
 
 fn read_passphrase_file(path: &Path) -> Result<Zeroizing<String>, CliError> {
@@ -30,12 +73,11 @@ fn read_passphrase_file(path: &Path) -> Result<Zeroizing<String>, CliError> {
         std::fs::read(path)
             .map_err(|e| CliError::secret(format!("cannot read passphrase file {}: {e}", path.display())))?,
     );
-    let text = std::str::from_utf8(&raw).map_err(|_| CliError::secret("passphrase file is not UTF-8"))?;
-    let line = text.split('\n').next().unwrap_or("").trim_end_matches('\r');
+    let line = first_line(&raw, "passphrase file")?;
     if line.is_empty() {
         return Err(CliError::usage(format!("passphrase file {} is empty", path.display())));
     }
-    Ok(Zeroizing::new(line.to_string()))
+    Ok(line)
 }
 
 /// Reads and removes an environment variable, and overwrites its value in place.
@@ -61,10 +103,12 @@ fn take_env(name: &str) -> Option<Zeroizing<String>> {
     v.filter(|s| !s.is_empty())
 }
 
+/// Asks on the controlling terminal (`/dev/tty`), whatever standard input is.
 fn prompt(label: &str) -> Result<Zeroizing<String>, CliError> {
-    if !std::io::stdin().is_terminal() {
+    if std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty").is_err() {
         return Err(CliError::usage(format!(
-            "no passphrase given: use --passphrase-file, --key-file or {ENV_PASSPHRASE} (no terminal to prompt on)"
+            "no passphrase given: use --passphrase-file, --passphrase-command, --key-file or {ENV_PASSPHRASE} \
+             (no terminal to prompt on)"
         )));
     }
     rpassword::prompt_password(label)
@@ -86,20 +130,31 @@ pub fn existing(args: &SecretArgs) -> Result<Secret, CliError> {
     if let Some(p) = &args.passphrase_file {
         return Ok(Secret::Passphrase(read_passphrase_file(p)?));
     }
+    if let Some(c) = &args.passphrase_command {
+        return Ok(Secret::Passphrase(run_passphrase_command(c)?));
+    }
     if let Some(p) = take_env(ENV_PASSPHRASE) {
         return Ok(Secret::Passphrase(p));
     }
     Ok(Secret::Passphrase(prompt("Passphrase: ")?))
 }
 
-/// A new secret: from a key file, a passphrase file, an environment variable, or a
-/// prompt asked twice.
-pub fn new_secret(key_file: Option<&Path>, passphrase_file: Option<&Path>, env: &str) -> Result<Secret, CliError> {
+/// A new secret: from a key file, a passphrase file, a passphrase command, an
+/// environment variable, or a prompt asked twice.
+pub fn new_secret(
+    key_file: Option<&Path>,
+    passphrase_file: Option<&Path>,
+    command: Option<&str>,
+    env: &str,
+) -> Result<Secret, CliError> {
     if let Some(k) = key_file {
         return self::key_file(k);
     }
     if let Some(p) = passphrase_file {
         return Ok(Secret::Passphrase(read_passphrase_file(p)?));
+    }
+    if let Some(c) = command {
+        return Ok(Secret::Passphrase(run_passphrase_command(c)?));
     }
     if let Some(p) = take_env(env) {
         return Ok(Secret::Passphrase(p));

@@ -1,9 +1,9 @@
 //! `snapshot`, `snapshots`, `restore` and `compact`: argument shapes and output.
 //!
 //! `snapshot` takes either a vault directly (`snapshot VAULT [NAME]`, the short form
-//! of `snapshot create`) or one of the subcommands `create`, `ls` and `rm`; the
-//! top-level `snapshots VAULT` is `snapshot ls VAULT`. A file literally named `create`,
-//! `ls` or `rm` is written `./rm`.
+//! of `snapshot create`) or one of the subcommands `create`, `ls`, `rm`, `diff` and
+//! `forget` (the last two in `history`); the top-level `snapshots VAULT` is `snapshot
+//! ls VAULT`. A file literally named like a subcommand is written `./rm`.
 
 use std::path::PathBuf;
 
@@ -12,14 +12,14 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use sqlvault::{SnapshotInfo, Vault};
 
-use crate::{fmt_time, print_json, CliError, Ctx};
+use crate::{fmt_time, ui, CliError, Ctx};
 
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct SnapshotArgs {
     #[command(subcommand)]
     action: Option<SnapshotAction>,
-    /// The vault (short form of `snapshot create VAULT [NAME]`).
+    /// The vault file (short form of `snapshot create VAULT [NAME]`).
     #[arg(required = true)]
     vault: Option<PathBuf>,
     /// Snapshot name (default: the current UTC time, e.g. 2026-11-23T08:15:00Z).
@@ -29,19 +29,36 @@ pub struct SnapshotArgs {
 #[derive(Subcommand, Debug)]
 enum SnapshotAction {
     /// Freeze the whole tree (no content is copied).
-    Create { vault: PathBuf, name: Option<String> },
+    Create {
+        /// The vault file.
+        vault: PathBuf,
+        /// Snapshot name (default: the current UTC time).
+        name: Option<String>,
+    },
     /// List snapshots with their sizes (same as `sqlvault snapshots`).
     Ls {
+        /// The vault file.
         vault: PathBuf,
+        /// One JSON object per snapshot and line, in a JSON array.
         #[arg(long)]
         json: bool,
     },
     /// Remove a snapshot, freeing the chunks no one else references.
-    Rm { vault: PathBuf, name: String },
+    Rm {
+        /// The vault file.
+        vault: PathBuf,
+        /// Snapshot name.
+        name: String,
+    },
+    /// Paths added (+), removed (-) and changed (M) from snapshot A to B (default: the live tree).
+    Diff(crate::history::DiffArgs),
+    /// Remove the snapshots a retention policy does not keep (like `restic forget`).
+    Forget(crate::history::ForgetArgs),
 }
 
 #[derive(Args, Debug)]
 pub struct RestoreArgs {
+    /// The vault file.
     vault: PathBuf,
     /// Snapshot name.
     name: String,
@@ -54,20 +71,36 @@ pub struct RestoreArgs {
     to: Option<String>,
 }
 
-pub fn snapshot(ctx: &Ctx, args: SnapshotArgs) -> Result<(), CliError> {
+pub fn snapshot(ctx: &Ctx, args: SnapshotArgs) -> Result<u8, CliError> {
     match args.action {
+        Some(SnapshotAction::Diff(a)) => crate::history::diff(ctx, a),
+        Some(SnapshotAction::Forget(a)) => crate::history::forget(ctx, a),
+        other => snapshot_basic(ctx, other, args.vault, args.name).map(|()| 0),
+    }
+}
+
+fn snapshot_basic(
+    ctx: &Ctx,
+    action: Option<SnapshotAction>,
+    vault: Option<PathBuf>,
+    name: Option<String>,
+) -> Result<(), CliError> {
+    match action {
         Some(SnapshotAction::Create { vault, name }) => create(ctx, vault, name),
         Some(SnapshotAction::Ls { vault, json }) => list(ctx, vault, json),
         Some(SnapshotAction::Rm { vault, name }) => {
             let v = ctx.open(&vault)?;
             let freed = crate::progress::remove_snapshot(&v, &name)?;
             v.close()?;
-            eprintln!("removed snapshot {name}: {freed} bytes freed (`sqlvault compact` gives them back to the disk)");
+            note!("removed snapshot {name}: {} freed (`sqlvault compact` gives it back to the disk)", ui::human(freed));
             Ok(())
         }
         None => {
-            let vault = args.vault.ok_or_else(|| CliError::usage("snapshot: missing VAULT"))?;
-            create(ctx, vault, args.name)
+            let vault = vault.ok_or_else(|| CliError::usage("snapshot: missing VAULT"))?;
+            create(ctx, vault, name)
+        }
+        Some(SnapshotAction::Diff(_) | SnapshotAction::Forget(_)) => {
+            Err(CliError::usage("snapshot: unexpected action"))
         }
     }
 }
@@ -77,23 +110,20 @@ fn create(ctx: &Ctx, vault: PathBuf, name: Option<String>) -> Result<(), CliErro
     let v = ctx.open(&vault)?;
     let s = v.snapshot(&name)?;
     v.close()?;
-    eprintln!(
-        "snapshot {}: {} files, {} directories, {} symlinks, {} bytes",
-        s.name, s.files, s.directories, s.symlinks, s.logical_bytes
+    note!(
+        "snapshot {}: {} files, {} directories, {} symlinks, {}",
+        s.name,
+        s.files,
+        s.directories,
+        s.symlinks,
+        ui::human(s.logical_bytes)
     );
     Ok(())
 }
 
-/// The current UTC time as an ISO 8601 name.
+/// The current UTC time as an ISO 8601 name (`2026-11-23T08:15:00Z`).
 fn default_name() -> String {
-    let ns =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0);
-    iso_time(ns)
-}
-
-/// UTC time in ISO 8601 (`2026-11-23T08:15:00Z`): default names and `created` in JSON.
-fn iso_time(ns: i64) -> String {
-    format!("{}Z", fmt_time(ns).replace(' ', "T"))
+    ui::iso_utc(jiff::Timestamp::now().as_nanosecond() as i64)
 }
 
 #[derive(Serialize)]
@@ -107,19 +137,31 @@ pub fn list(ctx: &Ctx, vault: PathBuf, json: bool) -> Result<(), CliError> {
     let v = ctx.open(&vault)?;
     let all = v.snapshots()?;
     if json {
-        let out: Vec<Listed> =
-            all.into_iter().map(|info| Listed { created: iso_time(info.created_ns), info }).collect();
-        return print_json(&out);
+        let stdout = std::io::stdout();
+        let mut w = stdout.lock();
+        let mut arr = crate::meta::JsonArray::default();
+        if !crate::meta::JsonArray::start(&mut w)? {
+            return Ok(());
+        }
+        for info in all {
+            let v = serde_json::to_value(Listed { created: ui::iso_utc(info.created_ns), info })
+                .map_err(|e| CliError::usage(e.to_string()))?;
+            if !arr.push(&mut w, &v)? {
+                return Ok(());
+            }
+        }
+        arr.finish(&mut w)?;
+        return Ok(());
     }
-    outln!("{:<24} {:<19} {:>8} {:>14} {:>14}", "NAME", "CREATED (UTC)", "FILES", "LOGICAL", "UNIQUE");
+    outln!("{:<24} {:<26} {:>8} {:>11} {:>11}", "NAME", "CREATED", "FILES", "LOGICAL", "UNIQUE");
     for s in all {
         outln!(
-            "{:<24} {:<19} {:>8} {:>14} {:>14}",
+            "{:<24} {:<26} {:>8} {:>11} {:>11}",
             s.name,
             fmt_time(s.created_ns),
             s.files,
-            s.logical_bytes,
-            s.unique_bytes
+            ui::human(s.logical_bytes),
+            ui::human(s.unique_bytes)
         );
     }
     Ok(())
@@ -131,14 +173,14 @@ pub fn restore(ctx: &Ctx, args: RestoreArgs) -> Result<(), CliError> {
     let s = crate::progress::restore(&v, &args.name, &args.path, args.to.as_deref())?;
     v.close()?;
     let dest = args.to.as_deref().unwrap_or(&args.path);
-    eprintln!(
-        "restored {}:{} to {dest}: {} files, {} directories, {} symlinks, {} bytes in {}",
+    note!(
+        "restored {}:{} to {dest}: {} files, {} directories, {} symlinks, {} in {}",
         args.name,
         args.path,
         s.files,
         s.directories,
         s.symlinks,
-        s.bytes,
+        ui::human(s.bytes),
         crate::progress::took(start)
     );
     Ok(())
@@ -167,7 +209,7 @@ pub fn compact(ctx: &Ctx, vault: PathBuf) -> Result<(), CliError> {
     let r = r?;
     v.close()?;
     let mib = |pages: u64| pages as f64 * r.page_size as f64 / (1024.0 * 1024.0);
-    eprintln!(
+    note!(
         "compacted{}: {:.1} MiB -> {:.1} MiB ({} free pages given back) in {}",
         if r.rebuilt { " (rebuilt; later compactions are incremental)" } else { "" },
         mib(r.pages_before),

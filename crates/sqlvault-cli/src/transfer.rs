@@ -208,7 +208,7 @@ fn summary_line(what: &str, s: &Summary, dry_run: bool, start: Instant) -> Strin
 }
 
 fn finish(what: &str, s: &Summary, dry_run: bool, start: Instant) -> u8 {
-    eprintln!("{}", summary_line(what, s, dry_run, start));
+    note!("{}", summary_line(what, s, dry_run, start));
     if s.skipped.is_empty() {
         0
     } else {

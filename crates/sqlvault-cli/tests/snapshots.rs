@@ -123,14 +123,20 @@ fn a_vault_made_before_snapshots_is_upgraded_on_open() {
         // Make it a schema-2 vault (tags and records), as written by the build before snapshots.
         let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
             .unwrap();
+        // (Later migrations' objects go too, so the upgrade replays every migration after 2.)
         v.debug_execute_sql(
-            "DROP TABLE snap_xattrs; DROP TABLE snap_tags; DROP TABLE chunk_holds; DROP TABLE snap_chunks;
+            "DROP TRIGGER inodes_delete_tags_xattrs; DROP TABLE snap_xattrs; DROP TABLE snap_tags; DROP TABLE chunk_holds; DROP TABLE snap_chunks;
              DROP TABLE snap_dirents; DROP TABLE snap_inodes; DROP TABLE snapshots; PRAGMA user_version = 2;",
         )
         .unwrap();
     }
     e.ok(&["snapshot", e.v(), "first"]);
-    assert_eq!(e.json(&["info", e.v(), "--json"])["schema_version"], 3);
+    // Upgraded to the version a new vault has (3 when this test was written; each
+    // migration since adds one).
+    let fresh = Env::new();
+    let current = fresh.json(&["info", fresh.v(), "--json"])["schema_version"].clone();
+    assert!(current.as_i64().unwrap() >= 3);
+    assert_eq!(e.json(&["info", e.v(), "--json"])["schema_version"], current);
     e.fsck_clean();
 }
 

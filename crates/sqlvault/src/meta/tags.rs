@@ -405,6 +405,11 @@ impl Condition {
         check_name(name.as_bytes()).map_err(|_| Error::InvalidArgument {
             what: format!("tag condition {s:?}: missing or invalid tag name"),
         })?;
+        // `iso>>4`, `iso=<4`: a second operator is a typo, not text to compare with
+        // (which would silently match nothing). Quote it to compare with such text.
+        if value.starts_with(['=', '!', '<', '>']) {
+            return Err(Error::InvalidArgument { what: format!("tag condition {s:?}: unknown operator") });
+        }
         Ok(Condition { name: name.to_string(), op, value: parse_quoted(value) })
     }
 }
@@ -678,6 +683,9 @@ mod tests {
         assert_eq!(Condition::parse("a!=x").unwrap().op, Op::Ne);
         assert_eq!(Condition::parse("a<=1").unwrap().op, Op::Le);
         assert_eq!(Condition::parse("a<1").unwrap().op, Op::Lt);
+        assert!(Condition::parse("iso>>4").is_err(), "a doubled operator is a typo");
+        assert!(Condition::parse("iso=<4").is_err());
+        assert_eq!(Condition::parse("a='>4'").unwrap().value, TagValue::Text(">4".into()));
         assert_eq!(Condition::parse("a>1").unwrap().op, Op::Gt);
         assert_eq!(Condition::parse("a=").unwrap().value, TagValue::Text(String::new()));
         assert_eq!(Condition::parse("camera").unwrap().op, Op::Exists);

@@ -184,7 +184,7 @@ const MIGRATIONS: &[&str] = &[
     // 4: tags and extended attributes die with their inode. The tree deletes inodes
     // without knowing which layers above hang rows on them.
     "
-    CREATE TRIGGER inodes_delete_tags_xattrs AFTER DELETE ON inodes BEGIN
+    CREATE TRIGGER IF NOT EXISTS inodes_delete_tags_xattrs AFTER DELETE ON inodes BEGIN
         DELETE FROM tags WHERE ino = OLD.ino;
         DELETE FROM xattrs WHERE ino = OLD.ino;
     END;

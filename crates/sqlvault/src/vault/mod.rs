@@ -19,6 +19,7 @@ use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
 
 pub(crate) mod bulk;
+pub(crate) mod history;
 pub(crate) mod import;
 mod inodes;
 pub(crate) mod metadata;

@@ -1,0 +1,107 @@
+//! `find` without a tag: walks the tree below a directory and filters by name (glob)
+//! and modification time. With a tag, `meta::find` asks the tag index and filters its
+//! hits by time with [`Times`].
+
+use serde_json::json;
+use sqlvault::{FileType, InodeId, Vault};
+
+use crate::meta::{line, JsonArray};
+use crate::CliError;
+
+/// Entries read per page while walking a directory.
+const PAGE: usize = 512;
+
+/// `--newer` / `--older` bounds on the modification time, in nanoseconds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Times {
+    pub newer: Option<i64>,
+    pub older: Option<i64>,
+}
+
+impl Times {
+    pub fn is_empty(&self) -> bool {
+        self.newer.is_none() && self.older.is_none()
+    }
+    pub fn matches(&self, mtime_ns: i64) -> bool {
+        self.newer.is_none_or(|t| mtime_ns > t) && self.older.is_none_or(|t| mtime_ns < t)
+    }
+}
+
+/// Compiles `--name GLOB` (`*`, `?`, `[a-z]`, `[!a-z]`; case-sensitive), as `find
+/// --tag` matches it in SQL.
+pub fn glob(pattern: &str) -> Result<glob::Pattern, CliError> {
+    glob::Pattern::new(pattern).map_err(|e| CliError::usage(format!("--name {pattern:?}: {e}")))
+}
+
+/// Prints every entry below `dir` whose name matches `name` and whose modification time
+/// is within `times`, depth first in name order. Memory: one page of entries per
+/// directory level.
+pub fn walk(v: &Vault, dir: &str, name: Option<&glob::Pattern>, times: Times, json: bool) -> Result<(), CliError> {
+    let top = v.metadata(dir)?;
+    if top.kind != FileType::Dir {
+        return Err(CliError { code: 4, message: format!("{dir}: not a directory") });
+    }
+    let stdout = std::io::stdout();
+    let mut w = stdout.lock();
+    let mut arr = JsonArray::default();
+    if json && !JsonArray::start(&mut w)? {
+        return Ok(());
+    }
+    let base = dir.trim_end_matches('/').to_string();
+    let mut out = |path: &str, ino: InodeId, kind: FileType| -> Result<bool, CliError> {
+        if json {
+            arr.push(&mut w, &json!({ "path": path, "ino": ino.0, "kind": kind }))
+        } else {
+            line(&mut w, path)
+        }
+    };
+    let open = walk_dir(v, top.ino, &base, name, times, &mut out)?;
+    if json && open {
+        arr.finish(&mut w)?;
+    }
+    Ok(())
+}
+
+fn walk_dir(
+    v: &Vault,
+    dir: InodeId,
+    shown: &str,
+    name: Option<&glob::Pattern>,
+    times: Times,
+    out: &mut dyn FnMut(&str, InodeId, FileType) -> Result<bool, CliError>,
+) -> Result<bool, CliError> {
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let page = v.list(dir, after.as_deref(), PAGE)?;
+        let Some(last) = page.last() else { return Ok(true) };
+        after = Some(last.name.clone());
+        for e in &page {
+            let n = String::from_utf8_lossy(&e.name);
+            let path = format!("{shown}/{n}");
+            let name_ok = name.is_none_or(|g| g.matches(&n));
+            if name_ok && (times.is_empty() || times.matches(v.attr(e.ino)?.mtime_ns)) && !out(&path, e.ino, e.kind)? {
+                return Ok(false);
+            }
+            if e.kind == FileType::Dir && !walk_dir(v, e.ino, &path, name, times, out)? {
+                return Ok(false);
+            }
+        }
+        if page.len() < PAGE {
+            return Ok(true);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_bounds_are_exclusive() {
+        let t = Times { newer: Some(10), older: Some(20) };
+        assert!(t.matches(15));
+        assert!(!t.matches(10));
+        assert!(!t.matches(20));
+        assert!(Times::default().matches(0));
+    }
+}

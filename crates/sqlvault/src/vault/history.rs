@@ -1,0 +1,419 @@
+//! The backup user's view of snapshots: what changed between two snapshots (or a
+//! snapshot and the live tree), and which snapshots a retention policy keeps, like
+//! `restic diff` and `restic forget`.
+//!
+//! The diff walks both trees together, one directory at a time, merging their entries
+//! in name order: its cost is the nodes of the two trees, its memory one directory
+//! listing per level. Content is compared by chunk ids (content-addressed, so equal
+//! ids are equal bytes) without reading any chunk. Tags and extended attributes are not
+//! compared.
+
+use jiff::tz::TimeZone;
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::Vault;
+use crate::error::{Error, Result};
+use crate::fs::tree::{FileType, InodeId};
+use crate::snapshot::{self, SnapshotId};
+
+/// How a path differs between the old and the new tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    /// Only in the new tree.
+    Added,
+    /// Only in the old tree.
+    Removed,
+    /// In both, with other content, type, target or metadata (mode, owner, mtime).
+    Changed,
+}
+
+/// One difference found by [`Vault::diff`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Change {
+    /// The path, the same in both trees.
+    pub path: String,
+    /// Added, removed or changed.
+    pub change: ChangeKind,
+    /// The node's type in the new tree (in the old one if removed).
+    pub kind: FileType,
+    /// For `Changed`: whether the content (or symlink target, or type) differs, not
+    /// only metadata.
+    pub content: bool,
+}
+
+/// A tree to compare: a snapshot's or the live one.
+#[derive(Debug, Clone, Copy)]
+enum Tree {
+    Snap(SnapshotId),
+    Live,
+}
+
+/// What the diff compares of a node.
+#[derive(Debug, PartialEq, Eq)]
+struct Node {
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    size: i64,
+    mtime_ns: i64,
+    target: Option<Vec<u8>>,
+}
+
+impl Node {
+    fn kind(&self) -> FileType {
+        match self.mode & libc::S_IFMT {
+            libc::S_IFDIR => FileType::Dir,
+            libc::S_IFLNK => FileType::Symlink,
+            _ => FileType::File,
+        }
+    }
+}
+
+impl Tree {
+    fn children(self, c: &Connection, dir: InodeId) -> Result<Vec<(Vec<u8>, InodeId)>> {
+        let map = |r: &rusqlite::Row<'_>| Ok((r.get::<_, Vec<u8>>(0)?, InodeId(r.get::<_, i64>(1)? as u64)));
+        let rows = match self {
+            Tree::Snap(s) => c
+                .prepare_cached("SELECT name, ino FROM snap_dirents WHERE snap = ?1 AND parent = ?2 ORDER BY name")?
+                .query_map(params![s.0 as i64, dir.0 as i64], map)?
+                .collect::<rusqlite::Result<Vec<_>>>()?,
+            Tree::Live => c
+                .prepare_cached("SELECT name, ino FROM dirents WHERE parent = ?1 ORDER BY name")?
+                .query_map(params![dir.0 as i64], map)?
+                .collect::<rusqlite::Result<Vec<_>>>()?,
+        };
+        Ok(rows)
+    }
+
+    fn node(self, c: &Connection, ino: InodeId) -> Result<Node> {
+        let map = |r: &rusqlite::Row<'_>| {
+            Ok(Node {
+                mode: r.get(0)?,
+                uid: r.get(1)?,
+                gid: r.get(2)?,
+                size: r.get(3)?,
+                mtime_ns: r.get(4)?,
+                target: r.get(5)?,
+            })
+        };
+        let cols = "mode, uid, gid, size, mtime_ns, target";
+        let row = match self {
+            Tree::Snap(s) => c
+                .prepare_cached(&format!("SELECT {cols} FROM snap_inodes WHERE snap = ?1 AND ino = ?2"))?
+                .query_row(params![s.0 as i64, ino.0 as i64], map)
+                .optional()?,
+            Tree::Live => c
+                .prepare_cached(&format!("SELECT {cols} FROM inodes WHERE ino = ?1"))?
+                .query_row(params![ino.0 as i64], map)
+                .optional()?,
+        };
+        row.ok_or_else(|| Error::damaged(format!("directory entry names missing inode {}", ino.0)))
+    }
+
+    fn chunks(self, c: &Connection, ino: InodeId) -> Result<Vec<(i64, i64)>> {
+        let map = |r: &rusqlite::Row<'_>| Ok((r.get(0)?, r.get(1)?));
+        let rows = match self {
+            Tree::Snap(s) => c
+                .prepare_cached("SELECT idx, chunk FROM snap_chunks WHERE snap = ?1 AND ino = ?2 ORDER BY idx")?
+                .query_map(params![s.0 as i64, ino.0 as i64], map)?
+                .collect::<rusqlite::Result<Vec<_>>>()?,
+            Tree::Live => c
+                .prepare_cached("SELECT idx, chunk FROM file_chunks WHERE ino = ?1 ORDER BY idx")?
+                .query_map(params![ino.0 as i64], map)?
+                .collect::<rusqlite::Result<Vec<_>>>()?,
+        };
+        Ok(rows)
+    }
+}
+
+/// The walk of [`Vault::diff`]: both trees, the callback, and whether it said stop.
+struct Differ<'a> {
+    c: &'a Connection,
+    old: Tree,
+    new: Tree,
+    each: &'a mut dyn FnMut(Change) -> Result<bool>,
+    stopped: bool,
+}
+
+impl Differ<'_> {
+    fn emit(&mut self, path: &str, change: ChangeKind, kind: FileType, content: bool) -> Result<()> {
+        if !self.stopped && !(self.each)(Change { path: path.to_string(), change, kind, content })? {
+            self.stopped = true;
+        }
+        Ok(())
+    }
+
+    /// Reports `ino` of `tree` and everything below it as added or removed.
+    fn subtree(&mut self, tree: Tree, ino: InodeId, path: &str, change: ChangeKind) -> Result<()> {
+        let kind = tree.node(self.c, ino)?.kind();
+        self.emit(path, change, kind, true)?;
+        if kind == FileType::Dir {
+            self.below(tree, ino, path, change)?;
+        }
+        Ok(())
+    }
+
+    fn below(&mut self, tree: Tree, dir: InodeId, path: &str, change: ChangeKind) -> Result<()> {
+        for (name, ino) in tree.children(self.c, dir)? {
+            if self.stopped {
+                break;
+            }
+            self.subtree(tree, ino, &child_path(path, &name), change)?;
+        }
+        Ok(())
+    }
+
+    /// Compares directory `a` of the old tree with directory `b` of the new one.
+    fn dirs(&mut self, a: InodeId, b: InodeId, path: &str) -> Result<()> {
+        let old = self.old.children(self.c, a)?;
+        let new = self.new.children(self.c, b)?;
+        let (mut i, mut j) = (0, 0);
+        while (i < old.len() || j < new.len()) && !self.stopped {
+            let order = match (old.get(i), new.get(j)) {
+                (Some(x), Some(y)) => x.0.cmp(&y.0),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                _ => std::cmp::Ordering::Greater,
+            };
+            match order {
+                std::cmp::Ordering::Less => {
+                    self.subtree(self.old, old[i].1, &child_path(path, &old[i].0), ChangeKind::Removed)?;
+                    i += 1;
+                }
+                std::cmp::Ordering::Greater => {
+                    self.subtree(self.new, new[j].1, &child_path(path, &new[j].0), ChangeKind::Added)?;
+                    j += 1;
+                }
+                std::cmp::Ordering::Equal => {
+                    self.node(old[i].1, new[j].1, &child_path(path, &old[i].0))?;
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Compares one path present in both trees.
+    fn node(&mut self, a: InodeId, b: InodeId, path: &str) -> Result<()> {
+        let (x, y) = (self.old.node(self.c, a)?, self.new.node(self.c, b)?);
+        let (kx, ky) = (x.kind(), y.kind());
+        if kx != ky {
+            // A file became a directory or the like: the old subtree went, the new came.
+            self.emit(path, ChangeKind::Changed, ky, true)?;
+            if kx == FileType::Dir {
+                self.below(self.old, a, path, ChangeKind::Removed)?;
+            }
+            if ky == FileType::Dir {
+                self.below(self.new, b, path, ChangeKind::Added)?;
+            }
+            return Ok(());
+        }
+        let meta =
+            (x.mode, x.uid, x.gid) != (y.mode, y.uid, y.gid) || (kx != FileType::Dir && x.mtime_ns != y.mtime_ns);
+        let content = match kx {
+            FileType::Dir => false,
+            FileType::Symlink => x.target != y.target,
+            FileType::File => x.size != y.size || self.old.chunks(self.c, a)? != self.new.chunks(self.c, b)?,
+        };
+        if meta || content {
+            self.emit(path, ChangeKind::Changed, ky, content)?;
+        }
+        if kx == FileType::Dir {
+            self.dirs(a, b, path)?;
+        }
+        Ok(())
+    }
+}
+
+fn child_path(dir: &str, name: &[u8]) -> String {
+    format!("{}/{}", dir.trim_end_matches('/'), String::from_utf8_lossy(name))
+}
+
+/// How many snapshots of each kind `forget` keeps, as `restic forget --keep-*`: the
+/// newest `last`, and the newest one of each of the most recent `hourly` hours, `daily`
+/// days, `weekly` ISO weeks, `monthly` months and `yearly` years that have one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ForgetPolicy {
+    /// Keep the N newest snapshots.
+    pub last: usize,
+    /// Keep the newest snapshot of each of the N most recent hours that have one.
+    pub hourly: usize,
+    /// ... of each of the N most recent days.
+    pub daily: usize,
+    /// ... of each of the N most recent ISO weeks (Monday to Sunday).
+    pub weekly: usize,
+    /// ... of each of the N most recent months.
+    pub monthly: usize,
+    /// ... of each of the N most recent years.
+    pub yearly: usize,
+}
+
+impl ForgetPolicy {
+    /// Whether no rule is set (such a policy would remove everything; `forget` refuses it).
+    pub fn is_empty(&self) -> bool {
+        *self == ForgetPolicy::default()
+    }
+}
+
+/// What a policy decides for one snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ForgetDecision {
+    /// The snapshot's name.
+    pub name: String,
+    /// When it was taken (nanoseconds since the epoch).
+    pub created_ns: i64,
+    /// Whether some rule keeps it; `false`: `forget` removes it.
+    pub keep: bool,
+    /// The rules that keep it (`last`, `hourly`, `daily`, `weekly`, `monthly`, `yearly`).
+    pub reasons: Vec<&'static str>,
+}
+
+/// Applies `policy` to snapshots `(name, created_ns)`; calendar periods are taken in
+/// time zone `tz`. Returns one decision per snapshot, newest first.
+pub fn forget_plan(snaps: &[(String, i64)], policy: &ForgetPolicy, tz: &TimeZone) -> Vec<ForgetDecision> {
+    let mut order: Vec<&(String, i64)> = snaps.iter().collect();
+    order.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+    let mut out: Vec<ForgetDecision> = order
+        .iter()
+        .map(|(name, ns)| ForgetDecision { name: name.clone(), created_ns: *ns, keep: false, reasons: Vec::new() })
+        .collect();
+    let period = |ns: i64, rule: &str| -> (i16, i16, i16) {
+        let z = jiff::Timestamp::from_nanosecond(i128::from(ns))
+            .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+            .to_zoned(tz.clone());
+        let d = z.date();
+        match rule {
+            "hourly" => (d.year(), d.day_of_year(), i16::from(z.hour())),
+            "daily" => (d.year(), d.day_of_year(), 0),
+            "weekly" => {
+                let w = d.iso_week_date();
+                (w.year(), i16::from(w.week()), 0)
+            }
+            "monthly" => (d.year(), i16::from(d.month()), 0),
+            _ => (d.year(), 0, 0),
+        }
+    };
+    for (i, d) in out.iter_mut().enumerate() {
+        if i < policy.last {
+            d.keep = true;
+            d.reasons.push("last");
+        }
+    }
+    let rules = [
+        ("hourly", policy.hourly),
+        ("daily", policy.daily),
+        ("weekly", policy.weekly),
+        ("monthly", policy.monthly),
+        ("yearly", policy.yearly),
+    ];
+    for (rule, n) in rules {
+        let mut kept = 0;
+        let mut last = None;
+        for d in out.iter_mut() {
+            if kept == n {
+                break;
+            }
+            let p = period(d.created_ns, rule);
+            if last != Some(p) {
+                d.keep = true;
+                d.reasons.push(rule);
+                kept += 1;
+                last = Some(p);
+            }
+        }
+    }
+    out
+}
+
+impl Vault {
+    /// Calls `each` for every path that differs from snapshot `from` to snapshot `to`
+    /// (`None`: the live tree), depth first in name order, until it returns `false`.
+    /// One read transaction: a consistent view of both trees.
+    pub fn diff(&self, from: &str, to: Option<&str>, mut each: impl FnMut(Change) -> Result<bool>) -> Result<()> {
+        self.engine().read(|c| {
+            let old = Tree::Snap(snapshot::find(c, from)?);
+            let new = match to {
+                Some(n) => Tree::Snap(snapshot::find(c, n)?),
+                None => Tree::Live,
+            };
+            let mut d = Differ { c, old, new, each: &mut each, stopped: false };
+            d.node(InodeId::ROOT, InodeId::ROOT, "/")
+        })
+    }
+
+    /// What `policy` would keep and remove, newest first (see [`forget_plan`]).
+    pub fn forget_plan(&self, policy: &ForgetPolicy, tz: &TimeZone) -> Result<Vec<ForgetDecision>> {
+        let snaps: Vec<(String, i64)> = self.snapshot_names()?.into_iter().map(|(_, name, ns)| (name, ns)).collect();
+        Ok(forget_plan(&snaps, policy, tz))
+    }
+
+    /// Removes the snapshots `policy` does not keep, in one transaction. Returns the
+    /// decisions and the bytes freed. An empty policy is refused (it would remove all).
+    pub fn forget(&self, policy: &ForgetPolicy, tz: &TimeZone) -> Result<(Vec<ForgetDecision>, u64)> {
+        if policy.is_empty() {
+            return Err(Error::InvalidArgument { what: "a forget policy that keeps nothing".into() });
+        }
+        let plan = self.forget_plan(policy, tz)?;
+        let freed = self.engine().write(|tx| {
+            let mut freed = 0;
+            for d in plan.iter().filter(|d| !d.keep) {
+                freed += snapshot::remove(tx, snapshot::find(tx, &d.name)?, &|| Ok(()))?;
+            }
+            Ok(freed)
+        })?;
+        Ok((plan, freed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H: i64 = 3_600_000_000_000;
+    const D: i64 = 24 * H;
+
+    fn snaps(times: &[i64]) -> Vec<(String, i64)> {
+        times.iter().enumerate().map(|(i, t)| (format!("s{i}"), *t)).collect()
+    }
+
+    fn kept(plan: &[ForgetDecision]) -> Vec<&str> {
+        let mut k: Vec<&str> = plan.iter().filter(|d| d.keep).map(|d| d.name.as_str()).collect();
+        k.sort();
+        k
+    }
+
+    #[test]
+    fn keep_last_keeps_the_newest() {
+        let s = snaps(&[D, 2 * D, 3 * D, 4 * D]);
+        let p = forget_plan(&s, &ForgetPolicy { last: 2, ..Default::default() }, &TimeZone::UTC);
+        assert_eq!(kept(&p), ["s2", "s3"]);
+        assert_eq!(p[0].name, "s3", "newest first");
+    }
+
+    #[test]
+    fn keep_daily_keeps_the_newest_of_each_day() {
+        // Two a day for three days (1970-01-02..04, UTC).
+        let s = snaps(&[D + H, D + 2 * H, 2 * D + H, 2 * D + 2 * H, 3 * D + H, 3 * D + 2 * H]);
+        let p = forget_plan(&s, &ForgetPolicy { daily: 2, ..Default::default() }, &TimeZone::UTC);
+        assert_eq!(kept(&p), ["s3", "s5"]);
+        // The same instants in UTC-5: 01:00 and 02:00 UTC fall on the previous day.
+        let tz = TimeZone::fixed(jiff::tz::offset(-5));
+        let p = forget_plan(&s, &ForgetPolicy { daily: 2, ..Default::default() }, &tz);
+        assert_eq!(kept(&p), ["s3", "s5"]);
+        let late = snaps(&[D + 4 * H, D + 6 * H]); // 23:00 the day before and 01:00 in UTC-5
+        let p = forget_plan(&late, &ForgetPolicy { daily: 5, ..Default::default() }, &tz);
+        assert_eq!(kept(&p), ["s0", "s1"]);
+    }
+
+    #[test]
+    fn weekly_and_monthly_buckets_and_reasons() {
+        // 1970-01-05 is a Monday: days 4..=10 are one ISO week.
+        let s = snaps(&[4 * D, 6 * D, 10 * D, 11 * D, 40 * D]);
+        let p = forget_plan(&s, &ForgetPolicy { weekly: 3, monthly: 1, ..Default::default() }, &TimeZone::UTC);
+        assert_eq!(kept(&p), ["s2", "s3", "s4"]);
+        let newest = &p[0];
+        assert_eq!(newest.reasons, ["weekly", "monthly"]);
+        assert!(ForgetPolicy::default().is_empty());
+    }
+}
