@@ -525,8 +525,8 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<u8, CliError> {
             sqlvault::generate_key_file(&file)?;
             note!("wrote a new 32-byte key to {} (mode 0600); keep it safe", file.display());
         }
-        Command::Put(args) => return transfer::put_command(&ctx, args),
-        Command::Get(args) => return transfer::get_command(&ctx, args),
+        Command::Put(args) => return transfer::put_command(ctx, args),
+        Command::Get(args) => return transfer::get_command(ctx, args),
         Command::Cat { vault, path } => {
             let v = ctx.open(&vault)?;
             let mut f = v.open_file(&path, &FileOptions::new().read(true))?;
@@ -627,7 +627,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<u8, CliError> {
             }
             v.close()?;
         }
-        Command::Fsck { vault, json, repair } => return check::fsck_command(&ctx, &vault, json, repair),
+        Command::Fsck { vault, json, repair } => return check::fsck_command(ctx, &vault, json, repair),
         Command::Passwd { vault, new_passphrase_file, new_key_file, kdf } => {
             let old = secret::existing(&ctx.secret)?;
             let new = secret::new_secret(
