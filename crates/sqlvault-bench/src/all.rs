@@ -38,7 +38,8 @@ pub struct AllArgs {
 /// The scenarios `all` runs, in this order.
 ///
 /// New scenarios register here and in [`run_scenario`] below.
-pub const SCENARIOS: &[&str] = &["open", "stream", "blocks", "metadata", "peers", "parallel", "snapshot", "tree"];
+pub const SCENARIOS: &[&str] =
+    &["open", "stream", "blocks", "metadata", "appsql", "peers", "parallel", "snapshot", "tree"];
 
 /// Parses a scenario's own arguments from `argv`, so its defaults apply.
 fn parse<T: clap::Args>(argv: &[String]) -> Result<T> {
@@ -58,6 +59,7 @@ fn run_scenario(name: &str, argv: &[String]) -> Result<Vec<Target>> {
         "stream" => crate::stream::run(&parse(argv)?),
         "blocks" => crate::blocks::run(&parse(argv)?),
         "metadata" => crate::metadata::run(&parse(argv)?),
+        "appsql" => crate::appsql::run(&parse(argv)?),
         "peers" => crate::peers::run(&parse(argv)?),
         "snapshot" => crate::snapshot::run(&parse(argv)?),
         "tree" => crate::tree::run(&parse(argv)?),

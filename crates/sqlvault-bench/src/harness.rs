@@ -81,6 +81,7 @@ pub fn run_case(a: &CaseArgs) -> Result<()> {
         "stream" => crate::stream::case(&a.spec),
         "blocks" => crate::blocks::case(&a.spec),
         "metadata" => crate::metadata::case(&a.spec),
+        "appsql" => crate::appsql::case(&a.spec),
         "peers" => crate::peers::case(&a.spec),
         "tree" => crate::tree::case(&a.spec),
         other => crate::bail!("unknown scenario {other:?}"),

@@ -7,9 +7,9 @@
 //! * `kdf`: the cost of one Argon2id passphrase derivation per parameter set ([`kdf`]).
 //! * `parallel`: 1..8 threads reading, and doing small durable writes through the
 //!   group commit, against plain files ([`parallel`]).
-//! * `open`, `stream`, `blocks`, `metadata`, `peers`: the scenarios of the four
+//! * `open`, `stream`, `blocks`, `metadata`, `appsql`, `peers`: the scenarios of the four
 //!   articles and of the peer file systems, each against baselines measured in the same
-//!   run ([`open`], [`stream`], [`blocks`], [`metadata`], [`peers`]), on the shared
+//!   run ([`open`], [`stream`], [`blocks`], [`metadata`], [`appsql`], [`peers`]), on the shared
 //!   machinery of [`harness`] and [`chart`].
 //! * `all [--quick]`: every scenario in turn, and the table of targets ([`all`]).
 //! * `snapshot`: time and vault growth of a snapshot of many small files ([`snapshot`]).
@@ -20,6 +20,7 @@
 //! useful.
 
 mod all;
+mod appsql;
 mod blocks;
 mod chart;
 mod data;
@@ -69,6 +70,9 @@ enum Cmd {
     Blocks(blocks::BlocksArgs),
     /// 10,000 objects x 20 tags: one commit per tag, per object, sqlvault (article 003).
     Metadata(metadata::MetadataArgs),
+    /// 2,000 objects x 20 rows in an application table: one commit per row, per object,
+    /// for all; sqlvault's SQL API against SQLCipher (article 003).
+    Appsql(appsql::AppSqlArgs),
     /// 256 MiB file and 10,000 small files through a plain directory, gocryptfs, cryfs,
     /// a sqlvault FUSE mount and the sqlvault library.
     Peers(peers::PeersArgs),
@@ -105,6 +109,7 @@ fn main() -> ExitCode {
         Cmd::Stream(a) => stream::run(a).map(drop),
         Cmd::Blocks(a) => blocks::run(a).map(drop),
         Cmd::Metadata(a) => metadata::run(a).map(drop),
+        Cmd::Appsql(a) => appsql::run(a).map(drop),
         Cmd::Peers(a) => peers::run(a).map(drop),
         Cmd::All(a) => all::all(a),
         Cmd::Render(a) => harness::render(a),

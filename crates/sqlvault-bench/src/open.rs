@@ -4,7 +4,8 @@
 //! article's naive path: PBKDF2 on every open), SQLCipher keyed with a raw key, and
 //! sqlvault (one key derivation per `Vault::open`, raw key, long-lived connections).
 //! The journal modes DELETE, TRUNCATE, PERSIST and WAL are compared for the SQLite and
-//! SQLCipher paths; sqlvault always runs in WAL.
+//! SQLCipher paths; sqlvault always runs in WAL. sqlvault writes a file, and (the
+//! article's own write) inserts the row into an application table with `Vault::execute`.
 //!
 //! Each repetition of each case is a fresh process, so "first" means first in the
 //! process, as for an application starting up.
@@ -47,6 +48,7 @@ enum System {
     CipherRawKey,
     VaultKeyFile,
     VaultPassphrase,
+    VaultAppTable,
 }
 
 impl System {
@@ -57,6 +59,7 @@ impl System {
             System::CipherRawKey => "SQLCipher raw key",
             System::VaultKeyFile => "sqlvault, key file",
             System::VaultPassphrase => "sqlvault, passphrase (Argon2id default)",
+            System::VaultAppTable => "sqlvault, key file, app-table INSERT",
         }
     }
 }
@@ -118,11 +121,11 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
             out.add("second", m.stop(1.0)?);
             drop(second);
         }
-        System::VaultKeyFile | System::VaultPassphrase => {
+        System::VaultKeyFile | System::VaultPassphrase | System::VaultAppTable => {
             let pid = std::process::id();
             let secret = |s: &Spec| -> Result<Secret> {
                 match &s.key_file {
-                    Some(k) if s.system == System::VaultKeyFile => Ok(Secret::from_key_file(k)?),
+                    Some(k) if s.system != System::VaultPassphrase => Ok(Secret::from_key_file(k)?),
                     _ => Ok(Secret::passphrase(PASSPHRASE)),
                 }
             };
@@ -137,11 +140,19 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
             let m = Meter::start()?;
             let vault = Vault::open(&spec.path, &secret(&spec)?, EngineConfig::default())
                 .with_context(|| format!("cannot open {}", spec.path.display()))?;
-            vault.write_file(&format!("/o-{pid}-0"), b"http://some.blog.com/post")?;
+            let write = |i: u32| -> Result<()> {
+                if spec.system == System::VaultAppTable {
+                    vault.execute("INSERT INTO blog (url) VALUES ('http://some.blog.com/post')", &[])?;
+                } else {
+                    vault.write_file(&format!("/o-{pid}-{i}"), b"http://some.blog.com/post")?;
+                }
+                Ok(())
+            };
+            write(0)?;
             out.add("open_first_write", m.stop(1.0)?);
             let m = Meter::start()?;
             for i in 1..=SUBSEQUENT {
-                vault.write_file(&format!("/o-{pid}-{i}"), b"http://some.blog.com/post")?;
+                write(i)?;
             }
             out.add("subsequent", m.stop(SUBSEQUENT as f64)?);
             let m = Meter::start()?;
@@ -194,6 +205,7 @@ pub fn open(a: &OpenArgs) -> Result<harness::ScenarioReport> {
         let key = Secret::from_key_file(&key_file)?;
         let opts = CreateOptions { kdf: KdfParams::default(), ..CreateOptions::default() };
         let v = Vault::create(&vault_path, &key, &opts)?;
+        v.execute("CREATE TABLE blog (id INTEGER PRIMARY KEY, url TEXT NOT NULL)", &[])?;
         v.close()?;
         Vault::add_secret(&vault_path, &key, &Secret::passphrase(PASSPHRASE), KdfParams::default())?;
     }
@@ -208,6 +220,13 @@ pub fn open(a: &OpenArgs) -> Result<harness::ScenarioReport> {
             });
         }
     }
+    cases.push(Spec {
+        system: System::VaultAppTable,
+        journal: "WAL".into(),
+        path: vault_path.clone(),
+        key_file: Some(key_file.clone()),
+        only_open: false,
+    });
 
     let pb = harness::progress("open", (cases.len() as u64) * reps as u64);
     let mut col = Collector::default();
@@ -234,7 +253,40 @@ pub fn open(a: &OpenArgs) -> Result<harness::ScenarioReport> {
     let first = v("open + first write", "WAL", System::VaultKeyFile);
     let plain_open = v("open", "WAL", System::Sqlite);
     let plain_first = v("open + first write", "WAL", System::Sqlite);
+    let app = |phase: &str| {
+        let a = v(phase, "WAL", System::VaultAppTable);
+        let (p, r) = (v(phase, "WAL", System::CipherPassphrase), v(phase, "WAL", System::CipherRawKey));
+        (a, p, r)
+    };
+    let (app_first, pass_first, raw_first) = app("open + first write");
+    let (app_next, pass_next, raw_next) = app("subsequent write");
     let targets = vec![
+        Target::new(
+            "open",
+            "app-table open + first write (key file) faster than SQLCipher with a passphrase per connection (WAL); ratio to the raw key reported",
+            format!(
+                "{} ms: {} of SQLCipher passphrase ({} ms), {} of SQLCipher raw key ({} ms)",
+                fmt_ms(app_first),
+                report::ratio(app_first / pass_first),
+                fmt_ms(pass_first),
+                report::ratio(app_first / raw_first),
+                fmt_ms(raw_first)
+            ),
+            (!a.quick).then_some(app_first < pass_first),
+        ),
+        Target::new(
+            "open",
+            "app-table subsequent write (one transaction each) no slower than SQLCipher's (WAL), passphrase and raw key",
+            format!(
+                "{} ms: {} of SQLCipher passphrase ({} ms), {} of SQLCipher raw key ({} ms)",
+                fmt_ms(app_next),
+                report::ratio(app_next / pass_next),
+                fmt_ms(pass_next),
+                report::ratio(app_next / raw_next),
+                fmt_ms(raw_next)
+            ),
+            (!a.quick).then_some(app_next <= raw_next.min(pass_next)),
+        ),
         Target::new(
             "open",
             "a second connection in a process costs no key derivation",
@@ -280,7 +332,8 @@ pub fn open(a: &OpenArgs) -> Result<harness::ScenarioReport> {
          *open*: open the connection, key it, set the journal mode, read the schema (for sqlvault: \
          `Vault::open`), alone in its process. *open + first write*: the same open plus one `INSERT` of a \
          small row in autocommit (for sqlvault: `Vault::open` + `write_file` of 25 bytes, one \
-         transaction), in another process. *subsequent write*: the mean of {SUBSEQUENT} \
+         transaction; for \"app-table INSERT\": `Vault::open` + `Vault::execute` of the same `INSERT` into \
+         an application table), in another process. *subsequent write*: the mean of {SUBSEQUENT} \
          more such writes on the open connection / vault. *second connection*: one more connection in the \
          same process (for sqlvault, the engine opening one more reader with the raw key it already \
          holds). SQLite and SQLCipher run with their default settings (`synchronous=FULL`, so DELETE, \

@@ -4,6 +4,11 @@
 //! library API. The same driver (this program's `case` subcommand, one process per
 //! phase) does the I/O for all; the page cache is dropped between write and read.
 //!
+//! Then, on the mounts and the plain directory, the tools people run on trees: untar
+//! of `/usr/include` (`tar x`), `ls -lR` of it with a cold cache, `rm -rf` of it, and
+//! `cp -r` of a directory of many small files from the host disk, each a child process
+//! of the driver whose CPU time counts with the driver's.
+//!
 //! The suite creates and mounts the encrypted file systems itself, with the passphrase
 //! in a mode-0600 file (`gocryptfs -passfile`; cryfs reads it from its stdin with
 //! `CRYFS_FRONTEND=noninteractive`), and serves the sqlvault mount from a child
@@ -44,6 +49,15 @@ pub struct PeersArgs {
     /// about 30 s here).
     #[arg(long)]
     pub quick: bool,
+    /// Number of small files (1-8 KiB each) for `cp -r`.
+    #[arg(long, default_value_t = 50_000)]
+    pub copy_files: u64,
+    /// Directory to archive for the untar, `ls -lR` and `rm -rf` workloads.
+    #[arg(long, default_value = "/usr/include")]
+    pub tree_source: PathBuf,
+    /// Skip the untar, `ls -lR`, `rm -rf` and `cp -r` workloads.
+    #[arg(long)]
+    pub no_tools: bool,
     /// Scratch directory, on the disk to measure (not tmpfs) [default: <results-dir>/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
@@ -76,6 +90,21 @@ impl System {
 enum Workload {
     Large,
     Tree,
+    /// `tar xf` of the archive of `--tree-source`, then `sync`.
+    Untar,
+    /// `ls -lR` of the untarred tree (cold cache).
+    ListTree,
+    /// `rm -rf` of the untarred tree, then `sync`.
+    RemoveTree,
+    /// `cp -r` of a host directory of small files, then `sync`.
+    CopyTree,
+}
+
+impl Workload {
+    /// Shell tools run on a directory (not through the library).
+    fn is_tool(self) -> bool {
+        matches!(self, Workload::Untar | Workload::ListTree | Workload::RemoveTree | Workload::CopyTree)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -96,6 +125,9 @@ struct Spec {
     large_mib: u64,
     files: u64,
     seed: u64,
+    /// The archive (untar) or the directory to copy (`cp -r`), for the tool workloads.
+    #[serde(default)]
+    source: Option<PathBuf>,
 }
 
 /// Size of small file `i`: 4..=64 KiB, a multiple of 8 bytes.
@@ -128,6 +160,9 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
         Where::Dir(d) => d.clone(),
         Where::Vault { .. } => PathBuf::from("/"),
     };
+    if spec.workload.is_tool() {
+        return tool_case(&spec, &dir, out);
+    }
     let mut m = Meter::start()?;
     match (spec.workload, spec.write) {
         (Workload::Large, true) => {
@@ -169,6 +204,9 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
             }
             sync_target(&vault)?;
         }
+        (Workload::Untar | Workload::ListTree | Workload::RemoveTree | Workload::CopyTree, _) => {
+            crate::bail!("tool workloads run in tool_case")
+        }
         (Workload::Tree, false) => {
             for i in 0..spec.files {
                 let (_, f) = small_path(&spec.sub, i);
@@ -186,6 +224,62 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     if let Some(v) = vault {
         v.close()?;
     }
+    Ok(out)
+}
+
+/// CPU seconds (user + system) of this process's waited-for children so far.
+fn children_cpu_s() -> f64 {
+    // SAFETY: getrusage fills the zeroed struct we own; RUSAGE_CHILDREN is always valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(ru.ru_utime) + secs(ru.ru_stime)
+}
+
+/// One tool workload: the command, then `sync(2)` for the ones that write; the
+/// tool's CPU time counts as the driver's.
+fn tool_case(spec: &Spec, dir: &Path, mut out: CaseOutput) -> Result<CaseOutput> {
+    let sub = dir.join(&spec.sub);
+    let source = spec.source.clone().unwrap_or_default();
+    let mut cmd = match spec.workload {
+        Workload::Untar => {
+            std::fs::create_dir_all(&sub).with_context(|| format!("cannot create {}", sub.display()))?;
+            let mut c = Command::new("tar");
+            c.arg("xf").arg(&source).arg("-C").arg(&sub);
+            c
+        }
+        Workload::ListTree => {
+            let mut c = Command::new("ls");
+            c.arg("-lR").arg(&sub);
+            c
+        }
+        Workload::RemoveTree => {
+            let mut c = Command::new("rm");
+            c.arg("-rf").arg(&sub);
+            c
+        }
+        Workload::CopyTree => {
+            let mut c = Command::new("cp");
+            c.arg("-r").arg(&source).arg(&sub);
+            c
+        }
+        w => crate::bail!("{w:?} is not a tool workload"),
+    };
+    let c0 = children_cpu_s();
+    let m = Meter::start()?;
+    let st = cmd.stdout(Stdio::null()).status().with_context(|| format!("cannot run {cmd:?}"))?;
+    if !st.success() {
+        crate::bail!("{cmd:?} failed ({st})");
+    }
+    if spec.workload != Workload::ListTree {
+        // SAFETY: sync() takes no arguments and cannot fail.
+        unsafe { libc::sync() };
+    }
+    let mut sample = m.stop(1.0)?;
+    sample.cpu_s += children_cpu_s() - c0;
+    out.add("phase", sample);
     Ok(out)
 }
 
@@ -496,8 +590,55 @@ fn group(w: Workload, write: bool, large_mib: u64, files: u64) -> String {
     let what = match w {
         Workload::Large => format!("{large_mib} MiB file"),
         Workload::Tree => format!("{files} small files"),
+        tool => return tool_group(tool, files),
     };
     format!("{what}: {}", if write { "write" } else { "read" })
+}
+
+fn tool_group(w: Workload, copy_files: u64) -> String {
+    match w {
+        Workload::Untar => "untar".into(),
+        Workload::ListTree => "ls -lR (cold)".into(),
+        Workload::RemoveTree => "rm -rf".into(),
+        Workload::CopyTree => format!("cp -r {copy_files} small files"),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The untar archive of `source` and a host directory of `n` small files to copy,
+/// made once per run in `root`; the number of entries in the archive.
+fn tool_inputs(root: &Path, source: &Path, n: u64) -> Result<(PathBuf, PathBuf, u64)> {
+    let tarball = root.join("tree.tar");
+    let (parent, name) = match (source.parent(), source.file_name()) {
+        (Some(p), Some(n)) => (p, n),
+        _ => crate::bail!("cannot archive {}: give a directory below /", source.display()),
+    };
+    let st = Command::new("tar")
+        .arg("cf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(parent)
+        .arg(name)
+        .status()
+        .context("cannot run tar")?;
+    if !st.success() {
+        crate::bail!("tar cf of {} failed ({st})", source.display());
+    }
+    let listed = Command::new("tar").arg("tf").arg(&tarball).output().context("cannot run tar")?;
+    let entries = listed.stdout.iter().filter(|b| **b == b'\n').count() as u64;
+    let copy = root.join("copy-source");
+    let mut gen = Stream::new(0x5EED);
+    let mut buf = vec![0u8; 8 << 10];
+    for i in 0..n {
+        let d = copy.join(format!("d{:03}", i / FILES_PER_DIR));
+        if i % FILES_PER_DIR == 0 {
+            std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
+        }
+        let len = 1024 + (small_size(7, i) % (7 << 10));
+        gen.fill(&mut buf[..len]);
+        std::fs::write(d.join(format!("f{i:05}")), &buf[..len]).context("cannot write the copy source")?;
+    }
+    Ok((tarball, copy, entries))
 }
 
 /// Entry point of `sqlvault-bench peers`.
@@ -581,6 +722,7 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
                         large_mib: large,
                         files,
                         seed,
+                        source: None,
                     };
                     let c0 = server.map(proc_cpu_s).unwrap_or(0.0);
                     let out = harness::spawn_case("peers", &spec)?;
@@ -595,6 +737,60 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
                 }
                 if checks[0] != checks[1] {
                     crate::bail!("{}: read back {} but wrote {}", s.label(), checks[1], checks[0]);
+                }
+            }
+        }
+    }
+    let copy_files = if a.quick { 2000 } else { a.copy_files };
+    let mut tool_note = None;
+    if !a.no_tools {
+        pb.set_message("preparing the tree-tool inputs");
+        // Quick mode (CI, a debug build): a part of the tree is enough to run the code.
+        let quick_part = a.tree_source.join("linux");
+        let source = if a.quick && quick_part.is_dir() { &quick_part } else { &a.tree_source };
+        let (tarball, copy_source, entries) = tool_inputs(&root, source, copy_files)?;
+        tool_note = Some(format!(
+            "Tree tools: `tar xf` of an archive of {} ({entries} entries), `ls -lR` of the result after \
+             dropping the page cache, `rm -rf` of it, and `cp -r` of a host directory of {copy_files} files \
+             of 1–8 KiB ({per} per directory); each followed by `sync(2)` except `ls`. Not run on cryfs (too \
+             slow for one run) nor through the library (no such tools). Lower is better; ×baseline is the \
+             ratio of times to gocryptfs's.",
+            source.display(),
+            per = FILES_PER_DIR,
+        ));
+        for rep in 0..reps {
+            for (s, t) in &targets_of {
+                if matches!(s, System::VaultLib | System::Cryfs) {
+                    continue;
+                }
+                let server = mounts.iter().find(|m| m.system == *s).map(|m| m.pid());
+                for w in [Workload::Untar, Workload::ListTree, Workload::RemoveTree, Workload::CopyTree] {
+                    pb.set_message(format!("{} {}", s.label(), tool_group(w, copy_files)));
+                    if w == Workload::ListTree && can_drop {
+                        sys::drop_caches()?;
+                    }
+                    let (sub, source) = match w {
+                        Workload::CopyTree => (format!("r{rep}-copy"), copy_source.clone()),
+                        _ => (format!("r{rep}-untar"), tarball.clone()),
+                    };
+                    let spec = Spec {
+                        target: t.clone(),
+                        workload: w,
+                        write: true,
+                        sub,
+                        large_mib: large,
+                        files,
+                        seed,
+                        source: Some(source),
+                    };
+                    let c0 = server.map(proc_cpu_s).unwrap_or(0.0);
+                    let out = harness::spawn_case("peers", &spec)?;
+                    let c1 = server.map(proc_cpu_s).unwrap_or(0.0);
+                    let mut sample: Sample =
+                        out.phases.get("phase").cloned().context("the driver reported no phase")?;
+                    sample.cpu_s += c1 - c0;
+                    let rss = out.peak_rss_kib + server.map(proc_hwm_kib).unwrap_or(0);
+                    col.push(&tool_group(w, copy_files), s.label(), Unit::Ms, &sample, rss);
                 }
             }
         }
@@ -623,6 +819,30 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
             (!a.quick && worst.is_finite()).then_some(worst >= want),
         ));
     }
+    if !a.no_tools {
+        let fuse = System::VaultFuse.label();
+        let cpu_of = |g: &str, sys: &str| rows.iter().find(|r| r.group == g && r.system == sys).map(|r| r.cpu);
+        let mut parts = Vec::new();
+        let mut worst = 0.0f64;
+        for w in [Workload::Untar, Workload::ListTree, Workload::RemoveTree, Workload::CopyTree] {
+            let g = tool_group(w, copy_files);
+            let time = harness::value(&rows, &g, fuse) / harness::value(&rows, &g, &goc);
+            let cpu = match (cpu_of(&g, fuse), cpu_of(&g, &goc)) {
+                (Some(a), Some(b)) if b > 0.0 => a / b,
+                _ => f64::NAN,
+            };
+            if matches!(w, Workload::Untar | Workload::RemoveTree) {
+                worst = worst.max(time);
+            }
+            parts.push(format!("{g} {} the time ({} the CPU)", report::ratio(time), report::ratio(cpu)));
+        }
+        targets.push(Target::new(
+            "peers",
+            "sqlvault FUSE <= 1.0x gocryptfs's time on untar and rm -rf",
+            parts.join(", "),
+            (!a.quick && worst.is_finite() && worst > 0.0).then_some(worst <= 1.0),
+        ));
+    }
     let charts = vec![ChartSpec {
         name: "peers".into(),
         title: "sequential write and read, cold reads".into(),
@@ -643,7 +863,8 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
          defaults in a child process, the vault created with the library defaults and a key file. CPU is \
          the driver's plus the mount server's (user+sys, `/proc/PID/stat`) per MB; kernel FUSE and writeback \
          threads are not counted. Peak RSS is the driver's plus the server's peak so far. {reps} \
-         repetition(s); ×baseline is the ratio of medians to gocryptfs.",
+         repetition(s); ×baseline is the ratio of medians to gocryptfs.{}",
+        tool_note.map(|n| format!(" {n}")).unwrap_or_default(),
         per = FILES_PER_DIR,
     );
     Ok(run.report(HEADING, method, rows, targets, charts, notes))

@@ -7,7 +7,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | success |
-//! | 1 | usage error (bad arguments, malformed find condition, no passphrase source, mismatched passphrases) |
+//! | 1 | usage error (bad arguments, malformed find condition, no passphrase source, mismatched passphrases); SQL error or refused statement (`sql`) |
 //! | 2 | wrong passphrase or key, a missing key or passphrase file, a failing passphrase command, or not a vault |
 //! | 3 | vault is damaged (fsck found problems, tampered or truncated file) |
 //! | 4 | not found, already exists, not empty, not a directory, invalid path and the like |
@@ -34,6 +34,7 @@ mod meta;
 mod progress;
 mod secret;
 mod snapshots;
+mod sql;
 mod transfer;
 
 use std::io::Write;
@@ -328,6 +329,8 @@ pub(crate) enum Command {
     },
     #[command(flatten)]
     Meta(meta::MetaCommand),
+    /// Run SQL on the application's own tables in the vault (`-` reads a script from stdin).
+    Sql(sql::SqlArgs),
     /// Format, sizes, counts and deduplication ratio.
     Info {
         /// The vault file.
@@ -673,6 +676,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<u8, CliError> {
         Command::Snapshots { vault, json } => snapshots::list(ctx, vault, json)?,
         Command::Restore(args) => snapshots::restore(ctx, args)?,
         Command::Compact { vault } => snapshots::compact(ctx, vault)?,
+        Command::Sql(args) => sql::run(ctx, args)?,
         Command::Meta(cmd) => return meta::run(ctx, cmd),
         Command::Batch(args) => return batch::run(ctx, args),
         Command::Completions { shell } => completions::completions(shell)?,

@@ -8,7 +8,8 @@
 //!   `forget` has nothing to release.
 //! * Open files are the core's [`FileHandle`]s: writes are buffered into whole chunks
 //!   and committed on `flush` (every `close`), `fsync`, `release` or the core's
-//!   dirty limit, never one transaction per `write`.
+//!   dirty limit, never one transaction per `write`. A new file is held in memory
+//!   until its first `flush` and committed whole (see `pending`).
 //! * The kernel checks permissions (`default_permissions`); `access` is answered
 //!   from the mode bits for kernels that still ask.
 //! * Attributes and entries are cached by the kernel for `ttl`; negative lookups are
@@ -41,6 +42,24 @@ use sqlvault::{
 use crate::attr::{file_attr, fuse_type, inode, time_ns, time_or_now_ns, ShownOwner};
 use crate::snapnode::{Node, SNAPSHOTS_DIR};
 use crate::stats::Counters;
+
+mod pending;
+
+/// Requests that cannot observe a file pending in memory (see `pending`), or check
+/// for the ones they could themselves; every other request settles them first.
+const KEEPS_PENDING: [&str; 11] = [
+    "lookup",
+    "getattr",
+    "setattr",
+    "create",
+    "write",
+    "flush",
+    "fsync",
+    "release",
+    "getxattr",
+    "statfs",
+    "releasedir",
+];
 
 /// Largest write we ask the kernel for; it caps requests at its `max_pages` limit
 /// (1 MiB with 4 KiB pages unless `fs.fuse.max_pages_limit` is raised).
@@ -111,9 +130,18 @@ impl<T> Table<T> {
     }
 
     fn insert(&self, value: T) -> Fh {
-        let fh = self.next.fetch_add(1, Ordering::Relaxed);
-        self.lock().insert(fh, Arc::new(value));
-        Fh(fh)
+        let fh = self.reserve();
+        self.insert_at(fh, value);
+        fh
+    }
+
+    /// A fresh handle number, for [`Table::insert_at`] later.
+    fn reserve(&self) -> Fh {
+        Fh(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+
+    fn insert_at(&self, fh: Fh, value: T) {
+        self.lock().insert(fh.0, Arc::new(value));
     }
 
     fn get(&self, fh: Fh) -> Result<Arc<T>> {
@@ -162,6 +190,8 @@ pub(crate) struct VaultFs {
     /// Directory holding the vault file; `statfs` reports its file system.
     host_dir: PathBuf,
     files: Table<FileHandle>,
+    /// New files not committed yet, by handle (see `pending`).
+    pending: pending::Pending,
     dirs: Table<DirStream>,
     closed: Closed,
     counters: Arc<Counters>,
@@ -190,6 +220,7 @@ impl VaultFs {
             settings,
             host_dir,
             files: Table::new(),
+            pending: pending::Pending::new(),
             dirs: Table::new(),
             closed,
             counters,
@@ -199,6 +230,10 @@ impl VaultFs {
     /// Runs one request's work (a panic becomes `EIO`) and counts it.
     fn served<T>(&self, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
         let t = Instant::now();
+        if !KEEPS_PENDING.contains(&op) {
+            // A failure is the pending file's own: its flush or release reports it.
+            let _ = guarded(|| self.settle_all());
+        }
         let r = guarded(f);
         let vault = self.vault.as_ref().map(Vault::commit_stats).unwrap_or_default();
         self.counters.add(op, t.elapsed(), &vault);
@@ -377,12 +412,19 @@ impl VaultFs {
     fn lookup_inner(&self, parent: INodeNo, name: &OsStr) -> Result<Attr> {
         match Node::from_id(parent.0) {
             Node::Live(p) if p == InodeId::ROOT && name.as_bytes() == SNAPSHOTS_DIR => self.attr_of(Node::Snapshots),
-            Node::Live(p) => Ok(self.vault()?.lookup(p, name.as_bytes())?),
+            Node::Live(p) => {
+                self.settle_related(p.0, Some(name.as_bytes()))?;
+                Ok(self.vault()?.lookup(p, name.as_bytes())?)
+            }
             snap => self.snap_lookup(snap, name),
         }
     }
 
     fn getattr_inner(&self, ino: INodeNo) -> Result<Attr> {
+        if let Some(a) = self.pending_attr(ino.0) {
+            return Ok(a);
+        }
+        self.settle_related(ino.0, None)?;
         self.attr_of(Node::from_id(ino.0))
     }
 
@@ -401,6 +443,8 @@ impl VaultFs {
         let vault = self.vault()?;
         let ino = self.live(ino)?;
         if size.is_some() {
+            // A new file in memory becomes an ordinary one first (see `pending`).
+            self.settle_related(ino.0, None)?;
             match vault.attr(ino)?.kind {
                 FileType::File => {}
                 FileType::Dir => return Err(FsError::Vault(Error::IsADirectory { path: format!("inode {}", ino.0) })),
@@ -415,6 +459,10 @@ impl VaultFs {
             atime_ns: atime.map(|t| time_or_now_ns(t, now)),
             mtime_ns: mtime.map(|t| time_or_now_ns(t, now)),
         };
+        if let Some(a) = self.setattr_pending(ino.0, &set, size) {
+            return Ok(a);
+        }
+        self.settle_related(ino.0, None)?;
         Ok(vault.set_attr(ino, &set, size)?)
     }
 
@@ -523,6 +571,15 @@ impl VaultFs {
     }
 
     fn create_inner(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, flags: i32) -> Result<(Attr, Fh)> {
+        if let (Node::Live(p), false) = (Node::from_id(parent.0), self.settings.read_only) {
+            // A new file stays in memory until its first flush: one commit for all of it.
+            self.settle_related(p.0, Some(name.as_bytes()))?;
+            let p = self.live_entry(parent, name, true)?;
+            let node = self.new_node(req, p, FileType::File, mode, None)?;
+            if let Some(created) = self.create_pending(node, p, name.as_bytes(), flags)? {
+                return Ok(created);
+            }
+        }
         let (attr, created) = match self.create_node_inner(req, parent, name, FileType::File, mode, None) {
             Ok(a) => (a, true),
             // Created meanwhile by another process using the vault: open it, unless
@@ -562,6 +619,9 @@ impl VaultFs {
 
     fn write_inner(&self, ino: INodeNo, fh: Fh, offset: u64, data: &[u8]) -> Result<u32> {
         self.live(ino)?;
+        if let Some(n) = self.write_pending(fh, offset, data)? {
+            return Ok(n);
+        }
         let handle = self.files.get(fh)?;
         let n = handle.write_at(offset, data)?;
         self.counters.add_bytes("write", n as u64);
@@ -572,6 +632,9 @@ impl VaultFs {
         if !Node::from_id(ino.0).is_live() {
             return Ok(());
         }
+        if self.flush_pending(fh)?.is_some() {
+            return Ok(());
+        }
         Ok(self.files.get(fh)?.commit()?)
     }
 
@@ -579,12 +642,22 @@ impl VaultFs {
         if !Node::from_id(ino.0).is_live() {
             return Ok(());
         }
+        self.settle_related(ino.0, None)?;
         Ok(self.files.get(fh)?.sync_all()?)
     }
 
     fn release_inner(&self, ino: INodeNo, fh: Fh) -> Result<()> {
         if !Node::from_id(ino.0).is_live() {
             return Ok(());
+        }
+        if let Some(r) = self.release_pending(fh).transpose() {
+            // Settled meanwhile (another request needed an ordinary handle): close that too.
+            if let Some(h) = self.files.remove(fh) {
+                if let Ok(h) = Arc::try_unwrap(h) {
+                    h.close()?;
+                }
+            }
+            return r;
         }
         let Some(handle) = self.files.remove(fh) else { return Err(FsError::Errno(libc::EBADF)) };
         match Arc::try_unwrap(handle) {
@@ -695,7 +768,10 @@ impl VaultFs {
 
     fn getxattr_inner(&self, ino: INodeNo, name: &OsStr) -> Result<Vec<u8>> {
         match (Self::xattr_name(name), Node::from_id(ino.0)) {
-            (Ok(name), Node::Live(i)) => Ok(self.vault()?.get_xattr(i, name)?),
+            (Ok(name), Node::Live(i)) => {
+                self.settle_related(i.0, None)?;
+                Ok(self.vault()?.get_xattr(i, name)?)
+            }
             (Ok(name), Node::Snap(id, i)) => Ok(self.vault()?.snapshot_get_xattr(id, i, name)?),
             (Ok(_), Node::Snapshots) => Err(FsError::Errno(libc::ENODATA)),
             // A namespace we never store has no attributes.
@@ -768,6 +844,9 @@ impl VaultFs {
     /// Closes every handle the kernel did not release and checkpoints the vault.
     fn shut_down(&mut self) -> std::result::Result<(), Error> {
         let mut result = Ok(());
+        if let Err(FsError::Vault(e)) = self.settle_all() {
+            result = Err(e);
+        }
         self.dirs.drain();
         for handle in self.files.drain() {
             if let Ok(h) = Arc::try_unwrap(handle) {

@@ -19,9 +19,11 @@
 //!   transaction per `write`. The kernel may send up to 1 MiB per request (we ask for
 //!   more; it caps at its `max_pages`). Buffers are committed on every `close`
 //!   (`flush`), on `fsync`, on `release`, and when the core's dirty limit is reached.
-//!   A small file costs two commits: `create` and the `flush` of its data (a fresh
-//!   file's `O_TRUNC` and its `release` commit nothing); `tests/request_counts.rs`
-//!   holds that budget and the 1 MiB write and read request sizes.
+//!   A new file stays in memory from `create` to its first `flush` (up to 1 MiB;
+//!   `fs/pending.rs`), so a small file costs one commit: name, inode, content and
+//!   times (also those `tar` sets before `close`) together; any request that could
+//!   observe the file commits it first. `tests/request_counts.rs` holds that budget
+//!   and the 1 MiB write and read request sizes.
 //! * **Request statistics** ([`Mounted::stats`], or `SQLVAULT_FUSE_STATS=1` to print
 //!   them at unmount): requests per kind with time and bytes, and the vault's commits.
 //! * **Kernel caches**: attributes and names are cached for `ttl` (1 s by default),

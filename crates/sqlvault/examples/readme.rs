@@ -14,6 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::env::set_current_dir(dir.path())?;
     let again = as_a_library()?;
     tags_and_records(&again)?;
+    application_tables(&again)?;
     println!("README examples ran in {}", dir.path().display());
     Ok(())
 }
@@ -67,6 +68,24 @@ fn tags_and_records(vault: &Vault) -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(hits.iter().map(|h| h.path.as_str()).collect::<Vec<_>>(), ["/photos/a.jpg"]);
     assert_eq!(settings.get_json::<(u32, u32)>("window")?, Some((800, 600)));
     assert_eq!(vault.records("index").get("a")?.as_deref(), Some(&b"/inbox/a.json"[..]));
+    Ok(())
+}
+
+/// README "Application tables (SQL)".
+fn application_tables(vault: &Vault) -> Result<(), Box<dyn std::error::Error>> {
+    use sqlvault::params;
+    vault.migrate("gallery", &["CREATE TABLE photos(id INTEGER PRIMARY KEY, path TEXT UNIQUE, iso INTEGER)"])?;
+    vault.execute("INSERT INTO photos(path, iso) VALUES (?1, ?2)", params!["/photos/a.jpg", 400])?;
+    let paths: Vec<String> = vault.query("SELECT path FROM photos WHERE iso >= ?1", params![400], |row| row.get(0))?;
+    vault.transaction(|tx| {
+        tx.write_file("/photos/c.jpg", b"...")?; // the file and its row commit together
+        tx.execute("INSERT INTO photos(path, iso) VALUES (?1, ?2)", params!["/photos/c.jpg", 800])?;
+        Ok::<_, sqlvault::Error>(())
+    })?;
+
+    assert_eq!(paths, ["/photos/a.jpg"]);
+    assert_eq!(vault.query("SELECT count(*) FROM photos", &[], |r| r.get::<i64>(0))?, [2]);
+    assert_eq!(vault.read_file("/photos/c.jpg")?, b"...");
     Ok(())
 }
 

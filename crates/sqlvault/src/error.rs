@@ -151,6 +151,20 @@ pub enum Error {
         /// Why it was rolled back.
         reason: String,
     },
+    /// An application's SQL statement failed (syntax, constraint, type, ...): SQLite's
+    /// message, on one line.
+    #[error("SQL error: {message}")]
+    Sql {
+        /// What failed.
+        message: String,
+    },
+    /// An application's SQL statement was refused before it ran: it touches sqlvault's
+    /// own tables or schema, attaches a database, or runs an engine pragma.
+    #[error("SQL refused: {reason}")]
+    SqlRefused {
+        /// Why.
+        reason: String,
+    },
     /// An I/O error outside the database (reading a key file, the header, ...).
     #[error("{context}: {source}")]
     Io {
@@ -190,7 +204,9 @@ impl Error {
             | TooManyLinks { .. }
             | NoSuchAttribute { .. }
             | StaleHandle
-            | Aborted { .. } => ErrorKind::Tree,
+            | Aborted { .. }
+            | Sql { .. }
+            | SqlRefused { .. } => ErrorKind::Tree,
             Busy | DiskFull | ReadOnly | Io { .. } | Database { .. } => ErrorKind::Environment,
         }
     }
@@ -217,6 +233,7 @@ impl Error {
             StaleHandle => libc::ESTALE,
             Io { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
             Aborted { .. } => libc::ECANCELED,
+            Sql { .. } | SqlRefused { .. } => libc::EINVAL,
             Database { .. } => libc::EIO,
         }
     }

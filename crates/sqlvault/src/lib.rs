@@ -41,6 +41,7 @@ pub use fs::path::{check_name, join as join_path, VaultPath};
 pub use fs::tree::{Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
 pub use fsck::FsckReport;
 pub use keys::{generate_key_file, CipherSettings, HmacAlgorithm, KdfParams, Secret, SlotInfo, SlotKind};
+pub use meta::appsql::{split_sql, FromSqlValue, Row, SqlValue, SqlValueRef};
 pub use meta::records::{prefix_range, KeyRange};
 pub use meta::tags::{Condition, Found, Op, Query, TagValue};
 pub use meta::xattr::XattrMode;
@@ -55,6 +56,7 @@ pub use vault::history::{forget_plan, Change, ChangeKind, ForgetDecision, Forget
 pub use vault::import::PART_PREFIX;
 pub use vault::metadata::{RecordScan, Records};
 pub use vault::transaction::{Tx, TxRecords};
+pub use vault::whole::WholeFile;
 pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
 
 /// Internals the benchmark suite times directly (feature `bench` only).
@@ -62,4 +64,13 @@ pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAUL
 #[doc(hidden)]
 pub mod bench {
     pub use crate::keys::Header;
+}
+
+/// Builds a `&[SqlValue]` parameter list for [`Vault::execute`] and [`Vault::query`] from
+/// values of mixed types: `sqlvault::params![1, "two", 3.0, None::<i64>]`.
+#[macro_export]
+macro_rules! params {
+    ($($v:expr),* $(,)?) => {
+        &[$($crate::SqlValue::from($v)),*] as &[$crate::SqlValue]
+    };
 }

@@ -29,7 +29,11 @@
 //!   conditions (every operator, comparisons across value kinds) and a name glob,
 //!   against a model that compares the way the documentation says;
 //! * records: put / delete / prefix scans in two collections;
-//! * `Vault::transaction` mixing `write_file`, `set_tags`, record puts and deletes,
+//! * an application SQL table `kv(k INTEGER PRIMARY KEY, v)` (created by `migrate`, which
+//!   each reopen runs again): insert (a duplicate key is a SQL error), upsert, ranged
+//!   delete (rows counted), ordered scans;
+//! * `Vault::transaction` mixing `write_file`, `set_tags`, record puts and deletes, app
+//!   table inserts,
 //!   sometimes failing on purpose at the end (or failing by itself on a bad path or an
 //!   open file): the model applies all of it or none.
 //!
@@ -43,7 +47,7 @@
 //! each open handle sees, and `fsck()` must report no problems. With no handle open,
 //! `info()` counts (files, directories, logical bytes) must match too, so a leaked
 //! orphan inode is caught. The full comparison also compares every node's tags and
-//! every record collection (names, counts, all records). Each case ends by closing every handle, checking, reopening
+//! every record collection (names, counts, all records) and every app table row. Each case ends by closing every handle, checking, reopening
 //! and checking again.
 //!
 //! Volume: `DEFAULT_CASES` (50) cases x `OPS_PER_CASE` (250) operations = 12,500
@@ -66,7 +70,9 @@ use common::*;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
-use sqlvault::{Condition, Error, FileHandle, FileOptions, FileType, InodeId, Query, RenameMode, TagValue, Vault};
+use sqlvault::{
+    params, Condition, Error, FileHandle, FileOptions, FileType, InodeId, Query, RenameMode, TagValue, Vault,
+};
 
 const CHUNK: u32 = 4096;
 const DEFAULT_CASES: u32 = 50;
@@ -157,6 +163,10 @@ enum Op {
     RecDel { coll: u8, key: u8 },
     RecScan { coll: u8, prefix: u8 },
     Tx { ops: Vec<TxOp>, fail: bool },
+    AppInsert { k: u8, v: u8 },
+    AppUpsert { k: u8, v: u8 },
+    AppDelete { from: u8 },
+    AppScan,
     Check,
     Reopen,
 }
@@ -168,6 +178,7 @@ enum TxOp {
     Tag { path: Sel, name: u8, value: TagValue },
     Put { coll: u8, key: u8, val: u8 },
     Del { coll: u8, key: u8 },
+    AppInsert { k: u8, v: u8 },
 }
 
 fn names() -> impl Strategy<Value = Vec<u8>> {
@@ -258,6 +269,7 @@ fn tx_op() -> impl Strategy<Value = TxOp> {
         2 => (sel_existing(), 0u8..3, tag_value()).prop_map(|(path, name, value)| TxOp::Tag { path, name, value }),
         2 => (0u8..2, 0u8..5, any::<u8>()).prop_map(|(coll, key, val)| TxOp::Put { coll, key, val }),
         1 => (0u8..2, 0u8..5).prop_map(|(coll, key)| TxOp::Del { coll, key }),
+        2 => (0u8..6, any::<u8>()).prop_map(|(k, v)| TxOp::AppInsert { k, v }),
     ]
 }
 
@@ -312,6 +324,10 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u8..2, 0u8..5).prop_map(|(coll, key)| Op::RecDel { coll, key }),
         1 => (0u8..2, 0u8..4).prop_map(|(coll, prefix)| Op::RecScan { coll, prefix }),
         2 => (vec(tx_op(), 1..=4), prop::bool::weighted(0.3)).prop_map(|(ops, fail)| Op::Tx { ops, fail }),
+        2 => (0u8..6, any::<u8>()).prop_map(|(k, v)| Op::AppInsert { k, v }),
+        2 => (0u8..6, any::<u8>()).prop_map(|(k, v)| Op::AppUpsert { k, v }),
+        1 => (0u8..7).prop_map(|from| Op::AppDelete { from }),
+        1 => Just(Op::AppScan),
         1 => Just(Op::Check),
         1 => Just(Op::Reopen),
     ]
@@ -331,6 +347,8 @@ enum E {
     DirectoryNotEmpty,
     MoveIntoSelf,
     InvalidArgument,
+    /// An application SQL statement failed (here: a duplicate key).
+    Sql,
     /// Anything else: never expected by the model, so always a mismatch.
     Other(String),
 }
@@ -344,6 +362,7 @@ fn class(e: &Error) -> E {
         Error::DirectoryNotEmpty { .. } => E::DirectoryNotEmpty,
         Error::MoveIntoSelf { .. } => E::MoveIntoSelf,
         Error::InvalidArgument { .. } => E::InvalidArgument,
+        Error::Sql { .. } => E::Sql,
         other => E::Other(format!("{other:?}")),
     }
 }
@@ -368,6 +387,8 @@ struct Model {
     tags: HashMap<Mid, BTreeMap<String, TagValue>>,
     /// Record collections (a collection exists from its first put on).
     records: BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>,
+    /// The application table `kv`.
+    app: BTreeMap<i64, i64>,
 }
 
 /// How the documentation says tag values compare: numbers numerically, text and bytes
@@ -418,7 +439,14 @@ impl Model {
     fn new() -> Model {
         let mut nodes = HashMap::new();
         nodes.insert(ROOT, Node::Dir { parent: ROOT, children: BTreeMap::new() });
-        Model { nodes, next: 1, open: HashMap::new(), tags: HashMap::new(), records: BTreeMap::new() }
+        Model {
+            nodes,
+            next: 1,
+            open: HashMap::new(),
+            tags: HashMap::new(),
+            records: BTreeMap::new(),
+            app: BTreeMap::new(),
+        }
     }
 
     fn node(&self, id: Mid) -> &Node {
@@ -809,6 +837,15 @@ impl Model {
         Ok(out)
     }
 
+    /// A plain INSERT into `kv`: a duplicate key is a SQL error.
+    fn app_insert(&mut self, k: i64, v: i64) -> Result<(), E> {
+        if self.app.contains_key(&k) {
+            return Err(E::Sql);
+        }
+        self.app.insert(k, v);
+        Ok(())
+    }
+
     fn rec_put(&mut self, coll: &str, key: &str, val: &[u8]) {
         self.records.entry(coll.to_string()).or_default().insert(key.as_bytes().to_vec(), val.to_vec());
     }
@@ -897,6 +934,7 @@ struct Harness {
 impl Harness {
     fn new() -> Harness {
         let (t, v) = TestVault::new(CHUNK);
+        assert_eq!(v.migrate("model", APP_MIGRATIONS).unwrap(), 1);
         Harness {
             t,
             v: Some(v),
@@ -990,6 +1028,9 @@ impl Harness {
             self.fail(format!("closing the vault: {e:?}"));
         }
         self.v = Some(self.t.reopen());
+        if self.v().migrate("model", APP_MIGRATIONS).ok() != Some(0) {
+            self.fail("migrate after reopen did not find its migration applied".into());
+        }
         self.check(true);
     }
 
@@ -1318,6 +1359,37 @@ impl Harness {
                 }
             }
             Op::Tx { ops, fail } => self.transaction(ops, *fail),
+            Op::AppInsert { k, v } => {
+                self.what = format!("INSERT INTO kv VALUES ({k}, {v})");
+                let got = self.v().execute("INSERT INTO kv(k, v) VALUES (?1, ?2)", params![*k, *v]);
+                let want = self.m.app_insert(*k as i64, *v as i64);
+                if self.same(&got, &want) && got.as_ref().unwrap() != &1 {
+                    self.fail(format!("insert changed {got:?} rows"));
+                }
+            }
+            Op::AppUpsert { k, v } => {
+                self.what = format!("upsert kv ({k}, {v})");
+                let got = self.v().execute(
+                    "INSERT INTO kv(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v",
+                    params![*k, *v],
+                );
+                self.m.app.insert(*k as i64, *v as i64);
+                if self.same(&got, &Ok(())) && got.as_ref().unwrap() != &1 {
+                    self.fail(format!("upsert changed {got:?} rows"));
+                }
+            }
+            Op::AppDelete { from } => {
+                self.what = format!("DELETE FROM kv WHERE k >= {from}");
+                let got = self.v().execute("DELETE FROM kv WHERE k >= ?1", params![*from]);
+                let gone = self.m.app.split_off(&(*from as i64)).len();
+                if self.same(&got, &Ok(())) && got.as_ref().unwrap() != &gone {
+                    self.fail(format!("delete changed {got:?} rows, model {gone}"));
+                }
+            }
+            Op::AppScan => {
+                self.what = "SELECT k, v FROM kv ORDER BY k".into();
+                self.compare_app();
+            }
             Op::Check => self.check(false),
             Op::Reopen => self.reopen(),
         }
@@ -1331,7 +1403,7 @@ impl Harness {
             .map(|o| {
                 let p = match o {
                     TxOp::Write { path, .. } | TxOp::Tag { path, .. } => self.path(path),
-                    TxOp::Put { .. } | TxOp::Del { .. } => String::new(),
+                    TxOp::Put { .. } | TxOp::Del { .. } | TxOp::AppInsert { .. } => String::new(),
                 };
                 (o.clone(), p)
             })
@@ -1353,6 +1425,7 @@ impl Harness {
                     self.m.rec_del(COLLS[*coll as usize % 2], key_of(*key));
                     Ok(())
                 }
+                TxOp::AppInsert { k, v } => self.m.app_insert(*k as i64, *v as i64),
             };
             if want.is_err() {
                 break;
@@ -1375,6 +1448,9 @@ impl Harness {
                     TxOp::Del { coll, key } => {
                         tx.records(COLLS[*coll as usize % 2]).delete(key_of(*key))?;
                     }
+                    TxOp::AppInsert { k, v } => {
+                        tx.execute("INSERT INTO kv(k, v) VALUES (?1, ?2)", params![*k, *v])?;
+                    }
                 }
             }
             if fail {
@@ -1383,6 +1459,16 @@ impl Harness {
             Ok(())
         });
         self.same(&got, &want);
+    }
+
+    /// Every row of the application table, in key order, against the model.
+    fn compare_app(&self) {
+        let got = self.v().query("SELECT k, v FROM kv ORDER BY k", &[], |r| Ok((r.get::<i64>(0)?, r.get::<i64>(1)?)));
+        let want: Vec<(i64, i64)> = self.m.app.iter().map(|(k, v)| (*k, *v)).collect();
+        match got {
+            Ok(rows) if rows == want => {}
+            other => self.fail(format!("app table kv: vault has {other:?}, model has {want:?}")),
+        }
     }
 
     fn compare_attr(&self, path: &str, a: &sqlvault::Attr, id: Mid) {
@@ -1477,6 +1563,7 @@ impl Harness {
                 self.fail(format!("records {name}: vault has {got:?}, model has {want:?}"));
             }
         }
+        self.compare_app();
         for s in 0..SLOTS {
             if let Some((h, id)) = &self.handles[s] {
                 same_inode(self, &format!("handle {s}"), *id, h.ino());
@@ -1503,6 +1590,9 @@ impl Harness {
         self.what = saved;
     }
 }
+
+/// The application schema of the model's app table.
+const APP_MIGRATIONS: &[&str] = &["CREATE TABLE kv(k INTEGER PRIMARY KEY, v INTEGER NOT NULL)"];
 
 fn run_case(ops: Vec<Op>) {
     let mut h = Harness::new();

@@ -273,6 +273,7 @@ fn touch_dir(conn: &Connection, dir: InodeId, nlink_delta: i64, now: i64) -> Res
 }
 
 /// What to create with [`create`].
+#[derive(Debug, Clone, Copy)]
 pub struct NewNode<'a> {
     /// Node type.
     pub kind: FileType,
@@ -288,17 +289,29 @@ pub struct NewNode<'a> {
 
 /// Creates a node named `name` in `parent`.
 pub fn create(conn: &Connection, parent: InodeId, name: &[u8], node: NewNode<'_>) -> Result<Attr> {
+    create_as(conn, parent, name, node, None)
+}
+
+/// [`create`] with a fixed inode number (one reserved earlier, never used) and
+/// creation time; `None` numbers the inode and takes the time now.
+pub fn create_as(
+    conn: &Connection,
+    parent: InodeId,
+    name: &[u8],
+    node: NewNode<'_>,
+    fixed: Option<(InodeId, i64)>,
+) -> Result<Attr> {
     check_name(name)?;
     dir_attr(conn, parent)?;
     if lookup(conn, parent, name)?.is_some() {
         return Err(Error::AlreadyExists { path: shown(name) });
     }
-    let now = now_ns();
+    let now = fixed.map_or_else(now_ns, |f| f.1);
     let nlink = if node.kind == FileType::Dir { 2 } else { 1 };
     let size = node.target.map(|t| t.len()).unwrap_or(0) as i64;
     conn.prepare_cached(
-        "INSERT INTO inodes(mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?7)",
+        "INSERT INTO inodes(ino, mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns, target)
+         VALUES (?8, ?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?7)",
     )?
     .execute(params![
         node.kind.mode_bits() | (node.perm & 0o7777),
@@ -307,7 +320,8 @@ pub fn create(conn: &Connection, parent: InodeId, name: &[u8], node: NewNode<'_>
         size,
         nlink,
         now,
-        node.target
+        node.target,
+        fixed.map(|f| f.0.sql())
     ])?;
     let ino = InodeId(conn.last_insert_rowid() as u64);
     conn.prepare_cached("INSERT INTO dirents(parent, name, ino) VALUES (?1, ?2, ?3)")?.execute(params![
@@ -575,6 +589,18 @@ pub fn set_size(conn: &Connection, ino: InodeId, size: u64, mtime_ns: i64) -> Re
     let n = conn
         .prepare_cached("UPDATE inodes SET size = ?2, mtime_ns = ?3, ctime_ns = ?3 WHERE ino = ?1")?
         .execute(params![ino.sql(), size as i64, mtime_ns])?;
+    if n == 0 {
+        return Err(Error::StaleHandle);
+    }
+    Ok(())
+}
+
+/// Sets a new file's size and all three times at once (a file created whole).
+pub fn set_size_and_times(conn: &Connection, ino: InodeId, size: u64, times_ns: [i64; 3]) -> Result<()> {
+    let [atime, mtime, ctime] = times_ns;
+    let n = conn
+        .prepare_cached("UPDATE inodes SET size = ?2, atime_ns = ?3, mtime_ns = ?4, ctime_ns = ?5 WHERE ino = ?1")?
+        .execute(params![ino.sql(), size as i64, atime, mtime, ctime])?;
     if n == 0 {
         return Err(Error::StaleHandle);
     }

@@ -166,7 +166,10 @@ impl Engine {
             OpenFlags::SQLITE_OPEN_READ_ONLY
         } | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_EXRESCODE;
-        let conn = Connection::open_with_flags_and_vfs(&self.path, flags, vfs::VFS_NAME)?;
+        let mut conn = Connection::open_with_flags_and_vfs(&self.path, flags, vfs::VFS_NAME)?;
+        // Guard rails for application SQL (inert for ours); room for its statements.
+        crate::storage::authorizer::install(&mut conn)?;
+        conn.set_prepared_statement_cache_capacity(64);
         // SAFETY: the handle is valid while `conn` lives.
         vfs::count_statements(unsafe { conn.handle() });
         // SQLCipher logs decryption failures to stderr; we report them as errors instead.

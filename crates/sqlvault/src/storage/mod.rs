@@ -7,6 +7,7 @@
 //! snapshots: the layers above own their rows and reach SQLite only through an
 //! [`engine::Engine`] read or write closure.
 
+pub(crate) mod authorizer;
 pub(crate) mod checkpoint;
 pub(crate) mod commit;
 pub(crate) mod compact;

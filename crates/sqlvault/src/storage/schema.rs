@@ -189,7 +189,49 @@ const MIGRATIONS: &[&str] = &[
         DELETE FROM xattrs WHERE ino = OLD.ino;
     END;
     ",
+    // 5: the schema migrations applications applied to their own tables (`Vault::migrate`).
+    "
+    CREATE TABLE IF NOT EXISTS sqlvault_app_migrations(
+        app        TEXT    NOT NULL,
+        version    INTEGER NOT NULL,        -- 1 for the first migration of `app`
+        sql_hash   BLOB    NOT NULL,        -- BLAKE3 of the migration's SQL text
+        applied_ns INTEGER NOT NULL,
+        PRIMARY KEY(app, version)
+    ) WITHOUT ROWID;
+    ",
 ];
+
+/// Every table, index and trigger of ours. Application SQL may not touch them, nor create an
+/// object with one of these names or with a [`RESERVED_PREFIXES`] prefix (see
+/// `storage::authorizer`). A test checks the list against the migrations.
+pub const OUR_NAMES: &[&str] = &[
+    "meta",
+    "inodes",
+    "dirents",
+    "dirents_by_ino",
+    "chunks",
+    "file_chunks",
+    "file_chunks_by_chunk",
+    "orphans",
+    "xattrs",
+    "tags",
+    "tags_by_value",
+    "record_collections",
+    "records",
+    "snapshots",
+    "snap_inodes",
+    "snap_dirents",
+    "snap_chunks",
+    "snap_chunks_by_chunk",
+    "chunk_holds",
+    "snap_tags",
+    "snap_xattrs",
+    "inodes_delete_tags_xattrs",
+    "sqlvault_app_migrations",
+];
+
+/// Name prefixes reserved for sqlvault's future tables and for SQLite's own.
+pub const RESERVED_PREFIXES: &[&str] = &["sqlvault_", "sqlite_"];
 
 /// Creates the schema of a new vault (the connection's database must be empty).
 pub fn create(conn: &Connection) -> Result<()> {
@@ -328,6 +370,23 @@ mod tests {
             .map(|r| r.unwrap())
             .collect();
         assert_eq!(left, vec![b"trusted.keep".to_vec(), b"user.".to_vec()]);
+    }
+
+    #[test]
+    fn our_names_list_every_table_and_index_the_migrations_create() {
+        let c = Connection::open_in_memory().unwrap();
+        create(&c).unwrap();
+        let mut names: Vec<String> = c
+            .prepare("SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        let mut ours: Vec<String> = OUR_NAMES.iter().map(|s| s.to_string()).collect();
+        names.sort();
+        ours.sort();
+        assert_eq!(names, ours);
     }
 
     #[test]

@@ -26,7 +26,9 @@ pub(crate) mod metadata;
 mod paths;
 mod secrets;
 mod snapshots;
+mod sql;
 pub(crate) mod transaction;
+pub(crate) mod whole;
 
 /// Settings fixed when a vault is created.
 #[derive(Debug, Clone)]

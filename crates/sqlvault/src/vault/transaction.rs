@@ -27,7 +27,7 @@ use crate::vault::Vault;
 /// The handle a [`Vault::transaction`] closure works through.
 pub struct Tx<'a> {
     vault: &'a Vault,
-    conn: &'a Connection,
+    pub(super) conn: &'a Connection,
 }
 
 impl Vault {

@@ -1,0 +1,611 @@
+//! Application SQL: an application's own tables in the vault's database, reached with
+//! typed values ([`SqlValue`]) and bound parameters, under the guard of
+//! [`crate::storage::authorizer`], and its schema migrations.
+//!
+//! Functions here run on a connection the caller chose (a reader, the writer inside a
+//! group-commit savepoint, or a `Tx`'s): the facade (`vault/sql.rs`) decides. Single
+//! statements are prepared through the connection's statement cache under a private
+//! prefix, so an application statement never shares a cache entry with one of ours
+//! (ours are compiled without the guard).
+
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+use crate::storage::authorizer;
+
+/// Cache key prefix of application statements (a comment, so SQLite ignores it).
+const PREFIX: &str = "/* app */ ";
+
+/// A value in or out of an application table: SQLite's five storage classes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SqlValue {
+    /// SQL NULL.
+    Null,
+    /// A 64-bit signed integer.
+    Integer(i64),
+    /// A 64-bit float.
+    Real(f64),
+    /// UTF-8 text (text stored as other bytes reads back with replacement characters;
+    /// use [`Row::get_ref`] for the raw bytes).
+    Text(String),
+    /// Bytes.
+    Blob(Vec<u8>),
+}
+
+impl SqlValue {
+    fn as_ref(&self) -> ValueRef<'_> {
+        match self {
+            SqlValue::Null => ValueRef::Null,
+            SqlValue::Integer(i) => ValueRef::Integer(*i),
+            SqlValue::Real(f) => ValueRef::Real(*f),
+            SqlValue::Text(s) => ValueRef::Text(s.as_bytes()),
+            SqlValue::Blob(b) => ValueRef::Blob(b),
+        }
+    }
+
+    fn from_ref(v: ValueRef<'_>) -> SqlValue {
+        match v {
+            ValueRef::Null => SqlValue::Null,
+            ValueRef::Integer(i) => SqlValue::Integer(i),
+            ValueRef::Real(f) => SqlValue::Real(f),
+            ValueRef::Text(t) => SqlValue::Text(String::from_utf8_lossy(t).into_owned()),
+            ValueRef::Blob(b) => SqlValue::Blob(b.to_vec()),
+        }
+    }
+
+    /// "null", "integer", "real", "text" or "blob".
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            SqlValue::Null => "null",
+            SqlValue::Integer(_) => "integer",
+            SqlValue::Real(_) => "real",
+            SqlValue::Text(_) => "text",
+            SqlValue::Blob(_) => "blob",
+        }
+    }
+}
+
+macro_rules! from_int {
+    ($($t:ty),*) => {$(
+        impl From<$t> for SqlValue {
+            fn from(v: $t) -> Self {
+                SqlValue::Integer(i64::from(v))
+            }
+        }
+    )*};
+}
+from_int!(i8, i16, i32, i64, u8, u16, u32, bool);
+
+impl From<f64> for SqlValue {
+    fn from(v: f64) -> Self {
+        SqlValue::Real(v)
+    }
+}
+impl From<&str> for SqlValue {
+    fn from(v: &str) -> Self {
+        SqlValue::Text(v.to_string())
+    }
+}
+impl From<String> for SqlValue {
+    fn from(v: String) -> Self {
+        SqlValue::Text(v)
+    }
+}
+impl From<&[u8]> for SqlValue {
+    fn from(v: &[u8]) -> Self {
+        SqlValue::Blob(v.to_vec())
+    }
+}
+impl From<Vec<u8>> for SqlValue {
+    fn from(v: Vec<u8>) -> Self {
+        SqlValue::Blob(v)
+    }
+}
+impl<T: Into<SqlValue>> From<Option<T>> for SqlValue {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(SqlValue::Null, Into::into)
+    }
+}
+
+/// A column value borrowed from a result row, as [`FromSqlValue`] sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SqlValueRef<'a> {
+    /// SQL NULL.
+    Null,
+    /// A 64-bit signed integer.
+    Integer(i64),
+    /// A 64-bit float.
+    Real(f64),
+    /// SQLite text: UTF-8 unless something stored other bytes as text.
+    Text(&'a [u8]),
+    /// Bytes.
+    Blob(&'a [u8]),
+}
+
+/// Types a result column converts to with [`Row::get`].
+pub trait FromSqlValue: Sized {
+    /// Converts `v`, or says (as `Err(found type)`) that the column holds another type.
+    fn from_sql(v: SqlValueRef<'_>) -> std::result::Result<Self, &'static str>;
+}
+
+fn kind(v: SqlValueRef<'_>) -> &'static str {
+    match v {
+        SqlValueRef::Null => "null",
+        SqlValueRef::Integer(_) => "integer",
+        SqlValueRef::Real(_) => "real",
+        SqlValueRef::Text(_) => "text",
+        SqlValueRef::Blob(_) => "blob",
+    }
+}
+
+impl FromSqlValue for i64 {
+    fn from_sql(v: SqlValueRef<'_>) -> std::result::Result<Self, &'static str> {
+        match v {
+            SqlValueRef::Integer(i) => Ok(i),
+            other => Err(kind(other)),
+        }
+    }
+}
+impl FromSqlValue for f64 {
+    fn from_sql(v: SqlValueRef<'_>) -> std::result::Result<Self, &'static str> {
+        match v {
+            SqlValueRef::Real(f) => Ok(f),
+            SqlValueRef::Integer(i) => Ok(i as f64),
+            other => Err(kind(other)),
+        }
+    }
+}
+impl FromSqlValue for bool {
+    fn from_sql(v: SqlValueRef<'_>) -> std::result::Result<Self, &'static str> {
+        i64::from_sql(v).map(|i| i != 0)
+    }
+}
+impl FromSqlValue for String {
+    fn from_sql(v: SqlValueRef<'_>) -> std::result::Result<Self, &'static str> {
+        match v {
+            SqlValueRef::Text(t) => String::from_utf8(t.to_vec()).map_err(|_| "text that is not UTF-8"),
+            other => Err(kind(other)),
+        }
+    }
+}
+impl FromSqlValue for Vec<u8> {
+    fn from_sql(v: SqlValueRef<'_>) -> std::result::Result<Self, &'static str> {
+        match v {
+            SqlValueRef::Blob(b) | SqlValueRef::Text(b) => Ok(b.to_vec()),
+            other => Err(kind(other)),
+        }
+    }
+}
+impl FromSqlValue for SqlValue {
+    fn from_sql(v: SqlValueRef<'_>) -> std::result::Result<Self, &'static str> {
+        Ok(SqlValue::from_ref(to_rusqlite(v)))
+    }
+}
+impl<T: FromSqlValue> FromSqlValue for Option<T> {
+    fn from_sql(v: SqlValueRef<'_>) -> std::result::Result<Self, &'static str> {
+        match v {
+            SqlValueRef::Null => Ok(None),
+            v => T::from_sql(v).map(Some),
+        }
+    }
+}
+
+fn to_rusqlite(v: SqlValueRef<'_>) -> ValueRef<'_> {
+    match v {
+        SqlValueRef::Null => ValueRef::Null,
+        SqlValueRef::Integer(i) => ValueRef::Integer(i),
+        SqlValueRef::Real(f) => ValueRef::Real(f),
+        SqlValueRef::Text(t) => ValueRef::Text(t),
+        SqlValueRef::Blob(b) => ValueRef::Blob(b),
+    }
+}
+
+fn from_rusqlite(v: ValueRef<'_>) -> SqlValueRef<'_> {
+    match v {
+        ValueRef::Null => SqlValueRef::Null,
+        ValueRef::Integer(i) => SqlValueRef::Integer(i),
+        ValueRef::Real(f) => SqlValueRef::Real(f),
+        ValueRef::Text(t) => SqlValueRef::Text(t),
+        ValueRef::Blob(b) => SqlValueRef::Blob(b),
+    }
+}
+
+/// One result row of [`crate::Vault::query`], valid inside the row closure.
+pub struct Row<'a> {
+    row: &'a rusqlite::Row<'a>,
+}
+
+impl Row<'_> {
+    /// Number of columns.
+    pub fn len(&self) -> usize {
+        self.row.as_ref().column_count()
+    }
+
+    /// Whether the row has no columns (never, for a statement that returns rows).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Name of column `i` (as the statement names it).
+    pub fn column_name(&self, i: usize) -> Result<&str> {
+        self.row.as_ref().column_name(i).map_err(|_| column_range(i, self.len()))
+    }
+
+    /// The value of column `i` (from 0) converted to `T`; a column of another type is
+    /// an [`Error::Sql`] that names both types.
+    pub fn get<T: FromSqlValue>(&self, i: usize) -> Result<T> {
+        let v = self.row.get_ref(i).map_err(|_| column_range(i, self.len()))?;
+        T::from_sql(from_rusqlite(v)).map_err(|found| Error::Sql {
+            message: format!("column {i}: cannot read {found} as {}", std::any::type_name::<T>()),
+        })
+    }
+
+    /// The value of column `i`, borrowed from the row (no copy of text or blobs).
+    pub fn get_ref(&self, i: usize) -> Result<SqlValueRef<'_>> {
+        Ok(from_rusqlite(self.row.get_ref(i).map_err(|_| column_range(i, self.len()))?))
+    }
+
+    /// The value of column `i` as it is stored.
+    pub fn value(&self, i: usize) -> Result<SqlValue> {
+        let v = self.row.get_ref(i).map_err(|_| column_range(i, self.len()))?;
+        Ok(SqlValue::from_ref(v))
+    }
+
+    /// Every value of the row.
+    pub fn values(&self) -> Result<Vec<SqlValue>> {
+        (0..self.len()).map(|i| self.value(i)).collect()
+    }
+}
+
+fn column_range(i: usize, n: usize) -> Error {
+    Error::Sql { message: format!("column {i} does not exist (the row has {n})") }
+}
+
+/// An error of application SQL as one readable line: statement failures become
+/// [`Error::Sql`], a refusal [`Error::SqlRefused`]; busy, full disk and damage keep
+/// their own variants.
+fn app_error(e: rusqlite::Error, refusal: Option<String>) -> Error {
+    use rusqlite::ffi::ErrorCode as C;
+    if let Some(reason) = refusal {
+        return Error::SqlRefused { reason };
+    }
+    let message = match &e {
+        rusqlite::Error::SqliteFailure(f, msg) => match f.code {
+            C::DatabaseBusy
+            | C::DatabaseLocked
+            | C::DiskFull
+            | C::NotADatabase
+            | C::DatabaseCorrupt
+            | C::ReadOnly
+            | C::SystemIoFailure
+            | C::OutOfMemory
+            | C::CannotOpen => return Error::from(e),
+            _ => msg.clone().unwrap_or_else(|| f.to_string()),
+        },
+        rusqlite::Error::MultipleStatement => "more than one statement given (use execute_batch for a script)".into(),
+        rusqlite::Error::InvalidParameterCount(given, wanted) => {
+            format!("the statement takes {wanted} parameters, {given} given")
+        }
+        other => other.to_string(),
+    };
+    if let Some(reason) = authorizer::collision(&message) {
+        return Error::SqlRefused { reason };
+    }
+    Error::Sql { message: message.replace('\n', " ") }
+}
+
+/// Schema changes of the statements run so far that the guard checks afterwards.
+#[derive(Default)]
+struct Post {
+    altered: bool,
+    views: Vec<String>,
+}
+
+/// Runs `f` (compiles or steps application SQL) under the guard, collecting in `post`
+/// what needs checking after the statement.
+fn guard<T>(post: &mut Post, f: impl FnOnce() -> rusqlite::Result<T>) -> Result<T> {
+    let g = authorizer::guarded(f);
+    post.altered |= g.altered;
+    post.views.extend(g.views);
+    g.value.map_err(|e| app_error(e, g.refusal))
+}
+
+/// After the statements: refuses a rename into our namespace and a new view that
+/// reads what application SQL may not (the caller's transaction undoes the change).
+fn check_post(conn: &Connection, post: Post) -> Result<()> {
+    if post.altered {
+        if let Some(name) = authorizer::renamed_into_reserved(conn)? {
+            return Err(Error::SqlRefused {
+                reason: format!("name {name} is reserved for sqlvault (names starting with sqlvault_)"),
+            });
+        }
+    }
+    for view in post.views {
+        let sql = format!("SELECT * FROM \"{}\"", view.replace('"', "\"\""));
+        guard(&mut Post::default(), || conn.prepare(&sql).map(drop))?;
+    }
+    Ok(())
+}
+
+thread_local! {
+    /// The cache key of the statement being prepared (reused: no allocation per call).
+    static KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+fn prepare<'c>(conn: &'c Connection, sql: &str, post: &mut Post) -> Result<rusqlite::CachedStatement<'c>> {
+    KEY.with(|k| {
+        let mut key = k.borrow_mut();
+        key.clear();
+        key.push_str(PREFIX);
+        key.push_str(sql);
+        guard(post, || conn.prepare_cached(&key))
+    })
+}
+
+fn bind(stmt: &mut rusqlite::Statement<'_>, params: &[SqlValue]) -> Result<()> {
+    let wanted = stmt.parameter_count();
+    if wanted != params.len() {
+        return Err(Error::Sql { message: format!("the statement takes {wanted} parameters, {} given", params.len()) });
+    }
+    for (i, p) in params.iter().enumerate() {
+        stmt.raw_bind_parameter(i + 1, ToSqlOutput::Borrowed(p.as_ref())).map_err(|e| app_error(e, None))?;
+    }
+    Ok(())
+}
+
+/// Whether `sql`'s first keyword makes it a statement whose row count means something.
+fn counts_rows(sql: &str) -> bool {
+    let mut s = sql.trim_start();
+    loop {
+        if let Some(rest) = s.strip_prefix("--") {
+            s = rest.split_once('\n').map_or("", |(_, r)| r).trim_start();
+        } else if let Some(rest) = s.strip_prefix("/*") {
+            s = rest.split_once("*/").map_or("", |(_, r)| r).trim_start();
+        } else {
+            break;
+        }
+    }
+    let word: String = s.chars().take_while(|c| c.is_ascii_alphabetic()).collect::<String>().to_ascii_lowercase();
+    matches!(word.as_str(), "insert" | "update" | "delete" | "replace" | "with")
+}
+
+/// Whether `sql` (one statement) only reads. Compiles it (under the guard) into the
+/// connection's cache, where the next call finds it.
+pub(crate) fn is_read_only(conn: &Connection, sql: &str) -> Result<bool> {
+    let mut post = Post::default();
+    Ok(prepare(conn, sql, &mut post)?.readonly())
+}
+
+/// Runs one statement with `params`; returns the rows it inserted, updated or deleted
+/// (0 for any other statement). Rows it returns are read and dropped.
+pub(crate) fn execute(conn: &Connection, sql: &str, params: &[SqlValue]) -> Result<usize> {
+    let mut post = Post::default();
+    let mut stmt = prepare(conn, sql, &mut post)?;
+    bind(&mut stmt, params)?;
+    let readonly = stmt.readonly();
+    {
+        let mut rows = stmt.raw_query();
+        while guard(&mut post, || rows.next())?.is_some() {}
+    }
+    check_post(conn, post)?;
+    Ok(if !readonly && counts_rows(sql) { conn.changes() as usize } else { 0 })
+}
+
+/// Runs one statement with `params` and calls `f` on each result row, in order.
+pub(crate) fn query<T>(
+    conn: &Connection,
+    sql: &str,
+    params: &[SqlValue],
+    mut f: impl FnMut(&Row<'_>) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut post = Post::default();
+    let mut stmt = prepare(conn, sql, &mut post)?;
+    bind(&mut stmt, params)?;
+    let mut out = Vec::new();
+    {
+        let mut rows = stmt.raw_query();
+        while let Some(row) = guard(&mut post, || rows.next())? {
+            out.push(f(&Row { row })?);
+        }
+    }
+    check_post(conn, post)?;
+    Ok(out)
+}
+
+/// Runs a script of statements without parameters, in order (rows returned are read
+/// and dropped). Not cached: a script is compiled statement by statement as it runs.
+pub(crate) fn execute_batch(conn: &Connection, sql: &str) -> Result<()> {
+    use rusqlite::fallible_iterator::FallibleIterator;
+    let mut batch = rusqlite::Batch::new(conn, sql);
+    loop {
+        // Each statement is checked after it ran, before the next one can use what it made.
+        let mut post = Post::default();
+        let Some(mut stmt) = guard(&mut post, || batch.next())? else { return Ok(()) };
+        {
+            let mut rows = stmt.raw_query();
+            while guard(&mut post, || rows.next())?.is_some() {}
+        }
+        drop(stmt);
+        check_post(conn, post)?;
+    }
+}
+
+/// Splits a script into its statements (each with its `;`), as SQLite's own parser
+/// would: semicolons inside strings, comments and trigger bodies do not split. A last
+/// statement without `;` is kept; blank pieces are dropped.
+pub fn split_sql(script: &str) -> Vec<&str> {
+    let complete = |s: &str| {
+        std::ffi::CString::new(s).is_ok_and(|c| {
+            // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
+            unsafe { rusqlite::ffi::sqlite3_complete(c.as_ptr()) != 0 }
+        })
+    };
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, b) in script.bytes().enumerate() {
+        if b == b';' && complete(&script[start..=i]) {
+            let piece = script[start..=i].trim();
+            if piece != ";" {
+                out.push(piece);
+            }
+            start = i + 1;
+        }
+    }
+    let rest = script[start..].trim();
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    out
+}
+
+/// Migrations of `app` recorded in the vault: (version, hash of its SQL), in order.
+pub(crate) fn applied_migrations(conn: &Connection, app: &str) -> Result<Vec<(i64, Vec<u8>)>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT version, sql_hash FROM sqlvault_app_migrations WHERE app = ?1 ORDER BY version")?;
+    let rows = stmt.query_map([app], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The hash recorded for a migration's SQL.
+pub(crate) fn migration_hash(sql: &str) -> Vec<u8> {
+    blake3::hash(sql.as_bytes()).as_bytes().to_vec()
+}
+
+/// Checks the recorded migrations of `app` against the ones the application brings.
+pub(crate) fn check_migrations(app: &str, recorded: &[(i64, Vec<u8>)], given: &[&str]) -> Result<()> {
+    if recorded.len() > given.len() {
+        return Err(Error::InvalidArgument {
+            what: format!(
+                "the vault has {} migrations of {app}, this program knows only {} (a newer version of it ran here)",
+                recorded.len(),
+                given.len()
+            ),
+        });
+    }
+    for ((version, hash), sql) in recorded.iter().zip(given) {
+        if *hash != migration_hash(sql) {
+            return Err(Error::InvalidArgument {
+                what: format!("migration {version} of {app} differs from the one applied to this vault"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Applies migration `version` of `app` (its SQL under the guard) and records it, on
+/// a connection inside a write transaction. Returns false if it was recorded already
+/// (another process applied it meanwhile).
+pub(crate) fn apply_migration(conn: &Connection, app: &str, version: i64, sql: &str, now_ns: i64) -> Result<bool> {
+    let recorded = applied_migrations(conn, app)?;
+    if recorded.iter().any(|(v, _)| *v == version) {
+        return Ok(false);
+    }
+    if recorded.len() as i64 != version - 1 {
+        return Err(Error::damaged(format!("migrations of {app} are not numbered 1..{}", recorded.len())));
+    }
+    execute_batch(conn, sql).map_err(|e| match e {
+        Error::Sql { message } => Error::Sql { message: format!("migration {version} of {app}: {message}") },
+        Error::SqlRefused { reason } => Error::SqlRefused { reason: format!("migration {version} of {app}: {reason}") },
+        e => e,
+    })?;
+    conn.prepare_cached(
+        "INSERT INTO sqlvault_app_migrations(app, version, sql_hash, applied_ns) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(rusqlite::params![app, version, migration_hash(sql), now_ns])?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn() -> Connection {
+        let mut c = Connection::open_in_memory().unwrap();
+        authorizer::install(&mut c).unwrap();
+        crate::storage::schema::create(&c).unwrap();
+        c
+    }
+
+    #[test]
+    fn the_schema_life_of_app_tables_passes_the_guard() {
+        let c = conn();
+        execute_batch(
+            &c,
+            "CREATE TABLE t(v INTEGER PRIMARY KEY AUTOINCREMENT, w); CREATE INDEX ti ON t(w);
+             CREATE VIEW tv AS SELECT * FROM t; CREATE TRIGGER tt AFTER INSERT ON t BEGIN SELECT 1; END;
+             INSERT INTO t(w) VALUES (1); ALTER TABLE t ADD COLUMN z; ALTER TABLE t RENAME TO t2;
+             CREATE TABLE c AS SELECT * FROM t2; REINDEX ti; DROP VIEW tv; DROP TABLE t2; PRAGMA table_info(c)",
+        )
+        .unwrap();
+        for (sql, why) in [
+            ("CREATE TABLE x AS SELECT * FROM sqlite_master", "sqlite_master"),
+            ("ANALYZE", "ANALYZE"),
+            ("ANALYZE c", "ANALYZE"),
+            ("ALTER TABLE c RENAME TO inodes", "already another table"),
+            // (Outside a transaction here: the vault runs it in a savepoint it rolls back.)
+            ("ALTER TABLE c RENAME TO sqlvault_c", "sqlvault_c is reserved"),
+        ] {
+            let e = execute_batch(&c, sql).err().unwrap_or_else(|| panic!("{sql} passed"));
+            assert!(e.to_string().contains(why), "{sql}: {e}");
+        }
+    }
+
+    #[test]
+    fn split_sql_respects_strings_comments_and_triggers() {
+        let s = "CREATE TABLE a(x); INSERT INTO a VALUES ('x;y'); -- c;\n\
+                 CREATE TRIGGER t AFTER INSERT ON a BEGIN INSERT INTO a VALUES (1); END; SELECT 1";
+        let parts = split_sql(s);
+        assert_eq!(parts.len(), 4, "{parts:?}");
+        assert_eq!(parts[1], "INSERT INTO a VALUES ('x;y');");
+        assert!(parts[2].ends_with("END;"));
+        assert_eq!(parts[3], "SELECT 1");
+        assert!(split_sql(" ; ;").is_empty());
+    }
+
+    #[test]
+    fn values_round_trip_with_their_types() {
+        let c = conn();
+        execute_batch(&c, "CREATE TABLE t(v)").unwrap();
+        let vals = [
+            SqlValue::Null,
+            SqlValue::Integer(-7),
+            SqlValue::Real(2.5),
+            SqlValue::Text("héllo".into()),
+            SqlValue::Blob(vec![0, 255]),
+        ];
+        for v in &vals {
+            assert_eq!(execute(&c, "INSERT INTO t VALUES (?1)", std::slice::from_ref(v)).unwrap(), 1);
+        }
+        let back = query(&c, "SELECT v FROM t ORDER BY rowid", &[], |r| r.value(0)).unwrap();
+        assert_eq!(back, vals);
+        let n: Vec<Option<i64>> =
+            query(&c, "SELECT v FROM t WHERE rowid <= 2 ORDER BY rowid", &[], |r| r.get(0)).unwrap();
+        assert_eq!(n, vec![None, Some(-7)]);
+        let e = query(&c, "SELECT v FROM t WHERE rowid = 4", &[], |r| r.get::<i64>(0)).unwrap_err();
+        assert!(e.to_string().contains("cannot read text as i64"), "{e}");
+    }
+
+    #[test]
+    fn row_counts_are_for_data_changes_only() {
+        let c = conn();
+        assert_eq!(execute(&c, "CREATE TABLE t(v)", &[]).unwrap(), 0);
+        assert_eq!(execute(&c, "INSERT INTO t VALUES (1), (2), (3)", &[]).unwrap(), 3);
+        assert_eq!(execute(&c, "CREATE INDEX t_v ON t(v)", &[]).unwrap(), 0);
+        assert_eq!(execute(&c, "/* c */ UPDATE t SET v = v + 1 WHERE v > 1", &[]).unwrap(), 2);
+        assert_eq!(execute(&c, "SELECT * FROM t", &[]).unwrap(), 0);
+        assert_eq!(execute(&c, "DELETE FROM t", &[]).unwrap(), 3);
+    }
+
+    #[test]
+    fn wrong_parameter_counts_and_several_statements_are_sql_errors() {
+        let c = conn();
+        execute_batch(&c, "CREATE TABLE t(v)").unwrap();
+        let e = execute(&c, "INSERT INTO t VALUES (?1)", &[]).unwrap_err();
+        assert!(matches!(e, Error::Sql { .. }), "{e}");
+        let e = execute(&c, "INSERT INTO t VALUES (1); INSERT INTO t VALUES (2)", &[]).unwrap_err();
+        assert!(e.to_string().contains("more than one statement"), "{e}");
+        let e = execute(&c, "INSERT INTO nope VALUES (1)", &[]).unwrap_err();
+        assert_eq!(e.to_string(), "SQL error: no such table: nope");
+    }
+}
