@@ -38,8 +38,10 @@ pub struct AllArgs {
 /// The scenarios `all` runs, in this order.
 ///
 /// New scenarios register here and in [`run_scenario`] below.
-pub const SCENARIOS: &[&str] =
-    &["open", "stream", "blocks", "metadata", "appsql", "peers", "parallel", "snapshot", "remote", "bindings", "jvm"];
+pub const SCENARIOS: &[&str] = &[
+    "open", "stream", "blocks", "metadata", "appsql", "peers", "parallel", "snapshot", "tree", "remote", "bindings",
+    "jvm",
+];
 
 /// Parses a scenario's own arguments from `argv`, so its defaults apply.
 fn parse<T: clap::Args>(argv: &[String]) -> Result<T> {
@@ -65,6 +67,7 @@ fn run_scenario(name: &str, argv: &[String]) -> Result<Vec<Target>> {
         "remote" => crate::remote::run(&parse(argv)?),
         "bindings" => crate::bindings::run(&parse(argv)?),
         "jvm" => crate::jvm::run(&parse(argv)?),
+        "tree" => crate::tree::run(&parse(argv)?),
         // Reports its targets in its own section (group commit >= 5x, readers scaling).
         "parallel" => crate::parallel::parallel(&parse(argv)?).map(|()| Vec::new()),
         other => crate::bail!("unknown scenario {other:?}"),

@@ -85,6 +85,7 @@ pub fn run_case(a: &CaseArgs) -> Result<()> {
         "peers" => crate::peers::case(&a.spec),
         "remote" => crate::remote::case(&a.spec),
         "bindings" => crate::bindings::case(&a.spec),
+        "tree" => crate::tree::case(&a.spec),
         other => crate::bail!("unknown scenario {other:?}"),
     }?;
     out.peak_rss_kib = sys::vm_hwm_kib()?;

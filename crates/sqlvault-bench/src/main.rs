@@ -14,6 +14,8 @@
 //! * `all [--quick]`: every scenario in turn, and the table of targets ([`all`]).
 //! * `snapshot`: time and vault growth of a snapshot of many small files ([`snapshot`]).
 //! * `remote`: push and clone through an S3-compatible server vs raw uploads ([`remote`]).
+//! * `tree`: whole-tree operations (put, get, restore, rm -r, snapshot rm, fsck) at two
+//!   tree sizes, per-file cost compared ([`tree`]).
 //!
 //! Build with `cargo build --release -p sqlvault-bench`; debug builds measure nothing
 //! useful.
@@ -38,6 +40,7 @@ mod snapshot;
 mod stream;
 mod sweep;
 mod sys;
+mod tree;
 
 use std::process::ExitCode;
 
@@ -87,6 +90,9 @@ enum Cmd {
     Bindings(bindings::BindingsArgs),
     /// A 256 MiB file through the JVM binding's streams vs the Rust API.
     Jvm(jvm::JvmArgs),
+    /// put, put again, get, restore over a live tree, rm -r, snapshot rm, fsck at 5,000
+    /// and 50,000 files: per-file cost at the large size within 1.5x of the small.
+    Tree(tree::TreeArgs),
     /// Redraw charts and rewrite Markdown sections from scenario JSON files (measures nothing).
     Render(harness::RenderArgs),
     /// One phase of one chunk-sweep configuration (run by chunk-sweep in a child process).
@@ -110,6 +116,7 @@ fn main() -> ExitCode {
         Cmd::Remote(a) => remote::run(a).map(drop),
         Cmd::Bindings(a) => bindings::run(a).map(drop),
         Cmd::Jvm(a) => jvm::run(a).map(drop),
+        Cmd::Tree(a) => tree::tree(a),
         Cmd::RunOne(a) => sweep::run_one(a),
         Cmd::Open(a) => open::run(a).map(drop),
         Cmd::Stream(a) => stream::run(a).map(drop),

@@ -13,6 +13,7 @@
 //! | 4 | not found, already exists, not empty, not a directory, invalid path and the like |
 //! | 5 | environment: I/O error, disk full, busy vault; or some entries were skipped by put |
 //! | 6 | `push` refused: the remote has a newer commit (pull first) |
+//! | 130 | interrupted by Ctrl-C or SIGTERM (see `progress`) |
 
 /// `println!` for standard output that a closed pipe (`sqlvault info | head -1`) does
 /// not turn into a panic: the rest of the output is dropped and the command still
@@ -25,11 +26,13 @@ macro_rules! outln {
 #[macro_use]
 mod ui;
 mod batch;
+mod check;
 mod completions;
 mod extract;
 mod find;
 mod history;
 mod meta;
+mod progress;
 mod remote;
 mod secret;
 mod snapshots;
@@ -164,27 +167,20 @@ pub(crate) enum Command {
         /// The key file to write (must not exist).
         file: PathBuf,
     },
-    /// Import a host file or directory tree into the vault.
-    Put {
-        /// The vault file.
-        vault: PathBuf,
-        /// Host file or directory to import.
-        source: PathBuf,
-        /// Where in the vault (an absolute path).
-        dest: String,
-        /// Tag each file with size, mtime, MIME type and (JPEG) EXIF camera, datetime, ISO, dimensions.
-        #[arg(long)]
-        extract_tags: bool,
-    },
-    /// Export a vault file or directory tree to the host.
-    Get {
-        /// The vault file.
-        vault: PathBuf,
-        /// File or directory in the vault.
-        source: String,
-        /// Host path to write to.
-        dest: PathBuf,
-    },
+    /// Copy a host file or directory into the vault; safe to re-run (like `rclone copy`).
+    ///
+    /// A directory SOURCE's contents go into DEST, so running the same command again
+    /// never nests DEST/SOURCE. Files with the same size and modification time are
+    /// skipped (--checksum: the same content). Each file is replaced atomically: after
+    /// Ctrl-C or a crash every file is either as it was or complete; run the command
+    /// again to finish.
+    Put(transfer::PutArgs),
+    /// Copy a vault file or directory to the host; safe to re-run (like `rclone copy`).
+    ///
+    /// A directory SOURCE's contents go into DEST. Unchanged files are skipped; files
+    /// are written under a temporary name and renamed; one sync at the end (--fsync:
+    /// per file). DEST `-` writes a single file to standard output.
+    Get(transfer::GetArgs),
     /// Write a file's content to standard output.
     Cat {
         /// The vault file.
@@ -232,7 +228,7 @@ pub(crate) enum Command {
         vault: PathBuf,
         /// File, symlink or directory to remove.
         path: String,
-        /// Remove a directory and everything below it.
+        /// Remove a directory and everything below it, in one transaction (Ctrl-C rolls it back).
         #[arg(short, long)]
         recursive: bool,
     },
@@ -290,6 +286,9 @@ pub(crate) enum Command {
         /// Print the report as one JSON object.
         #[arg(long)]
         json: bool,
+        /// Rewrite a damaged copy of the vault header from the intact one.
+        #[arg(long)]
+        repair: bool,
     },
     /// Change the passphrase (rewrites one key slot; O(1) in the vault's size).
     Passwd {
@@ -534,17 +533,8 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<u8, CliError> {
             sqlvault::generate_key_file(&file)?;
             note!("wrote a new 32-byte key to {} (mode 0600); keep it safe", file.display());
         }
-        Command::Put { vault, source, dest, extract_tags } => {
-            let v = ctx.open(&vault)?;
-            let s = transfer::put(&v, &source, &dest, extract_tags)?;
-            v.close()?;
-            return Ok(report("imported", &s));
-        }
-        Command::Get { vault, source, dest } => {
-            let v = ctx.open(&vault)?;
-            let s = transfer::get(&v, &source, &dest)?;
-            return Ok(report("exported", &s));
-        }
+        Command::Put(args) => return transfer::put_command(ctx, args),
+        Command::Get(args) => return transfer::get_command(ctx, args),
         Command::Cat { vault, path } => {
             let v = ctx.open(&vault)?;
             let mut f = v.open_file(&path, &FileOptions::new().read(true))?;
@@ -573,7 +563,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<u8, CliError> {
             let v = ctx.open(&vault)?;
             let a = v.symlink_metadata(&path)?;
             match (a.kind, recursive) {
-                (FileType::Dir, true) => v.remove_dir_all(&path)?,
+                (FileType::Dir, true) => progress::remove_dir_all(&v, &path)?,
                 (FileType::Dir, false) => {
                     return Err(CliError { code: 4, message: format!("{path} is a directory (use rm -r)") })
                 }
@@ -648,27 +638,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<u8, CliError> {
             }
             v.close()?;
         }
-        Command::Fsck { vault, json } => {
-            let v = ctx.open(&vault)?;
-            let r = v.fsck()?;
-            if json {
-                print_json(&r)?;
-            } else {
-                for p in &r.problems {
-                    outln!("problem: {p}");
-                }
-                outln!(
-                    "{}: {} inodes, {} chunks checked, {} problems",
-                    if r.is_clean() { "clean" } else { "DAMAGED" },
-                    r.inodes,
-                    r.chunks,
-                    r.problems.len()
-                );
-            }
-            if !r.is_clean() {
-                return Ok(3);
-            }
-        }
+        Command::Fsck { vault, json, repair } => return check::fsck_command(ctx, &vault, json, repair),
         Command::Passwd { vault, new_passphrase_file, new_key_file, kdf } => {
             let old = secret::existing(&ctx.secret)?;
             let new = secret::new_secret(
@@ -756,19 +726,6 @@ fn describe_slot(s: &sqlvault::SlotInfo) -> String {
     match s.kdf {
         Some(k) => format!("passphrase, Argon2id m={} MiB t={} p={}", k.memory_kib / 1024, k.iterations, k.parallelism),
         None => "key file".to_string(),
-    }
-}
-
-fn report(what: &str, s: &transfer::Summary) -> u8 {
-    note!("{what} {} files, {} directories, {} symlinks, {}", s.files, s.dirs, s.links, ui::human(s.bytes));
-    if s.specials > 0 {
-        note!("{what} {} special files (FIFOs, sockets, devices)", s.specials);
-    }
-    if s.skipped.is_empty() {
-        0
-    } else {
-        eprintln!("sqlvault: {} entries skipped (see warnings above)", s.skipped.len());
-        5
     }
 }
 

@@ -90,7 +90,7 @@ fn snapshot_basic(
         Some(SnapshotAction::Ls { vault, json }) => list(ctx, vault, json),
         Some(SnapshotAction::Rm { vault, name }) => {
             let v = ctx.open(&vault)?;
-            let freed = v.remove_snapshot(&name)?;
+            let freed = crate::progress::remove_snapshot(&v, &name)?;
             v.close()?;
             note!("removed snapshot {name}: {} freed (`sqlvault compact` gives it back to the disk)", ui::human(freed));
             Ok(())
@@ -169,23 +169,30 @@ pub fn list(ctx: &Ctx, vault: PathBuf, json: bool) -> Result<(), CliError> {
 
 pub fn restore(ctx: &Ctx, args: RestoreArgs) -> Result<(), CliError> {
     let v = ctx.open(&args.vault)?;
-    let s = v.restore(&args.name, &args.path, args.to.as_deref())?;
+    let start = std::time::Instant::now();
+    let s = crate::progress::restore(&v, &args.name, &args.path, args.to.as_deref())?;
     v.close()?;
     let dest = args.to.as_deref().unwrap_or(&args.path);
     note!(
-        "restored {}:{} to {dest}: {} files, {} directories, {} symlinks, {}",
+        "restored {}:{} to {dest}: {} files, {} directories, {} symlinks, {} in {}",
         args.name,
         args.path,
         s.files,
         s.directories,
         s.symlinks,
-        ui::human(s.bytes)
+        ui::human(s.bytes),
+        crate::progress::took(start)
     );
     Ok(())
 }
 
 pub fn compact(ctx: &Ctx, vault: PathBuf) -> Result<(), CliError> {
     let v: Vault = ctx.open(&vault)?;
+    let start = std::time::Instant::now();
+    crate::progress::exit_on_interrupt(
+        "compact stopped; the vault is consistent (every step is crash-safe); run compact again to give back the rest"
+            .into(),
+    );
     let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     pb.set_style(
         ProgressStyle::with_template("{spinner} compacting: {pos}/{len} pages [{wide_bar}] {eta}")
@@ -203,11 +210,12 @@ pub fn compact(ctx: &Ctx, vault: PathBuf) -> Result<(), CliError> {
     v.close()?;
     let mib = |pages: u64| pages as f64 * r.page_size as f64 / (1024.0 * 1024.0);
     note!(
-        "compacted{}: {:.1} MiB -> {:.1} MiB ({} free pages given back)",
+        "compacted{}: {:.1} MiB -> {:.1} MiB ({} free pages given back) in {}",
         if r.rebuilt { " (rebuilt; later compactions are incremental)" } else { "" },
         mib(r.pages_before),
         mib(r.pages_after),
-        r.free_pages_before.saturating_sub(r.free_pages_after)
+        r.free_pages_before.saturating_sub(r.free_pages_after),
+        crate::progress::took(start)
     );
     Ok(())
 }

@@ -1,211 +1,158 @@
-//! `put` and `get`: streaming a host file or tree into a vault and back out, with a
-//! progress bar. Memory stays bounded (one copy buffer) whatever the file sizes.
-//! FIFOs, sockets and device nodes are stored as nodes (`put`) and recreated where
-//! the host permits (`get`: FIFOs and sockets always, devices as root). Entries that
-//! cannot be copied (unreadable files, a device `get` may not create) are skipped with
-//! a warning and counted; the command then exits non-zero.
-//! With `--extract-tags`, `put` also tags each file (see `extract`), a thousand files
-//! per commit through the library's batch API.
+//! `put` and `get`: copying a host tree into a vault and back out, safe to re-run.
+//!
+//! Semantics are rclone's `copy`: a directory SRC's *contents* go into DEST (created
+//! if missing), so running the same command twice never nests `DEST/SRC`. A single
+//! file goes to DEST, or into DEST if DEST is an existing directory or ends in `/`.
+//! Files whose size and modification time already match are skipped (`--checksum`
+//! compares content instead of the time); `--exclude PATTERN` leaves matching paths
+//! out (a pattern without `/` matches a name at any depth, one with `/` a path from
+//! SRC); `put --delete` removes from DEST what SRC no longer has (excluded paths are
+//! kept); `--dry-run` only prints what would change.
+//!
+//! Each file is replaced atomically ([`sqlvault::Vault::replace_file`]; on the host,
+//! a temporary name renamed over the target): an interrupted copy leaves every file
+//! either as it was or complete, and a re-run finishes the job. Ctrl-C stops between
+//! two buffers, drops the file in progress and says what was done. `get` syncs once
+//! at the end (`--fsync`: every file). Memory stays bounded: one copy buffer, one
+//! directory listing at a time. FIFOs, sockets and device nodes are stored as nodes
+//! (`put`) and recreated where the host permits (`get`: FIFOs and sockets always,
+//! devices as root; see `special`). Entries that cannot be copied (unreadable files,
+//! names that are not UTF-8, a device `get` may not create) are skipped with a
+//! warning and counted; the command then exits 5. With `--extract-tags`, `put` also tags each
+//! file it copies (see `extract`), a thousand files per commit.
 
+use std::collections::HashSet;
 use std::fs;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
-use indicatif::{ProgressBar, ProgressStyle};
-use sqlvault::{FileOptions, FileType, SetAttr, Vault};
+use clap::Args;
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use indicatif::ProgressBar;
+use sqlvault::{FileOptions, FileType, Interrupt, SetAttr, Vault};
 
-use crate::CliError;
+use crate::progress::{self, bytes, took};
+use crate::{CliError, Ctx};
 
 const COPY_BUF: usize = 1 << 20;
 /// Files whose extracted tags are committed together.
 const TAG_BATCH: usize = 1000;
+/// Prefix of the temporary names `get` writes files under before renaming them.
+const HOST_PART: &str = ".sqlvault-part-";
 
 /// Tags extracted and not yet committed: `(vault path, tags)`.
 type TagBatch = Vec<(String, Vec<(String, sqlvault::TagValue)>)>;
 
-/// What `put_entry` carries from file to file: pending tags.
-struct PutState {
-    tags: Option<TagBatch>,
+/// `sqlvault put`.
+#[derive(Args, Debug)]
+pub struct PutArgs {
+    /// The vault file.
+    pub vault: PathBuf,
+    /// Host file or directory. A directory's contents are copied into DEST.
+    pub source: PathBuf,
+    /// Vault path. For a directory SRC, the directory that receives its contents
+    /// (created if missing); for a file, the file (or, if DEST is a directory or ends in
+    /// `/`, the directory to put it in).
+    pub dest: String,
+    /// Tag each file copied with size, mtime, MIME type and (JPEG) EXIF camera, datetime, ISO, dimensions.
+    #[arg(long)]
+    pub extract_tags: bool,
+    /// Compare content, not size and modification time, to find unchanged files.
+    #[arg(short = 'c', long)]
+    pub checksum: bool,
+    /// Show what would be copied or deleted; change nothing.
+    #[arg(short = 'n', long)]
+    pub dry_run: bool,
+    /// Leave out paths matching this glob (repeatable): `*.tmp` matches a name at any
+    /// depth, `cache/**` a path from SRC. Excluded paths are never deleted.
+    #[arg(long, value_name = "PATTERN")]
+    pub exclude: Vec<String>,
+    /// Remove files and directories from DEST that SRC does not have.
+    #[arg(long)]
+    pub delete: bool,
 }
 
-/// A host file read for `put`: advances the progress bar, and keeps a read error so
-/// it is reported as the host's, not the vault's.
-struct Progress<'a> {
-    inner: &'a mut fs::File,
-    pb: &'a ProgressBar,
-    failed: Option<io::Error>,
-}
-
-impl Read for Progress<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            match self.inner.read(buf) {
-                Ok(n) => {
-                    self.pb.inc(n as u64);
-                    return Ok(n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    let kind = e.kind();
-                    self.failed = Some(e);
-                    return Err(io::Error::new(kind, "reading the source file failed"));
-                }
-            }
-        }
-    }
+/// `sqlvault get`.
+#[derive(Args, Debug)]
+pub struct GetArgs {
+    /// The vault file.
+    pub vault: PathBuf,
+    /// Vault file or directory. A directory's contents are copied into DEST.
+    pub source: String,
+    /// Host path: the directory that receives SOURCE's contents (created if missing),
+    /// or for a file the file (or the existing directory to put it in). `-` writes a
+    /// single file to standard output.
+    pub dest: PathBuf,
+    /// Sync every file as it is written (default: one sync of the file system at the end).
+    #[arg(long)]
+    pub fsync: bool,
+    /// Compare content, not size and modification time, to find unchanged files.
+    #[arg(short = 'c', long)]
+    pub checksum: bool,
+    /// Show what would be written; change nothing.
+    #[arg(short = 'n', long)]
+    pub dry_run: bool,
+    /// Leave out paths matching this glob (repeatable), as for `put`.
+    #[arg(long, value_name = "PATTERN")]
+    pub exclude: Vec<String>,
 }
 
 /// Counts of what a transfer did and skipped.
 #[derive(Default)]
 pub struct Summary {
     pub files: u64,
+    pub unchanged: u64,
+    pub deleted: u64,
     pub dirs: u64,
     pub links: u64,
-    pub bytes: u64,
     /// FIFOs, sockets and device nodes.
     pub specials: u64,
+    pub bytes: u64,
     pub skipped: Vec<String>,
 }
 
-fn bar(total: u64) -> ProgressBar {
-    let pb = ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr());
-    pb.set_style(
-        ProgressStyle::with_template("{spinner} {bytes}/{total_bytes} {bytes_per_sec} [{wide_bar}] {eta} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    if !crate::secret::is_terminal() {
-        pb.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+/// The exclude patterns as one matcher over paths relative to SRC (no leading `/`).
+fn matcher(patterns: &[String]) -> Result<GlobSet, CliError> {
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        let pat = if p.contains('/') { p.trim_start_matches('/').to_string() } else { format!("**/{p}") };
+        let glob = GlobBuilder::new(&pat)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| CliError::usage(format!("--exclude {p:?}: {e}")))?;
+        b.add(glob);
     }
-    pb
+    b.build().map_err(|e| CliError::usage(format!("--exclude: {e}")))
 }
 
-fn host_total(path: &Path) -> u64 {
-    match fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => {
-            fs::read_dir(path).map(|rd| rd.filter_map(|e| e.ok()).map(|e| host_total(&e.path())).sum()).unwrap_or(0)
-        }
-        Ok(m) if m.is_file() => m.len(),
-        _ => 0,
-    }
-}
-
-fn name_of(p: &Path) -> Result<String, CliError> {
-    p.file_name()
-        .and_then(|n| n.to_str())
-        .map(str::to_string)
-        .ok_or_else(|| CliError::usage(format!("{} has no usable file name (names must be UTF-8)", p.display())))
-}
-
-/// Copies the host file or tree `src` to vault path `dest` (cp -r semantics: into
-/// `dest/<name>` if `dest` is an existing directory); with `extract_tags`, tags every
-/// file with its basic metadata.
-pub fn put(vault: &Vault, src: &Path, dest: &str, extract_tags: bool) -> Result<Summary, CliError> {
-    let meta = fs::symlink_metadata(src).map_err(|e| CliError::host(src, e))?;
-    let target = match vault.metadata(dest) {
-        Ok(a) if a.kind == FileType::Dir => sqlvault::join_path(dest, &name_of(src)?),
-        _ => dest.to_string(),
-    };
-    let pb = bar(host_total(src));
-    let mut s = Summary::default();
-    let mut st = PutState { tags: extract_tags.then(TagBatch::new) };
-    put_entry(vault, src, &meta, &target, &pb, &mut s, &mut st)?;
-    if let Some(batch) = st.tags.filter(|b| !b.is_empty()) {
-        vault.set_tags_batch(&batch)?;
-    }
-    pb.finish_and_clear();
-    Ok(s)
-}
-
-fn put_entry(
-    vault: &Vault,
-    src: &Path,
-    meta: &fs::Metadata,
-    dest: &str,
-    pb: &ProgressBar,
-    s: &mut Summary,
-    st: &mut PutState,
-) -> Result<(), CliError> {
-    let ft = meta.file_type();
-    let mtime = meta.mtime() * 1_000_000_000 + meta.mtime_nsec();
-    let atime = meta.atime() * 1_000_000_000 + meta.atime_nsec();
-    if ft.is_dir() {
-        match vault.metadata(dest) {
-            Ok(a) if a.kind == FileType::Dir => {}
-            _ => {
-                vault.create_dir(dest, meta.mode() & 0o7777)?;
-            }
-        }
-        s.dirs += 1;
-        let mut entries: Vec<_> = match fs::read_dir(src) {
-            Ok(rd) => rd.filter_map(|e| e.ok()).collect(),
-            Err(e) => {
-                skip(pb, s, format!("{}: {e}", src.display()));
-                return Ok(());
-            }
-        };
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
-            let path = e.path();
-            let Some(name) = e.file_name().to_str().map(str::to_string) else {
-                skip(pb, s, format!("{}: name is not UTF-8", path.display()));
-                continue;
-            };
-            match fs::symlink_metadata(&path) {
-                Ok(m) => put_entry(vault, &path, &m, &sqlvault::join_path(dest, &name), pb, s, st)?,
-                Err(e) => skip(pb, s, format!("{}: {e}", path.display())),
-            }
-        }
-        vault.set_times(dest, Some(atime), Some(mtime))?;
-    } else if ft.is_file() {
-        let mut input = match fs::File::open(src) {
-            Ok(f) => f,
-            Err(e) => {
-                skip(pb, s, format!("{}: {e}", src.display()));
-                return Ok(());
-            }
-        };
-        // Content, mode and times in one commit for a file that fits the dirty limit.
-        let attrs = SetAttr {
-            perm: Some(meta.mode() & 0o7777),
-            atime_ns: Some(atime),
-            mtime_ns: Some(mtime),
-            ..Default::default()
-        };
-        let mut reader = Progress { inner: &mut input, pb, failed: None };
-        let n = vault.import_file(dest, &mut reader, &attrs).map_err(|e| match reader.failed.take() {
-            Some(host) => CliError::host(src, host),
-            None => e.into(),
-        })?;
-        s.bytes += n;
-        s.files += 1;
-        if let Some(batch) = st.tags.as_mut() {
-            batch.push((dest.to_string(), crate::extract::tags_of(src, meta)));
-            if batch.len() >= TAG_BATCH {
-                vault.set_tags_batch(batch)?;
-                batch.clear();
-            }
-        }
-    } else if ft.is_symlink() {
-        let target = fs::read_link(src).map_err(|e| CliError::host(src, e))?;
-        match target.to_str() {
-            Some(t) => {
-                vault.symlink(t, dest)?;
-                s.links += 1;
-            }
-            None => skip(pb, s, format!("{}: link target is not UTF-8", src.display())),
-        }
+fn join_rel(rel: &str, name: &str) -> String {
+    if rel.is_empty() {
+        name.to_string()
     } else {
-        crate::special::put(vault, meta, dest)?;
-        s.specials += 1;
+        format!("{rel}/{name}")
     }
-    Ok(())
 }
 
-fn skip(pb: &ProgressBar, s: &mut Summary, why: String) {
-    pb.suspend(|| eprintln!("sqlvault: skipped {why}"));
-    s.skipped.push(why);
+fn mtime_ns(m: &fs::Metadata) -> i64 {
+    m.mtime() * 1_000_000_000 + m.mtime_nsec()
+}
+
+fn atime_ns(m: &fs::Metadata) -> i64 {
+    m.atime() * 1_000_000_000 + m.atime_nsec()
+}
+
+fn system_time(ns: i64) -> std::time::SystemTime {
+    if ns >= 0 {
+        UNIX_EPOCH + Duration::from_nanos(ns as u64)
+    } else {
+        UNIX_EPOCH - Duration::from_nanos(ns.unsigned_abs())
+    }
+}
+
+fn is_not_found(e: &sqlvault::Error) -> bool {
+    matches!(e, sqlvault::Error::NotFound { .. })
 }
 
 /// Every entry of directory `dir` with its raw name bytes, in name order.
@@ -222,109 +169,645 @@ pub fn list_all(vault: &Vault, dir: sqlvault::InodeId) -> Result<Vec<sqlvault::E
     }
 }
 
-fn vault_total(vault: &Vault, path: &str) -> u64 {
-    match vault.symlink_metadata(path) {
-        Ok(a) if a.kind == FileType::Dir => vault
-            .read_dir(path)
-            .map(|es| es.iter().map(|e| vault_total(vault, &sqlvault::join_path(path, &e.name))).sum())
-            .unwrap_or(0),
-        Ok(a) if a.kind == FileType::File => a.size,
-        _ => 0,
+/// True if the vault file `vpath` and the host file `host` hold the same bytes.
+fn same_content(vault: &Vault, vpath: &str, host: &Path) -> Result<bool, CliError> {
+    let mut a = vault.open_file(vpath, &FileOptions::new().read(true))?;
+    let mut b = fs::File::open(host).map_err(|e| CliError::host(host, e))?;
+    let (mut x, mut y) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
+    loop {
+        let n = read_full(&mut a, &mut x).map_err(|e| CliError::vault_io(vpath, e))?;
+        let m = read_full(&mut b, &mut y).map_err(|e| CliError::host(host, e))?;
+        if n != m || x[..n] != y[..m] {
+            return Ok(false);
+        }
+        if n == 0 {
+            return Ok(true);
+        }
     }
 }
 
-/// Copies vault path `src` (file or tree) to host path `dest` (into `dest/<name>`
-/// if `dest` is an existing directory).
-pub fn get(vault: &Vault, src: &str, dest: &Path) -> Result<Summary, CliError> {
-    let attr = vault.symlink_metadata(src)?;
-    let target: PathBuf = if dest.is_dir() {
-        let name = src.trim_end_matches('/').rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or("root");
-        dest.join(name)
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// The summary line both commands end with.
+fn summary_line(what: &str, s: &Summary, dry_run: bool, start: Instant) -> String {
+    let verb = if dry_run { "would copy" } else { what };
+    let mut line = format!("{verb} {} files ({})", s.files, bytes(s.bytes));
+    line += &format!(", {} unchanged", s.unchanged);
+    if s.deleted > 0 {
+        line += &format!(", {} {}", s.deleted, if dry_run { "to delete" } else { "deleted" });
+    }
+    line += &format!(", {} directories, {} symlinks", s.dirs, s.links);
+    if s.specials > 0 {
+        line += &format!(", {} special files", s.specials);
+    }
+    line += &format!(" in {}", took(start));
+    line
+}
+
+fn finish(what: &str, s: &Summary, dry_run: bool, start: Instant) -> u8 {
+    note!("{}", summary_line(what, s, dry_run, start));
+    if s.skipped.is_empty() {
+        0
     } else {
-        dest.to_path_buf()
+        eprintln!("sqlvault: {} entries skipped (see warnings above)", s.skipped.len());
+        5
+    }
+}
+
+/// Host bytes and files below `path` that a put would look at (excludes applied).
+fn host_total(path: &Path, rel: &str, ex: &GlobSet, acc: &mut (u64, u64)) {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => {
+            if let Ok(rd) = fs::read_dir(path) {
+                for e in rd.flatten() {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    let r = join_rel(rel, &name);
+                    if !ex.is_match(&r) {
+                        host_total(&e.path(), &r, ex, acc);
+                    }
+                }
+            }
+        }
+        Ok(m) if m.is_file() => {
+            acc.0 += m.len();
+            acc.1 += 1;
+        }
+        _ => {}
+    }
+}
+
+// ----- put -----
+
+struct Put<'a> {
+    vault: &'a Vault,
+    args: &'a PutArgs,
+    ex: GlobSet,
+    pb: ProgressBar,
+    stop: Interrupt,
+    s: Summary,
+    tags: Option<TagBatch>,
+    files_total: u64,
+    /// The file being copied, for the message on interrupt.
+    current: Option<String>,
+}
+
+/// Runs `sqlvault put`.
+pub fn put_command(ctx: &Ctx, args: PutArgs) -> Result<u8, CliError> {
+    let start = Instant::now();
+    let stop = progress::interrupt();
+    let ex = matcher(&args.exclude)?;
+    let meta = fs::symlink_metadata(&args.source).map_err(|e| CliError::host(&args.source, e))?;
+    let vault = ctx.open(&args.vault)?;
+    let mut total = (0, 0);
+    host_total(&args.source, "", &ex, &mut total);
+    let mut p = Put {
+        vault: &vault,
+        args: &args,
+        ex,
+        pb: progress::bytes_bar(total.0, total.1),
+        stop,
+        s: Summary::default(),
+        tags: args.extract_tags.then(TagBatch::new),
+        files_total: total.1,
+        current: None,
     };
-    let pb = bar(vault_total(vault, src));
-    let mut s = Summary::default();
-    let mut buf = vec![0u8; COPY_BUF];
-    get_entry(vault, src, attr.kind, &target, &pb, &mut s, &mut buf)?;
-    pb.finish_and_clear();
-    Ok(s)
+    let r = p.run(&meta);
+    let r = r.and_then(|()| match p.tags.take().filter(|b| !b.is_empty()) {
+        Some(batch) if !args.dry_run => Ok(vault.set_tags_batch(&batch)?),
+        _ => Ok(()),
+    });
+    p.pb.finish_and_clear();
+    if let Err(e) = r {
+        if e.code == progress::INTERRUPTED || p.stop.is_set() {
+            let line = summary_line("copied", &p.s, args.dry_run, start);
+            let current = p.current.as_deref().map(|c| format!("; {c} was left as it was")).unwrap_or_default();
+            return Err(progress::interrupted(format!(
+                "{line}{current}; every file is either as it was or complete; run the same command again to finish"
+            )));
+        }
+        return Err(e);
+    }
+    let code = finish("copied", &p.s, args.dry_run, start);
+    drop(p);
+    vault.close()?;
+    Ok(code)
 }
 
-fn system_time(ns: i64) -> std::time::SystemTime {
-    if ns >= 0 {
-        UNIX_EPOCH + Duration::from_nanos(ns as u64)
-    } else {
-        UNIX_EPOCH - Duration::from_nanos(ns.unsigned_abs())
+fn from_lib(e: sqlvault::Error) -> CliError {
+    if sqlvault::is_interrupted(&e) {
+        return progress::interrupted("stopped");
+    }
+    CliError::from(e)
+}
+
+impl Put<'_> {
+    fn run(&mut self, meta: &fs::Metadata) -> Result<(), CliError> {
+        let src = self.args.source.clone();
+        let dest = self.args.dest.clone();
+        if meta.is_dir() {
+            return self.dir(&src, meta, &dest, "");
+        }
+        let name = src
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| CliError::usage(format!("{} has no usable file name (names must be UTF-8)", src.display())))?
+            .to_string();
+        let into_dir = dest.ends_with('/') || matches!(self.vault.metadata(&dest), Ok(a) if a.kind == FileType::Dir);
+        let target = if into_dir { sqlvault::join_path(&dest, &name) } else { dest };
+        self.entry(&src, meta, &target, &name)
+    }
+
+    fn skip(&mut self, why: String) {
+        self.pb.suspend(|| eprintln!("sqlvault: skipped {why}"));
+        self.s.skipped.push(why);
+    }
+
+    fn note(&self, line: String) -> Result<(), CliError> {
+        self.pb.suspend(|| crate::write_line(format_args!("{line}")))
+    }
+
+    /// Removes whatever is at vault path `dest` (for a type change or `--delete`).
+    fn remove(&mut self, dest: &str, kind: FileType) -> Result<(), CliError> {
+        if self.args.dry_run {
+            self.note(format!("would delete {dest}{}", if kind == FileType::Dir { "/" } else { "" }))?;
+        } else if kind == FileType::Dir {
+            self.vault.remove_dir_all_with(dest, &self.stop, &|_, _| {}).map_err(from_lib)?;
+        } else {
+            self.vault.remove_file(dest)?;
+        }
+        Ok(())
+    }
+
+    /// Copies host `src` to vault `dest`; `rel` is its path below SRC (for excludes).
+    fn entry(&mut self, src: &Path, meta: &fs::Metadata, dest: &str, rel: &str) -> Result<(), CliError> {
+        self.stop.check().map_err(from_lib)?;
+        let ft = meta.file_type();
+        if ft.is_dir() {
+            self.dir(src, meta, dest, rel)
+        } else if ft.is_file() {
+            self.file(src, meta, dest)
+        } else if ft.is_symlink() {
+            self.symlink(src, dest)
+        } else if self.args.dry_run {
+            self.note(format!("would copy {dest}"))
+        } else {
+            // A FIFO is never opened: its node is stored, not its (absent) content.
+            crate::special::put(self.vault, meta, dest)?;
+            self.s.specials += 1;
+            Ok(())
+        }
+    }
+
+    fn dir(&mut self, src: &Path, meta: &fs::Metadata, dest: &str, rel: &str) -> Result<(), CliError> {
+        let existing = match self.vault.symlink_metadata(dest) {
+            Ok(a) => Some(a),
+            Err(e) if is_not_found(&e) => None,
+            Err(e) => return Err(e.into()),
+        };
+        let exists = match existing {
+            Some(a) if a.kind == FileType::Dir => true,
+            Some(a) => {
+                self.remove(dest, a.kind)?;
+                false
+            }
+            None => false,
+        };
+        if !exists {
+            if self.args.dry_run {
+                self.note(format!("would create {dest}/"))?;
+            } else if dest != "/" {
+                match self.vault.create_dir(dest, meta.mode() & 0o7777) {
+                    Ok(_) => {}
+                    Err(sqlvault::Error::NotFound { .. }) if rel.is_empty() => self.vault.create_dir_all(dest)?,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        self.s.dirs += 1;
+        let mut entries: Vec<_> = match fs::read_dir(src) {
+            Ok(rd) => rd.filter_map(|e| e.ok()).collect(),
+            Err(e) => {
+                self.skip(format!("{}: {e}", src.display()));
+                return Ok(());
+            }
+        };
+        entries.sort_by_key(|e| e.file_name());
+        let mut names: HashSet<Vec<u8>> = HashSet::new();
+        for e in entries {
+            let path = e.path();
+            let Some(name) = e.file_name().to_str().map(str::to_string) else {
+                self.skip(format!("{}: name is not UTF-8", path.display()));
+                continue;
+            };
+            let r = join_rel(rel, &name);
+            if self.ex.is_match(&r) {
+                continue;
+            }
+            names.insert(name.as_bytes().to_vec());
+            match fs::symlink_metadata(&path) {
+                Ok(m) => self.entry(&path, &m, &sqlvault::join_path(dest, &name), &r)?,
+                Err(e) => self.skip(format!("{}: {e}", path.display())),
+            }
+        }
+        if self.args.delete && exists {
+            let ino = self.vault.symlink_metadata(dest)?.ino;
+            for e in list_all(self.vault, ino)? {
+                let name = String::from_utf8_lossy(&e.name).into_owned();
+                if names.contains(&e.name) || self.ex.is_match(join_rel(rel, &name)) {
+                    continue;
+                }
+                self.stop.check().map_err(from_lib)?;
+                self.remove(&sqlvault::join_path(dest, &name), e.kind)?;
+                self.s.deleted += 1;
+            }
+        }
+        if !self.args.dry_run && dest != "/" {
+            let a = self.vault.symlink_metadata(dest)?;
+            if a.perm != meta.mode() & 0o7777 {
+                self.vault.set_permissions(dest, meta.mode() & 0o7777)?;
+            }
+            if a.mtime_ns != mtime_ns(meta) {
+                self.vault.set_times(dest, Some(atime_ns(meta)), Some(mtime_ns(meta)))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn file(&mut self, src: &Path, meta: &fs::Metadata, dest: &str) -> Result<(), CliError> {
+        let perm = meta.mode() & 0o7777;
+        let existing = match self.vault.symlink_metadata(dest) {
+            Ok(a) => Some(a),
+            Err(e) if is_not_found(&e) => None,
+            Err(e) => return Err(e.into()),
+        };
+        if let Some(a) = &existing {
+            if a.kind == FileType::File && a.size == meta.len() {
+                let same = if self.args.checksum {
+                    same_content(self.vault, dest, src)?
+                } else {
+                    a.mtime_ns == mtime_ns(meta)
+                };
+                if same {
+                    if a.perm != perm && !self.args.dry_run {
+                        self.vault.set_permissions(dest, perm)?;
+                    }
+                    self.s.unchanged += 1;
+                    self.pb.inc(meta.len());
+                    return Ok(());
+                }
+            }
+            if a.kind != FileType::File {
+                self.remove(dest, a.kind)?;
+            }
+        }
+        if self.args.dry_run {
+            self.note(format!("would copy {dest} ({})", bytes(meta.len())))?;
+            self.count_file(meta.len());
+            return Ok(());
+        }
+        let input = match fs::File::open(src) {
+            Ok(f) => f,
+            Err(e) => {
+                self.skip(format!("{}: {e}", src.display()));
+                return Ok(());
+            }
+        };
+        self.current = Some(dest.to_string());
+        let stamp = SetAttr {
+            perm: Some(perm),
+            atime_ns: Some(atime_ns(meta)),
+            mtime_ns: Some(mtime_ns(meta)),
+            ..Default::default()
+        };
+        let pb = self.pb.clone();
+        let n = self
+            .vault
+            .replace_file(dest, meta.len(), input, &stamp, &self.stop, &mut |n| pb.inc(n))
+            .map_err(from_lib)?;
+        self.current = None;
+        self.count_file(n);
+        if let Some(batch) = self.tags.as_mut() {
+            batch.push((dest.to_string(), crate::extract::tags_of(src, meta)));
+            if batch.len() >= TAG_BATCH {
+                self.vault.set_tags_batch(batch)?;
+                batch.clear();
+            }
+        }
+        Ok(())
+    }
+
+    fn count_file(&mut self, n: u64) {
+        self.s.files += 1;
+        self.s.bytes += n;
+        self.pb.set_message(format!("{}/{} files", self.s.files + self.s.unchanged, self.files_total));
+    }
+
+    fn symlink(&mut self, src: &Path, dest: &str) -> Result<(), CliError> {
+        let target = fs::read_link(src).map_err(|e| CliError::host(src, e))?;
+        let Some(t) = target.to_str() else {
+            self.skip(format!("{}: link target is not UTF-8", src.display()));
+            return Ok(());
+        };
+        match self.vault.symlink_metadata(dest) {
+            Ok(a) if a.kind == FileType::Symlink && self.vault.read_link(dest)? == t => {
+                self.s.unchanged += 1;
+                return Ok(());
+            }
+            Ok(a) => self.remove(dest, a.kind)?,
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => return Err(e.into()),
+        }
+        if self.args.dry_run {
+            self.note(format!("would link {dest} -> {t}"))?;
+        } else {
+            self.vault.symlink(t, dest)?;
+        }
+        self.s.links += 1;
+        Ok(())
     }
 }
 
-fn get_entry(
-    vault: &Vault,
-    src: &str,
-    kind: FileType,
-    dest: &Path,
-    pb: &ProgressBar,
-    s: &mut Summary,
-    buf: &mut [u8],
-) -> Result<(), CliError> {
-    let attr = vault.symlink_metadata(src)?;
-    match kind {
-        FileType::Dir => {
-            match fs::create_dir(dest) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dest.is_dir() => {}
-                Err(e) => return Err(CliError::host(dest, e)),
+// ----- get -----
+
+struct Get<'a> {
+    vault: &'a Vault,
+    args: &'a GetArgs,
+    ex: GlobSet,
+    pb: ProgressBar,
+    stop: Interrupt,
+    s: Summary,
+    buf: Vec<u8>,
+    files_total: u64,
+    current: Option<String>,
+}
+
+/// Vault bytes and files below `ino` that a get would look at (excludes applied).
+fn vault_total(vault: &Vault, ino: sqlvault::InodeId, rel: &str, ex: &GlobSet, acc: &mut (u64, u64)) {
+    let Ok(entries) = list_all(vault, ino) else { return };
+    for e in entries {
+        let r = join_rel(rel, &String::from_utf8_lossy(&e.name));
+        if ex.is_match(&r) {
+            continue;
+        }
+        match e.kind {
+            FileType::Dir => vault_total(vault, e.ino, &r, ex, acc),
+            FileType::File => {
+                acc.0 += vault.attr(e.ino).map(|a| a.size).unwrap_or(0);
+                acc.1 += 1;
             }
-            s.dirs += 1;
-            for e in list_all(vault, attr.ino)? {
-                // The mount stores raw byte names; paths here are UTF-8.
-                let Ok(name) = std::str::from_utf8(&e.name) else {
-                    skip(
-                        pb,
-                        s,
-                        format!("{}: name is not UTF-8", sqlvault::join_path(src, &String::from_utf8_lossy(&e.name))),
-                    );
-                    continue;
-                };
-                get_entry(vault, &sqlvault::join_path(src, name), e.kind, &dest.join(name), pb, s, buf)?;
+            _ => {}
+        }
+    }
+}
+
+/// Runs `sqlvault get`.
+pub fn get_command(ctx: &Ctx, args: GetArgs) -> Result<u8, CliError> {
+    let start = Instant::now();
+    let stop = progress::interrupt();
+    let ex = matcher(&args.exclude)?;
+    let vault = ctx.open(&args.vault)?;
+    let attr = vault.metadata(&args.source)?;
+    if args.dest.as_os_str() == "-" {
+        if attr.kind != FileType::File {
+            return Err(CliError::usage(format!("{}: only a file can be written to standard output", args.source)));
+        }
+        let mut f = vault.open_file(&args.source, &FileOptions::new().read(true))?;
+        let mut out = io::stdout().lock();
+        return match io::copy(&mut f, &mut out).and_then(|_| out.flush()) {
+            Ok(_) => Ok(0),
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
+            Err(e) => Err(CliError::vault_io(&args.source, e)),
+        };
+    }
+    let mut total = (attr.size, 1);
+    if attr.kind == FileType::Dir {
+        total = (0, 0);
+        vault_total(&vault, attr.ino, "", &ex, &mut total);
+    }
+    let mut g = Get {
+        vault: &vault,
+        args: &args,
+        ex,
+        pb: progress::bytes_bar(total.0, total.1),
+        stop,
+        s: Summary::default(),
+        buf: vec![0u8; COPY_BUF],
+        files_total: total.1,
+        current: None,
+    };
+    let r = g.run(attr.kind);
+    g.pb.finish_and_clear();
+    if let Err(e) = r {
+        if e.code == progress::INTERRUPTED || g.stop.is_set() {
+            let line = summary_line("wrote", &g.s, args.dry_run, start);
+            let current = g.current.as_deref().map(|c| format!("; {c} was left as it was")).unwrap_or_default();
+            return Err(progress::interrupted(format!(
+                "{line}{current}; every file is either as it was or complete; run the same command again to finish"
+            )));
+        }
+        return Err(e);
+    }
+    if !args.dry_run && !args.fsync {
+        sync_fs(&args.dest)?;
+    }
+    Ok(finish("wrote", &g.s, args.dry_run, start))
+}
+
+/// One `syncfs` of the file system holding `path`: everything written is durable.
+fn sync_fs(path: &Path) -> Result<(), CliError> {
+    use std::os::fd::AsRawFd;
+    let dir = if path.is_dir() { path.to_path_buf() } else { path.parent().unwrap_or(Path::new(".")).to_path_buf() };
+    let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+    let f = fs::File::open(&dir).map_err(|e| CliError::host(&dir, e))?;
+    // SAFETY: syncfs on a valid descriptor.
+    if unsafe { libc::syncfs(f.as_raw_fd()) } != 0 {
+        return Err(CliError::host(&dir, io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+impl Get<'_> {
+    fn run(&mut self, kind: FileType) -> Result<(), CliError> {
+        let src = self.args.source.clone();
+        let dest = self.args.dest.clone();
+        if kind == FileType::Dir {
+            return self.dir(&src, &dest, "");
+        }
+        let name = src.trim_end_matches('/').rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or("root").to_string();
+        let target = if dest.is_dir() { dest.join(name) } else { dest };
+        self.entry(&src, kind, &target, "")
+    }
+
+    fn skip(&mut self, why: String) {
+        self.pb.suspend(|| eprintln!("sqlvault: skipped {why}"));
+        self.s.skipped.push(why);
+    }
+
+    fn note(&self, line: String) -> Result<(), CliError> {
+        self.pb.suspend(|| crate::write_line(format_args!("{line}")))
+    }
+
+    fn entry(&mut self, src: &str, kind: FileType, dest: &Path, rel: &str) -> Result<(), CliError> {
+        self.stop.check().map_err(from_lib)?;
+        match kind {
+            FileType::Dir => self.dir(src, dest, rel),
+            FileType::File => self.file(src, dest),
+            FileType::Symlink => self.symlink(src, dest),
+            _ if self.args.dry_run => self.note(format!("would write {}", dest.display())),
+            _ => {
+                let attr = self.vault.symlink_metadata(src)?;
+                if fs::symlink_metadata(dest).is_ok() {
+                    fs::remove_file(dest).map_err(|e| CliError::host(dest, e))?;
+                }
+                match crate::special::get(&attr, dest)? {
+                    Ok(()) => self.s.specials += 1,
+                    Err(why) => self.skip(format!("{src}: {why}")),
+                }
+                Ok(())
             }
+        }
+    }
+
+    fn dir(&mut self, src: &str, dest: &Path, rel: &str) -> Result<(), CliError> {
+        let attr = self.vault.symlink_metadata(src)?;
+        match fs::symlink_metadata(dest) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(CliError { code: 4, message: format!("{}: exists and is not a directory", dest.display()) })
+            }
+            Err(_) if self.args.dry_run => self.note(format!("would create {}/", dest.display()))?,
+            Err(_) => fs::create_dir_all(dest).map_err(|e| CliError::host(dest, e))?,
+        }
+        self.s.dirs += 1;
+        for e in list_all(self.vault, attr.ino)? {
+            // The mount stores raw byte names; paths here are UTF-8.
+            let Ok(name) = std::str::from_utf8(&e.name) else {
+                let shown = sqlvault::join_path(src, &String::from_utf8_lossy(&e.name));
+                self.skip(format!("{shown}: name is not UTF-8"));
+                continue;
+            };
+            let r = join_rel(rel, name);
+            if self.ex.is_match(&r) {
+                continue;
+            }
+            self.entry(&sqlvault::join_path(src, name), e.kind, &dest.join(name), &r)?;
+        }
+        if !self.args.dry_run {
             fs::set_permissions(dest, fs::Permissions::from_mode(attr.perm)).map_err(|e| CliError::host(dest, e))?;
             let f = fs::File::open(dest).map_err(|e| CliError::host(dest, e))?;
             let _ = f.set_times(
                 fs::FileTimes::new().set_modified(system_time(attr.mtime_ns)).set_accessed(system_time(attr.atime_ns)),
             );
         }
-        FileType::File => {
-            let mut input = vault.open_file(src, &FileOptions::new().read(true))?;
-            let mut out = fs::File::create(dest).map_err(|e| CliError::host(dest, e))?;
-            loop {
-                let n = input.read(buf).map_err(|e| CliError::vault_io(src, e))?;
-                if n == 0 {
-                    break;
-                }
-                out.write_all(&buf[..n]).map_err(|e| CliError::host(dest, e))?;
-                s.bytes += n as u64;
-                pb.inc(n as u64);
-            }
-            input.close()?;
-            out.set_permissions(fs::Permissions::from_mode(attr.perm)).map_err(|e| CliError::host(dest, e))?;
-            out.set_times(
-                fs::FileTimes::new().set_modified(system_time(attr.mtime_ns)).set_accessed(system_time(attr.atime_ns)),
-            )
-            .map_err(|e| CliError::host(dest, e))?;
-            out.sync_all().map_err(|e| CliError::host(dest, e))?;
-            s.files += 1;
-        }
-        FileType::Symlink => {
-            let target = vault.read_link(src)?;
-            std::os::unix::fs::symlink(&target, dest).map_err(|e| CliError::host(dest, e))?;
-            s.links += 1;
-        }
-        _ => match crate::special::get(&attr, dest)? {
-            Ok(()) => s.specials += 1,
-            Err(why) => skip(pb, s, format!("{src}: {why}")),
-        },
+        Ok(())
     }
-    Ok(())
+
+    fn file(&mut self, src: &str, dest: &Path) -> Result<(), CliError> {
+        let attr = self.vault.symlink_metadata(src)?;
+        if let Ok(m) = fs::symlink_metadata(dest) {
+            if m.is_file() && m.len() == attr.size {
+                let same = if self.args.checksum {
+                    same_content(self.vault, src, dest)?
+                } else {
+                    mtime_ns(&m) == attr.mtime_ns
+                };
+                if same {
+                    if m.mode() & 0o7777 != attr.perm && !self.args.dry_run {
+                        fs::set_permissions(dest, fs::Permissions::from_mode(attr.perm))
+                            .map_err(|e| CliError::host(dest, e))?;
+                    }
+                    self.s.unchanged += 1;
+                    self.pb.inc(attr.size);
+                    return Ok(());
+                }
+            }
+            if m.is_dir() {
+                return Err(CliError { code: 4, message: format!("{}: is a directory", dest.display()) });
+            }
+        }
+        if self.args.dry_run {
+            self.note(format!("would write {} ({})", dest.display(), bytes(attr.size)))?;
+            self.count_file(attr.size);
+            return Ok(());
+        }
+        let dir = dest.parent().unwrap_or(Path::new("."));
+        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let part = dir.join(format!("{HOST_PART}{name}"));
+        self.current = Some(dest.display().to_string());
+        let r = self.copy_out(src, &attr, &part, dest);
+        if r.is_err() {
+            let _ = fs::remove_file(&part);
+        }
+        r?;
+        self.current = None;
+        self.count_file(attr.size);
+        Ok(())
+    }
+
+    fn copy_out(&mut self, src: &str, attr: &sqlvault::Attr, part: &Path, dest: &Path) -> Result<(), CliError> {
+        let mut input = self.vault.open_file(src, &FileOptions::new().read(true))?;
+        let mut out = fs::File::create(part).map_err(|e| CliError::host(part, e))?;
+        loop {
+            self.stop.check().map_err(from_lib)?;
+            let n = input.read(&mut self.buf).map_err(|e| CliError::vault_io(src, e))?;
+            if n == 0 {
+                break;
+            }
+            out.write_all(&self.buf[..n]).map_err(|e| CliError::host(dest, e))?;
+            self.pb.inc(n as u64);
+        }
+        input.close()?;
+        out.set_permissions(fs::Permissions::from_mode(attr.perm)).map_err(|e| CliError::host(dest, e))?;
+        out.set_times(
+            fs::FileTimes::new().set_modified(system_time(attr.mtime_ns)).set_accessed(system_time(attr.atime_ns)),
+        )
+        .map_err(|e| CliError::host(dest, e))?;
+        if self.args.fsync {
+            out.sync_all().map_err(|e| CliError::host(dest, e))?;
+        }
+        drop(out);
+        fs::rename(part, dest).map_err(|e| CliError::host(dest, e))
+    }
+
+    fn count_file(&mut self, n: u64) {
+        self.s.files += 1;
+        self.s.bytes += n;
+        self.pb.set_message(format!("{}/{} files", self.s.files + self.s.unchanged, self.files_total));
+    }
+
+    fn symlink(&mut self, src: &str, dest: &Path) -> Result<(), CliError> {
+        let target = self.vault.read_link(src)?;
+        if let Ok(m) = fs::symlink_metadata(dest) {
+            if m.file_type().is_symlink() && fs::read_link(dest).ok().as_deref() == Some(Path::new(&target)) {
+                self.s.unchanged += 1;
+                return Ok(());
+            }
+            if m.is_dir() {
+                return Err(CliError { code: 4, message: format!("{}: is a directory", dest.display()) });
+            }
+            if self.args.dry_run {
+                self.note(format!("would replace {}", dest.display()))?;
+            } else {
+                fs::remove_file(dest).map_err(|e| CliError::host(dest, e))?;
+            }
+        }
+        if self.args.dry_run {
+            self.note(format!("would link {} -> {target}", dest.display()))?;
+        } else {
+            std::os::unix::fs::symlink(&target, dest).map_err(|e| CliError::host(dest, e))?;
+        }
+        self.s.links += 1;
+        Ok(())
+    }
 }

@@ -473,6 +473,52 @@ fn newest(region: &[u8]) -> Result<(Header, usize)> {
     }
 }
 
+/// What is wrong with the two header copies of the vault at `path`: one line per
+/// copy that is damaged, missing or older than the other (an interrupted update).
+/// Empty when both copies are valid and of the same generation.
+pub fn header_problems(path: &Path) -> Result<Vec<String>> {
+    let region = read_region(path)?;
+    let (newest, _) = newest(&region)?;
+    let mut out = Vec::new();
+    for copy in 0..2 {
+        match Header::decode(&region[copy * COPY_LEN..(copy + 1) * COPY_LEN]) {
+            Ok(Some(h)) if h.generation == newest.generation => {}
+            Ok(Some(h)) => out.push(format!(
+                "header copy {}: generation {} is older than {} (an interrupted key change); fsck --repair rewrites it",
+                copy + 1,
+                h.generation,
+                newest.generation
+            )),
+            Ok(None) => out.push(format!("header copy {}: magic bytes missing; fsck --repair rewrites it", copy + 1)),
+            Err(e) => out.push(format!("header copy {}: {e}; fsck --repair rewrites it", copy + 1)),
+        }
+    }
+    Ok(out)
+}
+
+/// Rewrites every header copy that [`header_problems`] reports from the newest valid
+/// copy, syncing after each. Returns how many copies were rewritten. The caller holds
+/// the header lock.
+pub fn repair_header(path: &Path) -> Result<usize> {
+    let region = read_region(path)?;
+    let (_, good) = newest(&region)?;
+    let good_bytes = &region[good * COPY_LEN..(good + 1) * COPY_LEN];
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::io(format!("cannot open {} for writing", path.display()), e))?;
+    let mut n = 0;
+    for copy in 0..2 {
+        if copy != good && region[copy * COPY_LEN..(copy + 1) * COPY_LEN] != *good_bytes {
+            f.write_all_at(good_bytes, (copy * COPY_LEN) as u64)
+                .and_then(|_| f.sync_data())
+                .map_err(|e| Error::io("cannot write vault header", e))?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
 const SLOT_FIXED: usize = 56;
 
 /// The slot's fixed fields (kind, KDF, salt, nonce) plus its index: written to disk and

@@ -53,7 +53,9 @@ pub use storage::compact::CompactReport;
 pub use storage::engine::{Durability, EngineConfig};
 #[cfg(feature = "io-counts")]
 pub use storage::vfs::{io_counts, IoCounts};
+pub use vault::bulk::{is_interrupted, Interrupt, RemoveSummary};
 pub use vault::history::{forget_plan, Change, ChangeKind, ForgetDecision, ForgetPolicy};
+pub use vault::import::PART_PREFIX;
 pub use vault::metadata::{RecordScan, Records};
 pub use vault::transaction::{Tx, TxRecords};
 pub use vault::whole::WholeFile;

@@ -174,15 +174,20 @@ pub fn info(conn: &Connection, id: SnapshotId) -> Result<SnapshotInfo> {
 }
 
 /// Deletes snapshot `id` and releases its chunk references. Returns the bytes freed.
-pub fn remove(conn: &Connection, id: SnapshotId) -> Result<u64> {
-    let counts = chunk_counts(conn, id)?;
-    for table in ["snap_chunks", "snap_tags", "snap_xattrs", "snap_dirents", "snap_inodes"] {
-        conn.execute(&format!("DELETE FROM {table} WHERE snap = ?1"), [id.sql()])?;
-    }
-    if conn.execute("DELETE FROM snapshots WHERE id = ?1", [id.sql()])? == 0 {
+/// A fixed number of set-based statements; `check` runs between them (an error stops
+/// the removal, and the caller's transaction rolls it back).
+pub fn remove(conn: &Connection, id: SnapshotId, check: &dyn Fn() -> Result<()>) -> Result<u64> {
+    if name_of(conn, id)?.is_none() {
         return Err(Error::not_found(format!("snapshot {}", id.0)));
     }
-    chunks::unhold(conn, &counts)
+    let freed =
+        chunks::unhold_where(conn, "SELECT chunk, count(*) FROM snap_chunks WHERE snap = ?1 GROUP BY chunk", id.sql())?;
+    for table in ["snap_chunks", "snap_tags", "snap_xattrs", "snap_dirents", "snap_inodes"] {
+        check()?;
+        conn.execute(&format!("DELETE FROM {table} WHERE snap = ?1"), [id.sql()])?;
+    }
+    conn.execute("DELETE FROM snapshots WHERE id = ?1", [id.sql()])?;
+    Ok(freed)
 }
 
 // ----- reading a snapshot's tree -----
@@ -400,6 +405,17 @@ struct Restorer<'c> {
     /// Directories whose times are set last (adding entries touches them).
     dir_times: Vec<(InodeId, RestoredAttrs)>,
     summary: RestoreSummary,
+    hooks: &'c RestoreHooks<'c>,
+}
+
+/// What the vault layer lends a restore: which inodes are open, a set-based way to
+/// empty a live directory, and a per-node callback (progress; an error stops it).
+pub struct RestoreHooks<'a> {
+    pub is_open: &'a dyn Fn(InodeId) -> bool,
+    /// Removes everything below a live directory, in the caller's transaction.
+    pub empty_dir: &'a dyn Fn(&Connection, InodeId) -> Result<()>,
+    /// Called with the summary so far after each node restored.
+    pub step: &'a dyn Fn(&RestoreSummary) -> Result<()>,
 }
 
 struct RestoredAttrs {
@@ -483,6 +499,7 @@ impl Restorer<'_> {
         }
         self.copy_xattrs(src, ino)?;
         self.summary.count(&a);
+        (self.hooks.step)(&self.summary)?;
         if a.kind == FileType::Dir {
             self.dir_times.push((ino, attrs));
         }
@@ -524,10 +541,16 @@ pub fn restore(
     snap: SnapshotId,
     src: InodeId,
     dest: Dest<'_>,
-    is_open: &dyn Fn(InodeId) -> bool,
+    hooks: &RestoreHooks<'_>,
 ) -> Result<RestoreSummary> {
-    let mut r =
-        Restorer { conn, snap, links: HashMap::new(), dir_times: Vec::new(), summary: RestoreSummary::default() };
+    let mut r = Restorer {
+        conn,
+        snap,
+        links: HashMap::new(),
+        dir_times: Vec::new(),
+        summary: RestoreSummary::default(),
+        hooks,
+    };
     let src_attr = attr(conn, snap, src)?;
     let src_is_dir = src_attr.kind == FileType::Dir;
     // The live node to fill in place (directory onto directory), or where to create one.
@@ -546,11 +569,11 @@ pub fn restore(
                 if kind == FileType::Dir && src_is_dir {
                     (Some(existing), None)
                 } else if kind == FileType::Dir {
-                    tree::remove_children(conn, existing, is_open)?;
+                    (hooks.empty_dir)(conn, existing)?;
                     tree::rmdir(conn, parent, name)?;
                     (None, Some((parent, name)))
                 } else {
-                    tree::unlink(conn, parent, name, is_open)?;
+                    tree::unlink(conn, parent, name, hooks.is_open)?;
                     (None, Some((parent, name)))
                 }
             }
@@ -559,7 +582,7 @@ pub fn restore(
     };
     let top = match (top, create_at) {
         (Some(ino), _) => {
-            tree::remove_children(conn, ino, is_open)?;
+            (hooks.empty_dir)(conn, ino)?;
             let attrs = r.load(src)?;
             tree::reset_attrs(conn, ino, &attrs.node())?;
             r.copy_xattrs(src, ino)?;
@@ -624,7 +647,7 @@ mod tests {
         let b = lookup(&c, s, InodeId::ROOT, b"b").unwrap().unwrap();
         let n = read_at(&c, s, b, 4096, 0, &mut buf).unwrap();
         assert_eq!(&buf[..n], b"only in a snapshot");
-        assert_eq!(remove(&c, s).unwrap(), 18);
+        assert_eq!(remove(&c, s, &|| Ok(())).unwrap(), 18);
         assert_eq!(refs(&c).len(), 1);
         assert_eq!(chunks::mapped(&c, a.0 as i64, 0).unwrap().map(|_| ()), Some(()));
         assert!(matches!(find(&c, "one"), Err(Error::NotFound { .. })));
@@ -660,7 +683,11 @@ mod tests {
         let s = create(&c, "s", 1).unwrap();
         chunks::put(&c, a.0 as i64, 0, b"changed").unwrap();
         tree::unlink(&c, InodeId::ROOT, b"a2", &|_| false).unwrap();
-        let sum = restore(&c, s, InodeId::ROOT, Dest::Root, &|_| false).unwrap();
+        let empty = |c: &Connection, dir: InodeId| {
+            crate::vault::bulk::remove_subtree(c, dir, None, &[], None, &|_, _| {}).map(|_| ())
+        };
+        let hooks = RestoreHooks { is_open: &|_| false, empty_dir: &empty, step: &|_| Ok(()) };
+        let sum = restore(&c, s, InodeId::ROOT, Dest::Root, &hooks).unwrap();
         assert_eq!((sum.files, sum.directories), (1, 1), "two names, one file");
         let na = tree::lookup(&c, InodeId::ROOT, b"a").unwrap().unwrap();
         let na2 = tree::lookup(&c, InodeId::ROOT, b"a2").unwrap().unwrap();

@@ -131,8 +131,9 @@ fn unlink_file() {
     let fx = fixture();
     let c = measure(|| fx.vault.remove_file("/d/big").unwrap());
     // 16 chunks of 8 overflow pages each are read to walk their chains and, with
-    // secure_delete, rewritten as they are freed.
-    assert_cost("unlink 1 MiB file", &c, 138, 137, 0, 51);
+    // secure_delete, rewritten as they are freed. Releasing the chunks is four
+    // statements whatever their number.
+    assert_cost("unlink 1 MiB file", &c, 138, 137, 0, 23);
 }
 
 #[test]
@@ -237,6 +238,100 @@ fn small_reads_inside_one_chunk() {
     // At most one lookup per elapsed millisecond (plus one), each without a chunk read.
     assert!(c.statements <= lookup.statements * (ms + 1), "{} statements in {ms} ms: {c:?}", c.statements);
     f.close().unwrap();
+}
+
+/// A vault with `files` small distinct files under `/t`, 100 per directory, tagged,
+/// snapshotted as `s` and then removed-and-rewritten so the snapshot holds its own chunks.
+fn tree_fixture(files: usize) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tree.vault");
+    let v = Vault::create(&path, &pass(), &CreateOptions { kdf: fast_kdf(), ..Default::default() }).unwrap();
+    v.transaction(|tx| {
+        for i in 0..files {
+            let d = format!("/t/d{}", i / 100);
+            if i % 100 == 0 {
+                tx.create_dir_all(&d)?;
+            }
+            tx.write_file(&format!("{d}/f{i}"), format!("file number {i}").as_bytes())?;
+        }
+        Ok::<_, sqlvault::Error>(())
+    })
+    .unwrap();
+    v.set_tags("/t/d0/f0", &[("k", sqlvault::TagValue::Int(1))]).unwrap();
+    v.snapshot("s").unwrap();
+    v.close().unwrap();
+    let vault = Vault::open(&path, &pass(), EngineConfig::default()).unwrap();
+    vault.read_dir("/t").unwrap();
+    // Warm-up write: the WAL gets its header.
+    vault.set_permissions("/t", 0o755).unwrap();
+    Fixture { _dir: dir, vault }
+}
+
+/// Statements the schema's trigger runs per deleted inode (it deletes the inode's tags
+/// and extended attributes, inside the one `DELETE` statement; the trace counts it).
+const TRIGGER_STATEMENTS: u64 = 3;
+
+/// Per-file cost of `op` on trees of 200 and 2,000 files: apart from the trigger's
+/// per-row work, statements must not grow with the tree (set-based SQL; the per-file
+/// path ran a dozen or more per file); WAL frames per file must stay flat.
+fn assert_linear(what: &str, op: impl Fn(&Vault)) {
+    let costs: Vec<(usize, Cost)> = [200usize, 2000]
+        .into_iter()
+        .map(|n| {
+            let fx = tree_fixture(n);
+            (n, measure(|| op(&fx.vault)))
+        })
+        .collect();
+    let (small, large) = (&costs[0].1, &costs[1].1);
+    // 1,800 more files and 18 more directories.
+    let extra_nodes = 1818;
+    assert!(
+        large.statements <= small.statements + (TRIGGER_STATEMENTS + 1) * extra_nodes,
+        "{what}: {} statements at 2,000 files, {} at 200: more than the trigger's per extra node",
+        large.statements,
+        small.statements
+    );
+    let per = |c: &Cost, n: usize| c.wal_frames as f64 / n as f64;
+    assert!(
+        per(large, 2000) <= 1.5 * per(small, 200) + 0.05,
+        "{what}: {:.3} WAL frames per file at 2,000 files, {:.3} at 200",
+        per(large, 2000),
+        per(small, 200)
+    );
+}
+
+#[test]
+fn remove_dir_all_costs_a_fixed_number_of_statements() {
+    assert_linear("rm -r", |v| v.remove_dir_all("/t").unwrap());
+}
+
+#[test]
+fn restore_onto_a_live_tree_empties_it_in_a_fixed_number_of_statements() {
+    // Restoring re-creates each node (a few statements per node); emptying the live
+    // tree first must not add statements per node, so compare against a restore to a
+    // new path.
+    let fx = tree_fixture(1000);
+    let fresh = measure(|| {
+        fx.vault.restore("s", "/t", Some("/copy")).unwrap();
+    });
+    let replace = measure(|| {
+        fx.vault.restore("s", "/t", None).unwrap();
+    });
+    // 1,000 files and 10 directories emptied: the trigger's statements, no more.
+    assert!(
+        replace.statements <= fresh.statements + (TRIGGER_STATEMENTS + 1) * 1010,
+        "restore over a live tree: {} statements, to a new path {}",
+        replace.statements,
+        fresh.statements
+    );
+}
+
+#[test]
+fn snapshot_rm_costs_a_fixed_number_of_statements() {
+    assert_linear("snapshot rm", |v| {
+        v.remove_dir_all("/t").unwrap();
+        v.remove_snapshot("s").unwrap();
+    });
 }
 
 /// `sqlvault put` of a new small file: creation, content, mode and times in one commit

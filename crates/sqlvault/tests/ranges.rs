@@ -80,3 +80,34 @@ fn a_clone_of_a_large_file_shares_every_chunk_and_costs_rows_not_data() {
     v.remove_file("/copy").unwrap();
     assert_eq!(v.info().unwrap().chunks, 0, "every shared chunk freed with its last reference");
 }
+
+/// Clones share chunks through `chunk_shares`; the set-based removals (`rm -r`,
+/// truncate) must hand a share back as the live reference instead of deleting a chunk
+/// another file still names. Every step ends with fsck's exact refcount check.
+#[test]
+fn set_based_removals_keep_chunks_that_clones_share() {
+    let (_tv, v) = TestVault::new(CS as u32);
+    let data = noise(9, 6 * CS as usize);
+    v.create_dir_all("/src/deep").unwrap();
+    v.write_file("/src/deep/a", &data).unwrap();
+    v.clone_file("/src/deep/a", "/b").unwrap();
+    v.clone_file("/src/deep/a", "/c").unwrap();
+    assert!(v.fsck().unwrap().is_clean(), "{:?}", v.fsck().unwrap().problems);
+    // The original goes with its whole directory, in one set-based removal.
+    v.remove_dir_all("/src").unwrap();
+    let r = v.fsck().unwrap();
+    assert!(r.is_clean(), "after rm -r: {:?}", r.problems);
+    assert_eq!(v.read_file("/b").unwrap(), data);
+    assert_eq!(v.read_file("/c").unwrap(), data);
+    // A truncate of one clone releases its rows in four statements; the other keeps them.
+    v.truncate("/b", CS).unwrap();
+    let r = v.fsck().unwrap();
+    assert!(r.is_clean(), "after truncate: {:?}", r.problems);
+    assert_eq!(v.read_file("/c").unwrap(), data);
+    assert_eq!(v.read_file("/b").unwrap(), &data[..CS as usize]);
+    v.remove_file("/c").unwrap();
+    v.remove_file("/b").unwrap();
+    let r = v.fsck().unwrap();
+    assert!(r.is_clean(), "after removing every clone: {:?}", r.problems);
+    assert_eq!(r.chunks, 0, "no chunk left behind");
+}

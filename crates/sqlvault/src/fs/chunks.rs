@@ -76,10 +76,14 @@ pub fn acquire(conn: &Connection, data: &[u8]) -> Result<ChunkId> {
 /// Drops one live reference; deletes the chunk when none is left and no snapshot
 /// holds it.
 pub fn release(conn: &Connection, id: ChunkId) -> Result<()> {
-    let refs: Option<i64> = conn
-        .prepare_cached("UPDATE chunks SET refs = refs - 1 WHERE id = ?1 RETURNING refs")?
-        .query_row([id.0], |r| r.get(0))
-        .optional()?;
+    // No RETURNING: a statement with one needs a statement journal, whose release
+    // costs time that grows with the enclosing transaction.
+    let refs: Option<i64> =
+        if conn.prepare_cached("UPDATE chunks SET refs = refs - 1 WHERE id = ?1")?.execute([id.0])? == 0 {
+            None
+        } else {
+            Some(conn.prepare_cached("SELECT refs FROM chunks WHERE id = ?1")?.query_row([id.0], |r| r.get(0))?)
+        };
     match refs {
         None => Err(Error::damaged(format!("chunk {} is referenced but missing", id.0))),
         Some(n) if n <= 0 => {
@@ -97,6 +101,28 @@ pub fn release(conn: &Connection, id: ChunkId) -> Result<()> {
         }
         Some(_) => Ok(()),
     }
+}
+
+/// After a set-based decrement of `refs` over the chunks `affected` (a subquery of
+/// chunk ids, with `p` its parameters): a chunk whose `refs` fell to 0 or below while
+/// clone shares name it takes one share back as its live reference, so `refs >= 1`
+/// whenever shares exist and `refs + shares` stays the number of rows naming it; a
+/// chunk with no row left loses its share row (the caller then deletes it unless a
+/// snapshot holds it). Three statements whatever the number of chunks.
+pub(crate) fn settle_shares(conn: &Connection, affected: &str, p: impl rusqlite::Params + Copy) -> Result<()> {
+    // n becomes (rows left) - 1: the rows left are refs + n.
+    conn.prepare_cached(&format!(
+        "UPDATE chunk_shares SET n = n + c.refs - 1 FROM chunks c
+         WHERE c.id = chunk_shares.chunk AND c.refs <= 0 AND chunk_shares.chunk IN ({affected})"
+    ))?
+    .execute(p)?;
+    conn.prepare_cached(&format!(
+        "UPDATE chunks SET refs = 1 WHERE refs <= 0 AND id IN ({affected})
+         AND EXISTS (SELECT 1 FROM chunk_shares s WHERE s.chunk = chunks.id AND s.n >= 0)"
+    ))?
+    .execute(p)?;
+    conn.prepare_cached(&format!("DELETE FROM chunk_shares WHERE n <= 0 AND chunk IN ({affected})"))?.execute(p)?;
+    Ok(())
 }
 
 /// Called by `release` when a chunk's `refs` fell to 0 and a hold or a share
@@ -127,33 +153,37 @@ pub fn hold(conn: &Connection, counts: &[(ChunkId, i64)]) -> Result<()> {
     Ok(())
 }
 
-/// Drops `n` holds from each listed chunk; a chunk left with no hold and no live
-/// reference is deleted. Returns the bytes freed.
-pub fn unhold(conn: &Connection, counts: &[(ChunkId, i64)]) -> Result<u64> {
-    let mut dec = conn.prepare_cached("UPDATE chunk_holds SET n = n - ?2 WHERE chunk = ?1 RETURNING n")?;
-    let mut drop_hold = conn.prepare_cached("DELETE FROM chunk_holds WHERE chunk = ?1")?;
-    let mut live = conn.prepare_cached("SELECT refs, len FROM chunks WHERE id = ?1")?;
-    let mut del = conn.prepare_cached("DELETE FROM chunks WHERE id = ?1")?;
-    let mut freed = 0u64;
-    for (id, n) in counts {
-        let left: i64 = dec
-            .query_row(params![id.0, n], |r| r.get(0))
-            .optional()?
-            .ok_or_else(|| Error::damaged(format!("chunk {} is held by a snapshot but has no hold", id.0)))?;
-        if left > 0 {
-            continue;
-        }
-        drop_hold.execute([id.0])?;
-        let (refs, len): (i64, i64) = live
-            .query_row([id.0], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?
-            .ok_or_else(|| Error::damaged(format!("chunk {} is referenced but missing", id.0)))?;
-        if refs <= 0 {
-            del.execute([id.0])?;
-            freed += len as u64;
-        }
+/// Drops the snapshot holds that `counts_sql` (a query of `(chunk, n)`
+/// rows with one parameter, `arg`) lists, in a fixed number of statements whatever
+/// their number; deletes the chunks left with no hold and no live reference. Returns
+/// the bytes freed.
+pub fn unhold_where(conn: &Connection, counts_sql: &str, arg: i64) -> Result<u64> {
+    conn.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS unhold(chunk INTEGER PRIMARY KEY, n INTEGER NOT NULL); DELETE FROM temp.unhold;",
+    )?;
+    let listed = conn.execute(&format!("INSERT INTO temp.unhold(chunk, n) {counts_sql}"), [arg])?;
+    let updated = conn.execute(
+        "UPDATE chunk_holds SET n = chunk_holds.n - u.n FROM temp.unhold u WHERE chunk_holds.chunk = u.chunk",
+        [],
+    )?;
+    if updated != listed {
+        conn.execute("DELETE FROM temp.unhold", [])?;
+        return Err(Error::damaged(format!("{} chunks held by a snapshot have no hold", listed - updated)));
     }
-    Ok(freed)
+    let freed: i64 = conn.query_row(
+        "SELECT coalesce(sum(c.len), 0) FROM temp.unhold u JOIN chunk_holds h ON h.chunk = u.chunk
+         JOIN chunks c ON c.id = u.chunk WHERE h.n <= 0 AND c.refs <= 0",
+        [],
+        |r| r.get(0),
+    )?;
+    conn.execute(
+        "DELETE FROM chunks WHERE id IN (SELECT u.chunk FROM temp.unhold u JOIN chunk_holds h ON h.chunk = u.chunk
+         WHERE h.n <= 0) AND refs <= 0",
+        [],
+    )?;
+    conn.execute("DELETE FROM chunk_holds WHERE chunk IN (SELECT chunk FROM temp.unhold) AND n <= 0", [])?;
+    conn.execute("DELETE FROM temp.unhold", [])?;
+    Ok(freed as u64)
 }
 
 /// Bytes of the listed chunks that nothing but these holds keeps: no live reference,
@@ -238,15 +268,34 @@ pub fn put(conn: &Connection, ino: i64, idx: u64, data: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Removes every index `>= from_idx` of file `ino`, releasing the chunks.
+/// Removes every index `>= from_idx` of file `ino`, releasing the chunks: four
+/// statements whatever the number of chunks (no statement per chunk).
 pub fn truncate(conn: &Connection, ino: i64, from_idx: u64) -> Result<()> {
-    let released: Vec<i64> = conn
-        .prepare_cached("DELETE FROM file_chunks WHERE ino = ?1 AND idx >= ?2 RETURNING chunk")?
-        .query_map(params![ino, from_idx as i64], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    for id in released {
-        release(conn, ChunkId(id))?;
+    let from = from_idx as i64;
+    let distinct: i64 = conn
+        .prepare_cached("SELECT count(DISTINCT chunk) FROM file_chunks WHERE ino = ?1 AND idx >= ?2")?
+        .query_row(params![ino, from], |r| r.get(0))?;
+    if distinct == 0 {
+        return Ok(());
     }
+    let updated = conn
+        .prepare_cached(
+            "UPDATE chunks SET refs = chunks.refs - c.n
+             FROM (SELECT chunk, count(*) AS n FROM file_chunks WHERE ino = ?1 AND idx >= ?2 GROUP BY chunk) c
+             WHERE chunks.id = c.chunk",
+        )?
+        .execute(params![ino, from])?;
+    if updated as i64 != distinct {
+        return Err(Error::damaged(format!("a chunk of inode {ino} is referenced but missing")));
+    }
+    settle_shares(conn, "SELECT chunk FROM file_chunks WHERE ino = ?1 AND idx >= ?2", params![ino, from])?;
+    // One statement, as before snapshots existed: the hold check rides along.
+    conn.prepare_cached(
+        "DELETE FROM chunks WHERE id IN (SELECT chunk FROM file_chunks WHERE ino = ?1 AND idx >= ?2) AND refs <= 0
+         AND NOT EXISTS (SELECT 1 FROM chunk_holds h WHERE h.chunk = chunks.id)",
+    )?
+    .execute(params![ino, from])?;
+    conn.prepare_cached("DELETE FROM file_chunks WHERE ino = ?1 AND idx >= ?2")?.execute(params![ino, from])?;
     Ok(())
 }
 

@@ -223,6 +223,11 @@ impl Files {
         self.open.lock().map(|m| !m.is_empty()).unwrap_or(true)
     }
 
+    /// Every inode with a handle open in this process.
+    pub fn open_inodes(&self) -> Result<Vec<InodeId>> {
+        Ok(self.open.lock().map_err(|_| Error::poisoned())?.keys().copied().collect())
+    }
+
     /// Registers one more handle of `ino`.
     pub fn acquire(&self, ino: InodeId) -> Result<Arc<OpenInode>> {
         let mut m = self.open.lock().map_err(|_| Error::poisoned())?;

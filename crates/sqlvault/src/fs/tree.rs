@@ -433,26 +433,6 @@ pub fn reset_attrs(conn: &Connection, ino: InodeId, node: &RestoredNode<'_>) -> 
     Ok(())
 }
 
-/// Removes everything below directory `dir` (files through `unlink`, so open ones
-/// become orphans), leaving `dir` empty. Runs in the caller's transaction.
-pub fn remove_children(conn: &Connection, dir: InodeId, is_open: &dyn Fn(InodeId) -> bool) -> Result<()> {
-    const PAGE: usize = 512;
-    loop {
-        let entries = list(conn, dir, None, PAGE)?;
-        if entries.is_empty() {
-            return Ok(());
-        }
-        for e in entries {
-            if e.kind == FileType::Dir {
-                remove_children(conn, e.ino, is_open)?;
-                rmdir(conn, dir, &e.name)?;
-            } else {
-                unlink(conn, dir, &e.name, is_open)?;
-            }
-        }
-    }
-}
-
 /// Adds another name for the non-directory `ino`.
 pub fn link(conn: &Connection, ino: InodeId, parent: InodeId, name: &[u8]) -> Result<Attr> {
     check_name(name)?;
@@ -482,9 +462,11 @@ pub fn link(conn: &Connection, ino: InodeId, parent: InodeId, name: &[u8]) -> Re
 /// Drops one link of a non-directory; when none is left, the inode is kept as an
 /// orphan if `is_open` says a handle still uses it, and purged otherwise.
 fn drop_link(conn: &Connection, ino: InodeId, now: i64, is_open: &dyn Fn(InodeId) -> bool) -> Result<()> {
-    let nlink: i64 = conn
-        .prepare_cached("UPDATE inodes SET nlink = nlink - 1, ctime_ns = ?2 WHERE ino = ?1 RETURNING nlink")?
-        .query_row(params![ino.sql(), now], |r| r.get(0))?;
+    // Two statements, no RETURNING (which needs a statement journal; see vault::bulk).
+    conn.prepare_cached("UPDATE inodes SET nlink = nlink - 1, ctime_ns = ?2 WHERE ino = ?1")?
+        .execute(params![ino.sql(), now])?;
+    let nlink: i64 =
+        conn.prepare_cached("SELECT nlink FROM inodes WHERE ino = ?1")?.query_row([ino.sql()], |r| r.get(0))?;
     if nlink <= 0 {
         if is_open(ino) {
             conn.prepare_cached("INSERT OR REPLACE INTO orphans(ino, owner_pid) VALUES (?1, ?2)")?

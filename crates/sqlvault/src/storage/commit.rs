@@ -231,6 +231,47 @@ impl Writer {
         }
     }
 
+    /// Runs `f` in a transaction of its own, after finishing an open batch: no
+    /// savepoint, so SQLite keeps no savepoint journal (held in memory with
+    /// `temp_store=MEMORY`, a copy of every page the savepoint changed). For operations
+    /// over a whole tree, whose savepoint journal would grow with the tree. Rolled
+    /// back if `f` fails or panics; returns once committed.
+    pub fn write_alone<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
+        let mut g = self.lock()?;
+        if g.open {
+            self.finish(&mut g)?;
+        }
+        self.operations.fetch_add(1, Ordering::Relaxed);
+        g.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let out = catch_unwind(AssertUnwindSafe(|| f(&WriteTx { conn: &g.conn })));
+        let rollback = |g: &MutexGuard<'_, State>| {
+            if !g.conn.is_autocommit() {
+                let _ = g.conn.execute_batch("ROLLBACK");
+            }
+        };
+        match out {
+            Ok(Ok(v)) => match g.conn.execute_batch("COMMIT") {
+                Ok(()) => {
+                    self.commits.fetch_add(1, Ordering::Relaxed);
+                    Ok(v)
+                }
+                Err(e) => {
+                    rollback(&g);
+                    Err(e.into())
+                }
+            },
+            Ok(Err(e)) => {
+                rollback(&g);
+                Err(e)
+            }
+            Err(panic) => {
+                rollback(&g);
+                drop(g);
+                resume_unwind(panic)
+            }
+        }
+    }
+
     /// Runs `f` on the writer connection outside any savepoint, after finishing an
     /// open batch (for `sync`, checkpoints and test hooks).
     pub fn idle<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {

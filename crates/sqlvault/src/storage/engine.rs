@@ -210,6 +210,24 @@ impl Engine {
         self.writer_outcome(r)
     }
 
+    /// [`Engine::write`] in a transaction of its own, without the savepoint a batched
+    /// write runs in (see [`crate::storage::commit`]'s `write_alone`): memory stays
+    /// bounded however many pages `f` changes. Not shared with concurrent writers.
+    pub fn write_alone<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
+        if nested_write() {
+            return Err(Error::InvalidArgument {
+                what: "a write through the Vault inside Vault::transaction (write through its Tx instead)".into(),
+            });
+        }
+        let writer = self.writer.as_ref().ok_or(Error::ReadOnly)?;
+        self.writer_usable()?;
+        let r = writer.write_alone(|tx| {
+            let r = f(tx);
+            self.writer_checked(tx, r)
+        });
+        self.writer_outcome(r)
+    }
+
     /// Fails if the writer connection met damage before (see `writer_damaged`).
     fn writer_usable(&self) -> Result<()> {
         if self.writer_damaged.load(std::sync::atomic::Ordering::SeqCst) {

@@ -358,7 +358,7 @@ impl Vault {
         let freed = self.engine().write(|tx| {
             let mut freed = 0;
             for d in plan.iter().filter(|d| !d.keep) {
-                freed += snapshot::remove(tx, snapshot::find(tx, &d.name)?)?;
+                freed += snapshot::remove(tx, snapshot::find(tx, &d.name)?, &|| Ok(()))?;
             }
             Ok(freed)
         })?;

@@ -18,8 +18,10 @@ use crate::storage::commit::CommitStats;
 use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
 
+pub(crate) mod bulk;
 mod clone;
 pub(crate) mod history;
+pub(crate) mod import;
 mod inodes;
 pub(crate) mod metadata;
 mod nodes;
@@ -291,7 +293,11 @@ impl Vault {
 
     /// Checks every invariant of the vault; see [`crate::fsck`].
     pub fn fsck(&self) -> Result<crate::fsck::FsckReport> {
-        self.engine().read(|c| crate::fsck::check(c, self.chunk_size()))
+        let mut r = self.engine().read(|c| crate::fsck::check(c, self.chunk_size()))?;
+        // The header's two copies: a damaged one opens nothing today but is the
+        // redundancy a later crash during a key change would need.
+        r.problems.extend(crate::keys::header_problems(self.path())?);
+        Ok(r)
     }
 
     /// Runs raw SQL on the writer connection. Test hook, only with feature `testing`:

@@ -197,54 +197,16 @@ impl Vault {
     }
 
     /// Writes what `reader` yields as the whole content of `path` (created if missing,
-    /// following symlinks) and then sets `attrs` (permission bits, owner, times), as an
+    /// following symlinks) and sets `attrs` (permission bits, owner, times), as an
     /// import from another file system does. Returns the bytes written.
     ///
-    /// A file that fits the dirty-buffer limit costs one write operation: creation,
-    /// content, mode and times commit together, so the file appears complete with its
-    /// attributes or not at all. A larger one (or one open in this process) streams
-    /// through a [`FileHandle`], committing as the buffers fill, then sets `attrs`.
-    /// Memory: at most the dirty-buffer limit.
-    pub fn import_file(&self, path: &str, mut reader: impl Read, attrs: &SetAttr) -> Result<u64> {
-        let limit = self.max_dirty_bytes() as usize;
-        let mut head = Vec::new();
-        (&mut reader)
-            .take(limit as u64 + 1)
-            .read_to_end(&mut head)
-            .map_err(|e| Error::io(format!("reading the content of {path}"), e))?;
-        if head.len() <= limit && !self.engine().is_read_only() {
-            let done = self
-                .engine()
-                .write(|tx| {
-                    let Some(ino) = self.file_for_write_in(tx, path)? else { return Ok(false) };
-                    self.replace_content_in(tx, ino, path, head.as_slice())?;
-                    tree::set_attr(tx, ino, attrs)?;
-                    Ok(true)
-                })
-                .map_err(|e| e.with_path(path))?;
-            if done {
-                return Ok(head.len() as u64);
-            }
-        }
-        let f = self.create_file(path)?;
-        let mut total = head.len() as u64;
-        f.write_at(0, &head)?;
-        drop(head);
-        let mut buf = vec![0u8; self.chunk_size() as usize];
-        loop {
-            let n = match reader.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::io(format!("reading the content of {path}"), e)),
-            };
-            f.write_at(total, &buf[..n])?;
-            total += n as u64;
-        }
-        let ino = f.ino();
-        f.close()?;
-        self.set_attr(ino, attrs, None).map_err(|e| e.with_path(path))?;
-        Ok(total)
+    /// Atomic: a file that fits the dirty-buffer limit costs one write operation
+    /// (creation, content, mode and times commit together); a larger one is written
+    /// under a temporary name and renamed over `path`. See [`Vault::replace_file`],
+    /// which also reports progress and can be interrupted. Memory: at most the
+    /// dirty-buffer limit.
+    pub fn import_file(&self, path: &str, reader: impl Read, attrs: &SetAttr) -> Result<u64> {
+        self.replace_file(path, 0, reader, attrs, &super::bulk::Interrupt::new(), &mut |_| {})
     }
 
     /// The one-operation path of [`Vault::write_file`]; `false` if the file is open here.
@@ -362,24 +324,10 @@ impl Vault {
             .map_err(|e| e.with_path(path))
     }
 
-    /// Removes `path` and everything below it, in one transaction.
+    /// Removes `path` and everything below it, in one transaction whose cost grows
+    /// linearly with the subtree (see [`Vault::remove_dir_all_with`]).
     pub fn remove_dir_all(&self, path: &str) -> Result<()> {
-        let vp = VaultPath::parse(path)?;
-        self.engine()
-            .write(|tx| {
-                let (dir, name) = self.parent_of(tx, &vp, path)?;
-                let ino = tree::lookup(tx, dir, name)?.ok_or_else(|| Error::not_found(path))?;
-                if tree::attr(tx, ino)?.kind != FileType::Dir {
-                    return Err(Error::NotADirectory { path: path.into() });
-                }
-                self.empty_dir(tx, ino)?;
-                tree::rmdir(tx, dir, name)
-            })
-            .map_err(|e| e.with_path(path))
-    }
-
-    fn empty_dir(&self, tx: &rusqlite::Connection, dir: InodeId) -> Result<()> {
-        tree::remove_children(tx, dir, &|i| self.is_open(i))
+        self.remove_dir_all_with(path, &super::bulk::Interrupt::new(), &|_, _| {}).map(|_| ())
     }
 
     /// Renames `from` to `to`, atomically replacing `to` if it exists (POSIX rules).

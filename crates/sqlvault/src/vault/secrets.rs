@@ -43,6 +43,13 @@ impl Vault {
             header.write_update(path)
         })
     }
+
+    /// Rewrites a damaged or stale header copy from the intact one (`fsck --repair`),
+    /// under the header lock. Returns how many copies were rewritten (0 or 1).
+    pub fn repair_header(path: impl AsRef<Path>) -> Result<usize> {
+        let path = path.as_ref();
+        with_header_lock(path, || crate::keys::repair_header(path))
+    }
 }
 
 /// Serialises header updates between processes with `flock` on the vault file (SQLite

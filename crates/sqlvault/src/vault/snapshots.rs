@@ -3,11 +3,12 @@
 //! give freed space back to the disk (`compact`).
 //! The tables and the restore algorithm live in [`crate::snapshot`].
 
+use super::bulk::Interrupt;
 use super::Vault;
 use crate::error::{Error, Result};
 use crate::fs::path::VaultPath;
 use crate::fs::tree::{self, Attr, Entry, InodeId};
-use crate::snapshot::{self, Dest, RestoreSummary, SnapshotId, SnapshotInfo};
+use crate::snapshot::{self, Dest, RestoreHooks, RestoreSummary, SnapshotId, SnapshotInfo};
 
 impl Vault {
     /// Freezes the whole tree as snapshot `name`, in one transaction that copies rows,
@@ -34,7 +35,14 @@ impl Vault {
     /// Removes snapshot `name` and frees the chunks no one else references. Returns
     /// the bytes freed (inside the database; `compact` gives them back to the disk).
     pub fn remove_snapshot(&self, name: &str) -> Result<u64> {
-        self.engine().write(|tx| snapshot::remove(tx, snapshot::find(tx, name)?))
+        self.remove_snapshot_with(name, &Interrupt::new())
+    }
+
+    /// [`Vault::remove_snapshot`] that stops when `interrupt` is set (one transaction:
+    /// an interrupted removal leaves the snapshot whole). A fixed number of set-based
+    /// statements: linear in the snapshot's size.
+    pub fn remove_snapshot_with(&self, name: &str, interrupt: &Interrupt) -> Result<u64> {
+        self.engine().write_alone(|tx| snapshot::remove(tx, snapshot::find(tx, name)?, &|| interrupt.check()))
     }
 
     /// Brings `path` (a file, symlink or directory tree; `/` for everything) of snapshot
@@ -42,11 +50,26 @@ impl Vault {
     /// `dest` is replaced: afterwards it equals the snapshot's `path`. The parent of
     /// `dest` must exist. One transaction: all of it or nothing.
     pub fn restore(&self, name: &str, path: &str, dest: Option<&str>) -> Result<RestoreSummary> {
+        self.restore_with(name, path, dest, &Interrupt::new(), &|_| {})
+    }
+
+    /// [`Vault::restore`] that reports the nodes restored so far to `progress` and
+    /// stops when `interrupt` is set (the transaction rolls back: nothing changes).
+    /// Emptying a live directory it replaces is set-based: linear in its size.
+    pub fn restore_with(
+        &self,
+        name: &str,
+        path: &str,
+        dest: Option<&str>,
+        interrupt: &Interrupt,
+        progress: &dyn Fn(&RestoreSummary),
+    ) -> Result<RestoreSummary> {
         let src = VaultPath::parse(path)?;
         let dest_path = dest.unwrap_or(path);
         let dst = VaultPath::parse(dest_path)?;
         self.flush_open()?;
-        self.engine().write(|tx| {
+        // A transaction of its own: no savepoint journal copying every page it changes.
+        self.engine().write_alone(|tx| {
             let snap = snapshot::find(tx, name)?;
             let src_ino = snapshot::resolve(tx, snap, &src.names, path)?;
             let dest = if dst.names.is_empty() {
@@ -55,7 +78,13 @@ impl Vault {
                 let (dir, last) = self.parent_of(tx, &dst, dest_path)?;
                 Dest::Entry(dir, last)
             };
-            snapshot::restore(tx, snap, src_ino, dest, &|i| self.is_open(i)).map_err(|e| e.with_path(dest_path))
+            let empty = |c: &rusqlite::Connection, dir: InodeId| self.empty_dir_in(c, dir, Some(interrupt));
+            let step = |s: &RestoreSummary| {
+                progress(s);
+                interrupt.check()
+            };
+            let hooks = RestoreHooks { is_open: &|i| self.is_open(i), empty_dir: &empty, step: &step };
+            snapshot::restore(tx, snap, src_ino, dest, &hooks).map_err(|e| e.with_path(dest_path))
         })
     }
 

@@ -1,0 +1,42 @@
+//! `fsck`: every invariant of the vault, both header copies included, with a spinner
+//! and elapsed time; `--repair` rewrites a damaged header copy from the intact one.
+//! Read-only otherwise, so Ctrl-C simply stops it.
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::progress::{self, took};
+use crate::{print_json, CliError, Ctx};
+
+/// Runs `sqlvault fsck`; exit 3 if problems remain.
+pub fn fsck_command(ctx: &Ctx, vault: &Path, json: bool, repair: bool) -> Result<u8, CliError> {
+    let start = Instant::now();
+    progress::exit_on_interrupt("fsck stopped before it finished; it changes nothing, the vault is as it was".into());
+    let v = ctx.open(vault)?;
+    if repair {
+        let n = sqlvault::Vault::repair_header(vault)?;
+        if n > 0 {
+            note!("repaired: rewrote {n} damaged header copy from the intact one");
+        }
+    }
+    let pb = progress::spinner("checking");
+    let r = v.fsck();
+    pb.finish_and_clear();
+    let r = r?;
+    if json {
+        print_json(&r)?;
+    } else {
+        for p in &r.problems {
+            outln!("problem: {p}");
+        }
+        outln!(
+            "{}: {} inodes, {} chunks checked, {} problems in {}",
+            if r.is_clean() { "clean" } else { "DAMAGED" },
+            r.inodes,
+            r.chunks,
+            r.problems.len(),
+            took(start)
+        );
+    }
+    Ok(if r.is_clean() { 0 } else { 3 })
+}

@@ -1,0 +1,118 @@
+//! Ctrl-C at random moments of a `put` of large files: every file in the vault is
+//! either its old version or the complete new one, no temporary file is left, `fsck`
+//! is clean, and running the same command again finishes the job.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+mod common;
+
+use common::{sqlvault, Env};
+
+/// Distinct, incompressible-looking content per (file, version).
+fn content(i: usize, version: u8, len: usize) -> Vec<u8> {
+    let mut x = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ((version as u64) << 40);
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+const BIG: usize = 4;
+const SMALL: usize = 30;
+
+fn files() -> Vec<(String, usize)> {
+    let mut v: Vec<(String, usize)> = (0..BIG).map(|i| (format!("big{i}"), (3 << 20) + i * 1000)).collect();
+    v.extend((0..SMALL).map(|i| (format!("small/s{i}"), 20_000 + i)));
+    v
+}
+
+fn write_source(root: &Path, version: u8) {
+    std::fs::create_dir_all(root.join("small")).unwrap();
+    for (i, (name, len)) in files().into_iter().enumerate() {
+        // Version 2 changes the sizes too, so a half-written file cannot look complete.
+        let len = if version == 2 { len + 777 } else { len };
+        std::fs::write(root.join(name), content(i, version, len)).unwrap();
+    }
+}
+
+#[test]
+fn sigint_during_put_leaves_every_file_old_or_complete_and_a_rerun_finishes() {
+    let e = Env::new();
+    let src = e.path("src");
+    write_source(&src, 1);
+    let s = src.to_str().unwrap();
+    // A small cache: files over 512 KiB go through a temporary name and a rename,
+    // smaller ones are replaced in one transaction; both paths are interrupted.
+    let put = ["--cache-mib", "1", "put", e.v(), s, "/data"];
+    let t0 = Instant::now();
+    e.ok(&put);
+    let full = t0.elapsed();
+    write_source(&src, 2);
+    let old: Vec<Vec<u8>> = files().iter().enumerate().map(|(i, (_, len))| content(i, 1, *len)).collect();
+    let new: Vec<Vec<u8>> = files().iter().enumerate().map(|(i, (_, len))| content(i, 2, len + 777)).collect();
+
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    println!("seed {seed}, a full put takes {full:?}");
+    let mut rng = common_rng(seed);
+    let mut interrupted = 0;
+    for round in 0..6 {
+        let delay = Duration::from_micros(rng() % (full.as_micros() as u64 + 1));
+        let child = sqlvault().args(put).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+        let child = child.unwrap();
+        std::thread::sleep(delay);
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        match out.status.code() {
+            Some(0) => {}
+            Some(130) => {
+                interrupted += 1;
+                assert!(err.starts_with("sqlvault: interrupted:") && err.lines().count() == 1, "{err}");
+                assert!(err.contains("run the same command again"), "{err}");
+            }
+            // Before the handler was installed (while the process started): killed.
+            None => {}
+            other => panic!("round {round} (delay {delay:?}): exit {other:?}: {err}"),
+        }
+        for (i, (name, _)) in files().iter().enumerate() {
+            let got = e.run(&["cat", e.v(), &format!("/data/{name}")]);
+            assert!(got.status.success(), "round {round}: {name} is missing");
+            assert!(
+                got.stdout == old[i] || got.stdout == new[i],
+                "round {round} (delay {delay:?}, seed {seed}): {name} is neither old nor complete ({} bytes)",
+                got.stdout.len()
+            );
+        }
+        let ls = e.ok(&["ls", "-R", e.v(), "/"]);
+        assert!(!ls.contains(".sqlvault-part-"), "round {round}: temporary file left: {ls}");
+        e.fsck_clean();
+    }
+    println!("{interrupted} of 6 runs were interrupted");
+    // The re-run finishes: the vault equals the source.
+    e.ok(&put);
+    for (i, (name, _)) in files().iter().enumerate() {
+        assert_eq!(e.run(&["cat", e.v(), &format!("/data/{name}")]).stdout, new[i], "{name}");
+    }
+    let again = e.run(&put);
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("copied 0 files"), "{err}");
+    e.fsck_clean();
+}
+
+fn common_rng(seed: u64) -> impl FnMut() -> u64 {
+    let mut s = seed;
+    move || {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,125 @@
+//! Replacing a file atomically from a stream: what `sqlvault put` does for each file,
+//! so that an interrupted import leaves every file either as it was or complete.
+//!
+//! A file that fits the dirty-buffer limit is replaced in one write operation
+//! (content, mode and times together). A larger one is streamed into a temporary
+//! name beside it ([`PART_PREFIX`]), which is then renamed over the file in one
+//! operation; on an error or an interrupt the temporary file is removed. A temporary
+//! file left by a killed process is overwritten by the next import of the same file.
+
+use std::io::Read;
+
+use super::bulk::Interrupt;
+use super::Vault;
+use crate::error::{Error, Result};
+use crate::fs::handle::FileOptions;
+use crate::fs::path::VaultPath;
+use crate::fs::tree::{self, SetAttr};
+
+/// Names of the temporary files of an import in progress start with this.
+pub const PART_PREFIX: &str = ".sqlvault-part-";
+
+fn part_name(name: &[u8]) -> String {
+    let h = blake3::hash(name);
+    let hex: String = h.as_bytes()[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{PART_PREFIX}{hex}")
+}
+
+impl Vault {
+    /// Makes `path` a regular file holding what `reader` yields (`len` bytes
+    /// announced, 0 if unknown; a reader that yields a different amount is still
+    /// stored whole), with the attributes `set` gives (mode, owner, times). Atomic: a reader or the process failing midway
+    /// leaves the old file (or no file) in place. `progress(bytes)` is called as data
+    /// is stored; `interrupt` is checked between buffers (the temporary file is removed
+    /// and the old one kept). Returns the bytes stored.
+    pub fn replace_file(
+        &self,
+        path: &str,
+        len: u64,
+        mut reader: impl Read,
+        set: &SetAttr,
+        interrupt: &Interrupt,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<u64> {
+        let vp = VaultPath::parse(path)?;
+        if len <= self.max_dirty_bytes() && !self.engine().is_read_only() {
+            // Small: read it all, then one write operation.
+            let mut data = Vec::with_capacity(len as usize);
+            reader
+                .by_ref()
+                .take(self.max_dirty_bytes() + 1)
+                .read_to_end(&mut data)
+                .map_err(|e| Error::io(format!("reading the content of {path}"), e))?;
+            if data.len() as u64 <= self.max_dirty_bytes() {
+                interrupt.check()?;
+                let done = self
+                    .engine()
+                    .write(|tx| {
+                        let Some(ino) = self.file_for_write_in(tx, path)? else { return Ok(false) };
+                        self.replace_content_in(tx, ino, path, data.as_slice())?;
+                        tree::set_attr(tx, ino, set)?;
+                        Ok(true)
+                    })
+                    .map_err(|e| e.with_path(path))?;
+                if done {
+                    progress(data.len() as u64);
+                    return Ok(data.len() as u64);
+                }
+            }
+            // Grew while read, or open in this process: stream what was read first.
+            return self.replace_via_part(path, &vp, data.as_slice().chain(reader), set, interrupt, progress);
+        }
+        self.replace_via_part(path, &vp, reader, set, interrupt, progress)
+    }
+
+    fn replace_via_part(
+        &self,
+        path: &str,
+        vp: &VaultPath<'_>,
+        mut reader: impl Read,
+        set: &SetAttr,
+        interrupt: &Interrupt,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<u64> {
+        let (parent, name) = vp
+            .split_last()
+            .ok_or_else(|| Error::InvalidArgument { what: "the root directory is not a file".into() })?;
+        let parent_path = if parent.is_empty() {
+            "/".to_string()
+        } else {
+            format!("/{}", parent.iter().map(|n| String::from_utf8_lossy(n)).collect::<Vec<_>>().join("/"))
+        };
+        let part = crate::fs::path::join(&parent_path, &part_name(name));
+        let f = self.open_file(&part, &FileOptions::new().write(true).create(true).truncate(true).perm(0o600))?;
+        let mut buf = vec![0u8; self.chunk_size() as usize * 16];
+        let mut total = 0u64;
+        let copied = (|| -> Result<()> {
+            loop {
+                interrupt.check()?;
+                let n = match reader.read(&mut buf) {
+                    Ok(0) => return Ok(()),
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(Error::io(format!("reading the content of {path}"), e)),
+                };
+                let mut off = 0;
+                while off < n {
+                    off += f.write_at(total + off as u64, &buf[off..n])?;
+                }
+                total += n as u64;
+                progress(n as u64);
+            }
+        })();
+        let closed = f.close();
+        let done = copied.and(closed).and_then(|()| {
+            let ino = self.resolve(&part, false)?;
+            self.set_attr(ino, set, None)?;
+            self.rename(&part, path)
+        });
+        if let Err(e) = done {
+            let _ = self.remove_file(&part);
+            return Err(e);
+        }
+        Ok(total)
+    }
+}

@@ -1,0 +1,142 @@
+//! Whole-tree operations done in set-based SQL (`remove_dir_all`, a restore over a
+//! live tree, `remove_snapshot`), atomic file replacement, interrupts, and the header
+//! copies `fsck` checks: real vault files, every invariant checked by `fsck`.
+
+mod common;
+use common::*;
+use sqlvault::{FileOptions, FileType, Interrupt, SetAttr, TagValue, Vault};
+
+fn clean(v: &Vault) {
+    let r = v.fsck().unwrap();
+    assert!(r.is_clean(), "{:?}", r.problems);
+}
+
+/// `/t` with subdirectories, files sharing content, a symlink, tags, xattrs, and a
+/// file with one name inside `/t` and one outside.
+fn tree(v: &Vault) {
+    v.create_dir_all("/t/a/b/c").unwrap();
+    for i in 0..50 {
+        let d = ["/t", "/t/a", "/t/a/b", "/t/a/b/c"][i % 4];
+        v.write_file(&format!("{d}/f{i}"), format!("content {}", i % 7).repeat(i * 100 + 1).as_bytes()).unwrap();
+    }
+    v.symlink("f1", "/t/a/link").unwrap();
+    v.hard_link("/t/a/f1", "/outside").unwrap();
+    v.hard_link("/t/a/f1", "/t/a/b/f1-again").unwrap();
+    v.hard_link("/t/f0", "/t/a/b/c/f0-again").unwrap();
+    v.set_tags("/t/a/b/f2", &[("k", TagValue::Int(3))]).unwrap();
+    v.set_tags("/t/a", &[("dir", TagValue::Text("yes".into()))]).unwrap();
+    v.write_file("/keep", b"content 1").unwrap();
+}
+
+#[test]
+fn remove_dir_all_keeps_every_invariant_and_links_outside() {
+    let (_t, v) = TestVault::new(4096);
+    tree(&v);
+    let outside = v.read_file("/outside").unwrap();
+    let s = v.remove_dir_all_with("/t", &Interrupt::new(), &|_, _| {}).unwrap();
+    assert_eq!((s.files, s.directories, s.symlinks), (52, 4, 1), "{s:?}");
+    assert!(!v.exists("/t").unwrap());
+    assert_eq!(v.read_file("/outside").unwrap(), outside);
+    assert_eq!(v.metadata("/outside").unwrap().nlink, 1);
+    assert_eq!(v.read_file("/keep").unwrap(), b"content 1");
+    assert!(v.find("/", &sqlvault::Query::new().parse_tag("k").unwrap()).unwrap().is_empty());
+    assert_eq!(v.metadata("/").unwrap().nlink, 2);
+    clean(&v);
+}
+
+#[test]
+fn removed_file_open_in_this_process_stays_readable_as_an_orphan() {
+    let (t, v) = TestVault::new(4096);
+    tree(&v);
+    let data = v.read_file("/t/a/b/f2").unwrap();
+    let f = v.open_file("/t/a/b/f2", &FileOptions::new().read(true)).unwrap();
+    v.remove_dir_all("/t").unwrap();
+    clean(&v);
+    let mut buf = vec![0u8; data.len()];
+    assert_eq!(f.read_at(0, &mut buf).unwrap(), data.len());
+    assert_eq!(buf, data);
+    f.close().unwrap();
+    clean(&v);
+    drop(v);
+    clean(&t.reopen());
+}
+
+#[test]
+fn an_interrupted_removal_or_restore_changes_nothing() {
+    let (_t, v) = TestVault::new(4096);
+    tree(&v);
+    v.snapshot("s").unwrap();
+    let stop = Interrupt::new();
+    stop.trigger();
+    let e = v.remove_dir_all_with("/t", &stop, &|_, _| {}).unwrap_err();
+    assert!(sqlvault::is_interrupted(&e), "{e}");
+    assert_eq!(v.read_dir("/t/a/b/c").unwrap().len(), 13);
+    v.write_file("/t/new", b"new").unwrap();
+    let e = v.restore_with("s", "/t", None, &stop, &|_| {}).unwrap_err();
+    assert!(sqlvault::is_interrupted(&e), "{e}");
+    assert_eq!(v.read_file("/t/new").unwrap(), b"new");
+    let e = v.remove_snapshot_with("s", &stop).unwrap_err();
+    assert!(sqlvault::is_interrupted(&e), "{e}");
+    assert_eq!(v.snapshots().unwrap().len(), 1);
+    clean(&v);
+    // Not interrupted: the restore replaces /t, the removal frees what only it held.
+    v.restore("s", "/t", None).unwrap();
+    assert!(!v.exists("/t/new").unwrap());
+    clean(&v);
+    v.remove_dir_all("/t").unwrap();
+    v.remove_snapshot("s").unwrap();
+    clean(&v);
+}
+
+#[test]
+fn replace_file_is_atomic_and_sets_mode_and_times() {
+    let (_t, v) = TestVault::new(4096);
+    v.create_dir("/d", 0o755).unwrap();
+    let stamp =
+        SetAttr { perm: Some(0o640), atime_ns: Some(1_000), mtime_ns: Some(2_000_000_000), ..Default::default() };
+    // Small (one transaction) and large (temporary name, then rename).
+    for (name, len) in [("small", 10_000usize), ("large", 20 << 20)] {
+        let path = format!("/d/{name}");
+        let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+        v.replace_file(&path, len as u64, data.as_slice(), &stamp, &Interrupt::new(), &mut |_| {}).unwrap();
+        let a = v.metadata(&path).unwrap();
+        assert_eq!((a.kind, a.perm, a.mtime_ns, a.size), (FileType::File, 0o640, 2_000_000_000, len as u64));
+        assert_eq!(v.read_file(&path).unwrap(), data);
+        // An interrupted replacement keeps the old content and leaves no temporary file.
+        let stop = Interrupt::new();
+        stop.trigger();
+        let other = vec![1u8; len];
+        let e = v.replace_file(&path, len as u64, other.as_slice(), &stamp, &stop, &mut |_| {}).unwrap_err();
+        assert!(sqlvault::is_interrupted(&e), "{e}");
+        assert_eq!(v.read_file(&path).unwrap(), data);
+    }
+    let names: Vec<String> = v.read_dir("/d").unwrap().into_iter().map(|e| e.name).collect();
+    assert_eq!(names, ["large", "small"]);
+    clean(&v);
+}
+
+#[test]
+fn fsck_reports_a_damaged_header_copy_and_repair_rewrites_it() {
+    use std::os::unix::fs::FileExt;
+    for copy in 0..2u64 {
+        let (t, v) = TestVault::new(4096);
+        v.write_file("/f", b"data").unwrap();
+        clean(&v);
+        v.close().unwrap();
+        let f = std::fs::OpenOptions::new().read(true).write(true).open(&t.path).unwrap();
+        let at = copy * 4096 + 100;
+        let mut b = [0u8; 1];
+        f.read_exact_at(&mut b, at).unwrap();
+        f.write_all_at(&[b[0] ^ 0x20], at).unwrap();
+        drop(f);
+        let v = t.reopen();
+        let r = v.fsck().unwrap();
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        assert!(r.problems[0].starts_with(&format!("header copy {}", copy + 1)), "{:?}", r.problems);
+        assert_eq!(Vault::repair_header(&t.path).unwrap(), 1);
+        clean(&v);
+        assert_eq!(Vault::repair_header(&t.path).unwrap(), 0);
+        drop(v);
+        assert_eq!(t.reopen().read_file("/f").unwrap(), b"data");
+    }
+}
