@@ -108,8 +108,15 @@ pub fn release(conn: &Connection, id: ChunkId) -> Result<()> {
 /// clone shares name it takes one share back as its live reference, so `refs >= 1`
 /// whenever shares exist and `refs + shares` stays the number of rows naming it; a
 /// chunk with no row left loses its share row (the caller then deletes it unless a
-/// snapshot holds it). Three statements whatever the number of chunks.
+/// snapshot holds it). One statement when no clone shares any of them (the usual
+/// case), four otherwise, whatever the number of chunks.
 pub(crate) fn settle_shares(conn: &Connection, affected: &str, p: impl rusqlite::Params + Copy) -> Result<()> {
+    let shared: bool = conn
+        .prepare_cached(&format!("SELECT EXISTS (SELECT 1 FROM chunk_shares WHERE chunk IN ({affected}))"))?
+        .query_row(p, |r| r.get(0))?;
+    if !shared {
+        return Ok(());
+    }
     // n becomes (rows left) - 1: the rows left are refs + n.
     conn.prepare_cached(&format!(
         "UPDATE chunk_shares SET n = n + c.refs - 1 FROM chunks c
