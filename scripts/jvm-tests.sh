@@ -23,7 +23,8 @@ fi
 # -ntp: no download progress; not -q, so Surefire's and Failsafe's "Tests run:" lines show
 # (the filter drops Maven's banner lines only).
 set +o pipefail
-mvn -B -ntp -f bindings/jvm verify 2>&1 | grep --line-buffered -vE '^\[INFO\] (---|Building|BUILD|Total time|Finished at)|^\[INFO\] *$'
+# cargo's target directory: $CARGO_TARGET_DIR when set (as cargo does), else target/.
+mvn -B -ntp -f bindings/jvm -Dcargo.target.dir="${CARGO_TARGET_DIR:-$PWD/target}" verify 2>&1 | grep --line-buffered -vE '^\[INFO\] (---|Building|BUILD|Total time|Finished at)|^\[INFO\] *$'
 status=${PIPESTATUS[0]}
 [[ $status -eq 0 ]] || echo "jvm-tests: mvn verify failed (exit $status)" >&2
 exit "$status"

@@ -3,7 +3,7 @@
 # maturin and pytest from PyPI, the binding built by maturin (dev profile, reusing what
 # `cargo test` built) and installed as `pip install ./bindings/python` does, then pytest
 # over bindings/python/tests, which also runs the README's Python example and the
-# cross checks with the CLI (target/debug/sqlvault). The benchmark's `bindings` scenario
+# cross checks with the CLI (target/debug/sqlvault, or under $CARGO_TARGET_DIR when set). The benchmark's `bindings` scenario
 # uses the same venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,4 +20,4 @@ venv="$PWD/target/pyenv"
 cargo build -q --locked -p sqlvault-cli
 PATH="$venv/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev --locked" \
   "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps ./bindings/python
-SQLVAULT_CLI="$PWD/target/debug/sqlvault" "$venv/bin/python" -m pytest -q -p no:cacheprovider bindings/python/tests
+SQLVAULT_CLI="${CARGO_TARGET_DIR:-$PWD/target}/debug/sqlvault" "$venv/bin/python" -m pytest -q -p no:cacheprovider bindings/python/tests

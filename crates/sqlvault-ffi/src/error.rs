@@ -85,7 +85,9 @@ impl From<sqlvault::Error> for VaultError {
             | E::InvalidArgument { .. }
             | E::NameTooLong { .. }
             | E::MoveIntoSelf { .. }
-            | E::SymlinkLoop { .. } => VaultError::InvalidArgument { detail, errno },
+            | E::SymlinkLoop { .. }
+            | E::Sql { .. }
+            | E::SqlRefused { .. } => VaultError::InvalidArgument { detail, errno },
             _ => VaultError::Other { detail, errno },
         }
     }

@@ -22,7 +22,7 @@ mod vault;
 pub use error::VaultError;
 pub use file::{FileHandle, OpenOptions};
 pub use transaction::Transaction;
-pub use types::{DirEntry, FileKind, RecordItem, RestoreSummary, SnapshotInfo, Stat, Tag, TagValue};
+pub use types::{DirEntry, FileKind, RecordItem, RestoreSummary, SnapshotInfo, SqlValue, Stat, Tag, TagValue};
 pub use vault::Vault;
 
 uniffi::setup_scaffolding!();

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 
 use crate::error::{Result, VaultError};
-use crate::types::{from_lib_tags, to_lib_tags, RecordItem, Tag};
+use crate::types::{from_lib_tags, row_values, to_lib_params, to_lib_tags, RecordItem, SqlValue, Tag};
 use crate::vault::{page_range, Shared};
 
 /// Records per page when listing keys inside a transaction (the library's page size).
@@ -229,6 +229,23 @@ impl Transaction {
                 .map(|(k, v)| RecordItem { key: String::from_utf8_lossy(&k).into_owned(), value: v })
                 .collect())
         })
+    }
+
+    /// Runs one application SQL statement with bound `params` inside the transaction;
+    /// returns the rows it changed.
+    pub fn execute(&self, sql: String, params: Vec<SqlValue>) -> Result<i64> {
+        self.run(move |tx| tx.execute(&sql, &to_lib_params(params)).map(|n| n as i64))
+    }
+
+    /// Runs one application SQL statement with bound `params` inside the transaction;
+    /// returns its rows, each a list of column values.
+    pub fn query(&self, sql: String, params: Vec<SqlValue>) -> Result<Vec<Vec<SqlValue>>> {
+        self.run(move |tx| tx.query(&sql, &to_lib_params(params), row_values))
+    }
+
+    /// Runs a script of application SQL statements (no parameters) inside the transaction.
+    pub fn execute_batch(&self, sql: String) -> Result<()> {
+        self.run(move |tx| tx.execute_batch(&sql))
     }
 }
 

@@ -173,3 +173,52 @@ impl From<sqlvault::RestoreSummary> for RestoreSummary {
 pub(crate) fn non_negative(v: i64, what: &str) -> crate::error::Result<u64> {
     u64::try_from(v).map_err(|_| crate::VaultError::invalid(format!("negative {what}: {v}")))
 }
+
+/// A value of an application SQL table, in (a bound parameter) or out (a column).
+#[derive(Debug, Clone, PartialEq, uniffi::Enum)]
+pub enum SqlValue {
+    /// SQL NULL.
+    Null,
+    /// A 64-bit signed integer.
+    Integer { v: i64 },
+    /// A 64-bit float.
+    Real { v: f64 },
+    /// UTF-8 text.
+    Text { v: String },
+    /// Bytes.
+    Blob { v: Vec<u8> },
+}
+
+impl From<sqlvault::SqlValue> for SqlValue {
+    fn from(v: sqlvault::SqlValue) -> Self {
+        match v {
+            sqlvault::SqlValue::Null => SqlValue::Null,
+            sqlvault::SqlValue::Integer(v) => SqlValue::Integer { v },
+            sqlvault::SqlValue::Real(v) => SqlValue::Real { v },
+            sqlvault::SqlValue::Text(v) => SqlValue::Text { v },
+            sqlvault::SqlValue::Blob(v) => SqlValue::Blob { v },
+        }
+    }
+}
+
+impl From<SqlValue> for sqlvault::SqlValue {
+    fn from(v: SqlValue) -> Self {
+        match v {
+            SqlValue::Null => sqlvault::SqlValue::Null,
+            SqlValue::Integer { v } => sqlvault::SqlValue::Integer(v),
+            SqlValue::Real { v } => sqlvault::SqlValue::Real(v),
+            SqlValue::Text { v } => sqlvault::SqlValue::Text(v),
+            SqlValue::Blob { v } => sqlvault::SqlValue::Blob(v),
+        }
+    }
+}
+
+/// Parameters for the library.
+pub(crate) fn to_lib_params(params: Vec<SqlValue>) -> Vec<sqlvault::SqlValue> {
+    params.into_iter().map(Into::into).collect()
+}
+
+/// One result row for the foreign side.
+pub(crate) fn row_values(row: &sqlvault::Row<'_>) -> sqlvault::Result<Vec<SqlValue>> {
+    Ok(row.values()?.into_iter().map(Into::into).collect())
+}

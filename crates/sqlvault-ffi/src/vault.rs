@@ -17,7 +17,8 @@ use crate::error::{Result, VaultError};
 use crate::file::{FileHandle, OpenOptions};
 use crate::transaction::Transaction;
 use crate::types::{
-    from_lib_tags, non_negative, to_lib_tags, DirEntry, RecordItem, RestoreSummary, SnapshotInfo, Stat, Tag,
+    from_lib_tags, non_negative, row_values, to_lib_params, to_lib_tags, DirEntry, RecordItem, RestoreSummary,
+    SnapshotInfo, SqlValue, Stat, Tag,
 };
 
 /// State shared by a vault and the files and transactions opened from it.
@@ -308,6 +309,26 @@ impl Vault {
             q = q.name(g);
         }
         Ok(self.shared.get()?.find(&dir, &q)?.into_iter().map(|f| f.path).collect())
+    }
+
+    /// Runs one application SQL statement with bound `params` (`?1`, `?2`, ... or `?`)
+    /// as one write; returns the rows it inserted, updated or deleted.
+    pub fn execute(&self, sql: String, params: Vec<SqlValue>) -> Result<i64> {
+        Ok(self.shared.writer()?.execute(&sql, &to_lib_params(params))? as i64)
+    }
+
+    /// Runs one application SQL statement with bound `params`; returns its rows, each a
+    /// list of column values. A read sees the last committed state; a statement that
+    /// writes (`INSERT ... RETURNING`) runs as a write (from a thread with a transaction
+    /// open, run such a statement through the transaction).
+    pub fn query(&self, sql: String, params: Vec<SqlValue>) -> Result<Vec<Vec<SqlValue>>> {
+        Ok(self.shared.get()?.query(&sql, &to_lib_params(params), row_values)?)
+    }
+
+    /// Runs a script of application SQL statements (no parameters) as one write: all of
+    /// it commits, or none of it.
+    pub fn execute_batch(&self, sql: String) -> Result<()> {
+        Ok(self.shared.writer()?.execute_batch(&sql)?)
     }
 
     /// Stores `value` under `key` in record collection `collection`.

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use sqlvault_ffi::{OpenOptions, Tag, TagValue, Vault, VaultError};
+use sqlvault_ffi::{OpenOptions, SqlValue, Tag, TagValue, Vault, VaultError};
 
 fn new_vault(dir: &tempfile::TempDir) -> Arc<Vault> {
     let p = dir.path().join("t.vault").to_str().unwrap().to_string();
@@ -155,4 +155,37 @@ fn records_pages_and_snapshots() {
     assert_eq!(v.snapshots().unwrap().len(), 1);
     v.remove_snapshot(s.name).unwrap();
     assert!(v.snapshots().unwrap().is_empty());
+}
+
+#[test]
+fn app_sql_typed_values_refusals_and_transactions() {
+    let d = tempfile::tempdir().unwrap();
+    let v = new_vault(&d);
+    v.execute_batch("CREATE TABLE t(i INTEGER, r REAL, s TEXT, b BLOB);".into()).unwrap();
+    let row = vec![
+        SqlValue::Integer { v: i64::MIN },
+        SqlValue::Real { v: 0.5 },
+        SqlValue::Text { v: "é".into() },
+        SqlValue::Blob { v: vec![0, 255] },
+    ];
+    assert_eq!(v.execute("INSERT INTO t VALUES (?, ?, ?, ?)".into(), row.clone()).unwrap(), 1);
+    assert_eq!(v.execute("INSERT INTO t(i) VALUES (?)".into(), vec![SqlValue::Null]).unwrap(), 1);
+    let rows = v.query("SELECT i, r, s, b FROM t ORDER BY rowid".into(), vec![]).unwrap();
+    assert_eq!(rows, vec![row, vec![SqlValue::Null; 4]]);
+    for sql in ["SELECT * FROM inodes", "PRAGMA journal_mode=delete"] {
+        match v.execute(sql.into(), vec![]) {
+            Err(VaultError::InvalidArgument { detail, errno }) => {
+                assert_eq!(errno, libc::EINVAL);
+                assert!(detail.contains("refused"), "{detail}");
+            }
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+    let tx = v.begin_transaction().unwrap();
+    tx.write_file("/f".into(), b"x".to_vec()).unwrap();
+    assert_eq!(tx.execute("DELETE FROM t".into(), vec![]).unwrap(), 2);
+    assert!(tx.query("SELECT * FROM t".into(), vec![]).unwrap().is_empty());
+    tx.rollback().unwrap();
+    assert_eq!(v.query("SELECT count(*) FROM t".into(), vec![]).unwrap(), vec![vec![SqlValue::Integer { v: 2 }]]);
+    assert!(v.read_file("/f".into()).is_err());
 }

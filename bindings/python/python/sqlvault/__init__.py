@@ -343,6 +343,36 @@ def _to_tags(tags: Dict[str, TagValue]) -> List[Any]:
     return out
 
 
+SqlParam = Union[None, int, float, str, bytes, bytearray, memoryview]
+SqlResult = Union[None, int, float, str, bytes]
+
+
+def _sql_params(params: Any) -> List[Any]:
+    """Parameters for ``execute``/``query``: a sequence of int (bool as 0/1), float,
+    str, bytes or None."""
+    if isinstance(params, (str, bytes, bytearray, memoryview)) or not hasattr(params, "__iter__"):
+        raise TypeError(f"SQL parameters are a sequence, not {type(params).__name__}")
+    out = []
+    for i, p in enumerate(params, 1):
+        if p is None:
+            out.append(_lib.SqlValue.NULL())
+        elif isinstance(p, int):
+            out.append(_lib.SqlValue.INTEGER(int(p)))
+        elif isinstance(p, float):
+            out.append(_lib.SqlValue.REAL(p))
+        elif isinstance(p, str):
+            out.append(_lib.SqlValue.TEXT(p))
+        elif isinstance(p, (bytes, bytearray, memoryview)):
+            out.append(_lib.SqlValue.BLOB(bytes(p)))
+        else:
+            raise TypeError(f"SQL parameter {i}: expected int, float, str, bytes or None, got {type(p).__name__}")
+    return out
+
+
+def _sql_rows(rows: List[List[Any]]) -> List[Tuple[SqlResult, ...]]:
+    return [tuple(getattr(v, "v", None) for v in row) for row in rows]
+
+
 def _from_tags(tags: List[Any]) -> Dict[str, TagValue]:
     return {t.name: t.value.value for t in tags}
 
@@ -357,6 +387,18 @@ def _key(key: Any) -> str:
     if not isinstance(key, str):
         raise TypeError(f"record keys are str, not {type(key).__name__}")
     return key
+
+
+class _SqlErrors(_Errors):
+    """``with _SqlErrors():`` as :class:`_Errors`, but a failed or refused SQL
+    statement (the library's invalid-argument error) raises :class:`VaultError`."""
+
+    __slots__ = ()
+
+    def __exit__(self, t, e, tb) -> bool:
+        if e is not None and type(e).__name__ == "InvalidArgument" and isinstance(e, _lib.VaultError):
+            raise VaultError(e.errno, e.detail) from None
+        return super().__exit__(t, e, tb)
 
 
 # ---------------------------------------------------------------------------
@@ -505,6 +547,24 @@ class Transaction:
     def records(self, name: str) -> Records:
         """Record collection ``name`` inside this transaction."""
         return Records(self._t, name)
+
+    def execute(self, sql: str, params: Any = ()) -> int:
+        """Runs one SQL statement inside the transaction (see :meth:`Vault.execute`)."""
+        p = _sql_params(params)
+        with _SqlErrors():
+            return self._t.execute(sql, p)
+
+    def query(self, sql: str, params: Any = ()) -> List[Tuple[SqlResult, ...]]:
+        """The rows of one SQL statement as this transaction sees them (see
+        :meth:`Vault.query`)."""
+        p = _sql_params(params)
+        with _SqlErrors():
+            return _sql_rows(self._t.query(sql, p))
+
+    def execute_batch(self, sql: str) -> None:
+        """Runs a script of SQL statements inside the transaction."""
+        with _SqlErrors():
+            self._t.execute_batch(sql)
 
 
 class _TransactionContext:
@@ -859,6 +919,31 @@ class Vault:
         d = _path(directory)
         with _Errors(d):
             return self._inner().find(d, list(conditions), name)
+
+    # -- application SQL ---------------------------------------------------
+
+    def execute(self, sql: str, params: Any = ()) -> int:
+        """Runs one SQL statement of the application's own tables with bound
+        ``params`` (``?`` or ``?1``...: int, float, str, bytes or None) as one write;
+        returns the rows it inserted, updated or deleted. A statement touching
+        sqlvault's own tables, attaching a database or running an engine pragma raises
+        :class:`VaultError` and changes nothing."""
+        p = _sql_params(params)
+        with _SqlErrors():
+            return self._inner().execute(sql, p)
+
+    def query(self, sql: str, params: Any = ()) -> List[Tuple[SqlResult, ...]]:
+        """The rows of one SQL statement, each a tuple of int, float, str, bytes or
+        None; reads see the last committed state."""
+        p = _sql_params(params)
+        with _SqlErrors():
+            return _sql_rows(self._inner().query(sql, p))
+
+    def execute_batch(self, sql: str) -> None:
+        """Runs a script of SQL statements (no parameters) as one write: all of it, or
+        on an error none of it."""
+        with _SqlErrors():
+            self._inner().execute_batch(sql)
 
     # -- records -----------------------------------------------------------
 

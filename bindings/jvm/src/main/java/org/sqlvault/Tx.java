@@ -109,6 +109,46 @@ public final class Tx implements AutoCloseable {
         }
     }
 
+    /**
+     * Runs one SQL statement of the application's own tables inside this transaction with {@code args} bound
+     * to its {@code ?} (or {@code ?1}, ...) parameters: Long, Integer, Short, Byte, Boolean (0/1),
+     * Double, Float, String, byte[] or null. Returns the rows it inserted, updated or deleted.
+     * A statement touching sqlvault's own tables, attaching a database or running an engine
+     * pragma throws a {@link VaultException} and changes nothing.
+     *
+     * @throws IllegalArgumentException for an argument of another type
+     */
+    public long execute(String sql, Object... args) throws IOException {
+        List<uniffi.sqlvault_ffi.SqlValue> p = Sql.params(args);
+        try {
+            return t.execute(sql, p);
+        } catch (uniffi.sqlvault_ffi.VaultException e) {
+            throw Errors.map(e, null);
+        }
+    }
+
+    /**
+     * The rows of one SQL statement inside this transaction, each an {@code Object[]} of Long, Double, String,
+     * byte[] or null; arguments as for {@link #execute}.
+     */
+    public List<Object[]> query(String sql, Object... args) throws IOException {
+        List<uniffi.sqlvault_ffi.SqlValue> p = Sql.params(args);
+        try {
+            return Sql.rows(t.query(sql, p));
+        } catch (uniffi.sqlvault_ffi.VaultException e) {
+            throw Errors.map(e, null);
+        }
+    }
+
+    /** Runs a script of SQL statements (no parameters) inside this transaction: all of it, or none. */
+    public void executeBatch(String sql) throws IOException {
+        try {
+            t.executeBatch(sql);
+        } catch (uniffi.sqlvault_ffi.VaultException e) {
+            throw Errors.map(e, null);
+        }
+    }
+
     /** The record collection {@code collection}, within this transaction. */
     public Records records(String collection) {
         return new Records(null, t, collection);

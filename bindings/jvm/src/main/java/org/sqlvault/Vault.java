@@ -402,6 +402,46 @@ public final class Vault implements AutoCloseable {
     }
 
     /**
+     * Runs one SQL statement of the application's own tables with {@code args} bound
+     * to its {@code ?} (or {@code ?1}, ...) parameters: Long, Integer, Short, Byte, Boolean (0/1),
+     * Double, Float, String, byte[] or null. Returns the rows it inserted, updated or deleted.
+     * A statement touching sqlvault's own tables, attaching a database or running an engine
+     * pragma throws a {@link VaultException} and changes nothing.
+     *
+     * @throws IllegalArgumentException for an argument of another type
+     */
+    public long execute(String sql, Object... args) throws IOException {
+        List<uniffi.sqlvault_ffi.SqlValue> p = Sql.params(args);
+        try {
+            return inner.execute(sql, p);
+        } catch (uniffi.sqlvault_ffi.VaultException e) {
+            throw Errors.map(e, null);
+        }
+    }
+
+    /**
+     * The rows of one SQL statement, each an {@code Object[]} of Long, Double, String,
+     * byte[] or null; arguments as for {@link #execute}.
+     */
+    public List<Object[]> query(String sql, Object... args) throws IOException {
+        List<uniffi.sqlvault_ffi.SqlValue> p = Sql.params(args);
+        try {
+            return Sql.rows(inner.query(sql, p));
+        } catch (uniffi.sqlvault_ffi.VaultException e) {
+            throw Errors.map(e, null);
+        }
+    }
+
+    /** Runs a script of SQL statements (no parameters): all of it, or none. */
+    public void executeBatch(String sql) throws IOException {
+        try {
+            inner.executeBatch(sql);
+        } catch (uniffi.sqlvault_ffi.VaultException e) {
+            throw Errors.map(e, null);
+        }
+    }
+
+    /**
      * Runs {@code action} as one transaction: every change it makes through its {@link Tx}
      * commits together when it returns; if it throws, nothing does and the exception is
      * rethrown as it was. On the calling thread, write only through the {@code Tx} while the
