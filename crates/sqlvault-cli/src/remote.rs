@@ -67,8 +67,11 @@ pub enum RemoteCommand {
     /// Add a remote: NAME at s3://bucket/prefix. Credentials are read from the
     /// environment at each use and never stored.
     Add {
+        /// The vault file.
         vault: PathBuf,
+        /// A name for the remote (used by push, pull and remote log).
         name: String,
+        /// Where the replica lives: s3://bucket/prefix
         url: String,
         /// S3-compatible server, e.g. http://127.0.0.1:7070 (default: AWS).
         #[arg(long, value_name = "URL")]
@@ -76,16 +79,22 @@ pub enum RemoteCommand {
     },
     /// List the vault's remotes.
     Ls {
+        /// The vault file.
         vault: PathBuf,
+        /// Print the remotes as JSON.
         #[arg(long)]
         json: bool,
     },
     /// The remote's commits, newest first.
     Log {
+        /// The vault file.
         vault: PathBuf,
+        /// The remote's name.
         name: String,
+        /// Show at most this many commits.
         #[arg(long, default_value_t = 50)]
         limit: usize,
+        /// Print the commits as JSON.
         #[arg(long)]
         json: bool,
     },
