@@ -196,24 +196,20 @@ impl Engine {
     /// [`crate::storage::commit`]); a call returns once its work is committed, as durable as the
     /// vault's durability setting says.
     pub fn write<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
-        if nested_write() {
-            return Err(Error::InvalidArgument {
-                what: "a write through the Vault inside Vault::transaction (write through its Tx instead)".into(),
-            });
-        }
-        let writer = self.writer.as_ref().ok_or(Error::ReadOnly)?;
-        self.writer_usable()?;
-        let r = writer.write(|tx| {
-            let r = f(tx);
-            self.writer_checked(tx, r)
-        });
-        self.writer_outcome(r)
+        self.write_in(false, f)
     }
 
     /// [`Engine::write`] in a transaction of its own, without the savepoint a batched
-    /// write runs in (see [`crate::storage::commit`]'s `write_alone`): memory stays
-    /// bounded however many pages `f` changes. Not shared with concurrent writers.
+    /// write runs in (see [`crate::storage::commit`]'s `write_alone`), so a write that
+    /// changes very many pages keeps no statement journal for them. Not shared with
+    /// concurrent writers.
     pub fn write_alone<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
+        self.write_in(true, f)
+    }
+
+    /// The checks and damage handling every write shares; `alone` picks the batch or a
+    /// transaction of its own.
+    fn write_in<T>(&self, alone: bool, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
         if nested_write() {
             return Err(Error::InvalidArgument {
                 what: "a write through the Vault inside Vault::transaction (write through its Tx instead)".into(),
@@ -221,10 +217,11 @@ impl Engine {
         }
         let writer = self.writer.as_ref().ok_or(Error::ReadOnly)?;
         self.writer_usable()?;
-        let r = writer.write_alone(|tx| {
+        let run = |tx: &WriteTx<'_>| {
             let r = f(tx);
             self.writer_checked(tx, r)
-        });
+        };
+        let r = if alone { writer.write_alone(run) } else { writer.write(run) };
         self.writer_outcome(r)
     }
 
