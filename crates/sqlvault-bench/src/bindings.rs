@@ -53,10 +53,11 @@ pub struct BindingsArgs {
     pub out: report::OutputArgs,
 }
 
+/// The spec of the Rust case (`case bindings`), shared with [`crate::jvm`].
 #[derive(Debug, Serialize, Deserialize)]
-struct Spec {
-    mib: u64,
-    dir: PathBuf,
+pub(crate) struct Spec {
+    pub mib: u64,
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Serialize)]
@@ -201,6 +202,51 @@ fn find_python(args: &BindingsArgs) -> Result<std::result::Result<PathBuf, Strin
     Ok(if has_sqlvault(&p) { Ok(p) } else { Err("the venv it built cannot import sqlvault".into()) })
 }
 
+/// Runs `reps` repetitions of the Rust case (`case bindings`) and of a binding's case
+/// (`foreign`, reported as `system`) on the same `mib`-MiB file in a temporary
+/// directory below `base`; returns the table's rows and the write and read ratios of
+/// the medians (binding / Rust). The `bindings` and `jvm` scenarios both use it.
+pub(crate) fn compare_with_rust(
+    scenario: &str,
+    system: &str,
+    base: PathBuf,
+    mib: u64,
+    reps: u32,
+    foreign: impl Fn(&Spec) -> Result<CaseOutput>,
+) -> Result<(Vec<harness::Row>, f64, f64)> {
+    std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
+    let work = tempfile::Builder::new()
+        .prefix(&format!("{scenario}-"))
+        .tempdir_in(&base)
+        .with_context(|| format!("cannot create a temporary directory in {}", base.display()))?;
+    let spec = Spec { mib, dir: work.path().to_path_buf() };
+    let mut col = Collector::default();
+    let mbps = |c: &CaseOutput, phase: &str| c.phases[phase].units / c.phases[phase].seconds / 1e6;
+    for rep in 0..reps {
+        let rust = harness::spawn_case("bindings", &spec)?;
+        let other = foreign(&spec)?;
+        for phase in ["write", "read"] {
+            let (Some(r), Some(o)) = (rust.phases.get(phase), other.phases.get(phase)) else {
+                crate::bail!("a case did not report its {phase} phase");
+            };
+            col.push(phase, "Rust API", Unit::MBps, r, rust.peak_rss_kib);
+            col.push(phase, system, Unit::MBps, o, other.peak_rss_kib);
+        }
+        eprintln!(
+            "{scenario} rep {rep}: write {:.0} vs {:.0} MB/s, read {:.0} vs {:.0} MB/s ({system} vs Rust)",
+            mbps(&other, "write"),
+            mbps(&rust, "write"),
+            mbps(&other, "read"),
+            mbps(&rust, "read"),
+        );
+    }
+    let rows = col.rows(|_, s| (s != "Rust API").then(|| "Rust API".to_string()));
+    // The ratio of the medians, as the table shows (the per-repetition ratios are in the log).
+    let ratio_of = |phase: &str| harness::value(&rows, phase, system) / harness::value(&rows, phase, "Rust API");
+    let (w, r) = (ratio_of("write"), ratio_of("read"));
+    Ok((rows, w, r))
+}
+
 fn python_case(python: &Path, spec: &Spec) -> Result<CaseOutput> {
     let script = root().join("bindings/python/bench/bench_io.py");
     let out = Command::new(python)
@@ -237,37 +283,14 @@ pub fn run(args: &BindingsArgs) -> Result<Vec<Target>> {
             )]);
         }
     };
-    let base = args.dir.clone().unwrap_or_else(|| args.out.results_dir.join("tmp"));
-    std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
-    let work = tempfile::Builder::new()
-        .prefix("bindings-")
-        .tempdir_in(&base)
-        .with_context(|| format!("cannot create a temporary directory in {}", base.display()))?;
-    let spec = Spec { mib, dir: work.path().to_path_buf() };
-    let mut col = Collector::default();
-    for rep in 0..reps {
-        let rust = harness::spawn_case("bindings", &spec)?;
-        let py = python_case(&python, &spec)?;
-        for phase in ["write", "read"] {
-            let (Some(r), Some(p)) = (rust.phases.get(phase), py.phases.get(phase)) else {
-                crate::bail!("a case did not report its {phase} phase");
-            };
-            col.push(phase, "Rust API", Unit::MBps, r, rust.peak_rss_kib);
-            col.push(phase, "Python file object", Unit::MBps, p, py.peak_rss_kib);
-        }
-        eprintln!(
-            "bindings rep {rep}: write {:.0} vs {:.0} MB/s, read {:.0} vs {:.0} MB/s (Python vs Rust)",
-            py.phases["write"].units / py.phases["write"].seconds / 1e6,
-            rust.phases["write"].units / rust.phases["write"].seconds / 1e6,
-            py.phases["read"].units / py.phases["read"].seconds / 1e6,
-            rust.phases["read"].units / rust.phases["read"].seconds / 1e6,
-        );
-    }
-    let rows = col.rows(|_, system| (system != "Rust API").then(|| "Rust API".to_string()));
-    // The ratio of the medians, as the table shows (the per-repetition ratios are in the log).
-    let ratio_of =
-        |phase: &str| harness::value(&rows, phase, "Python file object") / harness::value(&rows, phase, "Rust API");
-    let (w, r) = (ratio_of("write"), ratio_of("read"));
+    let (rows, w, r) = compare_with_rust(
+        "bindings",
+        "Python file object",
+        args.dir.clone().unwrap_or_else(|| args.out.results_dir.join("tmp")),
+        mib,
+        reps,
+        |spec| python_case(&python, spec),
+    )?;
     let report = BindingsReport {
         benchmark: "bindings",
         command: sys::command_line(),

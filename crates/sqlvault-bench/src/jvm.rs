@@ -18,10 +18,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::error::{Context, Result};
-use crate::harness::{self, CaseOutput, Collector, Target, Unit};
+use crate::harness::{self, CaseOutput, Target};
 use crate::report;
 use crate::sys::{self, Machine};
 
@@ -49,13 +49,6 @@ pub struct JvmArgs {
     pub quick: bool,
     #[command(flatten)]
     pub out: report::OutputArgs,
-}
-
-/// The spec of the Rust case (`case bindings`), as [`crate::bindings`] reads it.
-#[derive(Debug, Serialize, Deserialize)]
-struct Spec {
-    mib: u64,
-    dir: PathBuf,
 }
 
 #[derive(Debug, Serialize)]
@@ -115,7 +108,7 @@ fn find_jar(args: &JvmArgs) -> Result<std::result::Result<PathBuf, String>> {
     Ok(if jar.is_file() { Ok(jar) } else { Err(format!("mvn built no {}", jar.display())) })
 }
 
-fn jvm_case(jar: &Path, spec: &Spec) -> Result<CaseOutput> {
+fn jvm_case(jar: &Path, spec: &crate::bindings::Spec) -> Result<CaseOutput> {
     let lib = jar.parent().map(|d| d.join("lib/*")).unwrap_or_else(|| PathBuf::from("lib/*"));
     let cp = format!("{}:{}", jar.display(), lib.display());
     let out = Command::new(java())
@@ -146,36 +139,14 @@ pub fn run(args: &JvmArgs) -> Result<Vec<Target>> {
             return Ok(vec![Target::new("jvm", "Java streams >= 0.8x the Rust API", format!("skipped: {why}"), None)]);
         }
     };
-    let base = args.dir.clone().unwrap_or_else(|| args.out.results_dir.join("tmp"));
-    std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
-    let work = tempfile::Builder::new()
-        .prefix("jvm-")
-        .tempdir_in(&base)
-        .with_context(|| format!("cannot create a temporary directory in {}", base.display()))?;
-    let spec = Spec { mib, dir: work.path().to_path_buf() };
-    let mut col = Collector::default();
-    for rep in 0..reps {
-        let rust = harness::spawn_case("bindings", &spec)?;
-        let jvm = jvm_case(&jar, &spec)?;
-        for phase in ["write", "read"] {
-            let (Some(r), Some(j)) = (rust.phases.get(phase), jvm.phases.get(phase)) else {
-                crate::bail!("a case did not report its {phase} phase");
-            };
-            col.push(phase, "Rust API", Unit::MBps, r, rust.peak_rss_kib);
-            col.push(phase, "Java streams", Unit::MBps, j, jvm.peak_rss_kib);
-        }
-        eprintln!(
-            "jvm rep {rep}: write {:.0} vs {:.0} MB/s, read {:.0} vs {:.0} MB/s (Java vs Rust)",
-            jvm.phases["write"].units / jvm.phases["write"].seconds / 1e6,
-            rust.phases["write"].units / rust.phases["write"].seconds / 1e6,
-            jvm.phases["read"].units / jvm.phases["read"].seconds / 1e6,
-            rust.phases["read"].units / rust.phases["read"].seconds / 1e6,
-        );
-    }
-    let rows = col.rows(|_, system| (system != "Rust API").then(|| "Rust API".to_string()));
-    let ratio_of =
-        |phase: &str| harness::value(&rows, phase, "Java streams") / harness::value(&rows, phase, "Rust API");
-    let (w, r) = (ratio_of("write"), ratio_of("read"));
+    let (rows, w, r) = crate::bindings::compare_with_rust(
+        "jvm",
+        "Java streams",
+        args.dir.clone().unwrap_or_else(|| args.out.results_dir.join("tmp")),
+        mib,
+        reps,
+        |spec| jvm_case(&jar, spec),
+    )?;
     let report = JvmReport {
         benchmark: "jvm",
         command: sys::command_line(),
