@@ -244,7 +244,9 @@ pub(crate) fn apply(
     Ok(Applied { chunks: missing.len() as u64, bytes: total })
 }
 
-/// True if `ancestor` is `head` or one of its ancestors (first parents, at most `limit` steps).
+/// True if `ancestor` is `head` or one of its ancestors (first parents, at most `limit`
+/// steps), or if the history was pruned (`remote prune`) before reaching it: rollback
+/// detection covers the history the remote still holds.
 pub(crate) fn descends_from(
     store: &Store,
     keys: &RemoteKeys,
@@ -257,7 +259,8 @@ pub(crate) fn descends_from(
         if at == ancestor {
             return Ok(true);
         }
-        match super::push::read_commit(store, keys, &at)?.parents.first() {
+        let Some(c) = read_commit_if_kept(store, keys, &at)? else { return Ok(true) };
+        match c.parents.first() {
             Some(p) => at = p.clone(),
             None => return Ok(false),
         }
@@ -265,7 +268,17 @@ pub(crate) fn descends_from(
     Ok(false)
 }
 
-/// Commits from `head` back along first parents, newest first, at most `limit`.
+/// Commit `id`, or `None` if `remote prune` deleted it.
+fn read_commit_if_kept(store: &Store, keys: &RemoteKeys, id: &str) -> Result<Option<Commit>> {
+    super::push::check_commit_name(id)?;
+    match store.get(id)? {
+        None => Ok(None),
+        Some(_) => super::push::read_commit(store, keys, id).map(Some),
+    }
+}
+
+/// Commits from `head` back along first parents, newest first, at most `limit`; the
+/// history ends where `remote prune` deleted it.
 pub(crate) fn log(store: &Store, keys: &RemoteKeys, head: &str, limit: usize) -> Result<Vec<(String, Commit)>> {
     let mut out = Vec::new();
     let mut at = Some(head.to_string());
@@ -273,7 +286,14 @@ pub(crate) fn log(store: &Store, keys: &RemoteKeys, head: &str, limit: usize) ->
         if out.len() >= limit {
             break;
         }
-        let c = super::push::read_commit(store, keys, &id)?;
+        let c = if out.is_empty() {
+            super::push::read_commit(store, keys, &id)?
+        } else {
+            match read_commit_if_kept(store, keys, &id)? {
+                Some(c) => c,
+                None => break,
+            }
+        };
         at = c.parents.first().cloned();
         out.push((id, c));
     }
