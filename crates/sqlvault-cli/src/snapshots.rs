@@ -191,7 +191,15 @@ pub fn restore(ctx: &Ctx, args: RestoreArgs) -> Result<u8, CliError> {
             return Err(CliError::usage("restore --at/--commit takes one PATH (no snapshot name)"));
         }
         let path = args.name.as_deref().unwrap_or("/");
-        return crate::remote::restore_at(ctx, &args.vault, at, args.remote.as_deref(), path, args.to.as_deref(), args.json);
+        return crate::remote::restore_at(
+            ctx,
+            &args.vault,
+            at,
+            args.remote.as_deref(),
+            path,
+            args.to.as_deref(),
+            args.json,
+        );
     }
     if args.remote.is_some() || args.json {
         return Err(CliError::usage("restore: --remote and --json go with --at or --commit"));

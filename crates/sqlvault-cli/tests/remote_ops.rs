@@ -139,7 +139,9 @@ fn passwd_then_push_the_new_passphrase_clones_the_old_does_not() {
     let (a, url) = three_pushes(&server, "passwd");
     let out = sqlvault().env("SQLVAULT_NEW_PASSPHRASE", "new pw").args(["passwd", a.v()]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let pushed = json(&a.run_with("new pw", &["push", a.v(), "r", "--json"]).stdout.iter().map(|b| *b as char).collect::<String>());
+    let pushed = json(
+        &a.run_with("new pw", &["push", a.v(), "r", "--json"]).stdout.iter().map(|b| *b as char).collect::<String>(),
+    );
     assert_eq!(pushed["outcome"], "up_to_date");
     let dest = a.path("c.vault");
     let d = dest.to_str().unwrap();

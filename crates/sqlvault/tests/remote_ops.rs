@@ -396,9 +396,8 @@ fn application_tables_and_migrations_round_trip() {
     ];
     a.migrate("gallery", &migrations).unwrap();
     let ins = "INSERT INTO photos(path, iso, score, thumb, anything) VALUES (?1, ?2, ?3, ?4, ?5)";
-    for (i, any) in [SqlValue::Integer(5), SqlValue::Text("5".into()), SqlValue::Real(5.5), SqlValue::Null]
-        .into_iter()
-        .enumerate()
+    for (i, any) in
+        [SqlValue::Integer(5), SqlValue::Text("5".into()), SqlValue::Real(5.5), SqlValue::Null].into_iter().enumerate()
     {
         let p = [
             SqlValue::Text(format!("/p{i}")),
@@ -410,7 +409,8 @@ fn application_tables_and_migrations_round_trip() {
         a.execute(ins, &p).unwrap();
     }
     a.execute("DELETE FROM photos WHERE id = 2", &[]).unwrap(); // a gap in the ids
-    a.execute_batch("INSERT INTO notes VALUES ('a', x'00ff'), ('b', 2); INSERT INTO plain VALUES (1), ('two')").unwrap();
+    a.execute_batch("INSERT INTO notes VALUES ('a', x'00ff'), ('b', 2); INSERT INTO plain VALUES (1), ('two')")
+        .unwrap();
     a.execute("DELETE FROM plain WHERE v = 1", &[]).unwrap(); // rowid 2 stays 2
     let dump = |v: &Vault| -> Vec<String> {
         let mut out = Vec::new();

@@ -106,7 +106,11 @@ impl Held {
         }
         let lost = || Error::RemoteLocked { holder: "this device's lock expired and was taken over: stopped".into() };
         let etag = self.etag.clone().ok_or_else(lost)?;
-        let value = LockValue { time_ns: self.value.time_ns, expires_ns: now.saturating_add(self.ttl_ns), ..self.value.clone() };
+        let value = LockValue {
+            time_ns: self.value.time_ns,
+            expires_ns: now.saturating_add(self.ttl_ns),
+            ..self.value.clone()
+        };
         match store.update(names::LOCK, seal(keys, &value)?, etag)? {
             Written::Done(etag) => {
                 self.value = value;

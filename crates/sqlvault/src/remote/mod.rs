@@ -68,8 +68,7 @@ pub(crate) const REPLICATED: &[&str] = &[
 
 /// Tables that stay with this vault file: settings, open-file bookkeeping, this state.
 #[cfg(test)]
-pub(crate) const LOCAL: &[&str] =
-    &["meta", "orphans", "sqlvault_remotes", "sqlvault_remote_keys", "sqlite_sequence"];
+pub(crate) const LOCAL: &[&str] = &["meta", "orphans", "sqlvault_remotes", "sqlvault_remote_keys", "sqlite_sequence"];
 
 /// Tables of ours carried in the dump's application section (`remote/apps.rs`).
 #[cfg(test)]

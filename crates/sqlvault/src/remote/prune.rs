@@ -39,7 +39,8 @@ pub struct PruneSummary {
     pub objects_deleted: u64,
     /// Their stored bytes.
     pub bytes_deleted: u64,
-    /// Objects kept because a kept commit references them (with `config`, `keys`, `ref`).
+    /// Commits, metadata pieces and chunks kept because a kept commit references them
+    /// (`config`, `keys` and `ref` are never candidates and not counted).
     pub objects_kept: u64,
     /// Their stored bytes.
     pub bytes_kept: u64,
@@ -139,7 +140,8 @@ pub(crate) fn prune(store: &Store, keys: &RemoteKeys, p: &PruneParams<'_>) -> Re
 fn touch_ref(store: &Store, keys: &RemoteKeys) -> Result<Option<String>> {
     for _ in 0..10 {
         let Some((head, etag)) = super::push::read_ref(store, keys)? else { return Ok(None) };
-        let etag = etag.ok_or_else(|| Error::damaged("the remote's ref has no ETag (conditional writes unsupported?)"))?;
+        let etag =
+            etag.ok_or_else(|| Error::damaged("the remote's ref has no ETag (conditional writes unsupported?)"))?;
         let plain =
             serde_json::to_vec(&RefValue { commit: head.clone() }).map_err(|e| Error::damaged(format!("ref: {e}")))?;
         if let Written::Done(_) = store.update(names::REF, keys.seal(names::REF, &plain)?, etag)? {
@@ -218,12 +220,6 @@ fn run(store: &Store, keys: &RemoteKeys, p: &PruneParams<'_>, mut held: Option<&
                 summary.bytes_deleted += size;
                 doomed[kind].push(name.clone());
             }
-        }
-    }
-    for name in [names::CONFIG, names::KEYS, names::REF] {
-        if let Some(l) = store.list_meta(name)?.into_iter().find(|l| l.name == name) {
-            summary.objects_kept += 1;
-            summary.bytes_kept += l.size;
         }
     }
     summary.deleted_commits = doomed[0].clone();

@@ -84,20 +84,26 @@ pub(crate) fn load(
         match reader.item()? {
             Item::End => break,
             Item::Table { table, columns } => {
-                current = target(&table).map(|t| {
-                    let (cols, first): (Vec<String>, &str) = if t == "temp.remote_chunks" {
-                        (vec!["rid".into(), "hash".into(), "refs_unused".into(), "len".into()], "")
-                    } else {
-                        (columns.iter().map(|c| format!("\"{c}\"")).collect(), "snap, ")
-                    };
-                    let sql = if t == "temp.remote_chunks" {
-                        "INSERT INTO temp.remote_chunks(rid, hash, len) VALUES (?1, ?2, ?4)".to_string()
-                    } else {
-                        let marks = (1..=cols.len()).map(|i| format!("?{}", i + 1)).collect::<Vec<_>>().join(", ");
-                        format!("INSERT INTO {t}({first}{}) VALUES (?1, {marks})", cols.join(", "))
-                    };
-                    (sql, columns.len())
-                });
+                current = match target(&table) {
+                    None => None,
+                    Some(t) if t == "temp.remote_chunks" => {
+                        if columns != ["id", "hash", "refs", "len"] {
+                            return Err(damaged("columns of chunks differ from this vault's".into()));
+                        }
+                        Some(("INSERT INTO temp.remote_chunks(rid, hash, len) VALUES (?1, ?2, ?4)".to_string(), 4))
+                    }
+                    Some(t) => {
+                        let mut stmt = tx.prepare(&format!("PRAGMA table_info(\"{table}\")"))?;
+                        let local =
+                            stmt.query_map([], |r| r.get::<_, String>(1))?.collect::<rusqlite::Result<Vec<_>>>()?;
+                        if columns != local {
+                            return Err(damaged(format!("columns of {table} differ from this vault's")));
+                        }
+                        let cols = columns.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
+                        let marks = (2..=columns.len() + 1).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+                        Some((format!("INSERT INTO {t}(snap, {cols}) VALUES (?1, {marks})"), columns.len()))
+                    }
+                };
             }
             Item::Row(values) => {
                 let Some((sql, n)) = &current else { continue };

@@ -48,11 +48,8 @@ impl Vault {
         let now = crate::fs::tree::now_ns();
         let within = options.keep_within.map(|d| now.saturating_sub(d.as_nanos().min(i64::MAX as u128) as i64));
         let choose = |history: &[(String, i64)]| -> HashSet<String> {
-            let mut keep: HashSet<String> = forget_plan(history, &policy, &options.tz)
-                .into_iter()
-                .filter(|d| d.keep)
-                .map(|d| d.name)
-                .collect();
+            let mut keep: HashSet<String> =
+                forget_plan(history, &policy, &options.tz).into_iter().filter(|d| d.keep).map(|d| d.name).collect();
             if let Some(since) = within {
                 keep.extend(history.iter().filter(|(_, t)| *t >= since).map(|(id, _)| id.clone()));
             }

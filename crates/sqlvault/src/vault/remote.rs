@@ -10,7 +10,9 @@ use crate::fs::tree;
 use crate::keys::{Header, Secret};
 use crate::remote::format::{names, RemoteKeys};
 use crate::remote::store::Store;
-use crate::remote::{self, keyslots, pull, push, At, CommitInfo, Progress, PullOutcome, PushOutcome, RemoteInfo, RemoteUrl};
+use crate::remote::{
+    self, keyslots, pull, push, At, CommitInfo, Progress, PullOutcome, PushOutcome, RemoteInfo, RemoteUrl,
+};
 use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
 
