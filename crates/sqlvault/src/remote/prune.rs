@@ -108,12 +108,15 @@ impl PruneOptions {
     }
 }
 
+/// Given the head's history `(id, time_ns)`, newest first, the ids retention keeps.
+pub(crate) type Choose<'a> = &'a dyn Fn(&[(String, i64)]) -> HashSet<String>;
+
 /// What the facade lends a prune.
 pub(crate) struct PruneParams<'a> {
     /// This replica's device id (named in the lock).
     pub device: &'a str,
     /// Given the head's history `(id, time_ns)`, newest first, the ids retention keeps.
-    pub choose: &'a dyn Fn(&[(String, i64)]) -> HashSet<String>,
+    pub choose: Choose<'a>,
     /// Objects written less than this long ago are never deleted (nanoseconds).
     pub grace_ns: i64,
     /// Decide and report only.

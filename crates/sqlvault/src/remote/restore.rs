@@ -86,7 +86,7 @@ pub(crate) fn load(
             Item::Table { table, columns } => {
                 current = match target(&table) {
                     None => None,
-                    Some(t) if t == "temp.remote_chunks" => {
+                    Some("temp.remote_chunks") => {
                         if columns != ["id", "hash", "refs", "len"] {
                             return Err(damaged("columns of chunks differ from this vault's".into()));
                         }

@@ -242,7 +242,7 @@ impl Store {
             .filter_map(|m| {
                 let name = m.location.as_ref().strip_prefix(&self.prefix)?.to_string();
                 let modified_ns = m.last_modified.timestamp_nanos_opt().unwrap_or(i64::MAX);
-                Some(Listed { name, size: m.size as u64, modified_ns })
+                Some(Listed { name, size: m.size, modified_ns })
             })
             .collect())
     }
