@@ -105,7 +105,9 @@ SQLVAULT_PASSPHRASE environment variable, else a prompt on the terminal (/dev/tt
 Exit codes: 0 success; 1 usage error; 2 wrong passphrase or key, missing key or
 passphrase file, failing passphrase command, not a vault; 3 vault damaged; 4 not
 found, already exists, not empty, invalid path and the like; 5 environment (I/O
-error, disk full, busy vault) or entries skipped by put.
+error, disk full, busy vault) or entries skipped by put; 6 push refused, the
+remote has newer commits (pull first); 7 remote locked by another device's
+remote prune (try again later).
 
 Times are shown in the local time zone (TZ) with their UTC offset; --json gives
 nanoseconds since the epoch and ISO 8601 UTC strings.";
@@ -323,7 +325,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Bring back a file, a directory or the whole tree from a snapshot.
+    /// Bring back a file, a directory or the whole tree from a snapshot, or (--at,
+    /// --commit) from a commit of a remote, as a new change the next push publishes.
     Restore(snapshots::RestoreArgs),
     /// Give free pages back to the file system (VACUUM), with a progress bar.
     Compact {
@@ -682,7 +685,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<u8, CliError> {
         }
         Command::Snapshot(args) => return snapshots::snapshot(ctx, args),
         Command::Snapshots { vault, json } => snapshots::list(ctx, vault, json)?,
-        Command::Restore(args) => snapshots::restore(ctx, args)?,
+        Command::Restore(args) => return snapshots::restore(ctx, args),
         Command::Compact { vault } => snapshots::compact(ctx, vault)?,
         Command::Sql(args) => sql::run(ctx, args)?,
         Command::Meta(cmd) => return meta::run(ctx, cmd),

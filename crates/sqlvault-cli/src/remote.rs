@@ -14,6 +14,9 @@ use crate::{print_json, secret, ui, CliError, Ctx};
 
 /// Exit code of a push refused because the remote moved ahead (pull first).
 const BEHIND: u8 = 6;
+/// Exit code of a push or prune refused because another device's prune holds the
+/// remote's lock (try again later).
+const LOCKED: u8 = 7;
 
 #[derive(Subcommand, Debug)]
 pub enum RemoteTop {
@@ -85,6 +88,11 @@ pub enum RemoteCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Delete the commits a retention policy does not keep (the head always stays),
+    /// then the objects no kept commit references, except those younger than --grace.
+    /// Holds the remote's exclusive lock: exit code 7 while another device holds it
+    /// (pushes get exit code 7 too while a prune runs).
+    Prune(PruneArgs),
     /// The remote's commits, newest first.
     Log {
         /// The vault file.
@@ -98,6 +106,78 @@ pub enum RemoteCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PruneArgs {
+    /// The vault file.
+    vault: PathBuf,
+    /// The remote's name.
+    name: String,
+    /// Keep the N newest commits.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    keep_last: usize,
+    /// Keep the newest commit of each of the N most recent hours that have one.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    keep_hourly: usize,
+    /// Keep the newest commit of each of the N most recent days that have one.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    keep_daily: usize,
+    /// Keep the newest commit of each of the N most recent ISO weeks that have one.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    keep_weekly: usize,
+    /// Keep the newest commit of each of the N most recent months that have one.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    keep_monthly: usize,
+    /// Keep the newest commit of each of the N most recent years that have one.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    keep_yearly: usize,
+    /// Keep every commit pushed within DURATION (e.g. 30d, 12h, 2w).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    keep_within: Option<std::time::Duration>,
+    /// Never delete an object written less than DURATION ago (a concurrent push uploads
+    /// chunks before its commit). Should exceed the clock difference with the store.
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
+    grace: std::time::Duration,
+    /// Show what would be deleted; delete nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `30d`, `12h`, `90m`, `45s`, `2w`, `1y`, or `0`.
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let bad = || format!("{s:?} is not a duration: use a number and a unit (45s, 90m, 12h, 30d, 2w, 1y)");
+    let t = s.trim();
+    if t == "0" {
+        return Ok(std::time::Duration::ZERO);
+    }
+    let at = t.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (num, unit) = t.split_at(at);
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "s" => 1,
+        "m" | "min" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        "y" => 365 * 86_400,
+        _ => return Err(bad()),
+    };
+    Ok(std::time::Duration::from_secs(n.checked_mul(secs).ok_or_else(bad)?))
+}
+
+/// Exit code 7 and one line for a remote locked by a prune; any other error as usual.
+fn locked_or(e: sqlvault::Error) -> Result<u8, CliError> {
+    match e {
+        sqlvault::Error::RemoteLocked { .. } => {
+            eprintln!("sqlvault: {e}");
+            Ok(LOCKED)
+        }
+        e => Err(e.into()),
+    }
 }
 
 fn bar(quiet: bool) -> ProgressBar {
@@ -139,6 +219,7 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
                 }
             }
         }
+        RemoteTop::Remote(RemoteCommand::Prune(args)) => return prune(ctx, args),
         RemoteTop::Remote(RemoteCommand::Log { vault, name, limit, json }) => {
             let v = ctx.open(&vault)?;
             let log = v.remote_log(&name, limit)?;
@@ -162,8 +243,12 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
         RemoteTop::Push { vault, name, json } => {
             let v = ctx.open(&vault)?;
             let pb = bar(json);
-            let outcome = v.push_with_progress(&name, &on_progress(&pb))?;
+            let outcome = v.push_with_progress(&name, &on_progress(&pb));
             pb.finish_and_clear();
+            let outcome = match outcome {
+                Ok(o) => o,
+                Err(e) => return locked_or(e),
+            };
             v.close()?;
             if json {
                 print_json(&outcome)?;
@@ -223,5 +308,104 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
             note!("cloned {url} into {} (remote {})", dest.display(), sqlvault::remote::ORIGIN);
         }
     }
+    Ok(0)
+}
+
+fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8, CliError> {
+    let options = sqlvault::remote::PruneOptions {
+        keep_last: a.keep_last,
+        keep_hourly: a.keep_hourly,
+        keep_daily: a.keep_daily,
+        keep_weekly: a.keep_weekly,
+        keep_monthly: a.keep_monthly,
+        keep_yearly: a.keep_yearly,
+        keep_within: a.keep_within,
+        grace: a.grace,
+        dry_run: a.dry_run,
+        ..Default::default()
+    };
+    if options.has_no_rule() {
+        return Err(CliError::usage(
+            "remote prune: give a retention rule (--keep-last, --keep-within, --keep-daily, ...); the head is always kept",
+        ));
+    }
+    let v = ctx.open(&a.vault)?;
+    let stop = crate::progress::interrupt();
+    let pb = bar(a.json);
+    let r = v.remote_prune_with(&a.name, &options, &stop, &on_progress(&pb));
+    pb.finish_and_clear();
+    v.close()?;
+    let s = match r {
+        Ok(s) => s,
+        Err(e) if sqlvault::is_interrupted(&e) => {
+            return Err(crate::progress::interrupted(
+                "prune stopped and released the lock; the remote is consistent (nothing a kept commit needs was \
+                 deleted): run it again to finish",
+            ))
+        }
+        Err(e) => return locked_or(e),
+    };
+    if a.json {
+        print_json(&s)?;
+    }
+    let verb = if s.dry_run { "would delete" } else { "deleted" };
+    note!(
+        "remote {}: {verb} {} commits, {} objects ({}); kept {} commits, {} objects ({}); {} unreferenced objects ({}) \
+         younger than the grace period kept",
+        a.name,
+        s.deleted_commits.len(),
+        s.objects_deleted,
+        crate::progress::bytes(s.bytes_deleted),
+        s.kept_commits.len(),
+        s.objects_kept,
+        crate::progress::bytes(s.bytes_kept),
+        s.objects_in_grace,
+        crate::progress::bytes(s.bytes_in_grace)
+    );
+    Ok(0)
+}
+
+/// `restore VAULT --at TIME | --commit ID [PATH] [--to DEST] [--remote NAME]`.
+pub fn restore_at(
+    ctx: &Ctx,
+    vault: &std::path::Path,
+    at: At,
+    remote: Option<&str>,
+    path: &str,
+    to: Option<&str>,
+    json: bool,
+) -> Result<u8, CliError> {
+    let v = ctx.open(vault)?;
+    let stop = crate::progress::interrupt();
+    let pb = bar(json);
+    let r = v.restore_remote_with(remote, &at, path, to, &stop, &on_progress(&pb));
+    pb.finish_and_clear();
+    v.close()?;
+    let dest = to.unwrap_or(path);
+    let r = match r {
+        Ok(r) => r,
+        Err(e) if sqlvault::is_interrupted(&e) => {
+            return Err(crate::progress::interrupted(format!(
+                "nothing was restored: restore is one transaction and was rolled back; {dest} is as it was"
+            )))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if json {
+        print_json(&r)?;
+    }
+    let id = r.commit.strip_prefix("commits/").unwrap_or(&r.commit);
+    let s = r.restored;
+    note!(
+        "restored {path} of commit {} ({}) to {dest}: {} files, {} directories, {} symlinks, {}; {} chunks fetched \
+         (push to publish it)",
+        &id[..16.min(id.len())],
+        ui::local_time(r.time_ns),
+        s.files,
+        s.directories,
+        s.symlinks,
+        crate::progress::bytes(s.bytes),
+        r.chunks_downloaded
+    );
     Ok(0)
 }

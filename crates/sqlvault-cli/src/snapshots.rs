@@ -60,15 +60,28 @@ enum SnapshotAction {
 pub struct RestoreArgs {
     /// The vault file.
     vault: PathBuf,
-    /// Snapshot name.
-    name: String,
-    /// File or directory in the snapshot (default: everything).
-    #[arg(default_value = "/")]
-    path: String,
+    /// Snapshot name (with --at or --commit: PATH instead, the remote's commit is the source).
+    name: Option<String>,
+    /// File or directory in the snapshot or commit (default: everything).
+    path: Option<String>,
     /// Where to put it in the live tree (default: PATH itself). What is there is
     /// replaced; its parent directory must exist.
     #[arg(long, value_name = "DEST")]
     to: Option<String>,
+    /// Restore from a remote commit instead of a snapshot: the newest pushed at or before
+    /// TIME (an age such as 2h or 7d, or a date such as 2026-11-01 08:00). A new local
+    /// change: the next push publishes it.
+    #[arg(long, value_name = "TIME", conflicts_with = "commit")]
+    at: Option<String>,
+    /// Restore from the remote commit with this id (at least 8 hex digits; see `remote log`).
+    #[arg(long, value_name = "ID")]
+    commit: Option<String>,
+    /// The remote of --at/--commit (default: the only one, or origin).
+    #[arg(long, value_name = "NAME")]
+    remote: Option<String>,
+    /// With --at/--commit: print the result as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn snapshot(ctx: &Ctx, args: SnapshotArgs) -> Result<u8, CliError> {
@@ -167,23 +180,48 @@ pub fn list(ctx: &Ctx, vault: PathBuf, json: bool) -> Result<(), CliError> {
     Ok(())
 }
 
-pub fn restore(ctx: &Ctx, args: RestoreArgs) -> Result<(), CliError> {
+pub fn restore(ctx: &Ctx, args: RestoreArgs) -> Result<u8, CliError> {
+    let at = match (&args.commit, &args.at) {
+        (Some(id), _) => Some(sqlvault::remote::At::Commit(id.clone())),
+        (None, Some(t)) => Some(sqlvault::remote::At::Time(ui::parse_when(t).map_err(CliError::usage)?)),
+        (None, None) => None,
+    };
+    if let Some(at) = at {
+        if args.path.is_some() {
+            return Err(CliError::usage("restore --at/--commit takes one PATH (no snapshot name)"));
+        }
+        let path = args.name.as_deref().unwrap_or("/");
+        return crate::remote::restore_at(
+            ctx,
+            &args.vault,
+            at,
+            args.remote.as_deref(),
+            path,
+            args.to.as_deref(),
+            args.json,
+        );
+    }
+    if args.remote.is_some() || args.json {
+        return Err(CliError::usage("restore: --remote and --json go with --at or --commit"));
+    }
+    let name = args.name.ok_or_else(|| CliError::usage("restore: give a snapshot NAME, or --at TIME / --commit ID"))?;
+    let path = args.path.unwrap_or_else(|| "/".into());
     let v = ctx.open(&args.vault)?;
     let start = std::time::Instant::now();
-    let s = crate::progress::restore(&v, &args.name, &args.path, args.to.as_deref())?;
+    let s = crate::progress::restore(&v, &name, &path, args.to.as_deref())?;
     v.close()?;
-    let dest = args.to.as_deref().unwrap_or(&args.path);
+    let dest = args.to.as_deref().unwrap_or(&path);
     note!(
         "restored {}:{} to {dest}: {} files, {} directories, {} symlinks, {} in {}",
-        args.name,
-        args.path,
+        name,
+        path,
         s.files,
         s.directories,
         s.symlinks,
         ui::human(s.bytes),
         crate::progress::took(start)
     );
-    Ok(())
+    Ok(0)
 }
 
 pub fn compact(ctx: &Ctx, vault: PathBuf) -> Result<(), CliError> {

@@ -144,6 +144,13 @@ pub enum Error {
     /// The open file was removed by another process (`ESTALE`).
     #[error("stale handle: the file was removed by another process")]
     StaleHandle,
+    /// A remote replica is locked by another device's `remote prune` (or a stale lock
+    /// not yet expired): nothing was changed on the remote; try again later.
+    #[error("remote is locked: {holder}")]
+    RemoteLocked {
+        /// Who holds the lock and until when.
+        holder: String,
+    },
     /// A transaction was rolled back; `reason` says why. Its own error, if it had one,
     /// is what [`Vault::transaction`](crate::Vault::transaction) returns instead.
     #[error("transaction rolled back: {reason}")]
@@ -207,7 +214,7 @@ impl Error {
             | Aborted { .. }
             | Sql { .. }
             | SqlRefused { .. } => ErrorKind::Tree,
-            Busy | DiskFull | ReadOnly | Io { .. } | Database { .. } => ErrorKind::Environment,
+            Busy | RemoteLocked { .. } | DiskFull | ReadOnly | Io { .. } | Database { .. } => ErrorKind::Environment,
         }
     }
 
@@ -227,7 +234,7 @@ impl Error {
             SymlinkLoop { .. } => libc::ELOOP,
             TooManyLinks { .. } => libc::EMLINK,
             NoSuchAttribute { .. } => libc::ENODATA,
-            Busy => libc::EBUSY,
+            Busy | RemoteLocked { .. } => libc::EBUSY,
             DiskFull => libc::ENOSPC,
             ReadOnly => libc::EROFS,
             StaleHandle => libc::ESTALE,

@@ -48,7 +48,7 @@ const KEYFILE_CONTEXT: &str = "sqlvault 2026-11 key file slot v1";
 pub struct MasterKey(Zeroizing<[u8; 32]>);
 
 impl MasterKey {
-    fn random() -> Result<Self> {
+    pub(crate) fn random() -> Result<Self> {
         let mut k = Zeroizing::new([0u8; 32]);
         fill_random(&mut *k)?;
         Ok(MasterKey(k))
@@ -623,6 +623,26 @@ impl Header {
     #[cfg(feature = "remote")]
     pub(crate) fn to_copy(&self) -> Vec<u8> {
         self.encode()
+    }
+
+    /// BLAKE3 of the key slots and cipher settings (not the generation, which each
+    /// file counts on its own): equal digests, the same secrets open the same key.
+    #[cfg(feature = "remote")]
+    pub(crate) fn slots_digest(&self) -> [u8; 32] {
+        let mut b = self.encode();
+        b[12..20].fill(0);
+        *blake3::hash(&b[..CHECKSUM_AT]).as_bytes()
+    }
+
+    /// Takes the key slots of `other` (a remote's, authenticated by the caller), keeping
+    /// this header's version and generation.
+    #[cfg(feature = "remote")]
+    pub(crate) fn adopt_slots(&mut self, other: &Header) -> Result<()> {
+        if other.cipher != self.cipher {
+            return Err(Error::damaged("the remote's key slots have other cipher settings"));
+        }
+        self.slots = other.slots.clone();
+        Ok(())
     }
 
     /// Decodes a copy written by [`Header::to_copy`]; anything else is `Damaged`.

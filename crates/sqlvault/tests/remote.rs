@@ -497,15 +497,3 @@ fn point_in_time_clone_by_commit_or_time() {
     assert!(matches!(second.pull(sqlvault::remote::ORIGIN).unwrap(), PullOutcome::Pulled { .. }));
     assert_eq!(observe(&second), states[2]);
 }
-
-#[test]
-fn application_tables_are_refused_not_lost() {
-    let server = S3Server::start();
-    let url = remote(&server, "apps");
-    let (_tv, a) = TestVault::new(CHUNK);
-    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
-    a.migrate("app", &["CREATE TABLE kv(k TEXT PRIMARY KEY, v TEXT)"]).unwrap();
-    let e = a.push("r").unwrap_err();
-    assert!(e.to_string().contains("application tables"), "{e}");
-    assert!(server.objects("apps", "vaults/one").iter().all(|p| !p.to_string_lossy().contains("commits")));
-}

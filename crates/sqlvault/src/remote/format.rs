@@ -22,8 +22,9 @@ use zeroize::Zeroizing;
 use crate::error::{Error, Result};
 use crate::keys::MasterKey;
 
-/// Version of the bucket layout and of the dump written by this build.
-pub const LAYOUT_VERSION: u32 = 1;
+/// Version of the bucket layout and of the dump written by this build (2: the dump
+/// carries application tables; this build reads 1 and 2).
+pub const LAYOUT_VERSION: u32 = 2;
 /// Plaintext bytes per metadata piece.
 pub const PIECE_BYTES: usize = 4 << 20;
 /// Smallest padded chunk size.
@@ -45,6 +46,8 @@ pub mod names {
     pub const META: &str = "meta/";
     /// Sealed commits, `commits/<keyed hash>`.
     pub const COMMITS: &str = "commits/";
+    /// Sealed exclusive lock (`remote prune`), created with `If-None-Match`.
+    pub const LOCK: &str = "lock";
 }
 
 /// The keys of one remote, derived from the vault's master key.

@@ -14,21 +14,32 @@
 //! * `format`: object names, sealing, the config/ref/commit objects and the dump stream.
 //! * `push`: reading a consistent snapshot of the vault into the bucket.
 //! * `pull`: applying a commit to a vault (pull and clone).
+//! * `apps`: application SQL tables in the dump (schema, rows, migrations).
+//! * `keyslots`: the `keys` object, authenticated, following the replicas' key slots.
+//! * `lock`: the remote's exclusive lock; `prune`: retention and garbage collection.
+//! * `restore`: a commit's tree brought into the live tree (`restore --at | --commit`).
 //!
 //! Local state lives in the `sqlvault_remotes` table, owned here and created on first use:
 //! the remote's URL and endpoint (never credentials), this replica's device id, the
 //! last commit it pushed or pulled and the digest of the vault's dump at that moment
 //! (how push and pull tell whether the vault changed since).
 
+pub(crate) mod apps;
 pub(crate) mod format;
+pub(crate) mod keyslots;
+pub(crate) mod lock;
+pub(crate) mod prune;
 pub(crate) mod pull;
 pub(crate) mod push;
+pub(crate) mod restore;
 pub(crate) mod store;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, Result};
 
+pub use prune::{PruneOptions, PruneSummary};
+pub use restore::RemoteRestore;
 pub use store::RemoteUrl;
 
 /// The name `Vault::clone_remote` gives the remote it cloned from.
@@ -57,12 +68,11 @@ pub(crate) const REPLICATED: &[&str] = &[
 
 /// Tables that stay with this vault file: settings, open-file bookkeeping, this state.
 #[cfg(test)]
-pub(crate) const LOCAL: &[&str] = &["meta", "orphans", "sqlvault_remotes", "sqlite_sequence"];
+pub(crate) const LOCAL: &[&str] = &["meta", "orphans", "sqlvault_remotes", "sqlvault_remote_keys", "sqlite_sequence"];
 
-/// Tables of ours that replication does not carry yet: application tables' migrations
-/// (`Vault::migrate`). A push refuses a vault that uses application tables.
+/// Tables of ours carried in the dump's application section (`remote/apps.rs`).
 #[cfg(test)]
-pub(crate) const NOT_YET: &[&str] = &["sqlvault_app_migrations"];
+pub(crate) const WITH_APPS: &[&str] = &[apps::MIGRATIONS];
 
 /// A configured remote, as `remote ls` shows it.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -240,29 +250,6 @@ pub(crate) fn set_head(conn: &Connection, name: &str, head: &str, digest: &str) 
     Ok(())
 }
 
-/// Refuses to replicate a vault with application tables (or their migrations): they
-/// are not carried yet, and a remote without them would lose data silently.
-pub(crate) fn check_replicable(conn: &Connection) -> Result<()> {
-    let mut stmt = conn.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")?;
-    let tables = stmt.query_map([], |r| r.get::<_, String>(0))?.collect::<rusqlite::Result<Vec<_>>>()?;
-    let ours = |t: &str| REPLICATED.contains(&t) || t.starts_with("sqlite_") || t == "meta" || t == "orphans";
-    let migrations: i64 = if tables.iter().any(|t| t == "sqlvault_app_migrations") {
-        conn.query_row("SELECT count(*) FROM sqlvault_app_migrations", [], |r| r.get(0))?
-    } else {
-        0
-    };
-    let app: Vec<&String> = tables.iter().filter(|t| !ours(t) && !t.starts_with("sqlvault_")).collect();
-    if !app.is_empty() || migrations > 0 {
-        return Err(Error::InvalidArgument {
-            what: format!(
-                "this vault has application tables ({}): replication does not carry them yet",
-                app.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-            ),
-        });
-    }
-    Ok(())
-}
-
 /// Every configured remote.
 pub(crate) fn list(conn: &Connection) -> Result<Vec<RemoteInfo>> {
     if !has_state_table(conn)? {
@@ -299,7 +286,7 @@ mod tests {
         let tables: Vec<String> = stmt.query_map([], |r| r.get(0)).unwrap().map(|r| r.unwrap()).collect();
         for t in &tables {
             let t = t.as_str();
-            assert!(REPLICATED.contains(&t) || LOCAL.contains(&t) || NOT_YET.contains(&t), "table {t} is neither");
+            assert!(REPLICATED.contains(&t) || LOCAL.contains(&t) || WITH_APPS.contains(&t), "table {t} is neither");
         }
         for t in REPLICATED {
             assert!(tables.contains(&t.to_string()), "{t} is not in the schema");

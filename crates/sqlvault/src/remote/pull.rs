@@ -16,7 +16,7 @@ use super::{Progress, REPLICATED};
 use crate::error::{Error, Result};
 
 /// Reads the concatenated, opened metadata pieces of a commit as one stream.
-struct PieceReader<'a> {
+pub(crate) struct PieceReader<'a> {
     store: &'a Store,
     keys: &'a RemoteKeys,
     names: &'a [String],
@@ -25,6 +25,23 @@ struct PieceReader<'a> {
     at: usize,
     hasher: blake3::Hasher,
     error: Option<Error>,
+}
+
+impl<'a> PieceReader<'a> {
+    /// A reader of the pieces `names`, in order.
+    pub(crate) fn new(store: &'a Store, keys: &'a RemoteKeys, names: &'a [String]) -> PieceReader<'a> {
+        PieceReader { store, keys, names, next: 0, buf: Vec::new(), at: 0, hasher: blake3::Hasher::new(), error: None }
+    }
+
+    /// The next dump item; the store's or the seal's own error rather than a bare I/O one.
+    pub(crate) fn item(&mut self) -> Result<Item> {
+        format::read_item(self).map_err(|e| self.error.take().unwrap_or(e))
+    }
+
+    /// BLAKE3 (hex) of everything read so far.
+    pub(crate) fn digest(&self) -> String {
+        self.hasher.finalize().to_hex().to_string()
+    }
 }
 
 impl Read for PieceReader<'_> {
@@ -101,6 +118,8 @@ pub(crate) fn apply(
     for t in REPLICATED.iter().filter(|t| **t != "chunks") {
         tx.execute(&format!("DELETE FROM \"{t}\""), [])?;
     }
+    super::apps::drop_all(tx)?;
+    let mut apps = super::apps::Applier::default();
 
     let mut reader = PieceReader {
         store,
@@ -114,7 +133,7 @@ pub(crate) fn apply(
     };
     let mut kept = HashSet::new();
     let mut missing: Vec<(i64, Vec<u8>, i64, i64)> = Vec::new();
-    let mut current: Option<(String, Vec<String>)> = None;
+    let mut current: Option<(String, Vec<String>, bool)> = None;
     let mut seen_tables = HashSet::new();
     let damaged = |what: String| Error::damaged(format!("remote commit metadata: {what}"));
     loop {
@@ -125,8 +144,15 @@ pub(crate) fn apply(
         match item {
             Item::End => break,
             Item::Table { table, columns } => {
+                if !seen_tables.insert(table.clone()) {
+                    return Err(damaged(format!("unexpected table {table:?}")));
+                }
+                if apps.starts(tx, &table, &columns)? {
+                    current = Some((table, columns, true));
+                    continue;
+                }
                 let known = REPLICATED.contains(&table.as_str()) || table == "sqlite_sequence";
-                if !known || !seen_tables.insert(table.clone()) {
+                if !known {
                     return Err(damaged(format!("unexpected table {table:?}")));
                 }
                 let expected = if table == "sqlite_sequence" {
@@ -137,12 +163,16 @@ pub(crate) fn apply(
                 if columns != expected {
                     return Err(damaged(format!("columns of {table} differ from this vault's")));
                 }
-                current = Some((table, columns));
+                current = Some((table, columns, false));
             }
             Item::Row(values) => {
-                let Some((table, columns)) = &current else { return Err(damaged("row before any table".into())) };
+                let Some((table, columns, app)) = &current else { return Err(damaged("row before any table".into())) };
                 if values.len() != columns.len() {
                     return Err(damaged(format!("row of {table} has {} values", values.len())));
+                }
+                if *app {
+                    apps.row(tx, table, columns, &values)?;
+                    continue;
                 }
                 match table.as_str() {
                     "chunks" => {
@@ -185,9 +215,12 @@ pub(crate) fn apply(
     if reader.hasher.finalize().to_hex().as_str() != commit.digest {
         return Err(damaged("digest mismatch".into()));
     }
-    if seen_tables.len() != REPLICATED.len() + 1 {
+    let app_section = if commit.layout >= 2 { vec![super::apps::MIGRATIONS, super::apps::SCHEMA] } else { Vec::new() };
+    let required = REPLICATED.iter().chain(&["sqlite_sequence"]).chain(&app_section);
+    if required.clone().any(|t| !seen_tables.contains(*t)) {
         return Err(damaged("tables are missing".into()));
     }
+    apps.finish(tx)?;
 
     // Chunks: drop those the commit does not name (or names with other content), fetch the new.
     for id in local.keys().filter(|id| !kept.contains(id)) {
@@ -211,7 +244,9 @@ pub(crate) fn apply(
     Ok(Applied { chunks: missing.len() as u64, bytes: total })
 }
 
-/// True if `ancestor` is `head` or one of its ancestors (first parents, at most `limit` steps).
+/// True if `ancestor` is `head` or one of its ancestors (first parents, at most `limit`
+/// steps), or if the history was pruned (`remote prune`) before reaching it: rollback
+/// detection covers the history the remote still holds.
 pub(crate) fn descends_from(
     store: &Store,
     keys: &RemoteKeys,
@@ -224,7 +259,8 @@ pub(crate) fn descends_from(
         if at == ancestor {
             return Ok(true);
         }
-        match super::push::read_commit(store, keys, &at)?.parents.first() {
+        let Some(c) = read_commit_if_kept(store, keys, &at)? else { return Ok(true) };
+        match c.parents.first() {
             Some(p) => at = p.clone(),
             None => return Ok(false),
         }
@@ -232,7 +268,17 @@ pub(crate) fn descends_from(
     Ok(false)
 }
 
-/// Commits from `head` back along first parents, newest first, at most `limit`.
+/// Commit `id`, or `None` if `remote prune` deleted it.
+fn read_commit_if_kept(store: &Store, keys: &RemoteKeys, id: &str) -> Result<Option<Commit>> {
+    super::push::check_commit_name(id)?;
+    match store.get(id)? {
+        None => Ok(None),
+        Some(_) => super::push::read_commit(store, keys, id).map(Some),
+    }
+}
+
+/// Commits from `head` back along first parents, newest first, at most `limit`; the
+/// history ends where `remote prune` deleted it.
 pub(crate) fn log(store: &Store, keys: &RemoteKeys, head: &str, limit: usize) -> Result<Vec<(String, Commit)>> {
     let mut out = Vec::new();
     let mut at = Some(head.to_string());
@@ -240,7 +286,14 @@ pub(crate) fn log(store: &Store, keys: &RemoteKeys, head: &str, limit: usize) ->
         if out.len() >= limit {
             break;
         }
-        let c = super::push::read_commit(store, keys, &id)?;
+        let c = if out.is_empty() {
+            super::push::read_commit(store, keys, &id)?
+        } else {
+            match read_commit_if_kept(store, keys, &id)? {
+                Some(c) => c,
+                None => break,
+            }
+        };
         at = c.parents.first().cloned();
         out.push((id, c));
     }

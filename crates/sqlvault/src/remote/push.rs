@@ -153,6 +153,7 @@ pub(crate) fn dump(conn: &Connection, out: &mut impl Write) -> Result<Counts> {
             format::write_item(out, &Item::Row(values))?;
         }
     }
+    super::apps::dump(conn, out)?;
     // Autoincrement counters (inode numbers are never reused; see schema.rs).
     format::write_item(
         out,
@@ -244,8 +245,9 @@ pub(crate) fn push(
     state: &State,
     progress: &dyn Fn(Progress),
 ) -> Result<(PushOutcome, Option<String>)> {
-    super::check_replicable(conn)?;
     let remote = read_ref(store, keys)?;
+    // After the ref: a prune that locked the remote since has touched the ref (see prune.rs).
+    super::lock::check_unlocked(store, keys)?;
     let remote_head = remote.as_ref().map(|(c, _)| c.clone());
     let local_digest = digest(conn)?;
     if remote_head.is_some() && remote_head != state.head {

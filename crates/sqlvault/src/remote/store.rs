@@ -218,6 +218,62 @@ impl Store {
     }
 }
 
+/// An object as a listing shows it (for `remote prune`).
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// Name without the remote's prefix.
+    pub name: String,
+    /// Stored size in bytes.
+    pub size: u64,
+    /// When the store last wrote it (its clock), nanoseconds since the epoch.
+    pub modified_ns: i64,
+}
+
+impl Store {
+    /// Like [`Store::list`], with each object's size and time of last write.
+    pub fn list_meta(&self, under: &str) -> Result<Vec<Listed>> {
+        let p = self.path(under.trim_end_matches('/'));
+        let metas: Vec<_> = self
+            .rt
+            .block_on(self.inner.list(Some(&p)).try_collect::<Vec<_>>())
+            .map_err(|e| self.err("list", under, e))?;
+        Ok(metas
+            .into_iter()
+            .filter_map(|m| {
+                let name = m.location.as_ref().strip_prefix(&self.prefix)?.to_string();
+                let modified_ns = m.last_modified.timestamp_nanos_opt().unwrap_or(i64::MAX);
+                Some(Listed { name, size: m.size, modified_ns })
+            })
+            .collect())
+    }
+
+    /// Deletes `name` (no error if it is gone already).
+    pub fn delete(&self, name: &str) -> Result<()> {
+        self.rt.block_on(self.delete_async(name))
+    }
+
+    async fn delete_async(&self, name: &str) -> Result<()> {
+        match self.inner.delete(&self.path(name)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.err("delete", name, e)),
+        }
+    }
+
+    /// Deletes every name of `names`, up to [`PARALLEL`] at a time; `done` is called once
+    /// per deleted object with its index, in completion order. Stops at the first error.
+    pub fn delete_all(&self, names: &[String], mut done: impl FnMut(usize) -> Result<()>) -> Result<()> {
+        self.rt.block_on(async {
+            let mut deletes = futures::stream::iter(names.iter().enumerate())
+                .map(|(i, name)| async move { self.delete_async(name).await.map(|_| i) })
+                .buffer_unordered(PARALLEL);
+            while let Some(r) = deletes.next().await {
+                done(r?)?;
+            }
+            Ok(())
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,7 +32,7 @@ use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::Connection;
 
 use crate::error::Result;
-use crate::storage::schema::{OUR_NAMES, RESERVED_PREFIXES};
+use crate::storage::schema::{CREATED_ON_USE, OUR_NAMES, RESERVED_PREFIXES};
 
 /// Pragmas application SQL may run: they read, never change, and take a table or
 /// index name (checked) or nothing.
@@ -195,7 +195,8 @@ pub(crate) fn renamed_into_reserved(conn: &Connection) -> Result<Option<String>>
     while let Some(row) = rows.next()? {
         let name: String = row.get(0)?;
         let lower = name.to_ascii_lowercase();
-        if reserved(&name) && !OUR_NAMES.contains(&lower.as_str()) && !lower.starts_with("sqlite_") {
+        let known = OUR_NAMES.contains(&lower.as_str()) || CREATED_ON_USE.contains(&lower.as_str());
+        if reserved(&name) && !known && !lower.starts_with("sqlite_") {
             return Ok(Some(name));
         }
     }

@@ -248,6 +248,11 @@ pub const OUR_NAMES: &[&str] = &[
 /// Name prefixes reserved for sqlvault's future tables and for SQLite's own.
 pub const RESERVED_PREFIXES: &[&str] = &["sqlvault_", "sqlite_"];
 
+/// Tables of ours that other layers create on first use, not the migrations
+/// (`remote`: the replication state). Not in [`OUR_NAMES`], which the migrations make;
+/// the authorizer's rename check knows them as ours all the same.
+pub const CREATED_ON_USE: &[&str] = &["sqlvault_remotes", "sqlvault_remote_keys"];
+
 /// Creates the schema of a new vault (the connection's database must be empty).
 pub fn create(conn: &Connection) -> Result<()> {
     let tx = conn.unchecked_transaction()?;

@@ -27,7 +27,13 @@ pub(crate) mod metadata;
 mod nodes;
 mod paths;
 #[cfg(feature = "remote")]
+mod prune;
+#[cfg(feature = "remote")]
 mod remote;
+#[cfg(feature = "remote")]
+mod remote_keys;
+#[cfg(feature = "remote")]
+mod remote_restore;
 mod secrets;
 mod snapshots;
 mod sql;

@@ -10,7 +10,9 @@ use crate::fs::tree;
 use crate::keys::{Header, Secret};
 use crate::remote::format::{names, RemoteKeys};
 use crate::remote::store::Store;
-use crate::remote::{self, pull, push, At, CommitInfo, Progress, PullOutcome, PushOutcome, RemoteInfo, RemoteUrl};
+use crate::remote::{
+    self, keyslots, pull, push, At, CommitInfo, Progress, PullOutcome, PushOutcome, RemoteInfo, RemoteUrl,
+};
 use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
 
@@ -34,7 +36,7 @@ impl Vault {
         self.engine().read(remote::list)
     }
 
-    fn remote_parts(&self, name: &str) -> Result<(remote::State, Store, RemoteKeys)> {
+    pub(super) fn remote_parts(&self, name: &str) -> Result<(remote::State, Store, RemoteKeys)> {
         let state = self.engine().read(|c| remote::state(c, name))?;
         let store = Store::connect(&state.url)?;
         Ok((state, store, RemoteKeys::new(self.engine().master_key())))
@@ -52,13 +54,25 @@ impl Vault {
         let (state, store, keys) = self.remote_parts(name)?;
         let header = Header::read(self.path())?;
         push::ensure_initialized(&store, &keys, &header, self.chunk_size())?;
-        let (outcome, digest) = self.engine().read(|c| push::push(c, &store, &keys, &state, progress))?;
+        // A `Behind` naming the head this push started from means a prune touched the
+        // ref meanwhile (remote/prune.rs): push again; the retry sees the lock if held.
+        let mut attempts = 0;
+        let (outcome, digest) = loop {
+            let r = self.engine().read(|c| push::push(c, &store, &keys, &state, progress))?;
+            match &r.0 {
+                PushOutcome::Behind { remote } if state.head.as_ref() == Some(remote) && attempts < 3 => attempts += 1,
+                _ => break r,
+            }
+        };
         let head = match &outcome {
             PushOutcome::Pushed { commit, .. } | PushOutcome::UpToDate { commit } => Some(commit),
             PushOutcome::Behind { .. } => None,
         };
         if let (Some(head), Some(digest)) = (head, digest) {
             self.engine().write(|tx| remote::set_head(tx, name, head, &digest))?;
+        }
+        if head.is_some() {
+            self.sync_key_slots(name, &store, true)?;
         }
         Ok(outcome)
     }
@@ -83,13 +97,14 @@ impl Vault {
             return Ok(PullOutcome::UpToDate { commit: None });
         };
         if state.head.as_ref() == Some(&head) {
+            self.sync_key_slots(name, &store, false)?;
             return Ok(PullOutcome::UpToDate { commit: Some(head) });
         }
         if self.files().any_open() {
             return Err(Error::InvalidArgument { what: "files of this vault are open in this process".into() });
         }
         let commit = push::read_commit(&store, &keys, &head)?;
-        self.engine().write(|tx| {
+        let outcome = self.engine().write(|tx| {
             let local = push::digest(tx)?;
             if local == commit.digest {
                 remote::set_head(tx, name, &head, &local)?;
@@ -120,7 +135,9 @@ impl Vault {
                 chunks_downloaded: applied.chunks,
                 bytes_downloaded: applied.bytes,
             })
-        })
+        })?;
+        self.sync_key_slots(name, &store, false)?;
+        Ok(outcome)
     }
 
     /// The commits of remote `name`, newest first (at most `limit`).
@@ -174,8 +191,10 @@ impl Vault {
         let store = Store::connect(&url)?;
         let key_copy =
             store.get(names::KEYS)?.ok_or_else(|| Error::NotFound { path: format!("vault at {}", url.url()) })?.0;
-        let header = Header::from_copy(&key_copy)?;
+        let keys_obj = keyslots::decode(&key_copy)?;
+        let header = keys_obj.header.clone();
         let (master, _) = header.unlock(secret, &url.url())?;
+        keyslots::check_for_clone(&keys_obj, &master)?;
         let keys = RemoteKeys::new(&master);
         let no_commits = || Error::NotFound { path: format!("commits at {} (push first)", url.url()) };
         let rconfig = push::read_config(&keys, &store.get(names::CONFIG)?.ok_or_else(no_commits)?.0)?;
@@ -204,6 +223,7 @@ impl Vault {
                 pull::apply(tx, &store, &keys, &commit, progress)?;
                 let digest = push::digest(tx)?;
                 remote::add(tx, remote::ORIGIN, &url, &device)?;
+                keyslots::record(tx, remote::ORIGIN, keys_obj.epoch, &header.slots_digest())?;
                 remote::set_head(tx, remote::ORIGIN, &head, &digest)
             })?;
             Ok(engine)
@@ -221,7 +241,7 @@ impl Vault {
 }
 
 /// The commit `at` names in the history from `newest`.
-fn pick(store: &Store, keys: &RemoteKeys, newest: &str, at: &At) -> Result<String> {
+pub(super) fn pick(store: &Store, keys: &RemoteKeys, newest: &str, at: &At) -> Result<String> {
     let log = pull::log(store, keys, newest, HISTORY_LIMIT)?;
     let found = match at {
         At::Commit(id) => {

@@ -54,7 +54,7 @@ impl Vault {
 
 /// Serialises header updates between processes with `flock` on the vault file (SQLite
 /// uses POSIX record locks, which do not interfere).
-fn with_header_lock<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
+pub(super) fn with_header_lock<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
     use std::os::fd::AsRawFd;
     let file = std::fs::File::open(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::not_found(path.display()),

@@ -1,0 +1,202 @@
+//! `restore --at | --commit`: a remote commit's tree as a temporary snapshot of the
+//! vault, so that the snapshot restore (one transaction, hard links, tags, extended
+//! attributes, replaced destinations) brings it into the live tree.
+//!
+//! [`load`] streams the commit's dump into the `snap_*` tables under a new snapshot
+//! row (the tree's rows only: records, snapshots and application tables of the commit
+//! are not part of a tree restore), maps the commit's chunk ids to this vault's
+//! (equal id and hash, else found or stored by content), fetches only the chunks this
+//! vault lacks, a batch at a time, and holds them for the snapshot. The caller restores
+//! from it and removes it in the same transaction, which frees the fetched chunks the
+//! restore did not use. Memory: one batch of chunks and one metadata piece.
+
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, Connection};
+
+use super::format::{Commit, Item, RemoteKeys};
+use super::pull::PieceReader;
+use super::store::Store;
+use super::Progress;
+use crate::error::{Error, Result};
+use crate::fs::chunks::{self, ChunkId};
+use crate::snapshot::{RestoreSummary, SnapshotId};
+
+/// Chunks fetched per round trip batch.
+const BATCH: usize = 256;
+
+/// What `restore --at | --commit` brought back.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RemoteRestore {
+    /// The commit restored from (`commits/<64 hex>`).
+    pub commit: String,
+    /// When it was pushed (nanoseconds since the epoch).
+    pub time_ns: i64,
+    /// Chunks fetched from the remote (the vault lacked them).
+    pub chunks_downloaded: u64,
+    /// What the restore brought back into the live tree.
+    pub restored: RestoreSummary,
+}
+
+/// The dump table -> the snapshot table its rows go to.
+fn target(table: &str) -> Option<&'static str> {
+    Some(match table {
+        "inodes" => "snap_inodes",
+        "dirents" => "snap_dirents",
+        "file_chunks" => "snap_chunks",
+        "xattrs" => "snap_xattrs",
+        "tags" => "snap_tags",
+        "chunks" => "temp.remote_chunks",
+        _ => return None,
+    })
+}
+
+/// Loads `commit`'s tree as a new snapshot of the vault behind `tx`; returns its id and
+/// the number of chunks fetched. `check` runs between batches.
+pub(crate) fn load(
+    tx: &Connection,
+    store: &Store,
+    keys: &RemoteKeys,
+    commit: &Commit,
+    check: &dyn Fn() -> Result<()>,
+    progress: &dyn Fn(Progress),
+) -> Result<(SnapshotId, u64)> {
+    let schema: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if schema != commit.schema {
+        return Err(Error::InvalidArgument {
+            what: format!(
+                "the remote's commit has schema version {}, this vault {schema}: open both with the same sqlvault",
+                commit.schema
+            ),
+        });
+    }
+    tx.execute("INSERT INTO snapshots(name, created_ns) VALUES ('.sqlvault-remote-restore', ?1)", [commit.time_ns])?;
+    let snap = tx.last_insert_rowid();
+    tx.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS remote_chunks(rid INTEGER PRIMARY KEY, hash BLOB NOT NULL,
+             len INTEGER NOT NULL, lid INTEGER);
+         DELETE FROM temp.remote_chunks;",
+    )?;
+
+    let damaged = |what: String| Error::damaged(format!("remote commit metadata: {what}"));
+    let mut reader = PieceReader::new(store, keys, &commit.meta);
+    let mut current: Option<(String, usize)> = None; // insert statement, columns
+    loop {
+        match reader.item()? {
+            Item::End => break,
+            Item::Table { table, columns } => {
+                current = match target(&table) {
+                    None => None,
+                    Some("temp.remote_chunks") => {
+                        if columns != ["id", "hash", "refs", "len"] {
+                            return Err(damaged("columns of chunks differ from this vault's".into()));
+                        }
+                        Some(("INSERT INTO temp.remote_chunks(rid, hash, len) VALUES (?1, ?2, ?4)".to_string(), 4))
+                    }
+                    Some(t) => {
+                        let mut stmt = tx.prepare(&format!("PRAGMA table_info(\"{table}\")"))?;
+                        let local =
+                            stmt.query_map([], |r| r.get::<_, String>(1))?.collect::<rusqlite::Result<Vec<_>>>()?;
+                        if columns != local {
+                            return Err(damaged(format!("columns of {table} differ from this vault's")));
+                        }
+                        let cols = columns.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
+                        let marks = (2..=columns.len() + 1).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+                        Some((format!("INSERT INTO {t}(snap, {cols}) VALUES (?1, {marks})"), columns.len()))
+                    }
+                };
+            }
+            Item::Row(values) => {
+                let Some((sql, n)) = &current else { continue };
+                if values.len() != *n {
+                    return Err(damaged("row of unexpected width".into()));
+                }
+                if sql.starts_with("INSERT INTO temp.") {
+                    tx.prepare_cached(sql)?.execute(params_from_iter(values.iter()))?;
+                } else {
+                    let all = std::iter::once(Value::Integer(snap)).chain(values);
+                    tx.prepare_cached(sql)?.execute(params_from_iter(all))?;
+                }
+            }
+        }
+    }
+    if reader.digest() != commit.digest {
+        return Err(damaged("digest mismatch".into()));
+    }
+    // As a snapshot freezes it: named inodes and the root only.
+    tx.execute(
+        "DELETE FROM snap_chunks WHERE snap = ?1 AND ino NOT IN (SELECT ino FROM snap_dirents WHERE snap = ?1)",
+        [snap],
+    )?;
+    tx.execute(
+        "DELETE FROM snap_inodes WHERE snap = ?1 AND ino <> 1
+         AND ino NOT IN (SELECT ino FROM snap_dirents WHERE snap = ?1)",
+        [snap],
+    )?;
+
+    // Chunk ids: the same id with the same hash is the same chunk; the rest are fetched
+    // (or found by content under another id) a batch at a time.
+    tx.execute(
+        "UPDATE temp.remote_chunks SET lid = rid
+         WHERE rid IN (SELECT chunk FROM snap_chunks WHERE snap = ?1)
+         AND EXISTS (SELECT 1 FROM chunks c WHERE c.id = remote_chunks.rid AND c.hash = remote_chunks.hash)",
+        [snap],
+    )?;
+    let total: i64 = tx.query_row(
+        "SELECT coalesce(sum(len), 0) FROM temp.remote_chunks
+         WHERE lid IS NULL AND rid IN (SELECT chunk FROM snap_chunks WHERE snap = ?1)",
+        [snap],
+        |r| r.get(0),
+    )?;
+    let (mut after, mut done, mut fetched) = (i64::MIN, 0u64, 0u64);
+    loop {
+        check()?;
+        let batch: Vec<(i64, Vec<u8>, i64)> = {
+            let mut stmt = tx.prepare_cached(
+                "SELECT rid, hash, len FROM temp.remote_chunks WHERE lid IS NULL AND rid > ?2
+                 AND rid IN (SELECT chunk FROM snap_chunks WHERE snap = ?1) ORDER BY rid LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![snap, after, BATCH as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        let Some(last) = batch.last() else { break };
+        after = last.0;
+        let names: Vec<String> = batch.iter().map(|(_, h, _)| keys.chunk_name(h)).collect();
+        store.get_all(&names, |i, sealed| {
+            let (rid, hash, len) = &batch[i];
+            let data = keys.open_chunk(&names[i], &sealed, hash)?;
+            if data.len() as i64 != *len {
+                return Err(super::format::tampered(&names[i]));
+            }
+            // Stored (or found) with one reference, given back at once: the snapshot's
+            // hold below keeps it until the restore adopted it or the snapshot is gone.
+            let ChunkId(lid) = chunks::acquire(tx, &data)?;
+            tx.prepare_cached("UPDATE chunks SET refs = refs - 1 WHERE id = ?1")?.execute([lid])?;
+            tx.prepare_cached("UPDATE temp.remote_chunks SET lid = ?2 WHERE rid = ?1")?.execute([rid, &lid])?;
+            done += *len as u64;
+            fetched += 1;
+            progress(Progress { phase: "chunks", done, total: total as u64 });
+            Ok(())
+        })?;
+    }
+    let unmapped: i64 = tx.query_row(
+        "SELECT count(*) FROM snap_chunks s LEFT JOIN temp.remote_chunks r ON r.rid = s.chunk
+         WHERE s.snap = ?1 AND r.lid IS NULL",
+        [snap],
+        |r| r.get(0),
+    )?;
+    if unmapped > 0 {
+        return Err(damaged(format!("{unmapped} chunk references name no chunk of the commit")));
+    }
+    tx.execute(
+        "UPDATE snap_chunks SET chunk = (SELECT lid FROM temp.remote_chunks WHERE rid = snap_chunks.chunk) WHERE snap = ?1",
+        [snap],
+    )?;
+    let counts: Vec<(ChunkId, i64)> = {
+        let mut stmt = tx.prepare("SELECT chunk, count(*) FROM snap_chunks WHERE snap = ?1 GROUP BY chunk")?;
+        let rows = stmt.query_map([snap], |r| Ok((ChunkId(r.get(0)?), r.get(1)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    chunks::hold(tx, &counts)?;
+    tx.execute("DELETE FROM temp.remote_chunks", [])?;
+    Ok((SnapshotId(snap as u64), fetched))
+}

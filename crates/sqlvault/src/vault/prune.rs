@@ -1,0 +1,68 @@
+//! The facade of `remote prune` (feature `remote`): retention rules as `snapshot
+//! forget` applies them, turned into the set of commits to keep; the work (lock, ref
+//! touch, grace period, deletion) is in `crate::remote::prune`.
+
+use std::collections::HashSet;
+
+use super::bulk::Interrupt;
+use super::history::{forget_plan, ForgetPolicy};
+use super::Vault;
+use crate::error::{Error, Result};
+use crate::remote::prune::{self, PruneParams};
+use crate::remote::{Progress, PruneOptions, PruneSummary};
+
+impl Vault {
+    /// Deletes the commits of remote `name` that `options` does not keep (the head is
+    /// always kept), then the metadata pieces and chunk objects no kept commit
+    /// references, sparing any object younger than `options.grace`. Holds the remote's
+    /// exclusive lock meanwhile: refused with [`Error::RemoteLocked`] while another
+    /// device holds it; pushes are refused the same way while this runs.
+    pub fn remote_prune(&self, name: &str, options: &PruneOptions) -> Result<PruneSummary> {
+        self.remote_prune_with(name, options, &Interrupt::new(), &|_| {})
+    }
+
+    /// [`Vault::remote_prune`] with progress (`commits`, `metadata`, `deleting`) and an
+    /// interrupt checked between steps (the lock is released; what was deleted stays
+    /// deleted, and nothing a kept commit needs was).
+    pub fn remote_prune_with(
+        &self,
+        name: &str,
+        options: &PruneOptions,
+        interrupt: &Interrupt,
+        progress: &dyn Fn(Progress),
+    ) -> Result<PruneSummary> {
+        if options.has_no_rule() {
+            return Err(Error::InvalidArgument {
+                what: "remote prune needs a retention rule (--keep-last, --keep-within, --keep-daily, ...)".into(),
+            });
+        }
+        let (state, store, keys) = self.remote_parts(name)?;
+        let policy = ForgetPolicy {
+            last: options.keep_last,
+            hourly: options.keep_hourly,
+            daily: options.keep_daily,
+            weekly: options.keep_weekly,
+            monthly: options.keep_monthly,
+            yearly: options.keep_yearly,
+        };
+        let now = crate::fs::tree::now_ns();
+        let within = options.keep_within.map(|d| now.saturating_sub(d.as_nanos().min(i64::MAX as u128) as i64));
+        let choose = |history: &[(String, i64)]| -> HashSet<String> {
+            let mut keep: HashSet<String> =
+                forget_plan(history, &policy, &options.tz).into_iter().filter(|d| d.keep).map(|d| d.name).collect();
+            if let Some(since) = within {
+                keep.extend(history.iter().filter(|(_, t)| *t >= since).map(|(id, _)| id.clone()));
+            }
+            keep
+        };
+        let params = PruneParams {
+            device: &state.device,
+            choose: &choose,
+            grace_ns: options.grace.as_nanos().min(i64::MAX as u128) as i64,
+            dry_run: options.dry_run,
+            check: &|| interrupt.check(),
+            progress,
+        };
+        prune::prune(&store, &keys, &params)
+    }
+}
