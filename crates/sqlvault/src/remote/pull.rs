@@ -54,7 +54,7 @@ impl Read for PieceReader<'_> {
 }
 
 /// Columns of `table` (without `chunks.data`).
-fn columns_of(conn: &Connection, table: &str) -> Result<Vec<String>> {
+pub(crate) fn columns_of(conn: &Connection, table: &str) -> Result<Vec<String>> {
     let mut stmt = conn.prepare(&format!("PRAGMA table_info(\"{table}\")"))?;
     let cols = stmt.query_map([], |r| r.get::<_, String>(1))?.collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(cols.into_iter().filter(|c| !(table == "chunks" && c == "data")).collect())
@@ -102,6 +102,79 @@ pub(crate) fn apply(
         tx.execute(&format!("DELETE FROM \"{t}\""), [])?;
     }
 
+    let mut kept = HashSet::new();
+    let mut missing: Vec<(i64, Vec<u8>, i64, i64)> = Vec::new();
+    read_dump(tx, store, keys, commit, |table, columns, values| {
+        match table {
+            "chunks" => {
+                let (Value::Integer(id), Value::Blob(hash), Value::Integer(refs), Value::Integer(len)) =
+                    (&values[0], &values[1], &values[2], &values[3])
+                else {
+                    return Err(Error::damaged("remote commit metadata: malformed chunk row"));
+                };
+                if local.get(id) == Some(hash) {
+                    tx.prepare_cached("UPDATE chunks SET refs = ?2, len = ?3 WHERE id = ?1")?
+                        .execute(params![id, refs, len])?;
+                    kept.insert(*id);
+                } else {
+                    missing.push((*id, hash.clone(), *refs, *len));
+                }
+            }
+            "sqlite_sequence" => {
+                let n = tx
+                    .prepare_cached("UPDATE sqlite_sequence SET seq = max(seq, ?2) WHERE name = ?1")?
+                    .execute(params_from_iter(values.iter()))?;
+                if n == 0 {
+                    tx.prepare_cached("INSERT INTO sqlite_sequence(name, seq) VALUES (?1, ?2)")?
+                        .execute(params_from_iter(values.iter()))?;
+                }
+            }
+            _ => insert_row(tx, &format!("\"{table}\""), columns, &values)?,
+        }
+        Ok(())
+    })?;
+
+    // Chunks: drop those the commit does not name (or names with other content), fetch the new.
+    for id in local.keys().filter(|id| !kept.contains(id)) {
+        tx.prepare_cached("DELETE FROM chunks WHERE id = ?1")?.execute([id])?;
+    }
+    let total: u64 = missing.iter().map(|m| m.3 as u64).sum();
+    let names: Vec<String> = missing.iter().map(|m| keys.chunk_name(&m.1)).collect();
+    let mut done = 0u64;
+    store.get_all(&names, |i, sealed| {
+        let (id, hash, refs, len) = &missing[i];
+        let data = keys.open_chunk(&names[i], &sealed, hash)?;
+        if data.len() as i64 != *len {
+            return Err(format::tampered(&names[i]));
+        }
+        tx.prepare_cached("INSERT INTO chunks(id, hash, refs, len, data) VALUES (?1, ?2, ?3, ?4, ?5)")?
+            .execute(params![id, hash, refs, len, data])?;
+        done += *len as u64;
+        progress(Progress { phase: "chunks", done, total });
+        Ok(())
+    })?;
+    Ok(Applied { chunks: missing.len() as u64, bytes: total })
+}
+
+/// Inserts one dump row into `target` (a quoted table name) with `columns`.
+pub(crate) fn insert_row(tx: &Connection, target: &str, columns: &[String], values: &[Value]) -> Result<()> {
+    let cols = columns.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
+    let marks = (1..=columns.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+    tx.prepare_cached(&format!("INSERT INTO {target}({cols}) VALUES ({marks})"))?
+        .execute(params_from_iter(values.iter()))?;
+    Ok(())
+}
+
+/// Streams `commit`'s metadata dump, calling `row(table, columns, values)` for every row
+/// (tables and columns checked against this vault's schema, `sqlite_sequence` last). The
+/// digest is checked at the end: the caller's transaction must not commit on an error.
+pub(crate) fn read_dump(
+    tx: &Connection,
+    store: &Store,
+    keys: &RemoteKeys,
+    commit: &Commit,
+    mut row: impl FnMut(&str, &[String], Vec<Value>) -> Result<()>,
+) -> Result<()> {
     let mut reader = PieceReader {
         store,
         keys,
@@ -112,8 +185,6 @@ pub(crate) fn apply(
         hasher: blake3::Hasher::new(),
         error: None,
     };
-    let mut kept = HashSet::new();
-    let mut missing: Vec<(i64, Vec<u8>, i64, i64)> = Vec::new();
     let mut current: Option<(String, Vec<String>)> = None;
     let mut seen_tables = HashSet::new();
     let damaged = |what: String| Error::damaged(format!("remote commit metadata: {what}"));
@@ -144,37 +215,15 @@ pub(crate) fn apply(
                 if values.len() != columns.len() {
                     return Err(damaged(format!("row of {table} has {} values", values.len())));
                 }
-                match table.as_str() {
-                    "chunks" => {
-                        let (Value::Integer(id), Value::Blob(hash), Value::Integer(refs), Value::Integer(len)) =
-                            (&values[0], &values[1], &values[2], &values[3])
-                        else {
-                            return Err(damaged("malformed chunk row".into()));
-                        };
-                        if local.get(id) == Some(hash) {
-                            tx.prepare_cached("UPDATE chunks SET refs = ?2, len = ?3 WHERE id = ?1")?
-                                .execute(params![id, refs, len])?;
-                            kept.insert(*id);
-                        } else {
-                            missing.push((*id, hash.clone(), *refs, *len));
-                        }
-                    }
-                    "sqlite_sequence" => {
-                        let n = tx
-                            .prepare_cached("UPDATE sqlite_sequence SET seq = max(seq, ?2) WHERE name = ?1")?
-                            .execute(params_from_iter(values.iter()))?;
-                        if n == 0 {
-                            tx.prepare_cached("INSERT INTO sqlite_sequence(name, seq) VALUES (?1, ?2)")?
-                                .execute(params_from_iter(values.iter()))?;
-                        }
-                    }
-                    _ => {
-                        let cols = columns.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
-                        let marks = (1..=columns.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
-                        tx.prepare_cached(&format!("INSERT INTO \"{table}\"({cols}) VALUES ({marks})"))?
-                            .execute(params_from_iter(values.iter()))?;
-                    }
+                if table == "chunks"
+                    && !matches!(
+                        (&values[0], &values[1], &values[2], &values[3]),
+                        (Value::Integer(_), Value::Blob(_), Value::Integer(_), Value::Integer(_))
+                    )
+                {
+                    return Err(damaged("malformed chunk row".into()));
                 }
+                row(table, columns, values)?;
             }
         }
     }
@@ -188,48 +237,7 @@ pub(crate) fn apply(
     if seen_tables.len() != REPLICATED.len() + 1 {
         return Err(damaged("tables are missing".into()));
     }
-
-    // Chunks: drop those the commit does not name (or names with other content), fetch the new.
-    for id in local.keys().filter(|id| !kept.contains(id)) {
-        tx.prepare_cached("DELETE FROM chunks WHERE id = ?1")?.execute([id])?;
-    }
-    let total: u64 = missing.iter().map(|m| m.3 as u64).sum();
-    let names: Vec<String> = missing.iter().map(|m| keys.chunk_name(&m.1)).collect();
-    let mut done = 0u64;
-    store.get_all(&names, |i, sealed| {
-        let (id, hash, refs, len) = &missing[i];
-        let data = keys.open_chunk(&names[i], &sealed, hash)?;
-        if data.len() as i64 != *len {
-            return Err(format::tampered(&names[i]));
-        }
-        tx.prepare_cached("INSERT INTO chunks(id, hash, refs, len, data) VALUES (?1, ?2, ?3, ?4, ?5)")?
-            .execute(params![id, hash, refs, len, data])?;
-        done += *len as u64;
-        progress(Progress { phase: "chunks", done, total });
-        Ok(())
-    })?;
-    Ok(Applied { chunks: missing.len() as u64, bytes: total })
-}
-
-/// True if `ancestor` is `head` or one of its ancestors (first parents, at most `limit` steps).
-pub(crate) fn descends_from(
-    store: &Store,
-    keys: &RemoteKeys,
-    head: &str,
-    ancestor: &str,
-    limit: usize,
-) -> Result<bool> {
-    let mut at = head.to_string();
-    for _ in 0..limit {
-        if at == ancestor {
-            return Ok(true);
-        }
-        match super::push::read_commit(store, keys, &at)?.parents.first() {
-            Some(p) => at = p.clone(),
-            None => return Ok(false),
-        }
-    }
-    Ok(false)
+    Ok(())
 }
 
 /// Commits from `head` back along first parents, newest first, at most `limit`.

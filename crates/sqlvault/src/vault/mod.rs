@@ -28,6 +28,8 @@ mod nodes;
 mod paths;
 #[cfg(feature = "remote")]
 mod remote;
+#[cfg(feature = "remote")]
+pub(crate) mod replicate;
 mod secrets;
 mod snapshots;
 mod sql;
