@@ -722,3 +722,57 @@ fn a_failed_merge_leaves_the_vault_as_it_was() {
     assert_eq!(b.remotes().unwrap()[0].head, head_before);
     assert!(b.fsck().unwrap().is_clean(), "{:?}", b.fsck().unwrap());
 }
+
+#[test]
+fn replicate_rounds_hold_the_lease_and_idle_rounds_cost_one_get_of_ref() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = S3Server::start_logged(&log);
+    let url = remote(&server, "idle");
+    let (_tv, a) = TestVault::new(CHUNK);
+    a.write_file("/f", b"one").unwrap();
+    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let sqlvault::ReplicatorStart::Holding(mut rep) = a.replicator("r", Duration::from_secs(1)).unwrap() else {
+        panic!("the lease was not free")
+    };
+    let first = rep.round(&no_progress).unwrap();
+    assert!(matches!(first.push, PushOutcome::Pushed { .. }), "{first:?}");
+    // A second replicator of the same remote (another device) is told who holds it.
+    let b = clone(&server, &url, other.path(), "b.vault");
+    let sqlvault::ReplicatorStart::Busy(holder) = b.replicator("origin", Duration::from_secs(1)).unwrap() else {
+        panic!("two replicators hold the lease")
+    };
+    assert!(holder.expires_ns > first.lease_expires_ns - 1);
+
+    // Idle rounds: one request each, a GET of `ref` (the lease lasts a minute, renewed
+    // after twenty seconds: not during these rounds).
+    let lines = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default().lines().count();
+    std::thread::sleep(Duration::from_millis(300));
+    let before = lines(&log);
+    for _ in 0..5 {
+        let r = rep.round(&no_progress).unwrap();
+        assert!(matches!(r.push, PushOutcome::UpToDate { .. }) && r.pulls.is_empty() && !r.lease_renewed, "{r:?}");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let idle: Vec<&str> = text.lines().skip(before).collect();
+    assert_eq!(idle.len(), 5, "{idle:#?}");
+    assert!(idle.iter().all(|l| l.contains(" s3_GetObject vaults/one/ref ")), "{idle:#?}");
+
+    // A change made while replicating: the next round pushes it; if the remote moved
+    // meanwhile (b pushed), the round merges and pushes again.
+    b.write_file("/from-b", b"b").unwrap();
+    assert!(matches!(b.push("origin").unwrap(), PushOutcome::Pushed { .. }));
+    a.write_file("/from-a", b"a").unwrap();
+    let r = rep.round(&no_progress).unwrap();
+    assert!(matches!(r.push, PushOutcome::Pushed { .. }) && r.pulls.len() == 1, "{r:?}");
+    assert!(matches!(b.pull("origin").unwrap(), PullOutcome::Pulled { .. }));
+    assert_eq!(b.read_file("/from-a").unwrap(), b"a");
+    assert_eq!(observe(&a), observe(&b));
+
+    // Released: the other device may replicate now.
+    assert!(rep.release().unwrap());
+    assert_eq!(a.lease_holder("r").unwrap(), None);
+    assert!(matches!(b.replicator("origin", Duration::from_secs(1)).unwrap(), sqlvault::ReplicatorStart::Holding(_)));
+}
