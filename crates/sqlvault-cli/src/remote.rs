@@ -332,7 +332,14 @@ struct Summary {
 }
 
 /// `replicate`: rounds until Ctrl-C / SIGTERM (or one with `--once`), then the lease is released.
-fn replicate(ctx: &Ctx, vault: &std::path::Path, name: &str, every: Duration, once: bool, json: bool) -> Result<u8, CliError> {
+fn replicate(
+    ctx: &Ctx,
+    vault: &std::path::Path,
+    name: &str,
+    every: Duration,
+    once: bool,
+    json: bool,
+) -> Result<u8, CliError> {
     let stop = progress::interrupt();
     let v = ctx.open(vault)?;
     let mut rep = match v.replicator(name, every)? {
@@ -398,7 +405,8 @@ fn replicate(ctx: &Ctx, vault: &std::path::Path, name: &str, every: Duration, on
     result?;
     released?;
     if json {
-        let line = serde_json::to_string(&serde_json::json!({ "summary": sum })).map_err(|e| CliError::usage(e.to_string()))?;
+        let line = serde_json::to_string(&serde_json::json!({ "summary": sum }))
+            .map_err(|e| CliError::usage(e.to_string()))?;
         outln!("{line}");
     }
     let text = format!(

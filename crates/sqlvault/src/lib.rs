@@ -54,11 +54,11 @@ pub use storage::engine::{Durability, EngineConfig};
 #[cfg(feature = "io-counts")]
 pub use storage::vfs::{io_counts, IoCounts};
 pub use vault::bulk::{is_interrupted, Interrupt, RemoveSummary};
-#[cfg(feature = "remote")]
-pub use vault::replicate::{ReplicatorStart, Replicator, Round};
 pub use vault::history::{forget_plan, Change, ChangeKind, ForgetDecision, ForgetPolicy};
 pub use vault::import::PART_PREFIX;
 pub use vault::metadata::{RecordScan, Records};
+#[cfg(feature = "remote")]
+pub use vault::replicate::{Replicator, ReplicatorStart, Round};
 pub use vault::transaction::{Tx, TxRecords};
 pub use vault::whole::WholeFile;
 pub use vault::{Allocate, SeekHole};

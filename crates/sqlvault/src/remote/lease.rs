@@ -87,7 +87,13 @@ pub(crate) fn take(store: &Store, keys: &RemoteKeys, device: &str, ttl_ns: i64) 
         };
         if let Written::Done(e) = written {
             let etag = etag_of(store, e)?;
-            return Ok(Taken::Held(Lease { device: device.into(), session, etag, expires_ns: mine.expires_ns, renewed_ns: now }));
+            return Ok(Taken::Held(Lease {
+                device: device.into(),
+                session,
+                etag,
+                expires_ns: mine.expires_ns,
+                renewed_ns: now,
+            }));
         }
         // Someone wrote it between our read and our write: look again.
     }

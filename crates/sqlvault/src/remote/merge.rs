@@ -142,7 +142,8 @@ pub(crate) fn merge(
 /// Drops every scratch table (none exist outside a merge's transaction).
 fn drop_scratch(tx: &Connection) -> Result<()> {
     let names: Vec<String> = {
-        let mut stmt = tx.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE ?1 ESCAPE '\\'")?;
+        let mut stmt =
+            tx.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE ?1 ESCAPE '\\'")?;
         let rows = stmt.query_map([format!("{}%", S.replace('_', "\\_"))], |r| r.get(0))?;
         rows.collect::<rusqlite::Result<_>>()?
     };
@@ -158,7 +159,10 @@ fn load_sides(tx: &Connection, store: &Store, keys: &RemoteKeys, base: Option<&C
     for (side, commit) in [(B, base), (R, Some(remote))] {
         for t in REPLICATED {
             let cols = pull::columns_of(tx, t)?.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
-            tx.execute(&format!("CREATE TABLE {} AS SELECT {cols} FROM main.\"{t}\" WHERE 0", side_table(side, t)), [])?;
+            tx.execute(
+                &format!("CREATE TABLE {} AS SELECT {cols} FROM main.\"{t}\" WHERE 0", side_table(side, t)),
+                [],
+            )?;
         }
         tx.execute(&format!("CREATE TABLE {} (name TEXT, seq INTEGER)", side_table(side, "seq")), [])?;
         if let Some(commit) = commit {
@@ -808,8 +812,7 @@ fn map_chunks(tx: &Connection) -> Result<()> {
                 new
             }
         };
-        tx.prepare_cached(&format!("INSERT INTO {S}cmap(side, id, new) VALUES (0, ?1, ?2)"))?
-            .execute([id, new])?;
+        tx.prepare_cached(&format!("INSERT INTO {S}cmap(side, id, new) VALUES (0, ?1, ?2)"))?.execute([id, new])?;
     }
     Ok(())
 }
@@ -938,9 +941,7 @@ fn merge_records(tx: &Connection, suffix: &str) -> Result<(Vec<Conflict>, u64)> 
         )?;
     }
     tx.execute(
-        &format!(
-            "UPDATE {S}rec SET m = CASE WHEN l IS b THEN r WHEN r IS b THEN l WHEN r IS NULL THEN l ELSE r END"
-        ),
+        &format!("UPDATE {S}rec SET m = CASE WHEN l IS b THEN r WHEN r IS b THEN l WHEN r IS NULL THEN l ELSE r END"),
         [],
     )?;
     let clashes: Vec<(String, Vec<u8>, Vec<u8>)> = {
@@ -1087,7 +1088,8 @@ fn finish(tx: &Connection, store: &Store, keys: &RemoteKeys, progress: &dyn Fn(P
             )?;
             value = value.max(top.unwrap_or(0));
         }
-        if tx.execute("UPDATE main.sqlite_sequence SET seq = max(seq, ?2) WHERE name = ?1", params![name, value])? == 0 {
+        if tx.execute("UPDATE main.sqlite_sequence SET seq = max(seq, ?2) WHERE name = ?1", params![name, value])? == 0
+        {
             tx.execute("INSERT INTO main.sqlite_sequence(name, seq) VALUES (?1, ?2)", params![name, value])?;
         }
     }

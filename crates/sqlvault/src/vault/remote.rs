@@ -8,10 +8,10 @@ use super::{ids, Vault};
 use crate::error::{Error, Result};
 use crate::fs::tree;
 use crate::keys::{Header, Secret};
-use crate::remote::format::{names, RemoteKeys};
-use crate::remote::store::Store;
 use crate::remote::format::Commit;
+use crate::remote::format::{names, RemoteKeys};
 use crate::remote::merge::{self, Ancestry};
+use crate::remote::store::Store;
 use crate::remote::{
     self, pull, push, At, CommitInfo, Progress, PullOutcome, PushMerged, PushOutcome, RemoteInfo, RemoteUrl,
 };
