@@ -776,3 +776,73 @@ fn replicate_rounds_hold_the_lease_and_idle_rounds_cost_one_get_of_ref() {
     assert_eq!(a.lease_holder("r").unwrap(), None);
     assert!(matches!(b.replicator("origin", Duration::from_secs(1)).unwrap(), sqlvault::ReplicatorStart::Holding(_)));
 }
+
+/// The child side of `sigkill_during_a_merge_leaves_the_vault_as_it_was`.
+#[test]
+fn pull_child_entry() {
+    let Ok(vault) = std::env::var("SQLVAULT_PULL_CHILD") else { return };
+    common::s3::set_client_env();
+    let v = Vault::open(&vault, &pass(), EngineConfig::default()).unwrap();
+    println!("START");
+    let r = v.pull(sqlvault::remote::ORIGIN).unwrap();
+    println!("DONE {r:?}");
+}
+
+#[test]
+fn sigkill_during_a_merge_leaves_the_vault_as_it_was() {
+    let server = S3Server::start();
+    let (_tv, a, dir, b, _url) = diverged(&server, "killmerge");
+    // Work for the merge on both sides (no conflicts: the merged state is deterministic).
+    for i in 0..60 {
+        a.write_file(&format!("/a{i}"), &payload(100 + i, 2 * CHUNK as usize)).unwrap();
+        b.write_file(&format!("/b{i}"), &payload(300 + i, CHUNK as usize)).unwrap();
+    }
+    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    let before = observe(&b);
+    let path = dir.path().join("b.vault");
+    drop(b);
+    let backup = dir.path().join("backup.vault");
+    std::fs::copy(&path, &backup).unwrap();
+    let restore = || {
+        for suffix in ["-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+        std::fs::copy(&backup, &path).unwrap();
+    };
+    let merged = {
+        let v = Vault::open(&path, &pass(), EngineConfig::default()).unwrap();
+        assert!(matches!(v.pull(sqlvault::remote::ORIGIN).unwrap(), PullOutcome::Merged { .. }));
+        observe(&v)
+    };
+    let mut rng = Rng(0x3e26);
+    let (mut as_before, mut as_merged) = (0, 0);
+    for cycle in 0..6 {
+        restore();
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["pull_child_entry", "--exact", "--nocapture", "--quiet", "--test-threads", "1"])
+            .env("SQLVAULT_PULL_CHILD", &path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = BufReader::new(child.stdout.as_mut().unwrap()).lines().any(|l| l.unwrap() == "START");
+        assert!(started, "the pull child did not start");
+        std::thread::sleep(Duration::from_millis(rng.below(500)));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let v = Vault::open(&path, &pass(), EngineConfig::default()).unwrap();
+        assert!(v.fsck().unwrap().is_clean(), "cycle {cycle}: {:?}", v.fsck().unwrap());
+        let seen = observe(&v);
+        if seen == before {
+            as_before += 1;
+            // Nothing of the killed merge stayed: the next pull merges from scratch.
+            assert!(matches!(v.pull(sqlvault::remote::ORIGIN).unwrap(), PullOutcome::Merged { .. }));
+            assert_eq!(observe(&v), merged);
+        } else {
+            assert_eq!(seen, merged, "cycle {cycle}: neither the state before nor the merge");
+            as_merged += 1;
+        }
+    }
+    eprintln!("sigkill of pull: {as_before} killed mid-merge, {as_merged} finished first");
+    assert!(as_before > 0, "no merge was interrupted: the kill delays are too long");
+}
