@@ -343,7 +343,7 @@ fn replicate(
     let stop = progress::interrupt();
     let v = ctx.open(vault)?;
     let mut rep = match v.replicator(name, every)? {
-        ReplicatorStart::Holding(r) => r,
+        ReplicatorStart::Holding(r) => *r,
         ReplicatorStart::Busy(h) => {
             eprintln!(
                 "sqlvault: remote {name} is replicated by device {} (its lease runs until {}): not starting",

@@ -914,6 +914,9 @@ fn build_tree(tx: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// A collection's name, its id on each side (local, base, remote), and whether a kept record needs it.
+type CollRow = (String, Option<i64>, Option<i64>, Option<i64>, bool);
+
 /// Records and collections of the result; returns the listed conflicts and their number.
 fn merge_records(tx: &Connection, suffix: &str) -> Result<(Vec<Conflict>, u64)> {
     tx.execute_batch(&format!(
@@ -980,7 +983,7 @@ fn merge_records(tx: &Connection, suffix: &str) -> Result<(Vec<Conflict>, u64)> 
         }
     }
     // Collections: present by the same rules on their existence, or while a record needs one.
-    let rows: Vec<(String, Option<i64>, Option<i64>, Option<i64>, bool)> = {
+    let rows: Vec<CollRow> = {
         let mut s = tx.prepare(&format!(
             "SELECT c.name, c.l, c.b, c.r, EXISTS (SELECT 1 FROM {S}rec x WHERE x.coll = c.name AND x.m IS NOT NULL)
              FROM {S}coll c ORDER BY c.r IS NULL, c.name"

@@ -20,7 +20,7 @@ const LEASE_INTERVALS: u32 = 6;
 /// What [`Vault::replicator`] found.
 pub enum ReplicatorStart<'v> {
     /// The lease is ours: run rounds.
-    Holding(Replicator<'v>),
+    Holding(Box<Replicator<'v>>),
     /// Another replicator holds the remote's lease.
     Busy(LeaseHolder),
 }
@@ -63,7 +63,7 @@ impl Vault {
         crate::remote::push::ensure_initialized(&store, &keys, &header, self.chunk_size())?;
         Ok(match lease::take(&store, &keys, &state.device, ttl_ns)? {
             Taken::Busy(h) => ReplicatorStart::Busy(h),
-            Taken::Held(l) => ReplicatorStart::Holding(Replicator {
+            Taken::Held(l) => ReplicatorStart::Holding(Box::new(Replicator {
                 vault: self,
                 name: name.to_string(),
                 store,
@@ -71,7 +71,7 @@ impl Vault {
                 lease: Some(l),
                 ttl_ns,
                 initialized: true,
-            }),
+            })),
         })
     }
 
