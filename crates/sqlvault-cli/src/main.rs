@@ -12,7 +12,8 @@
 //! | 3 | vault is damaged (fsck found problems, tampered or truncated file) |
 //! | 4 | not found, already exists, not empty, not a directory, invalid path and the like |
 //! | 5 | environment: I/O error, disk full, busy vault; or some entries were skipped by put |
-//! | 6 | `push` refused: the remote has a newer commit (pull first) |
+//! | 6 | `push` refused: the remote has a newer commit (pull first, or `push --pull`) |
+//! | 7 | `replicate`: another replicator holds the remote's lease |
 //! | 130 | interrupted by Ctrl-C or SIGTERM (see `progress`) |
 
 /// `println!` for standard output that a closed pipe (`sqlvault info | head -1`) does

@@ -1,5 +1,6 @@
-//! `remote add|ls|log`, `push`, `pull` and `clone`: replication to S3-compatible
-//! object storage (the library's `remote` feature). Credentials come from the
+//! `remote add|ls|log`, `push` (`--pull`: merge and retry), `pull` (merges diverged
+//! histories), `clone` and `replicate` (continuous push holding the remote's lease):
+//! replication to S3-compatible object storage (the library's `remote` feature). Credentials come from the
 //! environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
 //! `AWS_REGION`), never from arguments; the vault stores only the URL and endpoint.
 
@@ -7,33 +8,63 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sqlvault::remote::{At, Progress, PullOutcome, PushOutcome};
-use sqlvault::Vault;
+use std::time::Duration;
 
-use crate::{print_json, secret, ui, CliError, Ctx};
+use sqlvault::remote::{At, Progress, PullOutcome, PushOutcome};
+use sqlvault::{ReplicatorStart, Vault};
+
+use crate::{print_json, progress, secret, ui, CliError, Ctx};
 
 /// Exit code of a push refused because the remote moved ahead (pull first).
 const BEHIND: u8 = 6;
 /// Exit code of a push or prune refused because another device's prune holds the
 /// remote's lock (try again later).
 const LOCKED: u8 = 7;
+/// Exit code of `replicate` when another replicator holds the remote's lease.
+const LEASED: u8 = 7;
 
 #[derive(Subcommand, Debug)]
 pub enum RemoteTop {
     /// Replicas on S3-compatible object storage: `remote add|ls|log`.
     #[command(subcommand)]
     Remote(RemoteCommand),
-    /// Upload what changed since the last push as a new commit of the remote.
+    /// Upload what changed since the last push as a new commit of the remote. Exit code 6
+    /// if someone else pushed first (unless --pull).
     Push {
         /// The vault file.
         vault: PathBuf,
         /// The remote's name (`remote add`).
         name: String,
+        /// If the remote moved ahead: pull (merge) and push again, up to --rounds pushes.
+        #[arg(long)]
+        pull: bool,
+        /// With --pull: at most this many pushes (exit code 6 if all lost the race).
+        #[arg(long, default_value_t = 5, value_name = "N", requires = "pull")]
+        rounds: usize,
         /// Print the outcome as JSON.
         #[arg(long)]
         json: bool,
     },
-    /// Bring the remote's newest commit into the vault.
+    /// Push continuously, every interval, holding the remote's lease (one replicator per
+    /// remote): each round pushes, and if the remote moved ahead pulls (merges) and pushes
+    /// again. Exit code 7 if another replicator holds the lease; Ctrl-C ends it (130).
+    Replicate {
+        /// The vault file.
+        vault: PathBuf,
+        /// The remote's name (`remote add`).
+        name: String,
+        /// Time between rounds: 500ms, 10s, 5m, 1h (a bare number is seconds).
+        #[arg(long, default_value = "10s", value_name = "INTERVAL")]
+        every: String,
+        /// Run a single round, then release the lease and exit.
+        #[arg(long)]
+        once: bool,
+        /// Print one JSON object per round (one line each), then a summary object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Bring the remote's newest commit into the vault; if both changed, merge them
+    /// (conflicting versions are kept side by side as NAME.conflict-DEVICE-TIME).
     Pull {
         /// The vault file.
         vault: PathBuf,
@@ -240,18 +271,29 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
                 }
             }
         }
-        RemoteTop::Push { vault, name, json } => {
+        RemoteTop::Push { vault, name, pull, rounds, json } => {
             let v = ctx.open(&vault)?;
             let pb = bar(json);
-            let outcome = v.push_with_progress(&name, &on_progress(&pb));
+            let r = if pull {
+                v.push_or_merge(&name, rounds, &on_progress(&pb)).map(|done| (done.outcome, done.pulls))
+            } else {
+                v.push_with_progress(&name, &on_progress(&pb)).map(|o| (o, Vec::new()))
+            };
             pb.finish_and_clear();
-            let outcome = match outcome {
+            let (outcome, pulls) = match r {
                 Ok(o) => o,
                 Err(e) => return locked_or(e),
             };
             v.close()?;
             if json {
-                print_json(&outcome)?;
+                if pull {
+                    print_json(&serde_json::json!({ "push": outcome, "pulls": pulls }))?;
+                } else {
+                    print_json(&outcome)?;
+                }
+            }
+            for p in &pulls {
+                note_pull(p, &name);
             }
             match outcome {
                 PushOutcome::Pushed { commit, chunks_uploaded, bytes_uploaded, .. } => {
@@ -259,10 +301,18 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
                 }
                 PushOutcome::UpToDate { commit } => note!("up to date at {commit}"),
                 PushOutcome::Behind { remote } => {
-                    eprintln!("sqlvault: remote {name} has a newer commit {remote}: pull, then push again");
+                    if pull {
+                        eprintln!("sqlvault: remote {name} moved ahead again in each of {rounds} rounds (at {remote}): try again");
+                    } else {
+                        eprintln!("sqlvault: remote {name} has a newer commit {remote}: pull (or push --pull), then push again");
+                    }
                     return Ok(BEHIND);
                 }
             }
+        }
+        RemoteTop::Replicate { vault, name, every, once, json } => {
+            let every = parse_every(&every).map_err(CliError::usage)?;
+            return replicate(ctx, &vault, &name, every, once, json);
         }
         RemoteTop::Pull { vault, name, json } => {
             let v = ctx.open(&vault)?;
@@ -273,14 +323,7 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
             if json {
                 print_json(&outcome)?;
             }
-            match outcome {
-                PullOutcome::Pulled { commit, chunks_downloaded, bytes_downloaded } => {
-                    note!("pulled {commit}: {chunks_downloaded} new chunks, {bytes_downloaded} bytes");
-                }
-                PullOutcome::UpToDate { commit } => {
-                    note!("up to date at {}", commit.as_deref().unwrap_or("(empty remote)"))
-                }
-            }
+            note_pull(&outcome, &name);
         }
         RemoteTop::Clone { url, dest, endpoint, commit, at, json } => {
             let at = match (commit, at) {
@@ -408,4 +451,157 @@ pub fn restore_at(
         r.chunks_downloaded
     );
     Ok(0)
+}
+/// Tells on standard error what a pull did.
+fn note_pull(outcome: &PullOutcome, name: &str) {
+    match outcome {
+        PullOutcome::Pulled { commit, chunks_downloaded, bytes_downloaded } => {
+            note!("pulled {commit}: {chunks_downloaded} new chunks, {bytes_downloaded} bytes");
+        }
+        PullOutcome::UpToDate { commit } => {
+            note!("up to date at {}", commit.as_deref().unwrap_or("(empty remote)"))
+        }
+        PullOutcome::Merged { commit, conflicts, conflicts_total, two_way, chunks_downloaded, .. } => {
+            if *two_way {
+                note!(
+                    "the remote no longer holds the commit this vault last agreed on (pruned?): two-way merge, \
+                     every path that differs was kept both ways"
+                );
+            }
+            note!(
+                "merged {commit}: {conflicts_total} conflicts, {chunks_downloaded} new chunks; \
+                 push to publish the merge to {name}"
+            );
+            for c in conflicts {
+                match &c.kept_as {
+                    Some(k) => note!("conflict: {}: the remote's version kept, this vault's as {k}", c.what),
+                    None => note!("conflict: {}: the remote's attributes kept", c.what),
+                }
+            }
+            if *conflicts_total > conflicts.len() as u64 {
+                note!("... and {} more conflicts", *conflicts_total - conflicts.len() as u64);
+            }
+        }
+    }
+}
+
+/// `10s`, `500ms`, `5m`, `1h`, or seconds.
+fn parse_every(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().map_err(|_| format!("--every {s:?}: not an interval (500ms, 10s, 5m, 1h)"))?;
+    let d = match unit.trim() {
+        "ms" => Duration::from_millis(n),
+        "" | "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n * 60),
+        "h" => Duration::from_secs(n * 3600),
+        _ => return Err(format!("--every {s:?}: not an interval (500ms, 10s, 5m, 1h)")),
+    };
+    if d.is_zero() {
+        return Err(format!("--every {s:?}: the interval must be more than zero"));
+    }
+    Ok(d)
+}
+
+#[derive(Default, serde::Serialize)]
+struct Summary {
+    rounds: u64,
+    pushes: u64,
+    merges: u64,
+    conflicts: u64,
+    interrupted: bool,
+}
+
+/// `replicate`: rounds until Ctrl-C / SIGTERM (or one with `--once`), then the lease is released.
+fn replicate(
+    ctx: &Ctx,
+    vault: &std::path::Path,
+    name: &str,
+    every: Duration,
+    once: bool,
+    json: bool,
+) -> Result<u8, CliError> {
+    let stop = progress::interrupt();
+    let v = ctx.open(vault)?;
+    let mut rep = match v.replicator(name, every)? {
+        ReplicatorStart::Holding(r) => *r,
+        ReplicatorStart::Busy(h) => {
+            eprintln!(
+                "sqlvault: remote {name} is replicated by device {} (its lease runs until {}): not starting",
+                h.device,
+                ui::local_time(h.expires_ns)
+            );
+            return Ok(LEASED);
+        }
+    };
+    note!("replicating to {name} every {every:?} (Ctrl-C to stop)");
+    let mut sum = Summary::default();
+    let result = loop {
+        if stop.is_set() {
+            break Ok(());
+        }
+        let round = match rep.round(&|_| {}) {
+            Ok(r) => r,
+            Err(e) => break Err(e),
+        };
+        sum.rounds += 1;
+        sum.merges += round.pulls.iter().filter(|p| matches!(p, PullOutcome::Merged { .. })).count() as u64;
+        for p in &round.pulls {
+            if let PullOutcome::Merged { conflicts_total, .. } = p {
+                sum.conflicts += conflicts_total;
+            }
+        }
+        if matches!(round.push, PushOutcome::Pushed { .. }) {
+            sum.pushes += 1;
+        }
+        if json {
+            let line = serde_json::to_string(&round).map_err(|e| CliError::usage(e.to_string()))?;
+            outln!("{line}");
+        } else {
+            let what = match &round.push {
+                PushOutcome::Pushed { commit, chunks_uploaded, .. } => {
+                    format!("pushed {commit} ({chunks_uploaded} new chunks)")
+                }
+                PushOutcome::UpToDate { .. } => "up to date".to_string(),
+                PushOutcome::Behind { .. } => "the remote kept moving: next round".to_string(),
+            };
+            let merged = round.pulls.iter().filter(|p| matches!(p, PullOutcome::Merged { .. })).count();
+            let merged = if merged > 0 { format!(" after {merged} merge(s)") } else { String::new() };
+            outln!("{} {what}{merged}", ui::local_time(sqlvault_now()));
+        }
+        for p in &round.pulls {
+            note_pull(p, name);
+        }
+        if once {
+            break Ok(());
+        }
+        let until = std::time::Instant::now() + every;
+        while !stop.is_set() && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50).min(until - std::time::Instant::now()));
+        }
+    };
+    let released = rep.release();
+    sum.interrupted = stop.is_set();
+    v.close()?;
+    result?;
+    released?;
+    if json {
+        let line = serde_json::to_string(&serde_json::json!({ "summary": sum }))
+            .map_err(|e| CliError::usage(e.to_string()))?;
+        outln!("{line}");
+    }
+    let text = format!(
+        "{} rounds, {} pushes, {} merges, {} conflicts; lease released",
+        sum.rounds, sum.pushes, sum.merges, sum.conflicts
+    );
+    if sum.interrupted {
+        return Err(progress::interrupted(format!("replicate stopped after {text}")));
+    }
+    note!("replicated: {text}");
+    Ok(0)
+}
+
+fn sqlvault_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
 }

@@ -57,6 +57,8 @@ pub use vault::bulk::{is_interrupted, Interrupt, RemoveSummary};
 pub use vault::history::{forget_plan, Change, ChangeKind, ForgetDecision, ForgetPolicy};
 pub use vault::import::PART_PREFIX;
 pub use vault::metadata::{RecordScan, Records};
+#[cfg(feature = "remote")]
+pub use vault::replicate::{Replicator, ReplicatorStart, Round};
 pub use vault::transaction::{Tx, TxRecords};
 pub use vault::whole::WholeFile;
 pub use vault::{Allocate, SeekHole};

@@ -204,8 +204,8 @@ fn racing_pushers_exactly_one_wins_each_round() {
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
     a.push("r").unwrap();
     const REPLICAS: usize = 4;
-    const ROUNDS: usize = 4;
-    let mut winners = Vec::new();
+    const ROUNDS: usize = 3;
+    let mut expected = Vec::new();
     for round in 0..ROUNDS {
         // Every replica starts from the remote's head (a fresh clone), changes its own file.
         let dirs: Vec<_> = (0..REPLICAS).map(|_| tempfile::tempdir().unwrap()).collect();
@@ -238,24 +238,50 @@ fn racing_pushers_exactly_one_wins_each_round() {
         for (i, o) in outcomes.iter().enumerate() {
             if i != won[0] {
                 assert_eq!(o, &PushOutcome::Behind { remote: commit.clone() }, "round {round}");
-                // The loser lost nothing: its change is still in its vault, and a pull
-                // refuses to overwrite it.
-                assert!(vaults[i].exists(&format!("/r{round}-replica{i}")).unwrap());
-                let e = vaults[i].pull(sqlvault::remote::ORIGIN).unwrap_err();
-                assert!(e.to_string().contains("both changed"), "{e}");
                 assert!(vaults[i].exists(&format!("/r{round}-replica{i}")).unwrap());
             }
         }
-        winners.push(format!("/r{round}-replica{}", won[0]));
+        // The losers pull (merge) and push again, all at once: each sub-round one of them
+        // wins, the others merge again, until every change is in the remote.
+        let retried: Vec<sqlvault::remote::PushMerged> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..REPLICAS)
+                .filter(|i| *i != won[0])
+                .map(|i| {
+                    let v = &vaults[i];
+                    s.spawn(move || v.push_or_merge(sqlvault::remote::ORIGIN, 2 * REPLICAS, &no_progress).unwrap())
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for r in &retried {
+            assert!(matches!(r.outcome, PushOutcome::Pushed { .. }), "round {round}: {r:?}");
+            assert!(!r.pulls.is_empty(), "round {round}: a loser pushed without pulling: {r:?}");
+            for p in &r.pulls {
+                let PullOutcome::Merged { conflicts, .. } = p else { panic!("round {round}: {p:?}") };
+                assert!(conflicts.is_empty(), "round {round}: {conflicts:?}");
+            }
+        }
+        for i in 0..REPLICAS {
+            expected.push(format!("/r{round}-replica{i}"));
+        }
+        for v in &vaults {
+            let _ = v.pull(sqlvault::remote::ORIGIN).unwrap();
+            for e in &expected {
+                assert!(v.exists(e).unwrap(), "round {round}: {e} is missing in a replica");
+            }
+            assert!(v.fsck().unwrap().is_clean(), "{:?}", v.fsck().unwrap());
+        }
+        let seen: Vec<_> = vaults.iter().map(observe).collect();
+        assert!(seen.windows(2).all(|w| w[0] == w[1]), "round {round}: the replicas differ");
     }
-    // The remote holds a linear history with every winner's file.
+    // The remote holds a linear history with one commit per successful push and every change.
     let final_dir = tempfile::tempdir().unwrap();
     let f = clone(&server, &url, final_dir.path(), "f.vault");
-    for w in &winners {
-        assert!(f.exists(w).unwrap(), "{w}");
+    for e in &expected {
+        assert!(f.exists(e).unwrap(), "{e}");
     }
-    assert_eq!(f.read_dir("/").unwrap().len(), 1 + ROUNDS);
-    assert_eq!(f.remote_log(sqlvault::remote::ORIGIN, 100).unwrap().len(), 1 + ROUNDS);
+    assert_eq!(f.read_dir("/").unwrap().len(), 1 + ROUNDS * REPLICAS);
+    assert_eq!(f.remote_log(sqlvault::remote::ORIGIN, 1000).unwrap().len(), 1 + ROUNDS * REPLICAS);
     assert!(f.fsck().unwrap().is_clean());
 }
 
@@ -496,4 +522,315 @@ fn point_in_time_clone_by_commit_or_time() {
     // The restored vault is behind its origin: a pull brings it to the newest commit.
     assert!(matches!(second.pull(sqlvault::remote::ORIGIN).unwrap(), PullOutcome::Pulled { .. }));
     assert_eq!(observe(&second), states[2]);
+}
+
+/// Checks a conflict copy's name: `NAME.conflict-<8 hex>-<YYYYMMDDTHHMMSSZ>`.
+fn is_conflict_copy(kept: &str, of: &str) -> bool {
+    let Some(rest) = kept.strip_prefix(&format!("{of}.conflict-")) else { return false };
+    let (dev, time) = rest.split_at(8.min(rest.len()));
+    dev.bytes().all(|b| b.is_ascii_hexdigit())
+        && time.len() == 17
+        && time.starts_with('-')
+        && time.ends_with('Z')
+        && time[1..9].bytes().all(|b| b.is_ascii_digit())
+        && &time[9..10] == "T"
+}
+
+/// Two devices that agreed on a commit, both changed since, the remote moved first.
+fn diverged(server: &S3Server, bucket: &str) -> (TestVault, Vault, tempfile::TempDir, Vault, String) {
+    let url = remote(server, bucket);
+    let (tv, a) = TestVault::new(CHUNK);
+    populate(&a, "alpha");
+    a.create_dir_all("/tree/sub").unwrap();
+    a.write_file("/tree/sub/x", b"x").unwrap();
+    a.write_file("/tree/y", b"y").unwrap();
+    a.write_file("/kind", b"a file").unwrap();
+    a.write_file("/both", b"base").unwrap();
+    a.records("settings").put("font", "serif").unwrap();
+    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    let dir = tempfile::tempdir().unwrap();
+    let b = clone(server, &url, dir.path(), "b.vault");
+    (tv, a, dir, b, url)
+}
+
+#[test]
+fn pull_merges_diverged_histories_path_by_path() {
+    let server = S3Server::start();
+    let (_tv, a, _dir, b, url) = diverged(&server, "merge");
+    // The remote side (a): changes pushed first.
+    a.write_file("/a-only", b"from a").unwrap();
+    a.write_file("/docs/big.bin", &payload(20, 2 * CHUNK as usize)).unwrap(); // both change it
+    a.remove_file("/docs/dup.bin").unwrap(); // b modifies it
+    a.write_file("/sparse", b"a modified the sparse file").unwrap(); // b removes it
+    a.write_file("/same", b"equal on both sides").unwrap();
+    a.remove_file("/tree/sub/x").unwrap();
+    a.remove_dir("/tree/sub").unwrap(); // b adds a file inside
+    a.remove_file("/kind").unwrap();
+    a.create_dir("/kind", 0o755).unwrap(); // a file became a directory; b modifies the file
+    a.records("settings").put("theme", "light").unwrap(); // b sets another value
+    a.records("settings").put("from-a", "1").unwrap();
+    a.records("settings").delete("font").unwrap(); // b modifies it
+    a.snapshot("a-snap").unwrap();
+    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+
+    // The local side (b).
+    let b_only = payload(21, 3 * CHUNK as usize + 7); // chunks only b has
+    b.write_file("/b-only", &b_only).unwrap();
+    b.write_file("/docs/big.bin", &payload(22, CHUNK as usize)).unwrap();
+    b.write_file("/docs/dup.bin", b"b modified dup").unwrap();
+    b.remove_file("/sparse").unwrap();
+    b.write_file("/same", b"equal on both sides").unwrap();
+    b.write_file("/tree/sub/new", b"added by b").unwrap();
+    b.write_file("/kind", b"b changed the file").unwrap();
+    b.set_tags("/b-only", &[("owner", TagValue::from("b"))]).unwrap();
+    b.records("settings").put("theme", "blue").unwrap();
+    b.records("settings").put("from-b", "2").unwrap();
+    b.records("settings").put("font", "mono").unwrap();
+    b.snapshot("b-snap").unwrap();
+    let before_b = observe(&b);
+
+    let pulled = b.pull("origin").unwrap();
+    let PullOutcome::Merged { conflicts, conflicts_total, two_way, .. } = &pulled else { panic!("{pulled:?}") };
+    assert!(!two_way);
+    assert!(b.fsck().unwrap().is_clean(), "{:?}", b.fsck().unwrap());
+    let by_what = |w: &str| conflicts.iter().find(|c| c.what == w).unwrap_or_else(|| panic!("{w}: {conflicts:?}"));
+
+    // Changed on one side only: that side's version.
+    assert_eq!(b.read_file("/a-only").unwrap(), b"from a");
+    assert_eq!(b.read_file("/b-only").unwrap(), b_only, "a local-only chunk lost its data");
+    assert_eq!(b.tags("/b-only").unwrap(), vec![("owner".to_string(), TagValue::from("b"))]);
+    // Changed on both sides: the remote's at the path, the local one beside it.
+    assert_eq!(b.read_file("/docs/big.bin").unwrap(), payload(20, 2 * CHUNK as usize));
+    let c = by_what("/docs/big.bin");
+    let kept = c.kept_as.as_deref().unwrap();
+    let kept_big = kept;
+    assert!(is_conflict_copy(kept, "/docs/big.bin"), "{kept}");
+    assert_eq!(b.read_file(kept).unwrap(), payload(22, CHUNK as usize));
+    // Tags and xattrs travelled with the local version (it had big.bin's tags).
+    assert_eq!(b.tags(kept).unwrap(), a.tags("/docs/big.bin").unwrap());
+    // Deleted on one side, modified on the other: the modification.
+    assert_eq!(b.read_file("/docs/dup.bin").unwrap(), b"b modified dup");
+    assert_eq!(b.read_file("/sparse").unwrap(), b"a modified the sparse file");
+    // Equal changes: no conflict.
+    assert_eq!(b.read_file("/same").unwrap(), b"equal on both sides");
+    assert!(conflicts.iter().all(|c| c.what != "/same"));
+    // A directory removed remotely comes back for the file added in it locally; its
+    // unchanged entry stays removed.
+    assert_eq!(b.read_file("/tree/sub/new").unwrap(), b"added by b");
+    assert!(!b.exists("/tree/sub/x").unwrap());
+    // File -> directory remotely, file modified locally: the directory, the file beside it.
+    assert_eq!(b.metadata("/kind").unwrap().kind, FileType::Dir);
+    let kept = by_what("/kind").kept_as.clone().unwrap();
+    assert_eq!(b.read_file(&kept).unwrap(), b"b changed the file");
+    // Records: one side's changes kept, a clash keeps the remote's value and the local one.
+    let settings = b.records("settings");
+    assert_eq!(settings.get("theme").unwrap().as_deref(), Some(&b"light"[..]));
+    assert_eq!(settings.get("from-a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(settings.get("from-b").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(settings.get("font").unwrap().as_deref(), Some(&b"mono"[..]), "delete/modify keeps the modification");
+    let rc = by_what("settings/theme");
+    let key = rc.kept_as.as_deref().unwrap().strip_prefix("settings/").unwrap();
+    assert!(is_conflict_copy(key, "theme"), "{key}");
+    assert_eq!(settings.get(key).unwrap().as_deref(), Some(&b"blue"[..]));
+    // Snapshots made on either side are kept; the local one still reads.
+    let snaps: Vec<String> = b.snapshots().unwrap().into_iter().map(|s| s.name).collect();
+    assert!(snaps.contains(&"a-snap".into()) && snaps.contains(&"b-snap".into()), "{snaps:?}");
+    assert!(snaps.contains(&"snap-alpha".into()), "{snaps:?}");
+    assert_eq!(before_b.get("snapshot b-snap"), observe(&b).get("snapshot b-snap"));
+    assert_eq!(*conflicts_total, conflicts.len() as u64);
+    // /big-link is a hard link of /docs/big.bin on both sides: a conflict too, and the
+    // two local copies are still one inode, as the two remote names are.
+    let link = by_what("/big-link").kept_as.clone().unwrap();
+    assert_eq!(b.metadata(&link).unwrap().ino, b.metadata(kept_big).unwrap().ino);
+    assert_eq!(b.metadata(&link).unwrap().nlink, 2);
+    assert_eq!(b.metadata("/big-link").unwrap().ino, b.metadata("/docs/big.bin").unwrap().ino);
+    assert_eq!(conflicts.len(), 4, "{conflicts:?}");
+
+    // The merge is ahead: the next push publishes it on top of the remote's head, and
+    // the other device fast-forwards to the same state.
+    let PushOutcome::Pushed { .. } = b.push("origin").unwrap() else { panic!("push after merge") };
+    assert!(matches!(a.pull("r").unwrap(), PullOutcome::Pulled { .. }));
+    assert_eq!(observe(&a), observe(&b));
+    assert!(a.fsck().unwrap().is_clean());
+    assert!(matches!(b.push("origin").unwrap(), PushOutcome::UpToDate { .. }));
+    let d = tempfile::tempdir().unwrap();
+    assert_eq!(observe(&clone(&server, &url, d.path(), "c.vault")), observe(&a));
+}
+
+#[test]
+fn merge_without_a_base_is_two_way_and_loses_nothing() {
+    let server = S3Server::start();
+    let (_tv, a, _dir, b, _url) = diverged(&server, "twoway");
+    let base = b.remotes().unwrap()[0].head.clone().unwrap();
+    a.write_file("/both", b"a's version").unwrap();
+    a.write_file("/a-new", b"a").unwrap();
+    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    b.write_file("/both", b"b's version").unwrap();
+    b.write_file("/b-new", b"b").unwrap();
+    // The base commit is pruned from the bucket.
+    let hex = base.strip_prefix("commits/").unwrap();
+    std::fs::remove_file(server.root.path().join("twoway/vaults/one/commits").join(hex)).unwrap();
+    let pulled = b.pull("origin").unwrap();
+    let PullOutcome::Merged { conflicts, two_way: true, .. } = &pulled else { panic!("{pulled:?}") };
+    assert!(b.fsck().unwrap().is_clean(), "{:?}", b.fsck().unwrap());
+    assert_eq!(b.read_file("/both").unwrap(), b"a's version");
+    let kept = conflicts.iter().find(|c| c.what == "/both").and_then(|c| c.kept_as.clone()).unwrap();
+    assert_eq!(b.read_file(&kept).unwrap(), b"b's version");
+    assert_eq!(b.read_file("/a-new").unwrap(), b"a");
+    assert_eq!(b.read_file("/b-new").unwrap(), b"b");
+    // Paths equal on both sides are no conflict even without a base.
+    assert!(conflicts.iter().all(|c| c.what != "/docs/big.bin"), "{conflicts:?}");
+    assert!(matches!(b.push("origin").unwrap(), PushOutcome::Pushed { .. }));
+}
+
+#[test]
+fn a_failed_merge_leaves_the_vault_as_it_was() {
+    let server = S3Server::start();
+    let (_tv, a, _dir, b, _url) = diverged(&server, "failed");
+    a.write_file("/a-new", &payload(30, 4 * CHUNK as usize)).unwrap();
+    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    b.write_file("/b-new", b"b").unwrap();
+    b.remove_file("/docs/dup.bin").unwrap();
+    let before = observe(&b);
+    let head_before = b.remotes().unwrap()[0].head.clone();
+    // Tamper with every chunk object the merge must fetch (those b does not have): the
+    // merge reaches them last, after all of its table work.
+    let mut tampered = 0;
+    for p in server.objects("failed", "vaults/one/data") {
+        let mut bytes = std::fs::read(&p).unwrap();
+        bytes[40] ^= 1;
+        std::fs::write(&p, bytes).unwrap();
+        tampered += 1;
+    }
+    assert!(tampered > 0);
+    let e = b.pull("origin").unwrap_err();
+    assert!(matches!(e, Error::Damaged { .. }), "{e}");
+    assert_eq!(observe(&b), before);
+    assert_eq!(b.remotes().unwrap()[0].head, head_before);
+    assert!(b.fsck().unwrap().is_clean(), "{:?}", b.fsck().unwrap());
+}
+
+#[test]
+fn replicate_rounds_hold_the_lease_and_idle_rounds_cost_one_get_of_ref() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = S3Server::start_logged(&log);
+    let url = remote(&server, "idle");
+    let (_tv, a) = TestVault::new(CHUNK);
+    a.write_file("/f", b"one").unwrap();
+    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let sqlvault::ReplicatorStart::Holding(mut rep) = a.replicator("r", Duration::from_secs(1)).unwrap() else {
+        panic!("the lease was not free")
+    };
+    let first = rep.round(&no_progress).unwrap();
+    assert!(matches!(first.push, PushOutcome::Pushed { .. }), "{first:?}");
+    // A second replicator of the same remote (another device) is told who holds it.
+    let b = clone(&server, &url, other.path(), "b.vault");
+    let sqlvault::ReplicatorStart::Busy(holder) = b.replicator("origin", Duration::from_secs(1)).unwrap() else {
+        panic!("two replicators hold the lease")
+    };
+    assert!(holder.expires_ns > first.lease_expires_ns - 1);
+
+    // Idle rounds: one request each, a GET of `ref` (the lease lasts a minute, renewed
+    // after twenty seconds: not during these rounds).
+    let lines = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default().lines().count();
+    std::thread::sleep(Duration::from_millis(300));
+    let before = lines(&log);
+    for _ in 0..5 {
+        let r = rep.round(&no_progress).unwrap();
+        assert!(matches!(r.push, PushOutcome::UpToDate { .. }) && r.pulls.is_empty() && !r.lease_renewed, "{r:?}");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let idle: Vec<&str> = text.lines().skip(before).collect();
+    assert_eq!(idle.len(), 5, "{idle:#?}");
+    assert!(idle.iter().all(|l| l.contains(" s3_GetObject vaults/one/ref ")), "{idle:#?}");
+
+    // A change made while replicating: the next round pushes it; if the remote moved
+    // meanwhile (b pushed), the round merges and pushes again.
+    b.write_file("/from-b", b"b").unwrap();
+    assert!(matches!(b.push("origin").unwrap(), PushOutcome::Pushed { .. }));
+    a.write_file("/from-a", b"a").unwrap();
+    let r = rep.round(&no_progress).unwrap();
+    assert!(matches!(r.push, PushOutcome::Pushed { .. }) && r.pulls.len() == 1, "{r:?}");
+    assert!(matches!(b.pull("origin").unwrap(), PullOutcome::Pulled { .. }));
+    assert_eq!(b.read_file("/from-a").unwrap(), b"a");
+    assert_eq!(observe(&a), observe(&b));
+
+    // Released: the other device may replicate now.
+    assert!(rep.release().unwrap());
+    assert_eq!(a.lease_holder("r").unwrap(), None);
+    assert!(matches!(b.replicator("origin", Duration::from_secs(1)).unwrap(), sqlvault::ReplicatorStart::Holding(_)));
+}
+
+/// The child side of `sigkill_during_a_merge_leaves_the_vault_as_it_was`.
+#[test]
+fn pull_child_entry() {
+    let Ok(vault) = std::env::var("SQLVAULT_PULL_CHILD") else { return };
+    common::s3::set_client_env();
+    let v = Vault::open(&vault, &pass(), EngineConfig::default()).unwrap();
+    println!("START");
+    let r = v.pull(sqlvault::remote::ORIGIN).unwrap();
+    println!("DONE {r:?}");
+}
+
+#[test]
+fn sigkill_during_a_merge_leaves_the_vault_as_it_was() {
+    let server = S3Server::start();
+    let (_tv, a, dir, b, _url) = diverged(&server, "killmerge");
+    // Work for the merge on both sides (no conflicts: the merged state is deterministic).
+    for i in 0..60 {
+        a.write_file(&format!("/a{i}"), &payload(100 + i, 2 * CHUNK as usize)).unwrap();
+        b.write_file(&format!("/b{i}"), &payload(300 + i, CHUNK as usize)).unwrap();
+    }
+    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    let before = observe(&b);
+    let path = dir.path().join("b.vault");
+    drop(b);
+    let backup = dir.path().join("backup.vault");
+    std::fs::copy(&path, &backup).unwrap();
+    let restore = || {
+        for suffix in ["-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+        std::fs::copy(&backup, &path).unwrap();
+    };
+    let merged = {
+        let v = Vault::open(&path, &pass(), EngineConfig::default()).unwrap();
+        assert!(matches!(v.pull(sqlvault::remote::ORIGIN).unwrap(), PullOutcome::Merged { .. }));
+        observe(&v)
+    };
+    let mut rng = Rng(0x3e26);
+    let (mut as_before, mut as_merged) = (0, 0);
+    for cycle in 0..6 {
+        restore();
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["pull_child_entry", "--exact", "--nocapture", "--quiet", "--test-threads", "1"])
+            .env("SQLVAULT_PULL_CHILD", &path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = BufReader::new(child.stdout.as_mut().unwrap()).lines().any(|l| l.unwrap() == "START");
+        assert!(started, "the pull child did not start");
+        std::thread::sleep(Duration::from_millis(rng.below(500)));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let v = Vault::open(&path, &pass(), EngineConfig::default()).unwrap();
+        assert!(v.fsck().unwrap().is_clean(), "cycle {cycle}: {:?}", v.fsck().unwrap());
+        let seen = observe(&v);
+        if seen == before {
+            as_before += 1;
+            // Nothing of the killed merge stayed: the next pull merges from scratch.
+            assert!(matches!(v.pull(sqlvault::remote::ORIGIN).unwrap(), PullOutcome::Merged { .. }));
+            assert_eq!(observe(&v), merged);
+        } else {
+            assert_eq!(seen, merged, "cycle {cycle}: neither the state before nor the merge");
+            as_merged += 1;
+        }
+    }
+    eprintln!("sigkill of pull: {as_before} killed mid-merge, {as_merged} finished first");
+    assert!(as_before > 0, "no merge was interrupted: the kill delays are too long");
 }

@@ -44,6 +44,12 @@ fn home(h: &Hash) -> i64 {
     ((raw >> 1) as i64).min(i64::MAX - PROBE)
 }
 
+/// The ids a chunk with hash `h` may occupy (its home id and the probe window after it).
+pub(crate) fn window(h: &Hash) -> std::ops::Range<i64> {
+    let start = home(h);
+    start..start + PROBE
+}
+
 /// True if `id` lies in the probe window of `hash` (an fsck invariant).
 pub fn id_fits(id: i64, h: &Hash) -> bool {
     let start = home(h);

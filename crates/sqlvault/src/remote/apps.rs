@@ -96,6 +96,19 @@ pub(crate) fn dump(conn: &Connection, out: &mut impl Write) -> Result<()> {
     Ok(())
 }
 
+/// The digest of this vault's application section as [`dump`] writes it (`None`: no
+/// application object and no recorded migration), comparable with what
+/// [`super::pull::read_dump`] returns for a commit.
+pub(crate) fn digest(conn: &Connection) -> Result<Option<blake3::Hash>> {
+    let migrations: i64 = conn.query_row(&format!("SELECT count(*) FROM {MIGRATIONS}"), [], |r| r.get(0))?;
+    if migrations == 0 && objects(conn)?.is_empty() {
+        return Ok(None);
+    }
+    let mut h = blake3::Hasher::new();
+    dump(conn, &mut h)?;
+    Ok(Some(h.finalize()))
+}
+
 /// Drops every application object of the vault behind `tx` (before a pull applies a
 /// commit's), views and triggers first, then tables newest first.
 pub(crate) fn drop_all(tx: &Connection) -> Result<()> {

@@ -64,6 +64,12 @@ impl RemoteKeys {
         }
     }
 
+    /// Fixed keys for unit tests.
+    #[cfg(test)]
+    pub fn for_tests() -> RemoteKeys {
+        RemoteKeys { seal: Zeroizing::new([1; 32]), name: Zeroizing::new([2; 32]) }
+    }
+
     /// The object name of a chunk with BLAKE3 hash `hash`.
     pub fn chunk_name(&self, hash: &[u8]) -> String {
         format!("{}{}", names::DATA, blake3::keyed_hash(&self.name, hash).to_hex())

@@ -18,6 +18,8 @@
 //! * `keyslots`: the `keys` object, authenticated, following the replicas' key slots.
 //! * `lock`: the remote's exclusive lock; `prune`: retention and garbage collection.
 //! * `restore`: a commit's tree brought into the live tree (`restore --at | --commit`).
+//! * `merge`: the pull of a vault that changed too (three-way, path by path).
+//! * `lease`: the `lease` object that lets one replicator at a time push continuously.
 //!
 //! Local state lives in the `sqlvault_remotes` table, owned here and created on first use:
 //! the remote's URL and endpoint (never credentials), this replica's device id, the
@@ -27,7 +29,9 @@
 pub(crate) mod apps;
 pub(crate) mod format;
 pub(crate) mod keyslots;
+pub(crate) mod lease;
 pub(crate) mod lock;
+pub(crate) mod merge;
 pub(crate) mod prune;
 pub(crate) mod pull;
 pub(crate) mod push;
@@ -38,6 +42,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, Result};
 
+pub use lease::LeaseHolder;
 pub use prune::{PruneOptions, PruneSummary};
 pub use restore::RemoteRestore;
 pub use store::RemoteUrl;
@@ -115,6 +120,16 @@ pub enum PushOutcome {
     },
 }
 
+/// What [`crate::Vault::push_or_merge`] did: the last push's outcome and the pulls
+/// (merges) between its pushes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PushMerged {
+    /// The last push: `Behind` only if every round lost the race.
+    pub outcome: PushOutcome,
+    /// The pulls made after lost rounds, in order.
+    pub pulls: Vec<PullOutcome>,
+}
+
 /// What a pull did.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
@@ -133,6 +148,52 @@ pub enum PullOutcome {
         /// The remote's head, `None` for a remote without commits.
         commit: Option<String>,
     },
+    /// Both sides changed: the remote's head was merged into the vault (see
+    /// `docs/replication.md`). The vault is now ahead of the remote: push publishes it.
+    Merged {
+        /// The remote commit merged in.
+        commit: String,
+        /// What both sides changed differently (the first [`MAX_LISTED_CONFLICTS`]).
+        conflicts: Vec<Conflict>,
+        /// How many conflicts there were in all.
+        conflicts_total: u64,
+        /// True if the common ancestor was not available (pruned, or this vault never
+        /// agreed with the remote): every path that differs became a conflict.
+        two_way: bool,
+        /// Chunks this vault did not have.
+        chunks_downloaded: u64,
+        /// Their bytes.
+        bytes_downloaded: u64,
+    },
+}
+
+/// How many conflicts a [`PullOutcome::Merged`] lists (all are counted).
+pub const MAX_LISTED_CONFLICTS: usize = merge::LISTED;
+
+/// Something both sides of a merge changed differently.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Conflict {
+    /// What kind of thing.
+    pub kind: ConflictKind,
+    /// The path (`/a/b`), `collection/key` of a record, or the snapshot's name.
+    pub what: String,
+    /// Where the local version was kept (the remote's is at `what`); `None` when only
+    /// attributes of a directory clashed (the remote's were kept).
+    pub kept_as: Option<String>,
+}
+
+/// Kinds of [`Conflict`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConflictKind {
+    /// A file, directory, symlink or special node (with its tags and extended attributes).
+    Path,
+    /// A directory's own attributes (permissions, owner, tags): the remote's were kept.
+    Attributes,
+    /// A record.
+    Record,
+    /// A snapshot made on both sides with the same name.
+    Snapshot,
 }
 
 /// Which commit a clone takes (point-in-time restore).

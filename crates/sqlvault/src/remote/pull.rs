@@ -71,7 +71,7 @@ impl Read for PieceReader<'_> {
 }
 
 /// Columns of `table` (without `chunks.data`).
-fn columns_of(conn: &Connection, table: &str) -> Result<Vec<String>> {
+pub(crate) fn columns_of(conn: &Connection, table: &str) -> Result<Vec<String>> {
     let mut stmt = conn.prepare(&format!("PRAGMA table_info(\"{table}\")"))?;
     let cols = stmt.query_map([], |r| r.get::<_, String>(1))?.collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(cols.into_iter().filter(|c| !(table == "chunks" && c == "data")).collect())
@@ -121,105 +121,37 @@ pub(crate) fn apply(
     super::apps::drop_all(tx)?;
     let mut apps = super::apps::Applier::default();
 
-    let mut reader = PieceReader {
-        store,
-        keys,
-        names: &commit.meta,
-        next: 0,
-        buf: Vec::new(),
-        at: 0,
-        hasher: blake3::Hasher::new(),
-        error: None,
-    };
     let mut kept = HashSet::new();
     let mut missing: Vec<(i64, Vec<u8>, i64, i64)> = Vec::new();
-    let mut current: Option<(String, Vec<String>, bool)> = None;
-    let mut seen_tables = HashSet::new();
-    let damaged = |what: String| Error::damaged(format!("remote commit metadata: {what}"));
-    loop {
-        let item = match format::read_item(&mut reader) {
-            Ok(i) => i,
-            Err(e) => return Err(reader.error.take().unwrap_or(e)),
-        };
-        match item {
-            Item::End => break,
-            Item::Table { table, columns } => {
-                if !seen_tables.insert(table.clone()) {
-                    return Err(damaged(format!("unexpected table {table:?}")));
-                }
-                if apps.starts(tx, &table, &columns)? {
-                    current = Some((table, columns, true));
-                    continue;
-                }
-                let known = REPLICATED.contains(&table.as_str()) || table == "sqlite_sequence";
-                if !known {
-                    return Err(damaged(format!("unexpected table {table:?}")));
-                }
-                let expected = if table == "sqlite_sequence" {
-                    vec!["name".to_string(), "seq".to_string()]
-                } else {
-                    columns_of(tx, &table)?
+    read_dump(tx, store, keys, commit, Some(&mut apps), |table, columns, values| {
+        match table {
+            "chunks" => {
+                let (Value::Integer(id), Value::Blob(hash), Value::Integer(refs), Value::Integer(len)) =
+                    (&values[0], &values[1], &values[2], &values[3])
+                else {
+                    return Err(Error::damaged("remote commit metadata: malformed chunk row"));
                 };
-                if columns != expected {
-                    return Err(damaged(format!("columns of {table} differ from this vault's")));
-                }
-                current = Some((table, columns, false));
-            }
-            Item::Row(values) => {
-                let Some((table, columns, app)) = &current else { return Err(damaged("row before any table".into())) };
-                if values.len() != columns.len() {
-                    return Err(damaged(format!("row of {table} has {} values", values.len())));
-                }
-                if *app {
-                    apps.row(tx, table, columns, &values)?;
-                    continue;
-                }
-                match table.as_str() {
-                    "chunks" => {
-                        let (Value::Integer(id), Value::Blob(hash), Value::Integer(refs), Value::Integer(len)) =
-                            (&values[0], &values[1], &values[2], &values[3])
-                        else {
-                            return Err(damaged("malformed chunk row".into()));
-                        };
-                        if local.get(id) == Some(hash) {
-                            tx.prepare_cached("UPDATE chunks SET refs = ?2, len = ?3 WHERE id = ?1")?
-                                .execute(params![id, refs, len])?;
-                            kept.insert(*id);
-                        } else {
-                            missing.push((*id, hash.clone(), *refs, *len));
-                        }
-                    }
-                    "sqlite_sequence" => {
-                        let n = tx
-                            .prepare_cached("UPDATE sqlite_sequence SET seq = max(seq, ?2) WHERE name = ?1")?
-                            .execute(params_from_iter(values.iter()))?;
-                        if n == 0 {
-                            tx.prepare_cached("INSERT INTO sqlite_sequence(name, seq) VALUES (?1, ?2)")?
-                                .execute(params_from_iter(values.iter()))?;
-                        }
-                    }
-                    _ => {
-                        let cols = columns.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
-                        let marks = (1..=columns.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
-                        tx.prepare_cached(&format!("INSERT INTO \"{table}\"({cols}) VALUES ({marks})"))?
-                            .execute(params_from_iter(values.iter()))?;
-                    }
+                if local.get(id) == Some(hash) {
+                    tx.prepare_cached("UPDATE chunks SET refs = ?2, len = ?3 WHERE id = ?1")?
+                        .execute(params![id, refs, len])?;
+                    kept.insert(*id);
+                } else {
+                    missing.push((*id, hash.clone(), *refs, *len));
                 }
             }
+            "sqlite_sequence" => {
+                let n = tx
+                    .prepare_cached("UPDATE sqlite_sequence SET seq = max(seq, ?2) WHERE name = ?1")?
+                    .execute(params_from_iter(values.iter()))?;
+                if n == 0 {
+                    tx.prepare_cached("INSERT INTO sqlite_sequence(name, seq) VALUES (?1, ?2)")?
+                        .execute(params_from_iter(values.iter()))?;
+                }
+            }
+            _ => insert_row(tx, &format!("\"{table}\""), columns, &values)?,
         }
-    }
-    let mut rest = [0u8; 1];
-    if reader.read(&mut rest).map_err(|e| reader.error.take().unwrap_or(Error::io("metadata", e)))? != 0 {
-        return Err(damaged("bytes after the end".into()));
-    }
-    if reader.hasher.finalize().to_hex().as_str() != commit.digest {
-        return Err(damaged("digest mismatch".into()));
-    }
-    let app_section = if commit.layout >= 2 { vec![super::apps::MIGRATIONS, super::apps::SCHEMA] } else { Vec::new() };
-    let required = REPLICATED.iter().chain(&["sqlite_sequence"]).chain(&app_section);
-    if required.clone().any(|t| !seen_tables.contains(*t)) {
-        return Err(damaged("tables are missing".into()));
-    }
+        Ok(())
+    })?;
     apps.finish(tx)?;
 
     // Chunks: drop those the commit does not name (or names with other content), fetch the new.
@@ -244,28 +176,131 @@ pub(crate) fn apply(
     Ok(Applied { chunks: missing.len() as u64, bytes: total })
 }
 
-/// True if `ancestor` is `head` or one of its ancestors (first parents, at most `limit`
-/// steps), or if the history was pruned (`remote prune`) before reaching it: rollback
-/// detection covers the history the remote still holds.
-pub(crate) fn descends_from(
+/// Inserts one dump row into `target` (a quoted table name) with `columns`.
+pub(crate) fn insert_row(tx: &Connection, target: &str, columns: &[String], values: &[Value]) -> Result<()> {
+    let cols = columns.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
+    let marks = (1..=columns.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+    tx.prepare_cached(&format!("INSERT INTO {target}({cols}) VALUES ({marks})"))?
+        .execute(params_from_iter(values.iter()))?;
+    Ok(())
+}
+
+/// Streams `commit`'s metadata dump, calling `row(table, columns, values)` for every row
+/// of the replicated tables (tables and columns checked against this vault's schema,
+/// `sqlite_sequence` last). The application section (layout 2) goes to `apps`, which
+/// creates and fills the application tables; with `None` it is read (the digest covers
+/// it) but not applied. Returns the digest of the application section as
+/// [`super::apps::digest`] computes it for a vault (`None`: no application object and no
+/// migration). The dump's digest is checked at the end: the caller's transaction must
+/// not commit on an error.
+pub(crate) fn read_dump(
+    tx: &Connection,
     store: &Store,
     keys: &RemoteKeys,
-    head: &str,
-    ancestor: &str,
-    limit: usize,
-) -> Result<bool> {
-    let mut at = head.to_string();
-    for _ in 0..limit {
-        if at == ancestor {
-            return Ok(true);
-        }
-        let Some(c) = read_commit_if_kept(store, keys, &at)? else { return Ok(true) };
-        match c.parents.first() {
-            Some(p) => at = p.clone(),
-            None => return Ok(false),
+    commit: &Commit,
+    mut apps: Option<&mut super::apps::Applier>,
+    mut row: impl FnMut(&str, &[String], Vec<Value>) -> Result<()>,
+) -> Result<Option<blake3::Hash>> {
+    let mut reader = PieceReader {
+        store,
+        keys,
+        names: &commit.meta,
+        next: 0,
+        buf: Vec::new(),
+        at: 0,
+        hasher: blake3::Hasher::new(),
+        error: None,
+    };
+    // (table, columns, part of the application section)
+    let mut current: Option<(String, Vec<String>, bool)> = None;
+    let mut seen_tables = HashSet::new();
+    let mut app_hasher = blake3::Hasher::new();
+    let mut app_rows = 0u64;
+    let damaged = |what: String| Error::damaged(format!("remote commit metadata: {what}"));
+    loop {
+        let item = match format::read_item(&mut reader) {
+            Ok(i) => i,
+            Err(e) => return Err(reader.error.take().unwrap_or(e)),
+        };
+        match item {
+            Item::End => break,
+            Item::Table { table, columns } => {
+                if !seen_tables.insert(table.clone()) {
+                    return Err(damaged(format!("unexpected table {table:?}")));
+                }
+                let known = REPLICATED.contains(&table.as_str()) || table == "sqlite_sequence";
+                let app = match apps.as_deref_mut() {
+                    Some(a) => a.starts(tx, &table, &columns)?,
+                    // Not applied: the application section is its two fixed tables and
+                    // whatever follows the schema table that is not ours.
+                    None => {
+                        table == super::apps::MIGRATIONS
+                            || table == super::apps::SCHEMA
+                            || (!known && seen_tables.contains(super::apps::SCHEMA))
+                    }
+                };
+                if app {
+                    let item = Item::Table { table, columns };
+                    format::write_item(&mut app_hasher, &item)?;
+                    let Item::Table { table, columns } = item else { unreachable!() };
+                    current = Some((table, columns, true));
+                    continue;
+                }
+                if !known {
+                    return Err(damaged(format!("unexpected table {table:?}")));
+                }
+                let expected = if table == "sqlite_sequence" {
+                    vec!["name".to_string(), "seq".to_string()]
+                } else {
+                    columns_of(tx, &table)?
+                };
+                if columns != expected {
+                    return Err(damaged(format!("columns of {table} differ from this vault's")));
+                }
+                current = Some((table, columns, false));
+            }
+            Item::Row(values) => {
+                let Some((table, columns, app)) = &current else { return Err(damaged("row before any table".into())) };
+                if values.len() != columns.len() {
+                    return Err(damaged(format!("row of {table} has {} values", values.len())));
+                }
+                if *app {
+                    if table == super::apps::SCHEMA || table == super::apps::MIGRATIONS {
+                        app_rows += 1;
+                    }
+                    let item = Item::Row(values);
+                    format::write_item(&mut app_hasher, &item)?;
+                    let Item::Row(values) = item else { unreachable!() };
+                    if let Some(a) = apps.as_deref_mut() {
+                        a.row(tx, table, columns, &values)?;
+                    }
+                    continue;
+                }
+                if table == "chunks"
+                    && !matches!(
+                        (&values[0], &values[1], &values[2], &values[3]),
+                        (Value::Integer(_), Value::Blob(_), Value::Integer(_), Value::Integer(_))
+                    )
+                {
+                    return Err(damaged("malformed chunk row".into()));
+                }
+                row(table, columns, values)?;
+            }
         }
     }
-    Ok(false)
+    let mut rest = [0u8; 1];
+    if reader.read(&mut rest).map_err(|e| reader.error.take().unwrap_or(Error::io("metadata", e)))? != 0 {
+        return Err(damaged("bytes after the end".into()));
+    }
+    if reader.hasher.finalize().to_hex().as_str() != commit.digest {
+        return Err(damaged("digest mismatch".into()));
+    }
+    let app_section = if commit.layout >= 2 { vec![super::apps::MIGRATIONS, super::apps::SCHEMA] } else { Vec::new() };
+    let required = REPLICATED.iter().chain(&["sqlite_sequence"]).chain(&app_section);
+    if required.clone().any(|t| !seen_tables.contains(*t)) {
+        return Err(damaged("tables are missing".into()));
+    }
+    Ok((app_rows > 0).then(|| app_hasher.finalize()))
 }
 
 /// Commit `id`, or `None` if `remote prune` deleted it.

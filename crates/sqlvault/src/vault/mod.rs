@@ -34,6 +34,7 @@ mod remote;
 mod remote_keys;
 #[cfg(feature = "remote")]
 mod remote_restore;
+pub(crate) mod replicate;
 mod secrets;
 mod snapshots;
 mod sql;

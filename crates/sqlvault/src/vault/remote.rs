@@ -1,5 +1,5 @@
-//! The facade's replication methods (feature `remote`): `remote_add`, `push`, `pull`,
-//! `clone_remote`, `remote_log`. The work is in [`crate::remote`]; this file opens the
+//! The facade's replication methods (feature `remote`): `remote_add`, `push`, `pull`
+//! (which merges diverged histories), `push_or_merge`, `clone_remote`, `remote_log`. The work is in [`crate::remote`]; this file opens the
 //! store, derives the remote's keys and runs each step in the right kind of transaction.
 
 use std::path::Path;
@@ -8,10 +8,12 @@ use super::{ids, Vault};
 use crate::error::{Error, Result};
 use crate::fs::tree;
 use crate::keys::{Header, Secret};
+use crate::remote::format::Commit;
 use crate::remote::format::{names, RemoteKeys};
+use crate::remote::merge::{self, Ancestry};
 use crate::remote::store::Store;
 use crate::remote::{
-    self, keyslots, pull, push, At, CommitInfo, Progress, PullOutcome, PushOutcome, RemoteInfo, RemoteUrl,
+    self, keyslots, pull, push, At, CommitInfo, Progress, PullOutcome, PushMerged, PushOutcome, RemoteInfo, RemoteUrl,
 };
 use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
@@ -51,14 +53,29 @@ impl Vault {
 
     /// [`Vault::push`], reporting progress.
     pub fn push_with_progress(&self, name: &str, progress: &dyn Fn(Progress)) -> Result<PushOutcome> {
-        let (state, store, keys) = self.remote_parts(name)?;
-        let header = Header::read(self.path())?;
-        push::ensure_initialized(&store, &keys, &header, self.chunk_size())?;
+        let (_, store, keys) = self.remote_parts(name)?;
+        self.push_in(name, &store, &keys, true, progress)
+    }
+
+    /// One push through an open store; `init`: check (or create) the remote's config first.
+    pub(super) fn push_in(
+        &self,
+        name: &str,
+        store: &Store,
+        keys: &RemoteKeys,
+        init: bool,
+        progress: &dyn Fn(Progress),
+    ) -> Result<PushOutcome> {
+        let state = self.engine().read(|c| remote::state(c, name))?;
+        if init {
+            let header = Header::read(self.path())?;
+            push::ensure_initialized(store, keys, &header, self.chunk_size())?;
+        }
         // A `Behind` naming the head this push started from means a prune touched the
         // ref meanwhile (remote/prune.rs): push again; the retry sees the lock if held.
         let mut attempts = 0;
         let (outcome, digest) = loop {
-            let r = self.engine().read(|c| push::push(c, &store, &keys, &state, progress))?;
+            let r = self.engine().read(|c| push::push(c, store, keys, &state, progress))?;
             match &r.0 {
                 PushOutcome::Behind { remote } if state.head.as_ref() == Some(remote) && attempts < 3 => attempts += 1,
                 _ => break r,
@@ -69,74 +86,143 @@ impl Vault {
             PushOutcome::Behind { .. } => None,
         };
         if let (Some(head), Some(digest)) = (head, digest) {
-            self.engine().write(|tx| remote::set_head(tx, name, head, &digest))?;
+            if state.head.as_ref() != Some(head) || state.digest.as_ref() != Some(&digest) {
+                self.engine().write(|tx| remote::set_head(tx, name, head, &digest))?;
+            }
         }
         if head.is_some() {
-            self.sync_key_slots(name, &store, true)?;
+            self.sync_key_slots(name, store, true)?;
         }
         Ok(outcome)
     }
 
-    /// Brings the remote's newest commit into this vault. Refused, changing nothing,
-    /// if this vault changed since it last pushed or pulled (the histories diverged) or
-    /// if the remote's history does not contain this vault's last commit.
+    /// Pushes; while the remote is ahead, pulls (merging) and pushes again, at most
+    /// `rounds` pushes in all. [`PushMerged::outcome`] is still
+    /// [`PushOutcome::Behind`] if every round lost the race.
+    pub fn push_or_merge(&self, name: &str, rounds: usize, progress: &dyn Fn(Progress)) -> Result<PushMerged> {
+        let (_, store, keys) = self.remote_parts(name)?;
+        self.push_or_merge_in(name, &store, &keys, true, rounds, progress)
+    }
+
+    pub(super) fn push_or_merge_in(
+        &self,
+        name: &str,
+        store: &Store,
+        keys: &RemoteKeys,
+        init: bool,
+        rounds: usize,
+        progress: &dyn Fn(Progress),
+    ) -> Result<PushMerged> {
+        let mut pulls = Vec::new();
+        let mut init = init;
+        for round in 0..rounds.max(1) {
+            let outcome = self.push_in(name, store, keys, init, progress)?;
+            init = false;
+            match outcome {
+                PushOutcome::Behind { .. } if round + 1 < rounds.max(1) => {
+                    pulls.push(self.pull_in(name, store, keys, progress)?);
+                }
+                outcome => return Ok(PushMerged { outcome, pulls }),
+            }
+        }
+        unreachable!("the last round returns")
+    }
+
+    /// Brings the remote's newest commit into this vault. If this vault changed too
+    /// since it last agreed with the remote, the two are merged (three-way, path by
+    /// path; see `docs/replication.md`) and the vault is then ahead: the next push
+    /// publishes the merge. Refused, changing nothing, if the remote's history does not
+    /// contain this vault's last commit (a rollback of the remote).
     pub fn pull(&self, name: &str) -> Result<PullOutcome> {
         self.pull_with_progress(name, &no_progress)
     }
 
     /// [`Vault::pull`], reporting progress.
     pub fn pull_with_progress(&self, name: &str, progress: &dyn Fn(Progress)) -> Result<PullOutcome> {
-        let (state, store, keys) = self.remote_parts(name)?;
-        let config = push::read_config(&keys, &store.get_required(names::CONFIG)?)?;
+        let (_, store, keys) = self.remote_parts(name)?;
+        self.pull_in(name, &store, &keys, progress)
+    }
+
+    pub(super) fn pull_in(
+        &self,
+        name: &str,
+        store: &Store,
+        keys: &RemoteKeys,
+        progress: &dyn Fn(Progress),
+    ) -> Result<PullOutcome> {
+        let state = self.engine().read(|c| remote::state(c, name))?;
+        let config = push::read_config(keys, &store.get_required(names::CONFIG)?)?;
         if config.chunk_size != self.chunk_size() {
             return Err(Error::InvalidArgument {
                 what: format!("the remote's chunk size is {}, this vault's {}", config.chunk_size, self.chunk_size()),
             });
         }
-        let Some((head, _)) = push::read_ref(&store, &keys)? else {
+        let Some((head, _)) = push::read_ref(store, keys)? else {
             return Ok(PullOutcome::UpToDate { commit: None });
         };
         if state.head.as_ref() == Some(&head) {
-            self.sync_key_slots(name, &store, false)?;
+            self.sync_key_slots(name, store, false)?;
             return Ok(PullOutcome::UpToDate { commit: Some(head) });
         }
         if self.files().any_open() {
             return Err(Error::InvalidArgument { what: "files of this vault are open in this process".into() });
         }
-        let commit = push::read_commit(&store, &keys, &head)?;
+        let commit = push::read_commit(store, keys, &head)?;
         let outcome = self.engine().write(|tx| {
             let local = push::digest(tx)?;
             if local == commit.digest {
                 remote::set_head(tx, name, &head, &local)?;
                 return Ok(PullOutcome::UpToDate { commit: Some(head.clone()) });
             }
-            match &state.head {
-                Some(ours) => {
-                    if state.digest.as_deref() != Some(local.as_str()) {
-                        return Err(diverged(name));
+            // None: fast-forward; Some(base): merge (base None: two-way).
+            let merge_from: Option<Option<Commit>> = match &state.head {
+                Some(ours) => match merge::ancestry(store, keys, &head, ours, HISTORY_LIMIT)? {
+                    Ancestry::Found(base) if state.digest.as_deref() == Some(local.as_str()) => {
+                        drop(base);
+                        None
                     }
-                    if !pull::descends_from(&store, &keys, &head, ours, HISTORY_LIMIT)? {
+                    Ancestry::Found(base) => Some(Some(base)),
+                    Ancestry::Pruned => Some(None),
+                    Ancestry::Absent => {
                         return Err(Error::InvalidArgument {
                             what: format!(
                                 "remote {name}'s history does not contain this vault's last commit {ours} \
                                  (rolled back or rewritten): nothing pulled"
                             ),
-                        });
+                        })
                     }
+                },
+                None if !is_empty(tx)? => Some(None),
+                None => None,
+            };
+            match merge_from {
+                None => {
+                    let applied = pull::apply(tx, store, keys, &commit, progress)?;
+                    let digest = push::digest(tx)?;
+                    remote::set_head(tx, name, &head, &digest)?;
+                    Ok(PullOutcome::Pulled {
+                        commit: head.clone(),
+                        chunks_downloaded: applied.chunks,
+                        bytes_downloaded: applied.bytes,
+                    })
                 }
-                None if !is_empty(tx)? => return Err(diverged(name)),
-                None => {}
+                Some(base) => {
+                    let m = merge::merge(tx, store, keys, base.as_ref(), &commit, &state.device, progress)?;
+                    // Ahead of the remote: the agreed state stays the remote's, so a
+                    // push sees the merge as a change to publish on top of `head`.
+                    remote::set_head(tx, name, &head, &commit.digest)?;
+                    Ok(PullOutcome::Merged {
+                        commit: head.clone(),
+                        conflicts: m.conflicts,
+                        conflicts_total: m.conflicts_total,
+                        two_way: base.is_none(),
+                        chunks_downloaded: m.chunks,
+                        bytes_downloaded: m.bytes,
+                    })
+                }
             }
-            let applied = pull::apply(tx, &store, &keys, &commit, progress)?;
-            let digest = push::digest(tx)?;
-            remote::set_head(tx, name, &head, &digest)?;
-            Ok(PullOutcome::Pulled {
-                commit: head.clone(),
-                chunks_downloaded: applied.chunks,
-                bytes_downloaded: applied.bytes,
-            })
         })?;
-        self.sync_key_slots(name, &store, false)?;
+        self.sync_key_slots(name, store, false)?;
         Ok(outcome)
     }
 
@@ -265,15 +351,6 @@ pub(super) fn pick(store: &Store, keys: &RemoteKeys, newest: &str, at: &At) -> R
             _ => format!("commit {at:?}"),
         },
     })
-}
-
-fn diverged(name: &str) -> Error {
-    Error::InvalidArgument {
-        what: format!(
-            "this vault and remote {name} both changed since they last agreed: nothing pulled \
-             (push this vault's changes to another remote or clone the remote afresh)"
-        ),
-    }
 }
 
 /// A vault with nothing but its root directory.

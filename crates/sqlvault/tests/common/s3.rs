@@ -45,6 +45,15 @@ pub fn set_client_env() {
 
 impl S3Server {
     pub fn start() -> S3Server {
+        S3Server::start_with(&[])
+    }
+
+    /// A server that logs every request it serves to `log` (its access log).
+    pub fn start_logged(log: &Path) -> S3Server {
+        S3Server::start_with(&["--access-log".as_ref(), log.as_os_str()])
+    }
+
+    fn start_with(extra: &[&std::ffi::OsStr]) -> S3Server {
         set_client_env();
         let root = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -52,6 +61,7 @@ impl S3Server {
         let child = Command::new(&bin)
             .arg("--port")
             .arg(format!("127.0.0.1:{port}"))
+            .args(extra)
             .arg("posix")
             .arg(root.path())
             .env("ROOT_ACCESS_KEY", ACCESS_KEY)
