@@ -29,7 +29,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, Result};
 
-pub use store::RemoteUrl;
+pub use store::{RemoteUrl, PARALLEL};
 
 /// The name `Vault::clone_remote` gives the remote it cloned from.
 pub const ORIGIN: &str = "origin";
