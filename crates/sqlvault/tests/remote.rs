@@ -367,8 +367,7 @@ fn a_failed_upload_aborts_the_push_and_leaves_the_ref_unchanged() {
     let killed = std::sync::atomic::AtomicBool::new(false);
     let err = a
         .push_with_progress("r", &|p| {
-            if p.phase == "chunks" && p.done > p.total / 4 && !killed.swap(true, std::sync::atomic::Ordering::SeqCst)
-            {
+            if p.phase == "chunks" && p.done > p.total / 4 && !killed.swap(true, std::sync::atomic::Ordering::SeqCst) {
                 server.lock().unwrap().stop();
             }
         })

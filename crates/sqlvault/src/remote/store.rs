@@ -433,10 +433,15 @@ mod tests {
             Ok((format!("data/{i}"), vec![0u8; 16], i))
         });
         let r = req.clone();
-        upload_pipeline(&rt, items, |w| reported += w, move |_, _| {
-            let r = r.clone();
-            async move { r.run(0).await.map(|_| Written::Done(None)) }
-        })
+        upload_pipeline(
+            &rt,
+            items,
+            |w| reported += w,
+            move |_, _| {
+                let r = r.clone();
+                async move { r.run(0).await.map(|_| Written::Done(None)) }
+            },
+        )
         .unwrap();
         assert_eq!(reported, (0..200).sum::<u64>(), "every object reported once");
         assert_eq!(req.started.load(SeqCst), 200);
@@ -454,10 +459,15 @@ mod tests {
         let r = req.clone();
         let mut reported = 0;
         let items = (0..1000u64).map(|i| Ok((format!("data/{i}"), vec![0u8; 16], 1)));
-        let err = upload_pipeline(&rt, items, |_| reported += 1, move |_, _| {
-            let r = r.clone();
-            async move { r.run(50).await.map(|_| Written::Done(None)) }
-        })
+        let err = upload_pipeline(
+            &rt,
+            items,
+            |_| reported += 1,
+            move |_, _| {
+                let r = r.clone();
+                async move { r.run(50).await.map(|_| Written::Done(None)) }
+            },
+        )
         .unwrap_err();
         assert!(err.to_string().contains("injected failure"), "{err}");
         let started = req.started.load(SeqCst);
@@ -474,10 +484,15 @@ mod tests {
             }
             Ok((format!("data/{i}"), vec![0u8; 16], 1))
         });
-        let err = upload_pipeline(&rt, items, |_| {}, move |_, _| {
-            let r = r.clone();
-            async move { r.run(0).await.map(|_| Written::Done(None)) }
-        })
+        let err = upload_pipeline(
+            &rt,
+            items,
+            |_| {},
+            move |_, _| {
+                let r = r.clone();
+                async move { r.run(0).await.map(|_| Written::Done(None)) }
+            },
+        )
         .unwrap_err();
         assert!(matches!(err, Error::Damaged { .. }), "{err}");
         assert!(req.started.load(SeqCst) <= 40);
