@@ -1,13 +1,20 @@
 //! `remote`: push and clone of a vault to an S3-compatible server on loopback
 //! (VersityGW, posix backend, started by the scenario), against raw uploads and
-//! downloads of the same bytes to the same server in the same run: one object per
-//! file, 8 transfers in flight, through the same S3 client library (`object_store`),
-//! as `aws s3 cp --recursive` does.
+//! downloads to the same server in the same run, through the same S3 client library
+//! (`object_store`) with the same number of requests in flight as the push:
+//!
+//! * *one object per file*, as `aws s3 cp --recursive` does;
+//! * *the push's objects*: as many objects of the same sizes as the push wrote
+//!   (sealed chunks, metadata pieces), generated in memory: what the push would cost if
+//!   reading, sealing and bookkeeping were free;
+//! * *4 MiB objects*: the same bytes as the push's chunk objects, in objects of 4 MiB:
+//!   what packs of chunks could gain over one object per chunk.
 //!
 //! Two data sets: large files (`--mib` MiB in 8 MiB files) and many small files
 //! (`--files` files of `--file-bytes`). Every case runs in its own child process, so its
 //! time, CPU and peak RSS are its own.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -28,7 +35,10 @@ const PASSPHRASE: &str = "sqlvault-bench remote scenario";
 const ACCESS_KEY: &str = "sqlvault-bench-access";
 const SECRET_KEY: &str = "sqlvault-bench-secret";
 const LARGE_FILE: usize = 8 << 20;
-const PARALLEL: usize = 8;
+/// Requests in flight, for the raw cases as for the push.
+const PARALLEL: usize = sqlvault::remote::PARALLEL;
+/// Object size of the "packs" baseline.
+const PACK: u64 = 4 << 20;
 
 /// Arguments of `sqlvault-bench remote`.
 #[derive(Debug, Clone, clap::Args)]
@@ -57,7 +67,11 @@ pub struct RemoteArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 enum Kind {
-    RawPut,
+    /// Every host file as one object.
+    RawPutFiles,
+    /// `objects` generated in memory.
+    RawPutObjects,
+    /// Every object of the bucket.
     RawGet,
     Push,
     Clone,
@@ -73,8 +87,8 @@ struct Spec {
     /// Where a clone goes.
     dest: PathBuf,
     bytes: u64,
-    /// What throughput counts: bytes (MB/s) or files (files/s).
-    units: f64,
+    /// RawPutObjects: (size, count) of the objects to write.
+    objects: Vec<(u64, u64)>,
 }
 
 /// The server, killed on drop.
@@ -171,7 +185,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     let mut out = CaseOutput::default();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     match spec.kind {
-        Kind::RawPut => {
+        Kind::RawPutFiles => {
             let store = raw_store(&spec)?;
             let files = host_files(&spec.source)?;
             let m = Meter::start()?;
@@ -193,7 +207,40 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
                 }
                 Ok::<_, crate::error::Error>(())
             })?;
-            out.add("transfer", m.stop(spec.units)?);
+            out.add("transfer", m.stop(spec.bytes as f64)?);
+        }
+        Kind::RawPutObjects => {
+            let store = raw_store(&spec)?;
+            // One payload per distinct size, shared (reference-counted) by its objects.
+            let payloads: std::collections::HashMap<u64, object_store::PutPayload> = spec
+                .objects
+                .iter()
+                .map(|&(size, _)| {
+                    let mut buf = vec![0u8; (size as usize).next_multiple_of(8)];
+                    Stream::new(size).fill(&mut buf);
+                    buf.truncate(size as usize);
+                    (size, object_store::PutPayload::from(buf))
+                })
+                .collect();
+            let sizes = spec.objects.iter().flat_map(|&(size, n)| (0..n).map(move |_| size));
+            let m = Meter::start()?;
+            rt.block_on(async {
+                let mut puts = futures::stream::iter(sizes.enumerate())
+                    .map(|(i, size)| {
+                        let (store, data) = (store.clone(), payloads[&size].clone());
+                        async move {
+                            let name = object_store::path::Path::from(format!("v/data/{i:064x}"));
+                            store.put(&name, data).await?;
+                            Ok::<_, crate::error::Error>(())
+                        }
+                    })
+                    .buffer_unordered(PARALLEL);
+                while let Some(r) = puts.next().await {
+                    r?;
+                }
+                Ok::<_, crate::error::Error>(())
+            })?;
+            out.add("transfer", m.stop(spec.bytes as f64)?);
         }
         Kind::RawGet => {
             let store = raw_store(&spec)?;
@@ -218,7 +265,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
             if got != spec.bytes {
                 crate::bail!("raw get read {got} bytes, expected {}", spec.bytes);
             }
-            out.add("transfer", m.stop(spec.units)?);
+            out.add("transfer", m.stop(spec.bytes as f64)?);
         }
         Kind::Push => {
             let m = Meter::start()?;
@@ -227,7 +274,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
             v.remote_add(&name, &format!("s3://{}/v", spec.bucket), Some(&spec.endpoint))?;
             let r = v.push(&name)?;
             v.close()?;
-            out.add("transfer", m.stop(spec.units)?);
+            out.add("transfer", m.stop(spec.bytes as f64)?);
             out.notes.insert("outcome".into(), format!("{r:?}"));
         }
         Kind::Clone => {
@@ -242,7 +289,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
                 &|_| {},
             )?;
             v.close()?;
-            out.add("transfer", m.stop(spec.units)?);
+            out.add("transfer", m.stop(spec.bytes as f64)?);
             harness::remove_db(&spec.dest);
         }
     }
@@ -266,19 +313,56 @@ fn make_data_set(dir: &Path, label: &str, files: u64, size: usize, seed: u64) ->
     let v = Vault::create(&vault, &Secret::passphrase(PASSPHRASE), &opts)?;
     let mut stream = Stream::new(seed);
     let mut buf = vec![0u8; size];
-    for i in 0..files {
-        let d = format!("d{}", i / 1000);
-        if i % 1000 == 0 {
-            std::fs::create_dir_all(host.join(&d))?;
-            v.create_dir(&format!("/{d}"), 0o755)?;
+    // A directory of up to 1000 files per transaction (small files) or one file each.
+    let per_dir = 1000;
+    for first in (0..files).step_by(per_dir) {
+        let d = format!("d{}", first / per_dir as u64);
+        std::fs::create_dir_all(host.join(&d))?;
+        v.create_dir(&format!("/{d}"), 0o755)?;
+        let batch = if size >= 1 << 20 { 1 } else { per_dir as u64 };
+        let mut i = first;
+        while i < (first + per_dir as u64).min(files) {
+            let end = (i + batch).min(first + per_dir as u64).min(files);
+            v.transaction(|tx| {
+                for j in i..end {
+                    stream.fill(&mut buf);
+                    std::fs::write(host.join(&d).join(format!("f{j}")), &buf)?;
+                    tx.write_file(&format!("/{d}/f{j}"), &buf)?;
+                }
+                Ok::<_, crate::error::Error>(())
+            })?;
+            i = end;
         }
-        stream.fill(&mut buf);
-        std::fs::write(host.join(&d).join(format!("f{i}")), &buf)?;
-        v.write_file(&format!("/{d}/f{i}"), &buf)?;
     }
     v.close()?;
     Ok(DataSet { label: label.into(), host, vault, bytes: files * size as u64, files })
 }
+
+/// Sizes of the object files under `dir` (the server's own entries excluded): size -> count.
+fn object_sizes(dir: &Path) -> BTreeMap<u64, u64> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().starts_with(".sgw") {
+                continue;
+            }
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(e.path()),
+                Ok(t) if t.is_file() => *out.entry(e.metadata().map(|m| m.len()).unwrap_or(0)).or_insert(0) += 1,
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+const FILES: &str = "raw, one object per file";
+const OBJECTS: &str = "raw, the push's objects";
+const PACKS: &str = "raw, same bytes in 4 MiB objects";
+const PUSH: &str = "sqlvault push";
+const CLONE: &str = "sqlvault clone";
 
 /// Entry point of `sqlvault-bench remote`.
 pub fn remote(a: &RemoteArgs) -> Result<harness::ScenarioReport> {
@@ -290,123 +374,153 @@ pub fn remote(a: &RemoteArgs) -> Result<harness::ScenarioReport> {
         make_data_set(&run.dir, "large", large_files, LARGE_FILE, 1)?,
         make_data_set(&run.dir, "small", files, a.file_bytes, 2)?,
     ];
-    let group = |s: &DataSet, what: &str| {
+    let desc = |s: &DataSet| {
         if s.label == "large" {
-            format!("{what}: {} MiB in 8 MiB files", s.bytes >> 20)
+            format!("{} MiB in 8 MiB files", s.bytes >> 20)
         } else {
-            format!("{what}: {} files of {} bytes", s.files, a.file_bytes)
+            format!("{} files of {} bytes", s.files, a.file_bytes)
         }
     };
     let mut col = Collector::default();
-    let pb = harness::progress("remote", sets.len() as u64 * reps as u64 * 4);
-    let mut objects = Vec::new();
+    let pb = harness::progress("remote", sets.len() as u64 * reps as u64 * 8);
+    let mut notes = Vec::new();
     for rep in 0..reps {
         for s in &sets {
             let bucket = |k: &str| format!("{k}-{}-{rep}", s.label);
-            for k in ["raw", "vault"] {
+            for k in ["files", "vault", "objects", "packs"] {
                 std::fs::create_dir(server.root.path().join(bucket(k)))?;
             }
-            let unit = if s.label == "large" { Unit::MBps } else { Unit::Ops };
-            let units = if unit == Unit::MBps { s.bytes as f64 } else { s.files as f64 };
-            let cases = [
-                (Kind::RawPut, "upload", "raw PUT, one object per file", "raw"),
-                (Kind::Push, "upload", "sqlvault push", "vault"),
-                (Kind::RawGet, "download", "raw GET, one object per file", "raw"),
-                (Kind::Clone, "download", "sqlvault clone", "vault"),
-            ];
-            for (kind, what, system, b) in cases {
+            // One case in its own process.
+            let case = |kind: Kind, b: &str, system: &str, bytes: u64, objects: &[(u64, u64)]| {
                 pb.set_message(format!("{system} ({})", s.label));
                 let spec = Spec {
                     kind,
                     endpoint: server.endpoint.clone(),
                     bucket: bucket(b),
-                    source: if kind == Kind::RawPut { s.host.clone() } else { s.vault.clone() },
+                    source: if kind == Kind::RawPutFiles { s.host.clone() } else { s.vault.clone() },
                     dest: run.dir.join(format!("clone-{}-{rep}.vault", s.label)),
-                    bytes: s.bytes,
-                    units,
+                    bytes,
+                    objects: objects.to_vec(),
                 };
                 let out = harness::spawn_case("remote", &spec)?;
-                let sample = out.phases.get("transfer").context("the case measured nothing")?;
-                col.push(&group(s, what), system, unit, sample, out.peak_rss_kib);
                 pb.inc(1);
+                Ok::<_, crate::error::Error>(out)
+            };
+            // Its time counts the data set's bytes (MB/s) and the `objects` it moved (objects/s).
+            let mut record = |out: &CaseOutput, system: &str, up: bool, objects: &[(u64, u64)]| {
+                let sample = out.phases.get("transfer").context("the case measured nothing")?;
+                let dir = if up { "upload" } else { "download" };
+                let count: u64 = objects.iter().map(|o| o.1).sum();
+                let as_bytes = harness::Sample { units: s.bytes as f64, ..sample.clone() };
+                let as_objects = harness::Sample { units: count as f64, ..sample.clone() };
+                col.push(&format!("{dir} {}", desc(s)), system, Unit::MBps, &as_bytes, out.peak_rss_kib);
+                col.push(&format!("{dir} {}: objects", desc(s)), system, Unit::Ops, &as_objects, out.peak_rss_kib);
+                Ok::<_, crate::error::Error>(())
+            };
+            let per_file = [(s.bytes / s.files, s.files)];
+            record(&case(Kind::RawPutFiles, "files", FILES, s.bytes, &per_file)?, FILES, true, &per_file)?;
+            // The push's objects, counted after the push; the raw cases write as many.
+            let vault_dir = server.root.path().join(bucket("vault"));
+            let pushed_out = case(Kind::Push, "vault", PUSH, s.bytes, &[])?;
+            if let Some(o) = pushed_out.notes.get("outcome").filter(|o| !o.starts_with("Pushed")) {
+                crate::bail!("the push did not push: {o}");
+            }
+            let pushed: Vec<(u64, u64)> = object_sizes(&vault_dir).into_iter().collect();
+            record(&pushed_out, PUSH, true, &pushed)?;
+            let data: u64 = object_sizes(&vault_dir.join("v/data")).iter().map(|(size, n)| size * n).sum();
+            let packs: Vec<(u64, u64)> =
+                [(PACK, data / PACK), (data % PACK, 1)].into_iter().filter(|p| p.0 > 0 && p.1 > 0).collect();
+            let total = |o: &[(u64, u64)]| o.iter().map(|(size, n)| size * n).sum::<u64>();
+            for (kind, b, system, objects, up) in [
+                (Kind::RawPutObjects, "objects", OBJECTS, &pushed, true),
+                (Kind::RawPutObjects, "packs", PACKS, &packs, true),
+                (Kind::RawGet, "files", FILES, &per_file.to_vec(), false),
+                (Kind::RawGet, "objects", OBJECTS, &pushed, false),
+                (Kind::RawGet, "packs", PACKS, &packs, false),
+                (Kind::Clone, "vault", CLONE, &pushed, false),
+            ] {
+                let bytes = if kind == Kind::Clone { s.bytes } else { total(objects) };
+                record(&case(kind, b, system, bytes, objects)?, system, up, objects)?;
             }
             if rep == 0 {
-                let count = |b: &str| walk_count(&server.root.path().join(bucket(b)));
-                objects.push(format!(
-                    "{}: {} raw objects, {} objects in the vault's bucket (chunks, metadata pieces, commit, ref, keys, config)",
-                    s.label,
-                    count("raw"),
-                    count("vault")
+                let n = |o: &[(u64, u64)]| o.iter().map(|x| x.1).sum::<u64>();
+                notes.push(format!(
+                    "{}: {} raw objects (one per file); the push wrote {} objects, {:.1} MB ({} chunk objects, \
+                     {:.1} MB; metadata pieces, commit, ref, keys, config); {} objects of 4 MiB hold the same \
+                     chunk bytes.",
+                    desc(s),
+                    s.files,
+                    n(&pushed),
+                    total(&pushed) as f64 / 1e6,
+                    object_sizes(&vault_dir.join("v/data")).values().sum::<u64>(),
+                    data as f64 / 1e6,
+                    n(&packs)
                 ));
+            }
+            for k in ["files", "vault", "objects", "packs"] {
+                let _ = std::fs::remove_dir_all(server.root.path().join(bucket(k)));
             }
         }
     }
     pb.finish_and_clear();
     drop(server);
-    let rows = col.rows(|_, sys| {
-        if sys.starts_with("sqlvault push") {
-            Some("raw PUT, one object per file".into())
-        } else if sys.starts_with("sqlvault clone") {
-            Some("raw GET, one object per file".into())
-        } else {
-            None
-        }
+    let rows = col.rows(|_, sys| match sys {
+        PUSH | CLONE | PACKS => Some(OBJECTS.into()),
+        _ => None,
     });
+    let group = |s: &DataSet, up: bool| format!("{} {}", if up { "upload" } else { "download" }, desc(s));
     let ratio = |g: &str, sys: &str, base: &str| harness::value(&rows, g, sys) / harness::value(&rows, g, base);
-    let up = ratio(&group(&sets[0], "upload"), "sqlvault push", "raw PUT, one object per file");
-    let down = ratio(&group(&sets[0], "download"), "sqlvault clone", "raw GET, one object per file");
-    let up_small = ratio(&group(&sets[1], "upload"), "sqlvault push", "raw PUT, one object per file");
+    let up = ratio(&group(&sets[0], true), PUSH, FILES);
+    let down = ratio(&group(&sets[0], false), CLONE, FILES);
+    let up_small = ratio(&group(&sets[1], true), PUSH, FILES);
     let targets = vec![
         Target::new(
             "remote",
-            "push of large files at least 0.5x raw uploads of the same bytes (same server, same run)",
+            "push of large files at least 0.5x raw uploads of the same bytes, one object per file (same server, same run)",
             report::ratio(up),
             (!a.quick).then_some(up >= 0.5),
         ),
         Target::new(
             "remote",
-            "clone of large files at least 0.5x raw downloads of the same bytes",
+            "clone of large files at least 0.5x raw downloads of the same bytes, one object per file",
             report::ratio(down),
             (!a.quick).then_some(down >= 0.5),
         ),
         Target::new(
             "remote",
-            "push of many small files at least 0.5x raw per-file uploads (files/s)",
+            "push of many small files at least 0.5x raw per-file uploads",
             report::ratio(up_small),
             (!a.quick).then_some(up_small >= 0.5),
         ),
     ];
+    for s in &sets {
+        let (g, o) = (group(s, true), group(s, false));
+        notes.push(format!(
+            "{}: against the same objects written raw, push {} and clone {}; the same bytes in 4 MiB objects \
+             upload {} and download {} as fast as one object per chunk.",
+            desc(s),
+            report::ratio(ratio(&g, PUSH, OBJECTS)),
+            report::ratio(ratio(&o, CLONE, OBJECTS)),
+            report::ratio(ratio(&g, PACKS, OBJECTS)),
+            report::ratio(ratio(&o, PACKS, OBJECTS)),
+        ));
+    }
     let method = format!(
         "Method: a VersityGW {} server (posix backend on the scratch directory, loopback) started by the \
          scenario. Data sets written once, untimed, both as host files and into a vault (default 64 KiB \
-         chunks): {} MiB in 8 MiB files, and {} files of {} bytes. Each case is a fresh process: *raw PUT* \
-         uploads every host file as one object, *raw GET* downloads every object of that bucket, both with \
-         `object_store` and {PARALLEL} transfers in flight; *sqlvault push* opens the vault, adds a remote \
-         and pushes it into an empty bucket (chunks, metadata, commit, ref; {PARALLEL} chunk uploads in \
-         flight); *sqlvault clone* creates a new vault from that bucket. Throughput counts the data set's \
-         bytes (MB/s) or files (files/s), peak RSS is the case process's. {reps} repetition(s), medians.",
+         chunks): {} MiB in 8 MiB files, and {} files of {} bytes. Each case is a fresh process and a fresh \
+         bucket, with `object_store` and {PARALLEL} requests in flight: *{FILES}* uploads every host file \
+         as one object (`aws s3 cp --recursive`), *{OBJECTS}* writes as many objects of the same sizes as \
+         the push wrote (generated in memory: no reading, no sealing), *{PACKS}* writes the push's chunk \
+         bytes as 4 MiB objects (what packs of chunks would cost), the downloads read every object of \
+         those buckets; *{PUSH}* opens the vault, adds a remote and pushes it into an empty bucket \
+         (chunks, metadata, commit, ref), *{CLONE}* creates a new vault from that bucket. MB/s counts the \
+         data set's bytes in every row (so rows of one group compare times), objects/s the objects each \
+         case moved; CPU is the case process's (not the server's), peak RSS the case process's. \
+         {reps} repetition(s), medians.",
         "v1.8.0", mib, files, a.file_bytes
     );
-    Ok(run.report(HEADING, method, rows, targets, Vec::new(), objects))
-}
-
-fn walk_count(dir: &Path) -> usize {
-    let mut n = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
-        for e in rd.flatten() {
-            if e.file_name().to_string_lossy().starts_with(".sgw") {
-                continue;
-            }
-            match e.file_type() {
-                Ok(t) if t.is_dir() => stack.push(e.path()),
-                Ok(t) if t.is_file() => n += 1,
-                _ => {}
-            }
-        }
-    }
-    n
+    Ok(run.report(HEADING, method, rows, targets, Vec::new(), notes))
 }
 
 pub fn run(a: &RemoteArgs) -> Result<Vec<Target>> {

@@ -370,6 +370,54 @@ fn sigkill_during_push_leaves_the_remote_consistent() {
     assert!(interrupted > 0, "no push was interrupted: the kill delays are too long");
 }
 
+/// The server dies in the middle of a push's concurrent chunk uploads: the push fails
+/// with an I/O error (no hang, no panic), the ref still names the previous commit and no
+/// commit object was added; with the server back, the next push completes on top of the
+/// previous commit and a clone equals the vault.
+#[test]
+fn a_failed_upload_aborts_the_push_and_leaves_the_ref_unchanged() {
+    let server = std::sync::Mutex::new(S3Server::start());
+    let (url, endpoint) = {
+        let s = server.lock().unwrap();
+        (remote(&s, "abort"), s.endpoint.clone())
+    };
+    let (_tv, a) = TestVault::new(CHUNK);
+    populate(&a, "first");
+    a.remote_add("r", &url, Some(&endpoint)).unwrap();
+    let PushOutcome::Pushed { commit: first, .. } = a.push("r").unwrap() else { panic!("first push") };
+    let chunks_before = server.lock().unwrap().count("abort", "vaults/one", "data");
+    a.create_dir("/more", 0o755).unwrap();
+    for i in 0..50 {
+        a.write_file(&format!("/more/f{i}"), &payload(100 + i, 8 * CHUNK as usize)).unwrap();
+    }
+    let killed = std::sync::atomic::AtomicBool::new(false);
+    let err = a
+        .push_with_progress("r", &|p| {
+            if p.phase == "chunks" && p.done > p.total / 4 && !killed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                server.lock().unwrap().stop();
+            }
+        })
+        .unwrap_err();
+    assert!(killed.into_inner(), "the push ended before the server was stopped");
+    assert!(matches!(err, Error::Io { .. }), "{err}");
+
+    let mut s = server.lock().unwrap();
+    s.restart();
+    assert_eq!(s.count("abort", "vaults/one", "commits"), 1, "a commit was written");
+    let left_behind = s.count("abort", "vaults/one", "data") - chunks_before;
+    assert!(left_behind < 400, "every chunk was uploaded before the failure");
+    let log = a.remote_log("r", 10).unwrap();
+    assert_eq!(log.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), [first.as_str()], "the ref moved");
+
+    let r = a.push("r").unwrap();
+    let PushOutcome::Pushed { chunks_uploaded, .. } = r else { panic!("{r:?}") };
+    // What the failed push wrote is reused (content-named, create-only).
+    assert_eq!(chunks_uploaded as usize, 400 - left_behind);
+    assert_eq!(a.remote_log("r", 10).unwrap()[1].id, first);
+    let d = tempfile::tempdir().unwrap();
+    assert_eq!(observe(&clone(&s, &url, d.path(), "c.vault")), observe(&a));
+}
+
 #[test]
 fn wrong_secret_is_refused_and_leaves_no_file() {
     let server = S3Server::start();

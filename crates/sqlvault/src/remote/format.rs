@@ -111,9 +111,15 @@ impl RemoteKeys {
             .map_err(|_| tampered(name))
     }
 
-    /// Seals a chunk, padded to a power of two.
-    pub fn seal_chunk(&self, name: &str, data: &[u8]) -> Result<Vec<u8>> {
-        let padded_len = (data.len() + 4).next_power_of_two().max(MIN_PADDED);
+    /// Seals a chunk, padded to a power of two, but never past the vault's chunk size
+    /// (`chunk_size` plus the 4-byte length): every chunk is at most that long, so a full
+    /// chunk costs no padding and the cap tells nothing a power of two would not.
+    /// Readers ignore the padding, so the cap changes no layout.
+    pub fn seal_chunk(&self, name: &str, data: &[u8], chunk_size: usize) -> Result<Vec<u8>> {
+        let mut padded_len = (data.len() + 4).next_power_of_two().max(MIN_PADDED);
+        if data.len() <= chunk_size {
+            padded_len = padded_len.min(chunk_size + 4);
+        }
         let mut p = Zeroizing::new(Vec::with_capacity(padded_len));
         p.extend_from_slice(&(data.len() as u32).to_le_bytes());
         p.extend_from_slice(data);
@@ -321,11 +327,20 @@ mod tests {
         let data = vec![7u8; 1000];
         let h = blake3::hash(&data);
         let name = k.chunk_name(h.as_bytes());
-        let s = k.seal_chunk(&name, &data).unwrap();
+        let s = k.seal_chunk(&name, &data, 4096).unwrap();
         assert_eq!(s.len(), 1024 + NONCE + TAG);
         assert_eq!(k.open_chunk(&name, &s, h.as_bytes()).unwrap(), data);
         assert!(k.open_chunk(&name, &s, blake3::hash(b"x").as_bytes()).is_err());
-        assert_eq!(k.seal_chunk(&name, b"").unwrap().len(), MIN_PADDED + NONCE + TAG);
+        assert_eq!(k.seal_chunk(&name, b"", 4096).unwrap().len(), MIN_PADDED + NONCE + TAG);
+        // A full chunk (and one just under) is padded to the chunk size, not to the next
+        // power of two, which would double it; both still open.
+        for (n, expected) in [(4096, 4096 + 4), (4093, 4096 + 4), (4092, 4096), (2045, 4096)] {
+            let data = vec![9u8; n];
+            let h = blake3::hash(&data);
+            let s = k.seal_chunk(&name, &data, 4096).unwrap();
+            assert_eq!(s.len(), expected + NONCE + TAG, "{n}");
+            assert_eq!(k.open_chunk(&name, &s, h.as_bytes()).unwrap(), data);
+        }
     }
 
     #[test]

@@ -45,7 +45,7 @@ use crate::error::{Error, Result};
 pub use lease::LeaseHolder;
 pub use prune::{PruneOptions, PruneSummary};
 pub use restore::RemoteRestore;
-pub use store::RemoteUrl;
+pub use store::{RemoteUrl, PARALLEL};
 
 /// The name `Vault::clone_remote` gives the remote it cloned from.
 pub const ORIGIN: &str = "origin";

@@ -282,10 +282,13 @@ pub(crate) fn push(
         }
     }
     drop(present);
+    // Read and sealed here, one at a time, while the store keeps a bounded number of
+    // uploads in flight (see `Store::create_all`): memory does not grow with the vault.
+    let chunk_size = crate::storage::schema::meta_int(conn, "chunk_size")? as usize;
     let mut done_bytes = 0u64;
     let uploads = missing.iter().map(|(id, name)| {
         let data = chunks::read(conn, ChunkId(*id))?;
-        Ok((name.clone(), keys.seal_chunk(name, &data)?, data.len() as u64))
+        Ok((name.clone(), keys.seal_chunk(name, &data, chunk_size)?, data.len() as u64))
     });
     store.create_all(uploads, |len| {
         done_bytes += len;

@@ -1,7 +1,8 @@
 //! The bucket as a blocking key -> bytes store with the two writes replication needs:
 //! create-only (`If-None-Match: *`) and update-if-unchanged (`If-Match: ETag`).
-//! `object_store` talks S3 (signing, retries); a small current-thread tokio
-//! runtime owned here drives it, so no async reaches the rest of the library.
+//! `object_store` talks S3 (signing, retries); a small tokio runtime owned here
+//! drives it, so no async reaches the rest of the library. Bulk transfers are bounded
+//! pipelines between the calling thread and the runtime (see [`Store`]).
 
 use std::sync::Arc;
 
@@ -67,15 +68,68 @@ pub enum Written {
 }
 
 /// A blocking handle on one remote's prefix.
+///
+/// Bulk transfers ([`Store::create_all`], [`Store::get_all`]) are pipelines: the
+/// calling thread produces (reads and seals) or consumes (opens and stores) objects
+/// while the runtime's worker threads keep up to [`PARALLEL`] requests in flight. The
+/// two sides meet in a channel of at most [`QUEUED`] objects, so whatever the size of
+/// the transfer, at most `QUEUED + PARALLEL + 1` objects are held in memory at once
+/// (the queue, the requests in flight, and the one the calling thread is working on).
 pub struct Store {
+    bucket: Arc<Bucket>,
+    rt: tokio::runtime::Runtime,
+}
+
+/// What the runtime's tasks share: the store and how to name its objects.
+struct Bucket {
     inner: Arc<dyn ObjectStore>,
     prefix: String,
-    rt: tokio::runtime::Runtime,
     label: String,
 }
 
-/// How many transfers run at once.
-pub const PARALLEL: usize = 8;
+/// How many requests of one bulk transfer are in flight at once.
+pub const PARALLEL: usize = 16;
+/// How many objects wait between the calling thread and the requests in flight.
+pub const QUEUED: usize = 16;
+/// Worker threads of the runtime that drives the requests.
+const WORKERS: usize = 2;
+
+impl Bucket {
+    fn path(&self, name: &str) -> ObjPath {
+        ObjPath::from(format!("{}{name}", self.prefix))
+    }
+
+    fn err(&self, what: &str, name: &str, e: object_store::Error) -> Error {
+        Error::Io { context: format!("remote {}: cannot {what} {name}", self.label), source: std::io::Error::other(e) }
+    }
+
+    fn missing(&self, name: &str) -> Error {
+        Error::damaged(format!("remote {}: object {name} is missing", self.label))
+    }
+
+    async fn get(&self, name: &str) -> Result<Option<(Vec<u8>, Option<String>)>> {
+        match self.inner.get(&self.path(name)).await {
+            Ok(r) => {
+                let etag = r.meta.e_tag.clone();
+                let bytes = r.bytes().await.map_err(|e| self.err("read", name, e))?;
+                Ok(Some((bytes.to_vec(), etag)))
+            }
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.err("read", name, e)),
+        }
+    }
+
+    async fn put(&self, name: &str, bytes: Vec<u8>, mode: PutMode) -> Result<Written> {
+        let opts = PutOptions { mode, ..Default::default() };
+        match self.inner.put_opts(&self.path(name), PutPayload::from(bytes), opts).await {
+            Ok(r) => Ok(Written::Done(r.e_tag)),
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
+                Ok(Written::Conflict)
+            }
+            Err(e) => Err(self.err("write", name, e)),
+        }
+    }
+}
 
 impl Store {
     /// Connects to `url` with credentials from the environment.
@@ -100,121 +154,77 @@ impl Store {
 
     /// A store over any `ObjectStore` (the unit tests use `InMemory`).
     pub fn new(inner: Arc<dyn ObjectStore>, prefix: &str, label: String) -> Result<Store> {
-        let rt = tokio::runtime::Builder::new_current_thread()
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(WORKERS)
+            .thread_name("sqlvault-remote")
             .enable_all()
             .build()
             .map_err(|e| Error::io("cannot start the network runtime", e))?;
         let prefix = if prefix.is_empty() { String::new() } else { format!("{prefix}/") };
-        Ok(Store { inner, prefix, rt, label })
-    }
-
-    fn path(&self, name: &str) -> ObjPath {
-        ObjPath::from(format!("{}{name}", self.prefix))
-    }
-
-    fn err(&self, what: &str, name: &str, e: object_store::Error) -> Error {
-        Error::Io { context: format!("remote {}: cannot {what} {name}", self.label), source: std::io::Error::other(e) }
+        Ok(Store { bucket: Arc::new(Bucket { inner, prefix, label }), rt })
     }
 
     /// The object's bytes and ETag, or `None` if there is no such object.
     pub fn get(&self, name: &str) -> Result<Option<(Vec<u8>, Option<String>)>> {
-        self.rt.block_on(self.get_async(name))
-    }
-
-    async fn get_async(&self, name: &str) -> Result<Option<(Vec<u8>, Option<String>)>> {
-        match self.inner.get(&self.path(name)).await {
-            Ok(r) => {
-                let etag = r.meta.e_tag.clone();
-                let bytes = r.bytes().await.map_err(|e| self.err("read", name, e))?;
-                Ok(Some((bytes.to_vec(), etag)))
-            }
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(self.err("read", name, e)),
-        }
+        self.rt.block_on(self.bucket.get(name))
     }
 
     /// Like [`Store::get`], for an object that must exist.
     pub fn get_required(&self, name: &str) -> Result<Vec<u8>> {
-        self.get(name)?
-            .map(|(b, _)| b)
-            .ok_or_else(|| Error::damaged(format!("remote {}: object {name} is missing", self.label)))
+        self.get(name)?.map(|(b, _)| b).ok_or_else(|| self.bucket.missing(name))
     }
 
     /// Writes `name` only if it does not exist.
     pub fn create(&self, name: &str, bytes: Vec<u8>) -> Result<Written> {
-        self.rt.block_on(self.put_async(name, bytes, PutMode::Create))
+        self.rt.block_on(self.bucket.put(name, bytes, PutMode::Create))
     }
 
     /// Replaces `name` only if its ETag is still `etag`.
     pub fn update(&self, name: &str, bytes: Vec<u8>, etag: String) -> Result<Written> {
         let v = UpdateVersion { e_tag: Some(etag), version: None };
-        self.rt.block_on(self.put_async(name, bytes, PutMode::Update(v)))
+        self.rt.block_on(self.bucket.put(name, bytes, PutMode::Update(v)))
     }
 
-    async fn put_async(&self, name: &str, bytes: Vec<u8>, mode: PutMode) -> Result<Written> {
-        let opts = PutOptions { mode, ..Default::default() };
-        match self.inner.put_opts(&self.path(name), PutPayload::from(bytes), opts).await {
-            Ok(r) => Ok(Written::Done(r.e_tag)),
-            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
-                Ok(Written::Conflict)
-            }
-            Err(e) => Err(self.err("write", name, e)),
-        }
-    }
-
-    /// Creates every `(name, bytes, weight)` produced by `items` that does not exist yet,
-    /// up to [`PARALLEL`] at a time; `done` is called once per object with its weight, in
-    /// completion order. An object that exists already is content-addressed, hence equal.
+    /// Creates every `(name, bytes, weight)` produced by `items` that does not exist yet:
+    /// `items` runs on the calling thread (reading and sealing) while up to [`PARALLEL`]
+    /// uploads are in flight on the runtime; `done` is called on the calling thread once
+    /// per object written, with its weight, in completion order. An object that exists
+    /// already is content-addressed, hence equal: a conflict counts as written.
+    ///
+    /// The first error (of `items` or of an upload) stops the transfer: no new upload
+    /// starts, those in flight are dropped, and the error is returned once the uploading
+    /// task has ended, so nothing of this call is still writing when it returns.
     pub fn create_all(
         &self,
         items: impl Iterator<Item = Result<(String, Vec<u8>, u64)>>,
-        mut done: impl FnMut(u64),
+        done: impl FnMut(u64),
     ) -> Result<()> {
-        self.rt.block_on(async {
-            let mut uploads = futures::stream::iter(items)
-                .map(|item| async move {
-                    let (name, bytes, weight) = item?;
-                    self.put_async(&name, bytes, PutMode::Create).await.map(|_| weight)
-                })
-                .buffer_unordered(PARALLEL);
-            while let Some(n) = uploads.next().await {
-                done(n?);
-            }
-            Ok(())
+        let bucket = self.bucket.clone();
+        upload_pipeline(&self.rt, items, done, move |name, bytes| {
+            let bucket = bucket.clone();
+            async move { bucket.put(&name, bytes, PutMode::Create).await }
         })
     }
 
-    /// Fetches every name of `names`, up to [`PARALLEL`] at a time, calling `each` with
-    /// the name's index and bytes as they arrive (in any order). A missing object is damage.
-    pub fn get_all(&self, names: &[String], mut each: impl FnMut(usize, Vec<u8>) -> Result<()>) -> Result<()> {
-        self.rt.block_on(async {
-            let mut downloads = futures::stream::iter(names.iter().enumerate())
-                .map(|(i, name)| async move {
-                    match self.get_async(name).await? {
-                        Some((b, _)) => Ok((i, b)),
-                        None => Err(Error::damaged(format!("remote {}: object {name} is missing", self.label))),
-                    }
-                })
-                .buffer_unordered(PARALLEL);
-            while let Some(r) = downloads.next().await {
-                let (i, b) = r?;
-                each(i, b)?;
-            }
-            Ok(())
+    /// Fetches every name of `names`, up to [`PARALLEL`] at a time on the runtime, and
+    /// calls `each` on the calling thread with the name's index and bytes as they
+    /// arrive (in any order). A missing object is damage. The first error (of a
+    /// download or of `each`) stops the transfer, as in [`Store::create_all`].
+    pub fn get_all(&self, names: &[String], each: impl FnMut(usize, Vec<u8>) -> Result<()>) -> Result<()> {
+        let bucket = self.bucket.clone();
+        download_pipeline(&self.rt, names.to_vec(), each, move |name| {
+            let bucket = bucket.clone();
+            async move { bucket.get(&name).await?.map(|(b, _)| b).ok_or_else(|| bucket.missing(&name)) }
         })
     }
 
     /// Names (without the remote's prefix) of the objects under `under`.
     pub fn list(&self, under: &str) -> Result<Vec<String>> {
-        let p = self.path(under.trim_end_matches('/'));
-        let metas: Vec<_> = self
-            .rt
-            .block_on(self.inner.list(Some(&p)).try_collect::<Vec<_>>())
-            .map_err(|e| self.err("list", under, e))?;
-        Ok(metas
-            .into_iter()
-            .filter_map(|m| m.location.as_ref().strip_prefix(&self.prefix).map(str::to_string))
-            .collect())
+        let b = &self.bucket;
+        let p = b.path(under.trim_end_matches('/'));
+        let metas: Vec<_> =
+            self.rt.block_on(b.inner.list(Some(&p)).try_collect::<Vec<_>>()).map_err(|e| b.err("list", under, e))?;
+        Ok(metas.into_iter().filter_map(|m| m.location.as_ref().strip_prefix(&b.prefix).map(str::to_string)).collect())
     }
 }
 
@@ -232,15 +242,14 @@ pub struct Listed {
 impl Store {
     /// Like [`Store::list`], with each object's size and time of last write.
     pub fn list_meta(&self, under: &str) -> Result<Vec<Listed>> {
-        let p = self.path(under.trim_end_matches('/'));
-        let metas: Vec<_> = self
-            .rt
-            .block_on(self.inner.list(Some(&p)).try_collect::<Vec<_>>())
-            .map_err(|e| self.err("list", under, e))?;
+        let b = &self.bucket;
+        let p = b.path(under.trim_end_matches('/'));
+        let metas: Vec<_> =
+            self.rt.block_on(b.inner.list(Some(&p)).try_collect::<Vec<_>>()).map_err(|e| b.err("list", under, e))?;
         Ok(metas
             .into_iter()
             .filter_map(|m| {
-                let name = m.location.as_ref().strip_prefix(&self.prefix)?.to_string();
+                let name = m.location.as_ref().strip_prefix(&b.prefix)?.to_string();
                 let modified_ns = m.last_modified.timestamp_nanos_opt().unwrap_or(i64::MAX);
                 Some(Listed { name, size: m.size, modified_ns })
             })
@@ -249,22 +258,16 @@ impl Store {
 
     /// Deletes `name` (no error if it is gone already).
     pub fn delete(&self, name: &str) -> Result<()> {
-        self.rt.block_on(self.delete_async(name))
-    }
-
-    async fn delete_async(&self, name: &str) -> Result<()> {
-        match self.inner.delete(&self.path(name)).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(self.err("delete", name, e)),
-        }
+        self.rt.block_on(self.bucket.delete(name))
     }
 
     /// Deletes every name of `names`, up to [`PARALLEL`] at a time; `done` is called once
     /// per deleted object with its index, in completion order. Stops at the first error.
     pub fn delete_all(&self, names: &[String], mut done: impl FnMut(usize) -> Result<()>) -> Result<()> {
+        let b = &self.bucket;
         self.rt.block_on(async {
             let mut deletes = futures::stream::iter(names.iter().enumerate())
-                .map(|(i, name)| async move { self.delete_async(name).await.map(|_| i) })
+                .map(|(i, name)| async move { b.delete(name).await.map(|_| i) })
                 .buffer_unordered(PARALLEL);
             while let Some(r) = deletes.next().await {
                 done(r?)?;
@@ -274,8 +277,139 @@ impl Store {
     }
 }
 
+impl Bucket {
+    async fn delete(&self, name: &str) -> Result<()> {
+        match self.inner.delete(&self.path(name)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.err("delete", name, e)),
+        }
+    }
+}
+
+/// The upload side of [`Store::create_all`], over any `put` (the unit tests count
+/// requests in flight with their own). `items` and `done` run on the calling thread;
+/// `put` runs on `rt`, [`PARALLEL`] at a time, fed by a channel of [`QUEUED`] objects.
+fn upload_pipeline<P, F>(
+    rt: &tokio::runtime::Runtime,
+    items: impl Iterator<Item = Result<(String, Vec<u8>, u64)>>,
+    mut done: impl FnMut(u64),
+    put: P,
+) -> Result<()>
+where
+    P: Fn(String, Vec<u8>) -> F + Send + Sync + 'static,
+    F: std::future::Future<Output = Result<Written>> + Send + 'static,
+{
+    let (queue, rx) = tokio::sync::mpsc::channel::<(String, Vec<u8>, u64)>(QUEUED);
+    // One result per object: a few bytes each, and the task stops at the first error.
+    let (results, mut finished) = tokio::sync::mpsc::unbounded_channel::<Result<u64>>();
+    let task = rt.spawn(async move {
+        let mut uploads = tokio_stream(rx)
+            .map(|(name, bytes, weight)| {
+                let f = put(name, bytes);
+                async move { f.await.map(|_| weight) }
+            })
+            .buffer_unordered(PARALLEL);
+        while let Some(r) = uploads.next().await {
+            let failed = r.is_err();
+            if results.send(r).is_err() || failed {
+                break;
+            }
+        }
+    });
+    let mut outcome = Ok(());
+    let mut report = |r: Result<u64>, outcome: &mut Result<()>| match r {
+        Ok(w) if outcome.is_ok() => done(w),
+        Ok(_) => {}
+        Err(e) => {
+            if outcome.is_ok() {
+                *outcome = Err(e);
+            }
+        }
+    };
+    for item in items {
+        while let Ok(r) = finished.try_recv() {
+            report(r, &mut outcome);
+        }
+        if outcome.is_err() {
+            break;
+        }
+        match item {
+            // Waits while the queue is full: the bound on memory.
+            Ok(item) => {
+                if queue.blocking_send(item).is_err() {
+                    break; // the task stopped: its error is in `finished`
+                }
+            }
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
+        }
+    }
+    drop(queue);
+    if outcome.is_err() {
+        task.abort();
+    }
+    while let Some(r) = finished.blocking_recv() {
+        report(r, &mut outcome);
+    }
+    // The task has dropped its sender: it is over (or aborted); wait for it to be gone.
+    let _ = rt.block_on(task);
+    outcome
+}
+
+/// The download side of [`Store::get_all`], over any `get`.
+fn download_pipeline<G, F>(
+    rt: &tokio::runtime::Runtime,
+    names: Vec<String>,
+    mut each: impl FnMut(usize, Vec<u8>) -> Result<()>,
+    get: G,
+) -> Result<()>
+where
+    G: Fn(String) -> F + Send + Sync + 'static,
+    F: std::future::Future<Output = Result<Vec<u8>>> + Send + 'static,
+{
+    let (arrived, mut rx) = tokio::sync::mpsc::channel::<Result<(usize, Vec<u8>)>>(QUEUED);
+    let task = rt.spawn(async move {
+        let mut downloads = futures::stream::iter(names.into_iter().enumerate())
+            .map(|(i, name)| {
+                let f = get(name);
+                async move { f.await.map(|b| (i, b)) }
+            })
+            .buffer_unordered(PARALLEL);
+        while let Some(r) = downloads.next().await {
+            let failed = r.is_err();
+            // Waits while the queue is full: the bound on memory.
+            if arrived.send(r).await.is_err() || failed {
+                break;
+            }
+        }
+    });
+    let mut outcome = Ok(());
+    while let Some(r) = rx.blocking_recv() {
+        if let Err(e) = r.and_then(|(i, b)| each(i, b)) {
+            outcome = Err(e);
+            break;
+        }
+    }
+    if outcome.is_err() {
+        task.abort();
+    }
+    drop(rx);
+    let _ = rt.block_on(task);
+    outcome
+}
+
+/// A receiver as a stream (what `tokio-stream`'s wrapper does, without the crate).
+fn tokio_stream<T>(mut rx: tokio::sync::mpsc::Receiver<T>) -> impl futures::Stream<Item = T> {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::Ordering::SeqCst;
+
     use super::*;
 
     #[test]
@@ -304,5 +438,180 @@ mod tests {
         assert_eq!(s.get("ref").unwrap().unwrap().0, b"c");
         s.create("data/x", vec![1]).unwrap();
         assert_eq!(s.list("data/").unwrap(), vec!["data/x".to_string()]);
+    }
+
+    /// Counts requests: in flight now, most in flight at once, started, finished.
+    #[derive(Default)]
+    struct Requests {
+        now: AtomicUsize,
+        most: AtomicUsize,
+        started: AtomicUsize,
+        finished: AtomicUsize,
+    }
+
+    impl Requests {
+        /// One request: fails if it is the `fail_at`-th started, else takes a few ms.
+        async fn run(&self, fail_at: usize) -> Result<()> {
+            /// Leaves `now` when the request ends or is dropped (a transfer that stops).
+            struct InFlight<'a>(&'a AtomicUsize);
+            impl Drop for InFlight<'_> {
+                fn drop(&mut self) {
+                    self.0.fetch_sub(1, SeqCst);
+                }
+            }
+            let n = self.started.fetch_add(1, SeqCst) + 1;
+            let now = self.now.fetch_add(1, SeqCst) + 1;
+            let _in_flight = InFlight(&self.now);
+            self.most.fetch_max(now, SeqCst);
+            tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+            self.finished.fetch_add(1, SeqCst);
+            if n == fail_at {
+                return Err(Error::io("request", std::io::Error::other("injected failure")));
+            }
+            Ok(())
+        }
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(WORKERS).enable_all().build().unwrap()
+    }
+
+    /// Uploads run PARALLEL at a time, and the producer never gets further ahead of the
+    /// finished uploads than the queue, the requests in flight and its own item: the
+    /// memory bound of a push, whatever the vault's size.
+    #[test]
+    fn uploads_run_in_parallel_with_a_bounded_queue() {
+        let rt = runtime();
+        let req = Arc::new(Requests::default());
+        let produced = AtomicUsize::new(0);
+        let mut reported = 0u64;
+        let items = (0..200u64).map(|i| {
+            let ahead = produced.fetch_add(1, SeqCst) + 1 - req.finished.load(SeqCst);
+            assert!(ahead <= QUEUED + PARALLEL + 1, "{ahead} objects held at once");
+            Ok((format!("data/{i}"), vec![0u8; 16], i))
+        });
+        let r = req.clone();
+        upload_pipeline(
+            &rt,
+            items,
+            |w| reported += w,
+            move |_, _| {
+                let r = r.clone();
+                async move { r.run(0).await.map(|_| Written::Done(None)) }
+            },
+        )
+        .unwrap();
+        assert_eq!(reported, (0..200).sum::<u64>(), "every object reported once");
+        assert_eq!(req.started.load(SeqCst), 200);
+        let most = req.most.load(SeqCst);
+        assert!(most > 1 && most <= PARALLEL, "{most} requests in flight at most");
+    }
+
+    /// An upload that fails in the middle stops the transfer: the error is returned,
+    /// no new upload starts (at most the ones already queued or in flight), nothing is
+    /// still running when the call returns, and later objects are never reported.
+    #[test]
+    fn a_failed_upload_stops_the_transfer() {
+        let rt = runtime();
+        let req = Arc::new(Requests::default());
+        let r = req.clone();
+        let mut reported = 0;
+        let items = (0..1000u64).map(|i| Ok((format!("data/{i}"), vec![0u8; 16], 1)));
+        let err = upload_pipeline(
+            &rt,
+            items,
+            |_| reported += 1,
+            move |_, _| {
+                let r = r.clone();
+                async move { r.run(50).await.map(|_| Written::Done(None)) }
+            },
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("injected failure"), "{err}");
+        let started = req.started.load(SeqCst);
+        assert!(started < 50 + QUEUED + PARALLEL + 2, "{started} uploads started");
+        assert_eq!(req.now.load(SeqCst), 0, "an upload still runs after the call returned");
+        assert!(reported < 50, "{reported} reported");
+
+        // An error of the producer (reading or sealing) stops it too.
+        let req = Arc::new(Requests::default());
+        let r = req.clone();
+        let items = (0..1000u64).map(|i| {
+            if i == 40 {
+                return Err(Error::damaged("unreadable chunk"));
+            }
+            Ok((format!("data/{i}"), vec![0u8; 16], 1))
+        });
+        let err = upload_pipeline(
+            &rt,
+            items,
+            |_| {},
+            move |_, _| {
+                let r = r.clone();
+                async move { r.run(0).await.map(|_| Written::Done(None)) }
+            },
+        )
+        .unwrap_err();
+        assert!(matches!(err, Error::Damaged { .. }), "{err}");
+        assert!(req.started.load(SeqCst) <= 40);
+        assert_eq!(req.now.load(SeqCst), 0);
+    }
+
+    /// Downloads run PARALLEL at a time and arrive in any order, each index once; a
+    /// failed download or a failure of the consumer stops the transfer.
+    #[test]
+    fn downloads_run_in_parallel_and_stop_at_the_first_error() {
+        let rt = runtime();
+        let names: Vec<String> = (0..200).map(|i| format!("data/{i}")).collect();
+        for fail_at in [0, 60] {
+            let req = Arc::new(Requests::default());
+            let r = req.clone();
+            let mut seen = vec![false; names.len()];
+            let out = download_pipeline(
+                &rt,
+                names.clone(),
+                |i, b| {
+                    assert!(!std::mem::replace(&mut seen[i], true), "index {i} twice");
+                    assert_eq!(b, names[i].as_bytes());
+                    Ok(())
+                },
+                move |name| {
+                    let r = r.clone();
+                    async move { r.run(fail_at).await.map(|_| name.into_bytes()) }
+                },
+            );
+            let most = req.most.load(SeqCst);
+            assert!(most > 1 && most <= PARALLEL, "{most} requests in flight at most");
+            assert_eq!(req.now.load(SeqCst), 0);
+            if fail_at == 0 {
+                out.unwrap();
+                assert!(seen.iter().all(|s| *s));
+            } else {
+                assert!(out.is_err());
+                assert!(req.started.load(SeqCst) < fail_at + QUEUED + PARALLEL + 2);
+            }
+        }
+        // The consumer's error (a chunk that fails authentication) stops it too.
+        let req = Arc::new(Requests::default());
+        let r = req.clone();
+        let mut n = 0;
+        let out = download_pipeline(
+            &rt,
+            names,
+            |_, _| {
+                n += 1;
+                if n == 30 {
+                    return Err(Error::damaged("tampered"));
+                }
+                Ok(())
+            },
+            move |name| {
+                let r = r.clone();
+                async move { r.run(0).await.map(|_| name.into_bytes()) }
+            },
+        );
+        assert!(matches!(out, Err(Error::Damaged { .. })));
+        assert!(req.started.load(SeqCst) < 30 + QUEUED + PARALLEL + 2);
+        assert_eq!(req.now.load(SeqCst), 0);
     }
 }

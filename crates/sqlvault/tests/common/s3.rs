@@ -57,39 +57,21 @@ impl S3Server {
         set_client_env();
         let root = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let bin = binary();
-        let child = Command::new(&bin)
-            .arg("--port")
-            .arg(format!("127.0.0.1:{port}"))
-            .args(extra)
-            .arg("posix")
-            .arg(root.path())
-            .env("ROOT_ACCESS_KEY", ACCESS_KEY)
-            .env("ROOT_SECRET_KEY", SECRET_KEY)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot start the S3 test server {} ({e}): run scripts/test.sh, which installs it, or \
-                     `go install github.com/versity/versitygw/cmd/versitygw@v1.8.0`",
-                    bin.display()
-                )
-            });
-        let mut s = S3Server { child, endpoint: format!("http://127.0.0.1:{port}"), root };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Ok(Some(status)) = s.child.try_wait() {
-                panic!("the S3 test server {} exited at start: {status}", bin.display());
-            }
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            assert!(Instant::now() < deadline, "the S3 test server did not listen on port {port} within 60 s");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        s
+        let child = spawn(root.path(), port, extra);
+        S3Server { child, endpoint: format!("http://127.0.0.1:{port}"), root }
+    }
+
+    /// Kills the server (SIGKILL), as a network failure would look to a client.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on the same port and directory: every object is still there.
+    pub fn restart(&mut self) {
+        self.stop();
+        let port: u16 = self.endpoint.rsplit(':').next().unwrap().parse().unwrap();
+        self.child = spawn(self.root.path(), port, &[]);
     }
 
     /// Creates bucket `name` (a directory of the posix backend); returns `s3://name`.
@@ -126,6 +108,42 @@ impl S3Server {
     pub fn count(&self, bucket: &str, prefix: &str, under: &str) -> usize {
         self.objects(bucket, &format!("{prefix}/{under}")).len()
     }
+}
+
+/// Starts the server over `root` on `port` and waits until it listens.
+fn spawn(root: &Path, port: u16, extra: &[&std::ffi::OsStr]) -> Child {
+    let bin = binary();
+    let mut child = Command::new(&bin)
+        .arg("--port")
+        .arg(format!("127.0.0.1:{port}"))
+        .args(extra)
+        .arg("posix")
+        .arg(root)
+        .env("ROOT_ACCESS_KEY", ACCESS_KEY)
+        .env("ROOT_SECRET_KEY", SECRET_KEY)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot start the S3 test server {} ({e}): run scripts/test.sh, which installs it, or \
+                 `go install github.com/versity/versitygw/cmd/versitygw@v1.8.0`",
+                bin.display()
+            )
+        });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the S3 test server {} exited at start: {status}", bin.display());
+        }
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the S3 test server did not listen on port {port} within 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
 }
 
 impl Drop for S3Server {
