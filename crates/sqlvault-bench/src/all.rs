@@ -39,8 +39,8 @@ pub struct AllArgs {
 ///
 /// New scenarios register here and in [`run_scenario`] below.
 pub const SCENARIOS: &[&str] = &[
-    "open", "stream", "blocks", "metadata", "appsql", "peers", "parallel", "snapshot", "tree", "batch", "remote", "bindings",
-    "jvm",
+    "open", "stream", "blocks", "metadata", "appsql", "peers", "parallel", "snapshot", "tree", "batch", "remote",
+    "bindings", "jvm",
 ];
 
 /// Parses a scenario's own arguments from `argv`, so its defaults apply.

@@ -187,7 +187,9 @@ fn start() -> Result<Meter> {
 fn sqlite_heap_peak(reset: bool) -> i64 {
     let (mut cur, mut hi) = (0i64, 0i64);
     // SAFETY: sqlite3_status64 writes two integers we own; MEMORY_USED is a valid op.
-    unsafe { rusqlite::ffi::sqlite3_status64(rusqlite::ffi::SQLITE_STATUS_MEMORY_USED, &mut cur, &mut hi, reset as i32) };
+    unsafe {
+        rusqlite::ffi::sqlite3_status64(rusqlite::ffi::SQLITE_STATUS_MEMORY_USED, &mut cur, &mut hi, reset as i32)
+    };
     hi
 }
 

@@ -38,7 +38,13 @@ pub fn glob(pattern: &str) -> Result<globset::GlobMatcher, CliError> {
 /// Prints every entry below `dir` whose name matches `name` and whose modification time
 /// is within `times`, depth first in name order. Memory: one page of entries per
 /// directory level.
-pub fn walk(v: &Vault, dir: &str, name: Option<&globset::GlobMatcher>, times: Times, json: bool) -> Result<(), CliError> {
+pub fn walk(
+    v: &Vault,
+    dir: &str,
+    name: Option<&globset::GlobMatcher>,
+    times: Times,
+    json: bool,
+) -> Result<(), CliError> {
     let top = v.metadata(dir)?;
     if top.kind != FileType::Dir {
         return Err(CliError { code: 4, message: format!("{dir}: not a directory") });

@@ -432,7 +432,11 @@ impl Put<'_> {
             let meta = match e.metadata() {
                 Ok(m) => m,
                 Err(err) => {
-                    self.skip(format!("{}: {}", e.path().display(), err.io_error().map_or_else(|| err.to_string(), ToString::to_string)));
+                    self.skip(format!(
+                        "{}: {}",
+                        e.path().display(),
+                        err.io_error().map_or_else(|| err.to_string(), ToString::to_string)
+                    ));
                     if is_dir {
                         walk.skip_current_dir();
                     }

@@ -151,7 +151,10 @@ fn sigint_during_fsck_exits_130_and_leaves_the_vault_as_it_was() {
         let err = String::from_utf8_lossy(&out.stderr);
         match out.status.code() {
             Some(130) => {
-                assert!(err.trim_start().starts_with("sqlvault: interrupted:") && err.trim().lines().count() == 1, "{err}");
+                assert!(
+                    err.trim_start().starts_with("sqlvault: interrupted:") && err.trim().lines().count() == 1,
+                    "{err}"
+                );
                 assert!(err.contains("the vault is as it was"), "{err}");
                 stopped = true;
                 break;
