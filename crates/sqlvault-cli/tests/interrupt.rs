@@ -139,8 +139,9 @@ fn sigint_during_fsck_exits_130_and_leaves_the_vault_as_it_was() {
     // retried; a process killed by the signal fails at once.
     let mut stopped = false;
     for _ in 0..5 {
-        let child = sqlvault().args(["fsck", e.v()]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let child = child.spawn().unwrap();
+        let mut cmd = sqlvault();
+        cmd.args(["fsck", e.v()]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let child = cmd.spawn().unwrap();
         let t0 = Instant::now();
         while !catches_sigint(child.id()) && t0.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_micros(200));
