@@ -39,8 +39,8 @@ pub struct AllArgs {
 ///
 /// New scenarios register here and in [`run_scenario`] below.
 pub const SCENARIOS: &[&str] = &[
-    "open", "stream", "blocks", "metadata", "appsql", "peers", "parallel", "snapshot", "tree", "remote", "bindings",
-    "jvm",
+    "open", "stream", "blocks", "metadata", "appsql", "peers", "parallel", "snapshot", "tree", "batch", "remote",
+    "bindings", "jvm",
 ];
 
 /// Parses a scenario's own arguments from `argv`, so its defaults apply.
@@ -68,6 +68,7 @@ fn run_scenario(name: &str, argv: &[String]) -> Result<Vec<Target>> {
         "bindings" => crate::bindings::run(&parse(argv)?),
         "jvm" => crate::jvm::run(&parse(argv)?),
         "tree" => crate::tree::run(&parse(argv)?),
+        "batch" => crate::batch::run(&parse(argv)?),
         // Reports its targets in its own section (group commit >= 5x, readers scaling).
         "parallel" => crate::parallel::parallel(&parse(argv)?).map(|()| Vec::new()),
         other => crate::bail!("unknown scenario {other:?}"),

@@ -88,7 +88,8 @@ pub fn run_case(a: &CaseArgs) -> Result<()> {
         "tree" => crate::tree::case(&a.spec),
         other => crate::bail!("unknown scenario {other:?}"),
     }?;
-    out.peak_rss_kib = sys::vm_hwm_kib()?;
+    // A case that reset the peak on the way (`sys::reset_peak_rss`) set the peak so far.
+    out.peak_rss_kib = out.peak_rss_kib.max(sys::vm_hwm_kib()?);
     println!("{}", serde_json::to_string(&out).context("cannot serialize the case result")?);
     Ok(())
 }

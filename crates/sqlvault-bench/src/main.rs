@@ -16,12 +16,15 @@
 //! * `remote`: push and clone through an S3-compatible server vs raw uploads ([`remote`]).
 //! * `tree`: whole-tree operations (put, get, restore, rm -r, snapshot rm, fsck) at two
 //!   tree sizes, per-file cost compared ([`tree`]).
+//! * `batch`: many tag operations as one `sqlvault` call each, as `batch`, as
+//!   `tag --from` ([`batch`]).
 //!
 //! Build with `cargo build --release -p sqlvault-bench`; debug builds measure nothing
 //! useful.
 
 mod all;
 mod appsql;
+mod batch;
 mod bindings;
 mod blocks;
 mod chart;
@@ -93,6 +96,9 @@ enum Cmd {
     /// put, put again, get, restore over a live tree, rm -r, snapshot rm, fsck at 5,000
     /// and 50,000 files: per-file cost at the large size within 1.5x of the small.
     Tree(tree::TreeArgs),
+    /// 10,000 tag operations as one `sqlvault tag` call each, as `sqlvault batch`, and as
+    /// `tag --from`: CPU and peak RSS against the per-call way.
+    Batch(batch::BatchArgs),
     /// Redraw charts and rewrite Markdown sections from scenario JSON files (measures nothing).
     Render(harness::RenderArgs),
     /// One phase of one chunk-sweep configuration (run by chunk-sweep in a child process).
@@ -117,6 +123,7 @@ fn main() -> ExitCode {
         Cmd::Bindings(a) => bindings::run(a).map(drop),
         Cmd::Jvm(a) => jvm::run(a).map(drop),
         Cmd::Tree(a) => tree::tree(a),
+        Cmd::Batch(a) => batch::batch(a),
         Cmd::RunOne(a) => sweep::run_one(a),
         Cmd::Open(a) => open::run(a).map(drop),
         Cmd::Stream(a) => stream::run(a).map(drop),

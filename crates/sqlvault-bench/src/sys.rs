@@ -45,6 +45,12 @@ pub fn vm_hwm_kib() -> Result<u64> {
         .context("no VmHWM line in /proc/self/status")
 }
 
+/// Starts `VmHWM` afresh at the current resident set (`/proc/self/clear_refs`, value 5),
+/// so the next [`vm_hwm_kib`] is the peak of what ran since.
+pub fn reset_peak_rss() -> Result<()> {
+    std::fs::write("/proc/self/clear_refs", "5").context("cannot write /proc/self/clear_refs")
+}
+
 /// Writes dirty pages back and drops the page cache, dentries and inodes, so the next
 /// read comes from the disk. Needs root; the error says why it could not.
 pub fn drop_caches() -> Result<()> {

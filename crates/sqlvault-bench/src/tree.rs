@@ -68,8 +68,9 @@ struct Spec {
 struct SizeResult {
     files: u64,
     peak_rss_kib: u64,
-    /// Operation -> (seconds, microseconds per file).
-    ops: Vec<(String, f64, f64)>,
+    /// Operation -> (seconds, microseconds per file, peak RSS during it in KiB, peak of
+    /// SQLite's heap during it in bytes).
+    ops: Vec<(String, f64, f64, u64, u64)>,
 }
 
 #[derive(Debug, Serialize)]
@@ -173,6 +174,36 @@ fn get(v: &Vault, src: &str, dest: &Path) -> Result<u64> {
     Ok(n)
 }
 
+/// Starts one operation's measurement: its clock and CPU meter, and the peaks of the
+/// process's resident set and of SQLite's heap taken afresh.
+fn start() -> Result<Meter> {
+    sys::reset_peak_rss()?;
+    sqlite_heap_peak(true);
+    Meter::start()
+}
+
+/// SQLite's heap high-water mark in bytes (`sqlite3_status64(MEMORY_USED)`), reset if
+/// `reset`.
+fn sqlite_heap_peak(reset: bool) -> i64 {
+    let (mut cur, mut hi) = (0i64, 0i64);
+    // SAFETY: sqlite3_status64 writes two integers we own; MEMORY_USED is a valid op.
+    unsafe {
+        rusqlite::ffi::sqlite3_status64(rusqlite::ffi::SQLITE_STATUS_MEMORY_USED, &mut cur, &mut hi, reset as i32)
+    };
+    hi
+}
+
+/// Ends one operation's measurement: its sample, with the peak RSS and SQLite heap
+/// peak of the operation in the notes (`rss_kib.OP`, `sqlite_heap.OP`).
+fn finish(out: &mut CaseOutput, op: &str, m: Meter, files: f64) -> Result<()> {
+    out.add(op, m.stop(files)?);
+    let rss = sys::vm_hwm_kib()?;
+    out.peak_rss_kib = out.peak_rss_kib.max(rss);
+    out.notes.insert(format!("rss_kib.{op}"), rss.to_string());
+    out.notes.insert(format!("sqlite_heap.{op}"), sqlite_heap_peak(false).to_string());
+    Ok(())
+}
+
 /// One size, in this (child) process.
 pub fn case(spec: &str) -> Result<CaseOutput> {
     let spec: Spec = harness::parse_spec(spec)?;
@@ -194,21 +225,22 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
         Ok(())
     };
 
-    let m = Meter::start()?;
+    out.peak_rss_kib = sys::vm_hwm_kib()?;
+    let m = start()?;
     check("put", put(&v, &src, "/t")?, spec.files)?;
-    out.add("put", m.stop(n)?);
-    let m = Meter::start()?;
+    finish(&mut out, "put", m, n)?;
+    let m = start()?;
     check("put again", put(&v, &src, "/t")?, 0)?;
-    out.add("put_again", m.stop(n)?);
+    finish(&mut out, "put_again", m, n)?;
     let back = work.path().join("back");
-    let m = Meter::start()?;
+    let m = start()?;
     check("get", get(&v, "/t", &back)?, spec.files)?;
-    out.add("get", m.stop(n)?);
+    finish(&mut out, "get", m, n)?;
     fs::remove_dir_all(&back).context("cannot remove the exported tree")?;
 
-    let m = Meter::start()?;
+    let m = start()?;
     let f = v.fsck()?;
-    out.add("fsck", m.stop(n)?);
+    finish(&mut out, "fsck", m, n)?;
     if !f.is_clean() {
         crate::bail!("fsck found problems: {:?}", f.problems);
     }
@@ -216,17 +248,17 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     v.snapshot("s")?;
     // Change the live tree a little, then bring the snapshot back over it.
     v.write_file("/t/d0/new", b"new")?;
-    let m = Meter::start()?;
+    let m = start()?;
     let r = v.restore("s", "/t", None)?;
-    out.add("restore_replace", m.stop(n)?);
+    finish(&mut out, "restore_replace", m, n)?;
     check("restore", r.files, spec.files)?;
-    let m = Meter::start()?;
+    let m = start()?;
     let r = v.remove_dir_all_with("/t", &Interrupt::new(), &|_, _| {})?;
-    out.add("rm_r", m.stop(n)?);
+    finish(&mut out, "rm_r", m, n)?;
     check("rm -r", r.files, spec.files)?;
-    let m = Meter::start()?;
+    let m = start()?;
     v.remove_snapshot("s")?;
-    out.add("snapshot_rm", m.stop(n)?);
+    finish(&mut out, "snapshot_rm", m, n)?;
     let f = v.fsck()?;
     if !f.is_clean() {
         crate::bail!("fsck found problems after the removals: {:?}", f.problems);
@@ -252,19 +284,29 @@ pub fn run(args: &TreeArgs) -> Result<Vec<Target>> {
     for &f in &files {
         eprintln!("tree: {f} files of {} bytes", args.file_bytes);
         let o = harness::spawn_case("tree", &Spec { files: f, file_bytes: args.file_bytes, dir: base.clone() })?;
-        let ops: Vec<(String, f64, f64)> = OPS
+        let note = |key: String| o.notes.get(&key).and_then(|v| v.parse().ok()).unwrap_or(0u64);
+        let ops: Vec<(String, f64, f64, u64, u64)> = OPS
             .iter()
-            .filter_map(|(k, _)| o.phases.get(*k).map(|s| (k.to_string(), s.seconds, s.seconds / s.units * 1e6)))
+            .filter_map(|(k, _)| {
+                o.phases.get(*k).map(|s| {
+                    let (rss, heap) = (note(format!("rss_kib.{k}")), note(format!("sqlite_heap.{k}")));
+                    (k.to_string(), s.seconds, s.seconds / s.units * 1e6, rss, heap)
+                })
+            })
             .collect();
-        for (k, s, us) in &ops {
-            eprintln!("  {k}: {s:.2} s, {us:.1} µs per file");
+        for (k, s, us, rss, heap) in &ops {
+            eprintln!(
+                "  {k}: {s:.2} s, {us:.1} µs per file, peak RSS {} MiB, SQLite heap {} MiB",
+                rss / 1024,
+                heap >> 20
+            );
         }
         eprintln!("  peak RSS {} MiB", o.peak_rss_kib / 1024);
         sizes.push(SizeResult { files: f, peak_rss_kib: o.peak_rss_kib, ops });
     }
     let (first, last) = (&sizes[0], &sizes[sizes.len() - 1]);
     let ratios: Vec<(String, f64)> =
-        first.ops.iter().zip(&last.ops).map(|((k, _, a), (_, _, b))| (k.clone(), b / a)).collect();
+        first.ops.iter().zip(&last.ops).map(|((k, _, a, ..), (_, _, b, ..))| (k.clone(), b / a)).collect();
     let (small, large) = (first.files, last.files);
     let report = TreeReport {
         benchmark: "tree",
@@ -301,7 +343,8 @@ fn markdown(r: &TreeReport) -> String {
     s.push_str(&r.machine.markdown());
     s.push_str(&format!(
         "\n\nTrees of {} files of {} bytes (100 per directory); each size in its own process. Per-file cost \
-         (µs) and the ratio of the largest size's to the smallest's (target: at most 1.5×).\n\n",
+         (µs), the peak RSS of the process during each operation, and the ratio of the largest size's per-file \
+         cost to the smallest's (target: at most 1.5×).\n\n",
         r.sizes.iter().map(|s| s.files.to_string()).collect::<Vec<_>>().join(" and "),
         r.file_bytes
     ));
@@ -318,14 +361,16 @@ fn markdown(r: &TreeReport) -> String {
         s.push_str(&format!("| {label} |"));
         for z in &r.sizes {
             match z.ops.get(i) {
-                Some((_, secs, us)) => s.push_str(&format!(" {secs:.2} s ({us:.0} µs/file) |")),
+                Some((_, secs, us, rss, _)) => {
+                    s.push_str(&format!(" {secs:.2} s ({us:.0} µs/file, {} MiB) |", rss / 1024))
+                }
                 None => s.push_str(" - |"),
             }
         }
         let ratio = r.ratios.iter().find(|(o, _)| o == k).map(|(_, x)| report::ratio(*x)).unwrap_or_default();
         s.push_str(&format!(" {ratio} |\n"));
     }
-    s.push_str("| peak RSS |");
+    s.push_str("| peak RSS of the whole run |");
     for z in &r.sizes {
         s.push_str(&format!(" {} MiB |", z.peak_rss_kib / 1024));
     }

@@ -1,6 +1,7 @@
-//! `fsck`: every invariant of the vault, both header copies included, with a spinner
-//! and elapsed time; `--repair` rewrites a damaged header copy from the intact one.
-//! Read-only otherwise, so Ctrl-C simply stops it.
+//! `fsck`: every invariant of the vault, both header copies included, with progress
+//! (pages, then chunks and bytes hashed with rate and ETA, then the tree's checks) and
+//! a summary line with the elapsed time; `--repair` rewrites a damaged header copy from
+//! the intact one. Read-only otherwise, so Ctrl-C simply stops it (exit 130).
 
 use std::path::Path;
 use std::time::Instant;
@@ -19,9 +20,9 @@ pub fn fsck_command(ctx: &Ctx, vault: &Path, json: bool, repair: bool) -> Result
             note!("repaired: rewrote {n} damaged header copy from the intact one");
         }
     }
-    let pb = progress::spinner("checking");
-    let r = v.fsck();
-    pb.finish_and_clear();
+    let bar = progress::FsckBar::new();
+    let r = v.fsck_with(&|p| bar.show(p));
+    bar.pb.finish_and_clear();
     let r = r?;
     if json {
         print_json(&r)?;
@@ -30,10 +31,11 @@ pub fn fsck_command(ctx: &Ctx, vault: &Path, json: bool, repair: bool) -> Result
             outln!("problem: {p}");
         }
         outln!(
-            "{}: {} inodes, {} chunks checked, {} problems in {}",
+            "{}: {} inodes, {} chunks ({}) checked, {} problems in {}",
             if r.is_clean() { "clean" } else { "DAMAGED" },
             r.inodes,
             r.chunks,
+            progress::bytes(r.chunk_bytes),
             r.problems.len(),
             took(start)
         );

@@ -28,15 +28,23 @@ impl Times {
 }
 
 /// Compiles `--name GLOB` (`*`, `?`, `[a-z]`, `[!a-z]`; case-sensitive), as `find
-/// --tag` matches it in SQL.
-pub fn glob(pattern: &str) -> Result<glob::Pattern, CliError> {
-    glob::Pattern::new(pattern).map_err(|e| CliError::usage(format!("--name {pattern:?}: {e}")))
+/// --tag` matches it in SQL. `globset`, as `--exclude` of `put`/`get`.
+pub fn glob(pattern: &str) -> Result<globset::GlobMatcher, CliError> {
+    globset::Glob::new(pattern)
+        .map(|g| g.compile_matcher())
+        .map_err(|e| CliError::usage(format!("--name {pattern:?}: {e}")))
 }
 
 /// Prints every entry below `dir` whose name matches `name` and whose modification time
 /// is within `times`, depth first in name order. Memory: one page of entries per
 /// directory level.
-pub fn walk(v: &Vault, dir: &str, name: Option<&glob::Pattern>, times: Times, json: bool) -> Result<(), CliError> {
+pub fn walk(
+    v: &Vault,
+    dir: &str,
+    name: Option<&globset::GlobMatcher>,
+    times: Times,
+    json: bool,
+) -> Result<(), CliError> {
     let top = v.metadata(dir)?;
     if top.kind != FileType::Dir {
         return Err(CliError { code: 4, message: format!("{dir}: not a directory") });
@@ -66,7 +74,7 @@ fn walk_dir(
     v: &Vault,
     dir: InodeId,
     shown: &str,
-    name: Option<&glob::Pattern>,
+    name: Option<&globset::GlobMatcher>,
     times: Times,
     out: &mut dyn FnMut(&str, InodeId, FileType) -> Result<bool, CliError>,
 ) -> Result<bool, CliError> {
@@ -78,7 +86,7 @@ fn walk_dir(
         for e in &page {
             let n = String::from_utf8_lossy(&e.name);
             let path = format!("{shown}/{n}");
-            let name_ok = name.is_none_or(|g| g.matches(&n));
+            let name_ok = name.is_none_or(|g| g.is_match(&*n));
             if name_ok && (times.is_empty() || times.matches(v.attr(e.ino)?.mtime_ns)) && !out(&path, e.ino, e.kind)? {
                 return Ok(false);
             }

@@ -100,6 +100,58 @@ pub fn spinner(what: &str) -> ProgressBar {
     draw(pb)
 }
 
+/// The bar of `fsck`: restyled at each phase of the check.
+pub struct FsckBar {
+    /// The bar itself (cleared when the check ends).
+    pub pb: ProgressBar,
+    phase: std::cell::Cell<Option<sqlvault::FsckPhase>>,
+}
+
+impl FsckBar {
+    /// A bar, hidden unless standard error is a terminal.
+    pub fn new() -> FsckBar {
+        FsckBar { pb: spinner("checking"), phase: std::cell::Cell::new(None) }
+    }
+
+    /// Shows where `fsck` is: the pages of SQLite's structure check, then chunks and
+    /// bytes hashed (rate, ETA), then the reference, tree and snapshot checks.
+    pub fn show(&self, p: &sqlvault::FsckProgress) {
+        use sqlvault::FsckPhase;
+        let style = |t: &str| ProgressStyle::with_template(t).unwrap_or_else(|_| ProgressStyle::default_bar());
+        let pb = &self.pb;
+        let new_phase = self.phase.replace(Some(p.phase)) != Some(p.phase);
+        match p.phase {
+            FsckPhase::Structure => {
+                if new_phase {
+                    pb.set_style(style("{spinner} checking the database structure: {msg} {elapsed}"));
+                }
+                pb.set_message(format!("{} pages", p.total));
+            }
+            FsckPhase::Chunks => {
+                if new_phase {
+                    pb.set_style(style(
+                        "{spinner} checking chunks: {msg} {bytes}/{total_bytes} {bytes_per_sec} [{wide_bar}] {elapsed} ETA {eta}",
+                    ));
+                    pb.reset_eta();
+                }
+                pb.set_length(p.bytes_total);
+                pb.set_position(p.bytes);
+                pb.set_message(format!("{}/{} chunks", p.done, p.total));
+            }
+            _ => {
+                if new_phase {
+                    pb.set_style(style(
+                        "{spinner} checking references, the tree and snapshots: {pos}/{len} [{wide_bar}] {elapsed}",
+                    ));
+                    pb.reset_eta();
+                }
+                pb.set_length(p.total);
+                pb.set_position(p.done);
+            }
+        }
+    }
+}
+
 /// Elapsed time for a summary line: `0.42 s`, `12.3 s`, `4 min 05 s`.
 pub fn took(start: Instant) -> String {
     let s = start.elapsed().as_secs_f64();

@@ -32,6 +32,7 @@ use clap::Args;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use indicatif::ProgressBar;
 use sqlvault::{FileOptions, FileType, Interrupt, SetAttr, Vault};
+use walkdir::WalkDir;
 
 use crate::progress::{self, bytes, took};
 use crate::{CliError, Ctx};
@@ -220,34 +221,46 @@ fn finish(what: &str, s: &Summary, dry_run: bool, start: Instant) -> u8 {
     if s.skipped.is_empty() {
         0
     } else {
-        eprintln!("sqlvault: {} entries skipped (see warnings above)", s.skipped.len());
+        // Always shown: it explains the exit code, even under `-q` (which hid the warnings).
+        let see = if crate::ui::notes() { "see warnings above" } else { "run without -q to list them" };
+        eprintln!("sqlvault: {} entries skipped ({see})", s.skipped.len());
         5
     }
 }
 
-/// Host bytes and files below `path` that a put would look at (excludes applied).
-fn host_total(path: &Path, rel: &str, ex: &GlobSet, acc: &mut (u64, u64)) {
-    match fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => {
-            if let Ok(rd) = fs::read_dir(path) {
-                for e in rd.flatten() {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    let r = join_rel(rel, &name);
-                    if !ex.is_match(&r) {
-                        host_total(&e.path(), &r, ex, acc);
-                    }
-                }
-            }
-        }
-        Ok(m) if m.is_file() => {
-            acc.0 += m.len();
-            acc.1 += 1;
-        }
-        _ => {}
-    }
+/// Host bytes and files below `root` that a put would look at (excludes applied;
+/// excluded directories are not entered): `(bytes, files)`.
+fn host_total(root: &Path, ex: &GlobSet) -> (u64, u64) {
+    let rel = |p: &Path| p.strip_prefix(root).map(|r| r.to_string_lossy().into_owned()).unwrap_or_default();
+    let walk = WalkDir::new(root)
+        .follow_links(false)
+        .follow_root_links(false)
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !ex.is_match(rel(e.path())));
+    walk.flatten()
+        .filter(|e| e.file_type().is_file())
+        .filter_map(|e| e.metadata().ok())
+        .fold((0, 0), |(b, n), m| (b + m.len(), n + 1))
 }
 
 // ----- put -----
+
+/// A directory of the host walk whose entries are being copied.
+struct DirFrame {
+    /// Host path (to match the walk's error for a directory it cannot list).
+    src: PathBuf,
+    depth: usize,
+    dest: String,
+    /// Path below SRC, for the excludes.
+    rel: String,
+    meta: fs::Metadata,
+    /// Whether the vault directory was there before (else `--delete` has nothing to do).
+    exists: bool,
+    /// False if the host directory could not be listed: nothing below it is deleted.
+    listed: bool,
+    /// Names the host has here.
+    names: HashSet<Vec<u8>>,
+}
 
 struct Put<'a> {
     vault: &'a Vault,
@@ -269,8 +282,7 @@ pub fn put_command(ctx: &Ctx, args: PutArgs) -> Result<u8, CliError> {
     let ex = matcher(&args.exclude)?;
     let meta = fs::symlink_metadata(&args.source).map_err(|e| CliError::host(&args.source, e))?;
     let vault = ctx.open(&args.vault)?;
-    let mut total = (0, 0);
-    host_total(&args.source, "", &ex, &mut total);
+    let total = host_total(&args.source, &ex);
     let mut p = Put {
         vault: &vault,
         args: &args,
@@ -316,7 +328,7 @@ impl Put<'_> {
         let src = self.args.source.clone();
         let dest = self.args.dest.clone();
         if meta.is_dir() {
-            return self.dir(&src, meta, &dest, "");
+            return self.tree(&src, &dest);
         }
         let name = src
             .file_name()
@@ -325,11 +337,11 @@ impl Put<'_> {
             .to_string();
         let into_dir = dest.ends_with('/') || matches!(self.vault.metadata(&dest), Ok(a) if a.kind == FileType::Dir);
         let target = if into_dir { sqlvault::join_path(&dest, &name) } else { dest };
-        self.entry(&src, meta, &target, &name)
+        self.entry(&src, meta, &target)
     }
 
     fn skip(&mut self, why: String) {
-        self.pb.suspend(|| eprintln!("sqlvault: skipped {why}"));
+        self.pb.suspend(|| warning!("skipped {why}"));
         self.s.skipped.push(why);
     }
 
@@ -349,12 +361,12 @@ impl Put<'_> {
         Ok(())
     }
 
-    /// Copies host `src` to vault `dest`; `rel` is its path below SRC (for excludes).
-    fn entry(&mut self, src: &Path, meta: &fs::Metadata, dest: &str, rel: &str) -> Result<(), CliError> {
+    /// Copies host `src` to vault `dest`.
+    fn entry(&mut self, src: &Path, meta: &fs::Metadata, dest: &str) -> Result<(), CliError> {
         self.stop.check().map_err(from_lib)?;
         let ft = meta.file_type();
         if ft.is_dir() {
-            self.dir(src, meta, dest, rel)
+            self.tree(src, dest)
         } else if ft.is_file() {
             self.file(src, meta, dest)
         } else if ft.is_symlink() {
@@ -369,7 +381,93 @@ impl Put<'_> {
         }
     }
 
-    fn dir(&mut self, src: &Path, meta: &fs::Metadata, dest: &str, rel: &str) -> Result<(), CliError> {
+    /// Copies the host tree below directory `src` into vault directory `dest`: one
+    /// `walkdir` walk in name order, depth first; a directory is finished (`--delete`,
+    /// its mode and times) once the walk leaves it. Excluded directories are not entered.
+    fn tree(&mut self, src: &Path, dest: &str) -> Result<(), CliError> {
+        let mut open: Vec<DirFrame> = Vec::new();
+        let mut walk = WalkDir::new(src).follow_links(false).sort_by_file_name().into_iter();
+        while let Some(item) = walk.next() {
+            self.stop.check().map_err(from_lib)?;
+            let e = match item {
+                Ok(e) => e,
+                Err(err) => {
+                    // A directory that cannot be listed (its own entry came first):
+                    // nothing below it is copied, so nothing below it may be deleted.
+                    if let Some(f) = open.iter_mut().rev().find(|f| Some(f.src.as_path()) == err.path()) {
+                        f.listed = false;
+                    }
+                    let path = err.path().unwrap_or(src).display().to_string();
+                    let why = err.io_error().map_or_else(|| err.to_string(), ToString::to_string);
+                    self.skip(format!("{path}: {why}"));
+                    continue;
+                }
+            };
+            while open.last().is_some_and(|f| f.depth >= e.depth()) {
+                let f = open.pop().expect("a directory in the walk");
+                self.close_dir(f)?;
+            }
+            let is_dir = e.file_type().is_dir();
+            let (target, rel) = match open.last_mut() {
+                None => (dest.to_string(), String::new()),
+                Some(parent) => {
+                    let Some(name) = e.file_name().to_str() else {
+                        self.skip(format!("{}: name is not UTF-8", e.path().display()));
+                        if is_dir {
+                            walk.skip_current_dir();
+                        }
+                        continue;
+                    };
+                    let r = join_rel(&parent.rel, name);
+                    if self.ex.is_match(&r) {
+                        if is_dir {
+                            walk.skip_current_dir();
+                        }
+                        continue;
+                    }
+                    parent.names.insert(name.as_bytes().to_vec());
+                    (sqlvault::join_path(&parent.dest, name), r)
+                }
+            };
+            let meta = match e.metadata() {
+                Ok(m) => m,
+                Err(err) => {
+                    self.skip(format!(
+                        "{}: {}",
+                        e.path().display(),
+                        err.io_error().map_or_else(|| err.to_string(), ToString::to_string)
+                    ));
+                    if is_dir {
+                        walk.skip_current_dir();
+                    }
+                    continue;
+                }
+            };
+            if is_dir {
+                let exists = self.open_dir(&meta, &target, &rel)?;
+                open.push(DirFrame {
+                    src: e.path().to_path_buf(),
+                    depth: e.depth(),
+                    dest: target,
+                    rel,
+                    meta,
+                    exists,
+                    listed: true,
+                    names: HashSet::new(),
+                });
+            } else {
+                self.entry(e.path(), &meta, &target)?;
+            }
+        }
+        while let Some(f) = open.pop() {
+            self.close_dir(f)?;
+        }
+        Ok(())
+    }
+
+    /// Makes vault directory `dest` exist (replacing a non-directory); returns whether
+    /// it existed already.
+    fn open_dir(&mut self, meta: &fs::Metadata, dest: &str, rel: &str) -> Result<bool, CliError> {
         let existing = match self.vault.symlink_metadata(dest) {
             Ok(a) => Some(a),
             Err(e) if is_not_found(&e) => None,
@@ -395,50 +493,35 @@ impl Put<'_> {
             }
         }
         self.s.dirs += 1;
-        let mut entries: Vec<_> = match fs::read_dir(src) {
-            Ok(rd) => rd.filter_map(|e| e.ok()).collect(),
-            Err(e) => {
-                self.skip(format!("{}: {e}", src.display()));
-                return Ok(());
-            }
-        };
-        entries.sort_by_key(|e| e.file_name());
-        let mut names: HashSet<Vec<u8>> = HashSet::new();
-        for e in entries {
-            let path = e.path();
-            let Some(name) = e.file_name().to_str().map(str::to_string) else {
-                self.skip(format!("{}: name is not UTF-8", path.display()));
-                continue;
-            };
-            let r = join_rel(rel, &name);
-            if self.ex.is_match(&r) {
-                continue;
-            }
-            names.insert(name.as_bytes().to_vec());
-            match fs::symlink_metadata(&path) {
-                Ok(m) => self.entry(&path, &m, &sqlvault::join_path(dest, &name), &r)?,
-                Err(e) => self.skip(format!("{}: {e}", path.display())),
-            }
+        Ok(exists)
+    }
+
+    /// Finishes a directory once its entries are copied: `--delete` of what the host
+    /// no longer has, then its mode and times (after its entries changed them).
+    fn close_dir(&mut self, f: DirFrame) -> Result<(), CliError> {
+        if !f.listed {
+            return Ok(());
         }
-        if self.args.delete && exists {
-            let ino = self.vault.symlink_metadata(dest)?.ino;
+        if self.args.delete && f.exists {
+            let ino = self.vault.symlink_metadata(&f.dest)?.ino;
             for e in list_all(self.vault, ino)? {
                 let name = String::from_utf8_lossy(&e.name).into_owned();
-                if names.contains(&e.name) || self.ex.is_match(join_rel(rel, &name)) {
+                if f.names.contains(&e.name) || self.ex.is_match(join_rel(&f.rel, &name)) {
                     continue;
                 }
                 self.stop.check().map_err(from_lib)?;
-                self.remove(&sqlvault::join_path(dest, &name), e.kind)?;
+                self.remove(&sqlvault::join_path(&f.dest, &name), e.kind)?;
                 self.s.deleted += 1;
             }
         }
-        if !self.args.dry_run && dest != "/" {
-            let a = self.vault.symlink_metadata(dest)?;
-            if a.perm != meta.mode() & 0o7777 {
-                self.vault.set_permissions(dest, meta.mode() & 0o7777)?;
+        if !self.args.dry_run && f.dest != "/" {
+            let a = self.vault.symlink_metadata(&f.dest)?;
+            let perm = f.meta.mode() & 0o7777;
+            if a.perm != perm {
+                self.vault.set_permissions(&f.dest, perm)?;
             }
-            if a.mtime_ns != mtime_ns(meta) {
-                self.vault.set_times(dest, Some(atime_ns(meta)), Some(mtime_ns(meta)))?;
+            if a.mtime_ns != mtime_ns(&f.meta) {
+                self.vault.set_times(&f.dest, Some(atime_ns(&f.meta)), Some(mtime_ns(&f.meta)))?;
             }
         }
         Ok(())
@@ -650,7 +733,7 @@ impl Get<'_> {
     }
 
     fn skip(&mut self, why: String) {
-        self.pb.suspend(|| eprintln!("sqlvault: skipped {why}"));
+        self.pb.suspend(|| warning!("skipped {why}"));
         self.s.skipped.push(why);
     }
 

@@ -2,8 +2,9 @@
 //! mode strings.
 //!
 //! Results go to standard output (`outln!`); what a command did (`created ...`,
-//! `imported ...`) goes to standard error through `note!`, which `-q` silences, and
-//! details through `detail!`, which only `-v` shows. Errors are never silenced.
+//! `imported ...`) goes to standard error through `note!`, which `-q` silences, as it
+//! does warnings about single entries (`warning!`), and details through `detail!`,
+//! which only `-v` shows. Errors are never silenced.
 //!
 //! Times are shown in the local time zone (`TZ`, else the system's) with their UTC
 //! offset, so `2026-11-24 06:55:33 +01:00` says which zone it is; JSON carries
@@ -34,6 +35,13 @@ pub fn details() -> bool {
 /// What a command did, on standard error; silenced by `-q`.
 macro_rules! note {
     ($($t:tt)*) => { if $crate::ui::notes() { eprintln!($($t)*) } };
+}
+
+/// A warning about one entry of a long command (an unreadable file skipped), on
+/// standard error as `sqlvault: ...`; silenced by `-q`, which leaves the command's
+/// exit code and its one-line count of warnings to say that something was left out.
+macro_rules! warning {
+    ($($t:tt)*) => { if $crate::ui::notes() { eprintln!("sqlvault: {}", format_args!($($t)*)) } };
 }
 
 /// Details (timings, each command of a batch), on standard error; shown with `-v`.

@@ -1,7 +1,8 @@
 //! Integrity checking: SQLite's own `integrity_check`, then every invariant the
 //! chunk store, the file tree and the snapshots promise (refcounts count the live
 //! chunk map and every snapshot's). Read-only; reuses nothing but SQL, so a bug
-//! in the code that maintains an invariant cannot hide its own damage.
+//! in the code that maintains an invariant cannot hide its own damage. Reports its
+//! progress (phase, done, total) to a callback, for the CLI's bar.
 
 use rusqlite::Connection;
 
@@ -15,6 +16,8 @@ pub struct FsckReport {
     pub inodes: u64,
     /// Chunks checked (each hashed).
     pub chunks: u64,
+    /// Bytes of chunk content hashed.
+    pub chunk_bytes: u64,
     /// What is wrong, one line each; empty when clean.
     pub problems: Vec<String>,
 }
@@ -26,14 +29,49 @@ impl FsckReport {
     }
 }
 
+/// The steps of a check, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub enum FsckPhase {
+    /// SQLite's structure check (every page read, decrypted and authenticated):
+    /// `done`/`total` count database pages, `done` is 0 until the check ends.
+    Structure,
+    /// Every chunk hashed: `done`/`total` count chunks, `bytes`/`bytes_total` their content.
+    Chunks,
+    /// Reference counts, the tree and the snapshots: `done`/`total` count the checks.
+    Invariants,
+}
+
+/// Where a running check is (see [`FsckPhase`] for what the counts count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FsckProgress {
+    /// The step running.
+    pub phase: FsckPhase,
+    /// Units of the step done.
+    pub done: u64,
+    /// Units of the step in all.
+    pub total: u64,
+    /// Chunk bytes hashed so far (0 before the chunk step).
+    pub bytes: u64,
+    /// Chunk bytes in all (0 before the chunk step).
+    pub bytes_total: u64,
+}
+
+/// Chunks hashed between two progress reports.
+const REPORT_EVERY: u64 = 256;
+
 /// At most this many problems of one kind are listed.
 const LIMIT: i64 = 20;
 
-pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
+/// Runs every check on `c` (a read transaction), telling `progress` where it is.
+pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProgress)) -> Result<FsckReport> {
     let mut r = FsckReport::default();
     let mut problem = |s: String| r.problems.push(s);
+    let mut at = FsckProgress { phase: FsckPhase::Structure, done: 0, total: 0, bytes: 0, bytes_total: 0 };
 
     // 1. SQLite's structure check (every page decrypts and authenticates on the way).
+    at.total = c.query_row("PRAGMA page_count", [], |r| r.get::<_, i64>(0))?.max(0) as u64;
+    progress(&at);
     let mut stmt = c.prepare("PRAGMA integrity_check(20)")?;
     for row in stmt.query_map([], |row| row.get::<_, String>(0))? {
         let row = row?;
@@ -42,7 +80,21 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
         }
     }
 
+    drop(stmt);
+    at.done = at.total;
+    progress(&at);
+
     // 2. Every chunk's content matches its hash, length and id window.
+    let (count, bytes): (i64, i64) =
+        c.query_row("SELECT count(*), coalesce(sum(len), 0) FROM chunks", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    at = FsckProgress {
+        phase: FsckPhase::Chunks,
+        done: 0,
+        total: count.max(0) as u64,
+        bytes: 0,
+        bytes_total: bytes.max(0) as u64,
+    };
+    progress(&at);
     let mut stmt = c.prepare("SELECT id, hash, len, data FROM chunks")?;
     let mut rows = stmt.query([])?;
     let mut n = 0;
@@ -54,6 +106,14 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
         let len: i64 = row.get(2)?;
         let data = row.get_ref(3)?.as_blob().unwrap_or_default();
         let actual = chunks::hash(data);
+        at.done = n;
+        at.bytes += data.len() as u64;
+        if n % REPORT_EVERY == 0 {
+            // The totals were counted before: never report past them.
+            at.total = at.total.max(n);
+            at.bytes_total = at.bytes_total.max(at.bytes);
+            progress(&at);
+        }
         let msg = if hash != actual {
             Some(format!("chunk {id}: content does not match its hash"))
         } else if len != data.len() as i64 || data.len() > chunk_size as usize {
@@ -72,6 +132,10 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
     }
     drop(rows);
     let chunks_seen = n;
+    let chunk_bytes = at.bytes;
+    at.total = n;
+    at.bytes_total = at.bytes;
+    progress(&at);
 
     // 3. Reference counts and dangling references.
     let queries: &[(&str, &str)] = &[
@@ -300,6 +364,10 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
             "snapshot cycle",
         ),
     ];
+    at.phase = FsckPhase::Invariants;
+    at.total = queries.len() as u64;
+    at.done = 0;
+    progress(&at);
     for (sql, _what) in queries {
         let sql = format!("{sql} LIMIT {LIMIT}");
         let mut stmt = c.prepare(&sql)?;
@@ -307,9 +375,12 @@ pub(crate) fn check(c: &Connection, chunk_size: u32) -> Result<FsckReport> {
         for row in stmt.query_map(params, |row| row.get::<_, String>(0))? {
             problem(row?);
         }
+        at.done += 1;
+        progress(&at);
     }
     let inodes: i64 = c.query_row("SELECT count(*) FROM inodes", [], |r| r.get(0))?;
     r.inodes = inodes as u64;
-    r.chunks = chunks_seen as u64;
+    r.chunks = chunks_seen;
+    r.chunk_bytes = chunk_bytes;
     Ok(r)
 }

@@ -41,7 +41,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use fs::handle::{FileHandle, FileOptions};
 pub use fs::path::{check_name, join as join_path, VaultPath};
 pub use fs::tree::{Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
-pub use fsck::FsckReport;
+pub use fsck::{FsckPhase, FsckProgress, FsckReport};
 pub use keys::{generate_key_file, CipherSettings, HmacAlgorithm, KdfParams, Secret, SlotInfo, SlotKind};
 pub use meta::appsql::{split_sql, FromSqlValue, Row, SqlValue, SqlValueRef};
 pub use meta::records::{prefix_range, KeyRange};

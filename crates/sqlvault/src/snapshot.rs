@@ -717,7 +717,7 @@ mod fsck_tests {
     }
 
     fn problems(c: &Connection) -> Vec<String> {
-        crate::fsck::check(c, 4096).unwrap().problems
+        crate::fsck::check(c, 4096, &|_| {}).unwrap().problems
     }
 
     #[test]

@@ -125,12 +125,12 @@ pub(crate) fn settle_shares(conn: &Connection, affected: &str, p: impl rusqlite:
     }
     // n becomes (rows left) - 1: the rows left are refs + n.
     conn.prepare_cached(&format!(
-        "UPDATE chunk_shares SET n = n + c.refs - 1 FROM chunks c
+        "UPDATE OR FAIL chunk_shares SET n = n + c.refs - 1 FROM chunks c
          WHERE c.id = chunk_shares.chunk AND c.refs <= 0 AND chunk_shares.chunk IN ({affected})"
     ))?
     .execute(p)?;
     conn.prepare_cached(&format!(
-        "UPDATE chunks SET refs = 1 WHERE refs <= 0 AND id IN ({affected})
+        "UPDATE OR FAIL chunks SET refs = 1 WHERE refs <= 0 AND id IN ({affected})
          AND EXISTS (SELECT 1 FROM chunk_shares s WHERE s.chunk = chunks.id AND s.n >= 0)"
     ))?
     .execute(p)?;
@@ -176,7 +176,7 @@ pub fn unhold_where(conn: &Connection, counts_sql: &str, arg: i64) -> Result<u64
     )?;
     let listed = conn.execute(&format!("INSERT INTO temp.unhold(chunk, n) {counts_sql}"), [arg])?;
     let updated = conn.execute(
-        "UPDATE chunk_holds SET n = chunk_holds.n - u.n FROM temp.unhold u WHERE chunk_holds.chunk = u.chunk",
+        "UPDATE OR FAIL chunk_holds SET n = chunk_holds.n - u.n FROM temp.unhold u WHERE chunk_holds.chunk = u.chunk",
         [],
     )?;
     if updated != listed {
@@ -293,7 +293,8 @@ pub fn truncate(conn: &Connection, ino: i64, from_idx: u64) -> Result<()> {
     }
     let updated = conn
         .prepare_cached(
-            "UPDATE chunks SET refs = chunks.refs - c.n
+            // OR FAIL: no in-memory statement journal of every chunk row (see vault/bulk.rs).
+            "UPDATE OR FAIL chunks SET refs = chunks.refs - c.n
              FROM (SELECT chunk, count(*) AS n FROM file_chunks WHERE ino = ?1 AND idx >= ?2 GROUP BY chunk) c
              WHERE chunks.id = c.chunk",
         )?

@@ -57,7 +57,7 @@ mod tests {
             assert_eq!(a, back);
             assert_eq!((back.kind, back.rdev, back.perm, back.size, back.nlink), (*kind, rdev, 0o640, 0, 1));
         }
-        assert!(crate::fsck::check(&c, 4096).unwrap().is_clean());
+        assert!(crate::fsck::check(&c, 4096, &|_| {}).unwrap().is_clean());
     }
 
     #[test]

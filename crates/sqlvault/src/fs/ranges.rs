@@ -336,7 +336,7 @@ mod tests {
                 }
             }
         }
-        let report = crate::fsck::check(&c, CS as u32).unwrap();
+        let report = crate::fsck::check(&c, CS as u32, &|_| {}).unwrap();
         assert!(report.is_clean(), "{:?}", report.problems);
     }
 
@@ -352,6 +352,6 @@ mod tests {
         let chunks_after: i64 = c.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0)).unwrap();
         assert_eq!(chunks_before, chunks_after);
         assert_eq!(content(&c, b), data);
-        assert!(crate::fsck::check(&c, CS as u32).unwrap().is_clean());
+        assert!(crate::fsck::check(&c, CS as u32, &|_| {}).unwrap().is_clean());
     }
 }

@@ -300,7 +300,14 @@ impl Vault {
 
     /// Checks every invariant of the vault; see [`crate::fsck`].
     pub fn fsck(&self) -> Result<crate::fsck::FsckReport> {
-        let mut r = self.engine().read(|c| crate::fsck::check(c, self.chunk_size()))?;
+        self.fsck_with(&|_| {})
+    }
+
+    /// [`Vault::fsck`] that tells `progress` where it is: the phase, units done and in
+    /// all, chunk bytes hashed (for a progress bar with rate and ETA). Read-only: one
+    /// read transaction, so stopping it (ending the process) leaves nothing to undo.
+    pub fn fsck_with(&self, progress: &dyn Fn(&crate::fsck::FsckProgress)) -> Result<crate::fsck::FsckReport> {
+        let mut r = self.engine().read(|c| crate::fsck::check(c, self.chunk_size(), progress))?;
         // The header's two copies: a damaged one opens nothing today but is the
         // redundancy a later crash during a key change would need.
         r.problems.extend(crate::keys::header_problems(self.path())?);
