@@ -253,12 +253,8 @@ impl Writer {
     fn commit_deferred(&self) {
         let Ok(mut g) = self.lock() else { return };
         if g.open && self.deferred.load(Ordering::SeqCst) {
-            if let Err(e) = self.finish(&mut g) {
-                eprintln!("sqlvault: a deferred commit failed, its operations are lost: {e}");
-                if let Ok(mut lost) = self.lost.lock() {
-                    lost.get_or_insert(e);
-                }
-            }
+            // A failure is kept by `finish` for the next `sync`.
+            let _ = self.finish(&mut g);
         }
     }
 
@@ -267,7 +263,13 @@ impl Writer {
         self.lost.lock().ok().and_then(|mut l| l.take())
     }
 
-    /// True while a deferred batch is open: reads must go to the writer connection.
+    /// True while a deferred batch (commit window) is open.
+    pub fn deferred_open(&self) -> bool {
+        self.deferred.load(Ordering::SeqCst)
+    }
+
+    /// True while a deferred batch is open and this thread does not hold the writer:
+    /// its reads must go to the writer connection.
     pub fn has_deferred(&self) -> bool {
         self.deferred.load(Ordering::SeqCst) && !HOLDS_WRITER.with(|c| c.get())
     }
@@ -529,6 +531,13 @@ impl Writer {
                 if !g.conn.is_autocommit() {
                     let _ = g.conn.execute_batch("ROLLBACK");
                 }
+                if self.deferred.load(Ordering::SeqCst) {
+                    // Callers of this batch were answered already: the next `sync` tells.
+                    eprintln!("sqlvault: a deferred commit failed, its operations are lost: {e}");
+                    if let Ok(mut lost) = self.lost.lock() {
+                        lost.get_or_insert(replay(&e));
+                    }
+                }
                 self.close_batch(g, Some(replay(&e)));
                 Err(e)
             }
@@ -670,5 +679,53 @@ mod tests {
         assert!(r.is_err());
         w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (6, 'q')", [])?)).unwrap();
         assert_eq!(count(&w), 1);
+    }
+
+    #[test]
+    fn a_commit_window_shares_one_commit_between_a_lone_writers_calls() {
+        let w = Arc::new(writer());
+        w.set_window(Some(Duration::from_secs(60))).unwrap();
+        for i in 0..10 {
+            w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (?1, 'x')", [i])?)).unwrap();
+        }
+        // Answered, not committed; this process reads them inside the open batch.
+        assert_eq!((w.stats().operations, w.stats().commits), (10, 0));
+        assert!(w.deferred_open() && w.has_deferred());
+        let n: i64 = w.read_open(|c| c.query_row("SELECT count(*) FROM t", [], |r| r.get(0)).unwrap()).unwrap();
+        assert_eq!(n, 10);
+        // A failing call undoes only its own work and does not end the window.
+        let r: Result<()> = w.write(|tx| {
+            tx.execute("INSERT INTO t VALUES (100, 'no')", [])?;
+            Err(Error::InvalidArgument { what: "no".into() })
+        });
+        assert!(r.is_err());
+        assert_eq!(w.stats().commits, 0);
+        // `idle` (sync, checkpoint, close) commits it first.
+        w.idle(|_| Ok(())).unwrap();
+        assert_eq!(w.stats().commits, 1);
+        assert!(!w.deferred_open());
+        assert!(w.read_open(|_| ()).is_none(), "no open batch: reads go to readers");
+        assert_eq!(count(&w), 10);
+        w.stop_window();
+    }
+
+    #[test]
+    fn the_timer_commits_the_window_when_it_is_due() {
+        let w = Arc::new(writer());
+        w.set_window(Some(Duration::from_millis(5))).unwrap();
+        w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (1, 'a')", [])?)).unwrap();
+        w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (2, 'b')", [])?)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while w.stats().commits == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(w.stats().commits, 1, "the timer did not commit the window");
+        assert!(!w.deferred_open());
+        // Turning the window off commits every call before it returns again.
+        w.set_window(None).unwrap();
+        w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (3, 'c')", [])?)).unwrap();
+        assert_eq!(w.stats().commits, 2);
+        w.stop_window();
+        assert_eq!(count(&w), 3);
     }
 }

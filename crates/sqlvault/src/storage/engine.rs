@@ -387,16 +387,14 @@ impl Engine {
     /// A deferred commit (commit window) that failed since the last `sync` is reported here.
     pub fn sync(&self) -> Result<()> {
         let Some(writer) = self.writer.as_ref() else { return Ok(()) };
-        if let Some(lost) = writer.take_lost() {
-            return Err(lost);
-        }
         if self.config.durability == Durability::Full {
             return Ok(());
         }
         self.writer_usable()?;
         use std::sync::atomic::Ordering;
-        // Everything this caller committed is among the first `needed` commits.
-        let needed = writer.stats().commits;
+        // Everything this caller committed is among the first `needed` commits (the
+        // commit window's open batch, which `idle` commits first, included).
+        let needed = writer.stats().commits + u64::from(writer.deferred_open());
         writer.idle(|conn| {
             // Group sync: a sync that ran after those commits (another thread's, while
             // we waited for the lock) made them durable already.
@@ -413,7 +411,10 @@ impl Engine {
             r.map_err(Error::from)?;
             self.synced_commits.fetch_max(covered, Ordering::SeqCst);
             Ok(())
-        })
+        })?;
+        // `idle` committed the commit window's batch first; a failure of it (or of an
+        // earlier deferred commit) is this caller's to hear.
+        writer.take_lost().map_or(Ok(()), Err)
     }
 
     /// Writes the WAL back into the main file and truncates it (used before closing).
