@@ -58,7 +58,10 @@ fn setfattr_sets_tags_that_find_sees_and_getfattr_shows_library_tags() {
     assert!(all.contains("trusted.private=\"t\"") && all.contains("user.camera=\"X100V\""), "{all}");
 
     // Removing through the mount removes the tag; tags follow renames.
-    sh(&mnt, "setfattr -x user.camera photos/sub/c.jpg && mv photos/a.jpg photos/sub/moved.jpg && stat -f . >/dev/null");
+    sh(
+        &mnt,
+        "setfattr -x user.camera photos/sub/c.jpg && mv photos/a.jpg photos/sub/moved.jpg && stat -f . >/dev/null",
+    );
     assert_eq!(find(&v, "/", &["camera=X100V"]), ["/photos/sub/moved.jpg"]);
     let ino = fs::metadata(mnt.join("photos/sub/moved.jpg")).unwrap().ino();
     sh(&mnt, "rm photos/sub/moved.jpg");

@@ -43,12 +43,12 @@
 //! A failed deferred commit cannot reach callers already answered: it is kept and
 //! reported by the next `sync` ([`Writer::take_lost`]).
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::ops::Deref;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::cell::Cell;
 use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
