@@ -58,6 +58,10 @@ pub struct PeersArgs {
     /// Skip the untar, `ls -lR`, `rm -rf` and `cp -r` workloads.
     #[arg(long)]
     pub no_tools: bool,
+    /// The sqlvault mount's commit window in milliseconds (`sqlvault mount
+    /// --commit-window-ms`; 0 commits every operation before answering it).
+    #[arg(long, value_name = "MS", default_value_t = sqlvault_fuse::DEFAULT_COMMIT_WINDOW.as_millis() as u64)]
+    pub commit_window_ms: u64,
     /// Scratch directory, on the disk to measure (not tmpfs) [default: <results-dir>/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
@@ -395,13 +399,20 @@ pub struct ServeMountArgs {
     pub key_file: PathBuf,
     #[arg(long)]
     pub mountpoint: PathBuf,
+    /// The mount's commit window, milliseconds.
+    #[arg(long, default_value_t = sqlvault_fuse::DEFAULT_COMMIT_WINDOW.as_millis() as u64)]
+    pub commit_window_ms: u64,
 }
 
 /// Serves a sqlvault FUSE mount: prints `ready` once mounted, unmounts (committing
 /// every open file and checkpointing) when its standard input closes.
 pub fn serve_mount(a: &ServeMountArgs) -> Result<()> {
     let vault = Vault::open(&a.vault, &Secret::from_key_file(&a.key_file)?, EngineConfig::default())?;
-    let mounted = sqlvault_fuse::mount(vault, &a.mountpoint, &sqlvault_fuse::MountOptions::default())?;
+    let opts = sqlvault_fuse::MountOptions {
+        commit_window: Duration::from_millis(a.commit_window_ms),
+        ..sqlvault_fuse::MountOptions::default()
+    };
+    let mounted = sqlvault_fuse::mount(vault, &a.mountpoint, &opts)?;
     println!("ready");
     std::io::stdout().flush().context("cannot write to stdout")?;
     let mut rest = Vec::new();
@@ -478,7 +489,7 @@ fn wait_mounted(mnt: &Path, child: &mut Child, what: &str, limit: Duration) -> R
     crate::bail!("{what} did not mount {} within {:?}", mnt.display(), limit)
 }
 
-fn mount(system: System, root: &Path, pass_file: &Path, key_file: &Path, exe: &Path) -> Result<Mount> {
+fn mount(system: System, root: &Path, pass_file: &Path, key_file: &Path, exe: &Path, window_ms: u64) -> Result<Mount> {
     let mnt = root.join(format!("{system:?}.mnt"));
     std::fs::create_dir_all(&mnt).with_context(|| format!("cannot create {}", mnt.display()))?;
     let store = root.join(format!("{system:?}.store"));
@@ -538,6 +549,8 @@ fn mount(system: System, root: &Path, pass_file: &Path, key_file: &Path, exe: &P
                 .arg(key_file)
                 .arg("--mountpoint")
                 .arg(&mnt)
+                .arg("--commit-window-ms")
+                .arg(window_ms.to_string())
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -658,7 +671,10 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
     }
     let key_file = root.join("vault.key");
     sqlvault::generate_key_file(&key_file)?;
-    let mut notes = Vec::new();
+    let mut notes = vec![format!(
+        "sqlvault FUSE mounted with a commit window of {} ms (`--commit-window-ms`; 0 commits every operation before answering it).",
+        a.commit_window_ms
+    )];
     let can_drop = sys::drop_caches().is_ok();
     if !can_drop {
         notes.push("The page cache could not be dropped (not root): reads may come from memory.".into());
@@ -685,7 +701,7 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
                 Vault::create(&path, &Secret::from_key_file(&key_file)?, &CreateOptions::default())?.close()?;
                 Ok(Where::Vault { path, key_file: key_file.clone() })
             }
-            m => mount(m, &root, &pass_file, &key_file, &exe).map(|mnt| {
+            m => mount(m, &root, &pass_file, &key_file, &exe, a.commit_window_ms).map(|mnt| {
                 let d = mnt.mountpoint.clone();
                 mounts.push(mnt);
                 Where::Dir(d)

@@ -46,6 +46,11 @@ pub struct MountArgs {
     /// Threads serving requests (default 4; 1 serves them one at a time, in order).
     #[arg(long, value_name = "N", default_value_t = crate::DEFAULT_THREADS, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: u16,
+    /// Milliseconds the mount's changes may wait to share one commit (0: commit each
+    /// operation before answering it). fsync, statfs and unmounting commit at once;
+    /// other processes see changes after this long; a crash may lose the last window.
+    #[arg(long, value_name = "MS", default_value_t = crate::DEFAULT_COMMIT_WINDOW.as_millis() as u64, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub commit_window_ms: u64,
 }
 
 /// Mounts the vault at `vault_path` as `args` say; see the module documentation.
@@ -68,6 +73,7 @@ pub fn run(vault_path: &Path, secret: Secret, mut config: EngineConfig, args: &M
         uid: args.uid,
         gid: args.gid,
         threads: usize::from(args.threads),
+        commit_window: std::time::Duration::from_millis(args.commit_window_ms),
         ..MountOptions::default()
     };
     if args.background {

@@ -834,6 +834,8 @@ impl VaultFs {
     }
 
     fn statfs_inner(&self) -> Result<libc::statvfs> {
+        // What `df` reports includes every change made so far (the commit window's too).
+        self.vault()?.commit_deferred()?;
         let path = CString::new(self.host_dir.as_os_str().as_bytes()).map_err(|_| FsError::Errno(libc::EINVAL))?;
         // SAFETY: an all-zero statvfs is a valid value of this plain C struct.
         let mut st: libc::statvfs = unsafe { std::mem::zeroed() };

@@ -40,6 +40,13 @@ pub struct MountOptions {
     pub threads: usize,
     /// Name shown as the source in `mount` and `df` (default: the vault's path).
     pub fsname: Option<String>,
+    /// How long the mount's changes may wait to share one commit
+    /// ([`DEFAULT_COMMIT_WINDOW`]; zero commits every operation before answering it).
+    /// Like a kernel file system's delayed metadata writes: the mount itself sees every
+    /// change at once, other processes using the vault after the window; `fsync`,
+    /// `fsyncdir`, `statfs` and unmounting commit at once; a crash may lose the last
+    /// window's changes, never part of one. Ignored with `Durability::Full`.
+    pub commit_window: Duration,
 }
 
 impl Default for MountOptions {
@@ -52,6 +59,7 @@ impl Default for MountOptions {
             ttl: Duration::from_secs(1),
             threads: DEFAULT_THREADS as usize,
             fsname: None,
+            commit_window: DEFAULT_COMMIT_WINDOW,
         }
     }
 }
@@ -59,6 +67,11 @@ impl Default for MountOptions {
 /// Request-serving threads of a mount unless told otherwise: a request that waits on
 /// the disk (fsync, a commit) does not hold up lookups and reads behind it.
 pub const DEFAULT_THREADS: u16 = 4;
+
+/// The mount's commit window unless told otherwise (see [`MountOptions::commit_window`]):
+/// long enough for a single-threaded untar or `rm -rf` to put dozens of operations in
+/// one commit, short next to the kernel's own attribute cache time.
+pub const DEFAULT_COMMIT_WINDOW: Duration = Duration::from_millis(10);
 
 fn io_error(context: impl Into<String>, source: io::Error) -> Error {
     Error::Io { context: context.into(), source }
@@ -124,6 +137,9 @@ pub fn mount(vault: Vault, mountpoint: &Path, opts: &MountOptions) -> Result<Mou
 
     let settings =
         Settings { ttl: opts.ttl, owner: ShownOwner { uid: opts.uid, gid: opts.gid }, read_only: opts.read_only };
+    if !opts.read_only {
+        vault.set_commit_window(Some(opts.commit_window))?;
+    }
     let closed: Closed = Arc::new(Mutex::new(None));
     let counters = Arc::new(Counters::default());
     let fs = VaultFs::new(vault, settings, closed.clone(), counters.clone());

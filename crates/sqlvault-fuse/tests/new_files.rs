@@ -144,3 +144,25 @@ fn tar_sets_times_owner_and_mode_of_each_new_file_in_the_same_commit() {
     let v = m.unmount_and_check();
     assert_eq!(v.read_file("/d/f7").unwrap(), bytes(7, 100 + 7 * 37));
 }
+
+#[test]
+fn fsync_and_fsyncdir_commit_the_window_at_once() {
+    require_fuse!();
+    let m = TestMount::new();
+    let other = m.tv.open();
+    fs::create_dir(m.path("d")).unwrap();
+    let mut f = fs::File::create(m.path("d/kept")).unwrap();
+    f.write_all(b"durable").unwrap();
+    // fsync makes the file and its name (and its directory) durable: no waiting.
+    f.sync_all().unwrap();
+    assert_eq!(other.read_file("/d/kept").unwrap(), b"durable");
+    drop(f);
+    fs::create_dir(m.path("d/sub")).unwrap();
+    fs::remove_file(m.path("d/kept")).unwrap();
+    fs::File::open(m.path("d")).unwrap().sync_all().unwrap();
+    assert!(other.metadata("/d/kept").is_err(), "removed, fsyncdir returned, still there");
+    assert!(other.metadata("/d/sub").is_ok(), "created, fsyncdir returned, not there");
+    // Without fsync, another user of the vault sees changes after the commit window.
+    fs::create_dir(m.path("later")).unwrap();
+    assert!(wait_until(std::time::Duration::from_secs(10), || other.metadata("/later").is_ok()));
+}

@@ -408,7 +408,11 @@ fn library_and_mount_share_one_vault() {
     other.write_file("/from-library", b"written by the library").unwrap();
     assert_eq!(fs::read_to_string(m.path("from-library")).unwrap(), "written by the library");
     fs::write(m.path("from-mount"), "written through FUSE").unwrap();
-    assert_eq!(other.read_file("/from-mount").unwrap(), b"written through FUSE");
+    // Committed at the end of the mount's commit window.
+    let seen = wait_until(std::time::Duration::from_secs(10), || {
+        other.read_file("/from-mount").ok().as_deref() == Some(b"written through FUSE".as_slice())
+    });
+    assert!(seen, "the library never saw the file written through the mount");
     let f = other.open_file("/from-mount", &FileOptions::new().read(true)).unwrap();
     assert_eq!(f.metadata().unwrap().size, 20);
     drop(f);

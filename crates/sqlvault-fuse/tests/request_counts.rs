@@ -5,7 +5,8 @@
 //!
 //! Counts come from the mount's own statistics ([`sqlvault_fuse::Mounted::stats`]).
 //! `release` reaches the mount after `close(2)` has returned, so each test waits for
-//! it before reading the counts.
+//! it before reading the counts. The commit window leaves the last few milliseconds
+//! of changes uncommitted: a `statfs` (which commits them) ends each counted run.
 
 mod common;
 
@@ -36,6 +37,7 @@ fn one_mib_file_costs_one_write_request_and_one_commit() {
     // max_pages of 1 MiB), not in 8 of 128 KiB.
     assert_eq!(f.write(&data).unwrap(), MIB);
     drop(f);
+    let _ = statfs(&m);
     let d = settled(&m, &before, 1);
     eprintln!("{d}");
     assert_eq!(d.get("write").bytes, MIB as u64);
@@ -68,9 +70,9 @@ fn small_files_cost_one_commit_and_seven_requests_each() {
     }
     let d = settled(&m, &before, n);
     eprintln!("{d}");
-    // Per file: one commit at close holding the name, the inode and the content
+    // Per file at most one commit at close holding the name, the inode and the content
     // (`create` keeps the new file in memory), plus one reservation of inode numbers
-    // for the whole run.
+    // for the whole run; with the commit window, files share commits.
     assert!(d.vault_commits <= n + 1, "{n} small files took {} commits: {d}", d.vault_commits);
     assert_eq!(d.get("write").count, n, "{d}");
     // lookup (negative), create, the kernel's security.capability query, write, the
@@ -79,4 +81,62 @@ fn small_files_cost_one_commit_and_seven_requests_each() {
     for i in 0..n {
         assert_eq!(fs::read(m.path(&format!("small/f{i}"))).unwrap(), bytes(i, 4096 + i as usize * 1000));
     }
+}
+
+/// `statfs(2)` on the mount: commits the commit window's changes (and counts them).
+fn statfs(m: &TestMount) -> libc::statvfs {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(m.mnt().as_os_str().as_bytes()).unwrap();
+    // SAFETY: an all-zero statvfs is a valid value of this plain C struct.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated and `st` is a valid out-pointer.
+    assert_eq!(unsafe { libc::statvfs(path.as_ptr(), &mut st) }, 0, "statvfs failed");
+    st
+}
+
+/// A `cp -r` of small files, one thread: directories, files with their times set
+/// (`cp -a`, `tar`), then an `rm -rf` of the tree. Every operation is answered at once,
+/// but the commit window puts many of them in one commit.
+#[test]
+fn copying_and_removing_a_tree_of_small_files_shares_commits() {
+    require_fuse!();
+    let m = TestMount::new();
+    let (dirs, per_dir) = (8u64, 50u64);
+    let n = dirs * per_dir;
+    let before = m.stats();
+    let stamp = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
+    for d in 0..dirs {
+        fs::create_dir(m.path(&format!("t{d}"))).unwrap();
+        for i in 0..per_dir {
+            let mut f = fs::File::create(m.path(&format!("t{d}/f{i}"))).unwrap();
+            f.write_all(&bytes(d * 1000 + i, 2000 + i as usize * 10)).unwrap();
+            f.set_modified(stamp).unwrap();
+        }
+        fs::File::open(m.path(&format!("t{d}"))).unwrap().set_modified(stamp).unwrap();
+    }
+    let _ = statfs(&m);
+    let d = settled(&m, &before, n);
+    eprintln!("copy: {d}");
+    assert!(d.vault_commits * 4 <= n, "{n} small files in {dirs} directories took {} commits: {d}", d.vault_commits);
+    // The mount saw every change at once, and so does every later reader.
+    for d in 0..dirs {
+        assert_eq!(fs::read_dir(m.path(&format!("t{d}"))).unwrap().count() as u64, per_dir);
+        let back = fs::read(m.path(&format!("t{d}/f7"))).unwrap();
+        assert!(back == bytes(d * 1000 + 7, 2070), "t{d}/f7 differs");
+        assert_eq!(fs::metadata(m.path(&format!("t{d}"))).unwrap().modified().unwrap(), stamp);
+    }
+
+    let before = m.stats();
+    for d in 0..dirs {
+        for i in 0..per_dir {
+            fs::remove_file(m.path(&format!("t{d}/f{i}"))).unwrap();
+        }
+        fs::remove_dir(m.path(&format!("t{d}"))).unwrap();
+    }
+    let _ = statfs(&m);
+    let d = m.stats().since(&before);
+    eprintln!("remove: {d}");
+    assert_eq!(d.get("unlink").count, n, "{d}");
+    assert!(d.vault_commits * 4 <= n, "removing {n} files took {} commits: {d}", d.vault_commits);
+    assert_eq!(fs::read_dir(m.mnt()).unwrap().count(), 0);
 }

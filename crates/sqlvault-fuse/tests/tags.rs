@@ -29,8 +29,11 @@ fn setfattr_sets_tags_that_find_sees_and_getfattr_shows_library_tags() {
         "setfattr -n user.camera -v X100V photos/a.jpg && setfattr -n user.iso -v 400 photos/a.jpg \
          && setfattr -n user.camera -v X100V photos/sub/c.jpg && setfattr -n user.iso -v 0400 photos/sub/c.jpg \
          && setfattr -n user.rating -v 2.5 photos/b.jpg && setfattr -n user.album -v Summer photos \
-         && setfattr -n trusted.private -v t photos/a.jpg",
+         && setfattr -n trusted.private -v t photos/a.jpg \
+         && stat -f . >/dev/null",
     );
+    // (`statfs`, as `stat -f` makes it, commits the mount's commit window: another
+    // handle on the vault sees the changes now, not a few milliseconds later.)
     // A second handle on the same vault, as `sqlvault find` would open it.
     let v = m.tv.open();
     assert_eq!(find(&v, "/photos", &["camera=X100V"]), ["/photos/a.jpg", "/photos/sub/c.jpg"]);
@@ -55,7 +58,10 @@ fn setfattr_sets_tags_that_find_sees_and_getfattr_shows_library_tags() {
     assert!(all.contains("trusted.private=\"t\"") && all.contains("user.camera=\"X100V\""), "{all}");
 
     // Removing through the mount removes the tag; tags follow renames.
-    sh(&mnt, "setfattr -x user.camera photos/sub/c.jpg && mv photos/a.jpg photos/sub/moved.jpg");
+    sh(
+        &mnt,
+        "setfattr -x user.camera photos/sub/c.jpg && mv photos/a.jpg photos/sub/moved.jpg && stat -f . >/dev/null",
+    );
     assert_eq!(find(&v, "/", &["camera=X100V"]), ["/photos/sub/moved.jpg"]);
     let ino = fs::metadata(mnt.join("photos/sub/moved.jpg")).unwrap().ino();
     sh(&mnt, "rm photos/sub/moved.jpg");

@@ -30,12 +30,27 @@
 //!   either pass the batch on or finish it. A batch is therefore never left open.
 //! * Closures run one at a time, in lock order, and see the uncommitted work of the
 //!   earlier operations of their batch (it commits with theirs or not at all).
+//!
+//! **Commit window** ([`Writer::set_window`], off by default; the FUSE mount turns it
+//! on): a call returns as soon as its savepoint is released, and the batch stays open
+//! for the window (or until [`MAX_DEFERRED`] operations) before a timer thread commits
+//! it, so a single-threaded stream of small operations (an untar, an `rm -rf`) shares
+//! commits as concurrent writers do. The first invariant is then relaxed the way a
+//! kernel file system relaxes it: work is visible at once to this process (reads go to
+//! the writer connection while a deferred batch is open, see [`Writer::read_open`]),
+//! to other processes after the window; a crash loses at most the open window, never
+//! part of an operation; [`Writer::idle`] (sync, checkpoint, close) commits it first.
+//! A failed deferred commit cannot reach callers already answered: it is kept and
+//! reported by the next `sync` ([`Writer::take_lost`]).
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::ops::Deref;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
@@ -46,6 +61,43 @@ use crate::error::{Error, Result};
 pub const MAX_BATCH: usize = 64;
 /// Longest a committer waits for another writer to join its batch.
 pub const MAX_COMMIT_DELAY: Duration = Duration::from_millis(2);
+/// Most operations a deferred batch (commit window) takes before it is committed anyway.
+pub const MAX_DEFERRED: usize = 4096;
+
+thread_local! {
+    /// Set while this thread holds the writer lock: a read it makes then must not wait
+    /// for that lock (it goes to a reader connection, as without a commit window).
+    static HOLDS_WRITER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The writer lock, held: marks the thread (see `HOLDS_WRITER`) while it lives.
+struct Held<'a>(MutexGuard<'a, State>);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        HOLDS_WRITER.with(|c| c.set(false));
+    }
+}
+
+impl Deref for Held<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Held<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.0
+    }
+}
+
+/// The commit window's timer: when the open deferred batch is due.
+#[derive(Default)]
+struct Timer {
+    due: Option<Instant>,
+    stop: bool,
+}
 
 /// The write transaction an `Engine::write` closure runs in: a connection (it derefs
 /// to one) inside a savepoint of the current batch. Do not commit or roll back
@@ -108,6 +160,15 @@ pub(crate) struct Writer {
     queued: AtomicUsize,
     operations: AtomicU64,
     commits: AtomicU64,
+    /// The commit window in nanoseconds; 0: off.
+    window_ns: AtomicU64,
+    /// The open batch holds work whose callers were answered (a deferred batch).
+    deferred: AtomicBool,
+    timer: Mutex<Timer>,
+    timer_wake: Condvar,
+    timer_thread: Mutex<Option<JoinHandle<()>>>,
+    /// The error of a deferred commit that failed, for the next `sync`.
+    lost: Mutex<Option<Error>>,
 }
 
 impl Writer {
@@ -119,6 +180,117 @@ impl Writer {
             queued: AtomicUsize::new(0),
             operations: AtomicU64::new(0),
             commits: AtomicU64::new(0),
+            window_ns: AtomicU64::new(0),
+            deferred: AtomicBool::new(false),
+            timer: Mutex::new(Timer::default()),
+            timer_wake: Condvar::new(),
+            timer_thread: Mutex::new(None),
+            lost: Mutex::new(None),
+        }
+    }
+
+    /// Sets the commit window (see the module documentation); `None` or zero turns it
+    /// off, committing an open deferred batch first. Starts the timer thread once.
+    pub fn set_window(self: &Arc<Self>, window: Option<Duration>) -> Result<()> {
+        let ns = window.map_or(0, |w| u64::try_from(w.as_nanos()).unwrap_or(u64::MAX));
+        self.window_ns.store(ns, Ordering::SeqCst);
+        if ns == 0 {
+            return self.idle(|_| Ok(()));
+        }
+        let mut t = self.timer_thread.lock().map_err(|_| Error::poisoned())?;
+        if t.is_none() {
+            lock_timer(&self.timer).stop = false;
+            let me = Arc::clone(self);
+            let spawned = std::thread::Builder::new().name("sqlvault-commit".into()).spawn(move || me.run_timer());
+            *t = Some(spawned.map_err(|e| Error::Io { context: "cannot start the commit timer".into(), source: e })?);
+        }
+        Ok(())
+    }
+
+    /// Stops the timer thread (if any) and commits an open deferred batch.
+    pub fn stop_window(&self) {
+        self.window_ns.store(0, Ordering::SeqCst);
+        lock_timer(&self.timer).stop = true;
+        self.timer_wake.notify_all();
+        let handle = self.timer_thread.lock().ok().and_then(|mut t| t.take());
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+        let _ = self.idle(|_| Ok(()));
+    }
+
+    fn window(&self) -> Option<Duration> {
+        match self.window_ns.load(Ordering::SeqCst) {
+            0 => None,
+            ns => Some(Duration::from_nanos(ns)),
+        }
+    }
+
+    /// The timer thread: commits the deferred batch when it is due.
+    fn run_timer(&self) {
+        let mut t = lock_timer(&self.timer);
+        loop {
+            if t.stop {
+                return;
+            }
+            let Some(due) = t.due else {
+                t = self.timer_wake.wait(t).unwrap_or_else(|p| p.into_inner());
+                continue;
+            };
+            let now = Instant::now();
+            if now < due {
+                t = self.timer_wake.wait_timeout(t, due - now).unwrap_or_else(|p| p.into_inner()).0;
+                continue;
+            }
+            t.due = None;
+            drop(t);
+            self.commit_deferred();
+            t = lock_timer(&self.timer);
+        }
+    }
+
+    /// Commits the open batch if it is a deferred one; a failure is kept for `sync`.
+    fn commit_deferred(&self) {
+        let Ok(mut g) = self.lock() else { return };
+        if g.open && self.deferred.load(Ordering::SeqCst) {
+            // A failure is kept by `finish` for the next `sync`.
+            let _ = self.finish(&mut g);
+        }
+    }
+
+    /// The error of a deferred commit that failed since the last call, if any.
+    pub fn take_lost(&self) -> Option<Error> {
+        self.lost.lock().ok().and_then(|mut l| l.take())
+    }
+
+    /// True while a deferred batch (commit window) is open.
+    pub fn deferred_open(&self) -> bool {
+        self.deferred.load(Ordering::SeqCst)
+    }
+
+    /// True while a deferred batch is open and this thread does not hold the writer:
+    /// its reads must go to the writer connection.
+    pub fn has_deferred(&self) -> bool {
+        self.deferred.load(Ordering::SeqCst) && !HOLDS_WRITER.with(|c| c.get())
+    }
+
+    /// Runs `f` on the writer connection inside the open deferred batch (it sees that
+    /// work), under the writer lock; `None` (and `f` not run) if no deferred batch is
+    /// open (any more): the caller reads on a reader connection.
+    pub fn read_open<T>(&self, f: impl FnOnce(&Connection) -> T) -> Option<T> {
+        if !self.has_deferred() {
+            return None;
+        }
+        let g = self.lock().ok()?;
+        if !g.open {
+            return None;
+        }
+        match catch_unwind(AssertUnwindSafe(|| f(&g.conn))) {
+            Ok(r) => Some(r),
+            Err(panic) => {
+                drop(g);
+                resume_unwind(panic)
+            }
         }
     }
 
@@ -130,11 +302,13 @@ impl Writer {
         }
     }
 
-    fn lock(&self) -> Result<MutexGuard<'_, State>> {
+    fn lock(&self) -> Result<Held<'_>> {
         self.queued.fetch_add(1, Ordering::SeqCst);
         let g = self.state.lock();
         self.queued.fetch_sub(1, Ordering::SeqCst);
-        g.map_err(|_| Error::poisoned())
+        let g = g.map_err(|_| Error::poisoned())?;
+        HOLDS_WRITER.with(|c| c.set(true));
+        Ok(Held(g))
     }
 
     /// Runs `f` in its own savepoint of the current batch transaction; returns once the
@@ -207,7 +381,8 @@ impl Writer {
         if let Some(err) = self.settle(&mut g) {
             return Err(err);
         }
-        if !g.open || g.batch != my {
+        if !g.open || g.batch != my || self.window().is_some() {
+            // Committed, or left open for the commit window (see the module doc).
             return out;
         }
         // Someone queued behind us will finish the batch. Register as a sleeper while
@@ -244,7 +419,7 @@ impl Writer {
         self.operations.fetch_add(1, Ordering::Relaxed);
         g.conn.execute_batch("BEGIN IMMEDIATE")?;
         let out = catch_unwind(AssertUnwindSafe(|| f(&WriteTx { conn: &g.conn })));
-        let rollback = |g: &MutexGuard<'_, State>| {
+        let rollback = |g: &Held<'_>| {
             if !g.conn.is_autocommit() {
                 let _ = g.conn.execute_batch("ROLLBACK");
             }
@@ -304,6 +479,17 @@ impl Writer {
         if !g.open {
             return None;
         }
+        if let Some(window) = self.window() {
+            if g.ops >= MAX_DEFERRED {
+                return self.finish(g).err();
+            }
+            // Left open for the window: the timer commits it when due.
+            if !self.deferred.swap(true, Ordering::SeqCst) {
+                lock_timer(&self.timer).due = Some(Instant::now() + window);
+                self.timer_wake.notify_all();
+            }
+            return None;
+        }
         if g.ops >= MAX_BATCH {
             return self.finish(g).err();
         }
@@ -345,6 +531,13 @@ impl Writer {
                 if !g.conn.is_autocommit() {
                     let _ = g.conn.execute_batch("ROLLBACK");
                 }
+                if self.deferred.load(Ordering::SeqCst) {
+                    // Callers of this batch were answered already: the next `sync` tells.
+                    eprintln!("sqlvault: a deferred commit failed, its operations are lost: {e}");
+                    if let Ok(mut lost) = self.lost.lock() {
+                        lost.get_or_insert(replay(&e));
+                    }
+                }
                 self.close_batch(g, Some(replay(&e)));
                 Err(e)
             }
@@ -361,6 +554,7 @@ impl Writer {
 
     fn close_batch(&self, g: &mut State, failure: Option<Error>) {
         g.open = false;
+        self.deferred.store(false, Ordering::SeqCst);
         // Lock order: writer state, then outcomes.
         if let Ok(mut o) = self.outcomes.lock() {
             o.done = g.batch;
@@ -374,6 +568,10 @@ impl Writer {
         }
         self.finished.notify_all();
     }
+}
+
+fn lock_timer(t: &Mutex<Timer>) -> MutexGuard<'_, Timer> {
+    t.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A copy of `e` for another caller of a failed batch (errors are not `Clone`).
@@ -481,5 +679,53 @@ mod tests {
         assert!(r.is_err());
         w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (6, 'q')", [])?)).unwrap();
         assert_eq!(count(&w), 1);
+    }
+
+    #[test]
+    fn a_commit_window_shares_one_commit_between_a_lone_writers_calls() {
+        let w = Arc::new(writer());
+        w.set_window(Some(Duration::from_secs(60))).unwrap();
+        for i in 0..10 {
+            w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (?1, 'x')", [i])?)).unwrap();
+        }
+        // Answered, not committed; this process reads them inside the open batch.
+        assert_eq!((w.stats().operations, w.stats().commits), (10, 0));
+        assert!(w.deferred_open() && w.has_deferred());
+        let n: i64 = w.read_open(|c| c.query_row("SELECT count(*) FROM t", [], |r| r.get(0)).unwrap()).unwrap();
+        assert_eq!(n, 10);
+        // A failing call undoes only its own work and does not end the window.
+        let r: Result<()> = w.write(|tx| {
+            tx.execute("INSERT INTO t VALUES (100, 'no')", [])?;
+            Err(Error::InvalidArgument { what: "no".into() })
+        });
+        assert!(r.is_err());
+        assert_eq!(w.stats().commits, 0);
+        // `idle` (sync, checkpoint, close) commits it first.
+        w.idle(|_| Ok(())).unwrap();
+        assert_eq!(w.stats().commits, 1);
+        assert!(!w.deferred_open());
+        assert!(w.read_open(|_| ()).is_none(), "no open batch: reads go to readers");
+        assert_eq!(count(&w), 10);
+        w.stop_window();
+    }
+
+    #[test]
+    fn the_timer_commits_the_window_when_it_is_due() {
+        let w = Arc::new(writer());
+        w.set_window(Some(Duration::from_millis(5))).unwrap();
+        w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (1, 'a')", [])?)).unwrap();
+        w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (2, 'b')", [])?)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while w.stats().commits == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(w.stats().commits, 1, "the timer did not commit the window");
+        assert!(!w.deferred_open());
+        // Turning the window off commits every call before it returns again.
+        w.set_window(None).unwrap();
+        w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (3, 'c')", [])?)).unwrap();
+        assert_eq!(w.stats().commits, 2);
+        w.stop_window();
+        assert_eq!(count(&w), 3);
     }
 }

@@ -20,7 +20,7 @@
 //!   every write fails with `Damaged` (reopen the vault after repairing or restoring it).
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use std::time::Duration;
 
@@ -88,7 +88,7 @@ pub(crate) struct Engine {
     key: MasterKey,
     cipher: CipherSettings,
     config: EngineConfig,
-    writer: Option<Writer>,
+    writer: Option<Arc<Writer>>,
     readers: Mutex<Vec<Connection>>,
     /// Reads running now, and the CPUs there are: a large read is split over spare
     /// CPUs (see [`Engine::spare_readers`]).
@@ -138,7 +138,7 @@ impl Engine {
                 engine.cipher.page_size,
                 engine.config.wal_limit_bytes,
             )?);
-            engine.writer = Some(Writer::new(conn));
+            engine.writer = Some(Arc::new(Writer::new(conn)));
         } else if !engine.config.read_only {
             let mut conn = engine.connect(true)?;
             schema::check_and_migrate(&mut conn)?;
@@ -149,7 +149,7 @@ impl Engine {
                 engine.cipher.page_size,
                 engine.config.wal_limit_bytes,
             )?);
-            engine.writer = Some(Writer::new(conn));
+            engine.writer = Some(Arc::new(Writer::new(conn)));
         } else {
             let conn = engine.connect(false)?;
             schema::check(&conn)?;
@@ -276,6 +276,26 @@ impl Engine {
         }
     }
 
+    /// Sets the commit window of this process's writes (see [`crate::storage::commit`]):
+    /// with `Some(d)`, a write returns once applied and its batch commits up to `d`
+    /// later (or at the next `sync`, checkpoint or close); reads of this engine see it
+    /// at once, other processes after the commit. `None` commits every write before it
+    /// returns (the default). Ignored with `Durability::Full` and on read-only vaults.
+    pub fn set_commit_window(&self, window: Option<Duration>) -> Result<()> {
+        let Some(writer) = self.writer.as_ref() else { return Ok(()) };
+        if self.config.durability == Durability::Full {
+            return Ok(());
+        }
+        writer.set_window(window.filter(|w| !w.is_zero()))
+    }
+
+    /// Commits the open batch of the commit window now, if there is one.
+    pub fn commit_deferred(&self) -> Result<()> {
+        let Some(writer) = self.writer.as_ref() else { return Ok(()) };
+        writer.idle(|_| Ok(()))?;
+        writer.take_lost().map_or(Ok(()), Err)
+    }
+
     /// The page cache of each connection, in bytes.
     pub fn cache_bytes(&self) -> u64 {
         u64::from(self.config.cache_kib) * 1024
@@ -292,8 +312,23 @@ impl Engine {
 
     /// Runs `f` on a pooled reader connection inside one read transaction, so every
     /// statement in `f` sees the same committed snapshot.
+    ///
+    /// While a deferred batch of the commit window is open (see
+    /// [`Engine::set_commit_window`]), `f` runs on the writer connection instead, inside
+    /// that batch, so this process reads its own answered writes.
     pub fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         use std::sync::atomic::Ordering;
+        let mut f = Some(f);
+        if let Some(w) = self.writer.as_ref().filter(|w| w.has_deferred()) {
+            let on_writer = w.read_open(|c| {
+                let r = f.take().map_or_else(|| Err(Error::poisoned()), |f| f(c));
+                self.writer_checked(c, r)
+            });
+            if let Some(r) = on_writer {
+                return self.writer_outcome(r);
+            }
+        }
+        let Some(f) = f else { return Err(Error::poisoned()) };
         self.active_reads.fetch_add(1, Ordering::Relaxed);
         let r = self.read_inner(f);
         self.active_reads.fetch_sub(1, Ordering::Relaxed);
@@ -349,15 +384,17 @@ impl Engine {
     /// Makes every committed transaction durable, whatever the durability setting:
     /// commits one tiny frame with `synchronous=FULL`, which syncs the whole WAL.
     /// Concurrent calls share one sync when it covers their commits.
+    /// A deferred commit (commit window) that failed since the last `sync` is reported here.
     pub fn sync(&self) -> Result<()> {
+        let Some(writer) = self.writer.as_ref() else { return Ok(()) };
         if self.config.durability == Durability::Full {
             return Ok(());
         }
-        let Some(writer) = self.writer.as_ref() else { return Ok(()) };
         self.writer_usable()?;
         use std::sync::atomic::Ordering;
-        // Everything this caller committed is among the first `needed` commits.
-        let needed = writer.stats().commits;
+        // Everything this caller committed is among the first `needed` commits (the
+        // commit window's open batch, which `idle` commits first, included).
+        let needed = writer.stats().commits + u64::from(writer.deferred_open());
         writer.idle(|conn| {
             // Group sync: a sync that ran after those commits (another thread's, while
             // we waited for the lock) made them durable already.
@@ -374,7 +411,10 @@ impl Engine {
             r.map_err(Error::from)?;
             self.synced_commits.fetch_max(covered, Ordering::SeqCst);
             Ok(())
-        })
+        })?;
+        // `idle` committed the commit window's batch first; a failure of it (or of an
+        // earlier deferred commit) is this caller's to hear.
+        writer.take_lost().map_or(Ok(()), Err)
     }
 
     /// Writes the WAL back into the main file and truncates it (used before closing).
@@ -470,6 +510,10 @@ impl Drop for Engine {
     /// The checkpoint thread and readers close first so the writer is the last connection: SQLite then
     /// checkpoints and removes the WAL and shared-memory files, leaving one file.
     fn drop(&mut self) {
+        // The open batch of the commit window commits before anything closes.
+        if let Some(w) = self.writer.as_ref() {
+            w.stop_window();
+        }
         if let Some(c) = self.checkpointer.as_mut() {
             c.stop();
         }

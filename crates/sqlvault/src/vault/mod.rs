@@ -252,8 +252,30 @@ impl Vault {
         self.engine().sync()
     }
 
+    /// Lets this handle's writes share commits over a time window, as a kernel file
+    /// system delays its metadata writes: with `Some(window)`, a write returns once
+    /// applied (its errors already checked) and commits with the writes that follow it
+    /// within `window`, or earlier at [`Vault::sync`], [`Vault::commit_deferred`] or
+    /// [`Vault::close`]. Reads through this handle (and its clones) see every returned
+    /// write at once; other processes see it after the commit; a crash may lose the
+    /// last window's writes, never part of one. `None` (the default) commits every
+    /// write before it returns. Has no effect with `Durability::Full` or read-only.
+    /// Used by the FUSE mount.
+    pub fn set_commit_window(&self, window: Option<std::time::Duration>) -> Result<()> {
+        self.engine().set_commit_window(window)
+    }
+
+    /// Commits the writes the commit window holds (see [`Vault::set_commit_window`])
+    /// now, without waiting for a sync to disk; reports a deferred commit that failed.
+    pub fn commit_deferred(&self) -> Result<()> {
+        self.engine().commit_deferred()
+    }
+
     /// Checkpoints the WAL into the vault file and closes this handle on the vault.
     pub fn close(self) -> Result<()> {
+        if !self.engine().is_read_only() {
+            self.engine().commit_deferred()?;
+        }
         if !self.engine().is_read_only() && Arc::strong_count(&self.inner) == 1 {
             self.engine().checkpoint_truncate()?;
         }
