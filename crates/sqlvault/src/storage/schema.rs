@@ -414,9 +414,9 @@ mod tests {
         let c = Connection::open_in_memory().unwrap();
         create(&c).unwrap();
         initialize(&c, 4096, 0, 0, 0).unwrap();
-        assert!(crate::fsck::check(&c, 4096).unwrap().is_clean());
+        assert!(crate::fsck::check(&c, 4096, &|_| {}).unwrap().is_clean());
         c.execute_batch("INSERT INTO tags VALUES (99, 'k', 1); INSERT INTO records VALUES (5, x'01', x'02');").unwrap();
-        let r = crate::fsck::check(&c, 4096).unwrap();
+        let r = crate::fsck::check(&c, 4096, &|_| {}).unwrap();
         assert_eq!(r.problems.len(), 2, "{:?}", r.problems);
         assert!(r.problems[0].contains("inode 99 is missing"));
         assert!(r.problems[1].contains("collection 5 is missing"));
