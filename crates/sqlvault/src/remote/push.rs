@@ -246,8 +246,6 @@ pub(crate) fn push(
     progress: &dyn Fn(Progress),
 ) -> Result<(PushOutcome, Option<String>)> {
     let remote = read_ref(store, keys)?;
-    // After the ref: a prune that locked the remote since has touched the ref (see prune.rs).
-    super::lock::check_unlocked(store, keys)?;
     let remote_head = remote.as_ref().map(|(c, _)| c.clone());
     let local_digest = digest(conn)?;
     if remote_head.is_some() && remote_head != state.head {
@@ -264,6 +262,9 @@ pub(crate) fn push(
             return Ok((PushOutcome::UpToDate { commit: head.clone() }, Some(local_digest)));
         }
     }
+    // After the ref, and only for a push that uploads (an idle one costs one GET): a
+    // prune that locked the remote since has touched the ref (see prune.rs).
+    super::lock::check_unlocked(store, keys)?;
 
     // Chunks the remote lacks.
     let present: HashSet<String> = store.list(names::DATA)?.into_iter().collect();

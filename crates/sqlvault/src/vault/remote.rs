@@ -90,7 +90,10 @@ impl Vault {
                 self.engine().write(|tx| remote::set_head(tx, name, head, &digest))?;
             }
         }
-        if head.is_some() {
+        // An idle push (nothing new, key slots as last agreed) costs one GET of `ref`:
+        // the remote's slots are then adopted at the next pull or publishing push.
+        let idle = matches!(outcome, PushOutcome::UpToDate { .. }) && self.key_slots_unchanged(name)?;
+        if head.is_some() && !idle {
             self.sync_key_slots(name, store, true)?;
         }
         Ok(outcome)

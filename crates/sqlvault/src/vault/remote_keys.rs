@@ -32,4 +32,11 @@ impl Vault {
         };
         self.engine().write(|tx| keyslots::record(tx, name, epoch, &digest))
     }
+
+    /// True if this vault's key slots are those last agreed with remote `name`.
+    pub(super) fn key_slots_unchanged(&self, name: &str) -> Result<bool> {
+        let last = self.engine().read(|c| keyslots::recorded(c, name))?;
+        let local = Header::read(self.path())?.slots_digest();
+        Ok(last.is_some_and(|(_, d)| d[..] == local[..]))
+    }
 }
