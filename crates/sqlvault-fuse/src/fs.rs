@@ -627,7 +627,10 @@ impl VaultFs {
             return Ok(n);
         }
         let handle = self.files.get(fh)?;
-        let n = handle.write_at(offset, data)?;
+        let n = match handle.write_at(offset, data) {
+            Ok(n) => n,
+            Err(e) => return self.or_lost(Err(e.into())).map(|()| 0),
+        };
         self.counters.add_bytes("write", n as u64);
         u32::try_from(n).map_err(|_| FsError::Errno(libc::EINVAL))
     }
@@ -639,15 +642,29 @@ impl VaultFs {
         if self.flush_pending(fh)?.is_some() {
             return Ok(());
         }
-        Ok(self.files.get(fh)?.commit()?)
+        let r = self.files.get(fh).and_then(|h| Ok(h.commit()?));
+        self.or_lost(r)
     }
 
     fn fsync_inner(&self, ino: INodeNo, fh: Fh) -> Result<()> {
         if !Node::from_id(ino.0).is_live() {
             return Ok(());
         }
-        self.settle_related(ino.0, None)?;
-        Ok(self.files.get(fh)?.sync_all()?)
+        let r = self.settle_related(ino.0, None).and_then(|()| Ok(self.files.get(fh)?.sync_all()?));
+        self.or_lost(r)
+    }
+
+    /// A flush or fsync that failed because a commit of the window failed before it (the
+    /// file's rows rolled back with it: a stale handle) reports that commit's error, as a
+    /// kernel file system reports a writeback error at fsync (ENOSPC, EIO), not ESTALE.
+    fn or_lost(&self, r: Result<()>) -> Result<()> {
+        match r {
+            Err(e) => match self.vault().map(|v| v.commit_deferred()) {
+                Ok(Err(lost)) => Err(lost.into()),
+                _ => Err(e),
+            },
+            ok => ok,
+        }
     }
 
     fn release_inner(&self, ino: INodeNo, fh: Fh) -> Result<()> {

@@ -50,5 +50,7 @@ mod session;
 mod snapnode;
 mod stats;
 
-pub use session::{mount, MountOptions, Mounted, Unmounter, DEFAULT_COMMIT_WINDOW, DEFAULT_THREADS};
+pub use session::{
+    mount, MountOptions, Mounted, Unmounter, DEFAULT_COMMIT_WINDOW, DEFAULT_THREADS, SUGGESTED_COMMIT_WINDOW,
+};
 pub use stats::{OpStats, RequestStats};

@@ -260,7 +260,7 @@ fn kill_9_during_exercisers_leaves_a_sound_vault() {
 fn kill_9_right_after_fsync_keeps_the_synced_changes() {
     require_fuse!();
     let tv = TestVault::new();
-    let out = mount_command(&tv, &["-d"]).output().expect("run mount -d");
+    let out = mount_command(&tv, &["-d", "--commit-window-ms", "10"]).output().expect("run mount -d");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let pid: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().expect("pid");
     let mut cleanup = Cleanup { pid: Some(pid), mnt: tv.mnt.clone() };

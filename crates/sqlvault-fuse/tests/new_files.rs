@@ -148,7 +148,10 @@ fn tar_sets_times_owner_and_mode_of_each_new_file_in_the_same_commit() {
 #[test]
 fn fsync_and_fsyncdir_commit_the_window_at_once() {
     require_fuse!();
-    let m = TestMount::new();
+    let m = TestMount::with_options(sqlvault_fuse::MountOptions {
+        commit_window: sqlvault_fuse::SUGGESTED_COMMIT_WINDOW,
+        ..Default::default()
+    });
     let other = m.tv.open();
     fs::create_dir(m.path("d")).unwrap();
     let mut f = fs::File::create(m.path("d/kept")).unwrap();
