@@ -34,6 +34,7 @@ mod remote;
 mod remote_keys;
 #[cfg(feature = "remote")]
 mod remote_restore;
+#[cfg(feature = "remote")]
 pub(crate) mod replicate;
 mod secrets;
 mod snapshots;
