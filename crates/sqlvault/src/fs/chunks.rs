@@ -44,6 +44,7 @@ fn home(h: &Hash) -> i64 {
     ((raw >> 1) as i64).min(i64::MAX - PROBE)
 }
 
+#[cfg(feature = "remote")]
 /// The ids a chunk with hash `h` may occupy (its home id and the probe window after it).
 pub(crate) fn window(h: &Hash) -> std::ops::Range<i64> {
     let start = home(h);
