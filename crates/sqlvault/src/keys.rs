@@ -496,6 +496,16 @@ pub fn header_problems(path: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// Whether both header copies are valid but of different generations: a key change
+/// killed between its two copy writes. Opening the vault for writing completes it.
+pub fn interrupted_update(path: &Path) -> Result<bool> {
+    let region = read_region(path)?;
+    Ok(match (Header::decode(&region[..COPY_LEN]), Header::decode(&region[COPY_LEN..])) {
+        (Ok(Some(a)), Ok(Some(b))) => a.generation != b.generation,
+        _ => false,
+    })
+}
+
 /// Rewrites every header copy that [`header_problems`] reports from the newest valid
 /// copy, syncing after each. Returns how many copies were rewritten. The caller holds
 /// the header lock.

@@ -140,3 +140,30 @@ fn fsck_reports_a_damaged_header_copy_and_repair_rewrites_it() {
         assert_eq!(t.reopen().read_file("/f").unwrap(), b"data");
     }
 }
+
+#[test]
+fn opening_completes_a_key_change_killed_between_its_two_header_writes() {
+    use std::os::unix::fs::FileExt;
+    let (t, v) = TestVault::new(4096);
+    v.write_file("/f", b"data").unwrap();
+    v.close().unwrap();
+    let before = std::fs::read(&t.path).unwrap()[..8192].to_vec();
+    let new = sqlvault::Secret::passphrase("another passphrase");
+    Vault::change_secret(&t.path, &pass(), &new, fast_kdf()).unwrap();
+    // The update writes copy 2 first, then copy 1: put copy 1 back as it was, as a
+    // SIGKILL between the two writes leaves it.
+    let f = std::fs::OpenOptions::new().write(true).open(&t.path).unwrap();
+    f.write_all_at(&before[..4096], 0).unwrap();
+    drop(f);
+    let header = |p: &std::path::Path| std::fs::read(p).unwrap()[..8192].to_vec();
+    let h = header(&t.path);
+    assert_ne!(h[..4096], h[4096..], "the test must start from copies that differ");
+    let v = Vault::open(&t.path, &new, sqlvault::EngineConfig::default()).unwrap();
+    let h = header(&t.path);
+    assert_eq!(h[..4096], h[4096..], "opening rolled the interrupted key change forward");
+    clean(&v);
+    drop(v);
+    assert!(Vault::open(&t.path, &pass(), sqlvault::EngineConfig::default()).is_err());
+    let v = Vault::open(&t.path, &new, sqlvault::EngineConfig::default()).unwrap();
+    assert_eq!(v.read_file("/f").unwrap(), b"data");
+}

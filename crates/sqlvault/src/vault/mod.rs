@@ -210,6 +210,7 @@ impl Vault {
             .ok_or_else(|| Error::damaged("invalid chunk size setting"))?;
         if !engine.is_read_only() {
             engine.write(|tx| tree::collect_orphans(tx))?;
+            secrets::finish_interrupted_key_change(path)?;
         }
         Ok(Vault::from_parts(path, engine, header, chunk_size))
     }

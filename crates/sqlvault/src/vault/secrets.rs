@@ -52,6 +52,23 @@ impl Vault {
     }
 }
 
+/// Completes a key change that was killed between its two header copy writes, as a
+/// journal is rolled forward: the older copy is rewritten from the newer one, under
+/// the header lock, so the redundancy is back and `fsck` finds both copies current.
+/// Damaged copies are left for `fsck` to report and `fsck --repair` to rewrite.
+pub(super) fn finish_interrupted_key_change(path: &Path) -> Result<()> {
+    if crate::keys::interrupted_update(path)? {
+        // Re-checked under the lock: a key change in another process may be mid-way.
+        with_header_lock(path, || {
+            if crate::keys::interrupted_update(path)? {
+                crate::keys::repair_header(path)?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
 /// Serialises header updates between processes with `flock` on the vault file (SQLite
 /// uses POSIX record locks, which do not interfere).
 pub(super) fn with_header_lock<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
