@@ -28,30 +28,39 @@ pub struct DiffArgs {
 pub struct ForgetArgs {
     /// The vault file.
     vault: PathBuf,
-    /// Keep the N newest snapshots.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    keep_last: usize,
-    /// Keep the newest snapshot of each of the last N hours that have one.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    keep_hourly: usize,
-    /// Keep the newest snapshot of each of the last N days (local time) that have one.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    keep_daily: usize,
-    /// Keep the newest snapshot of each of the last N ISO weeks that have one.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    keep_weekly: usize,
-    /// Keep the newest snapshot of each of the last N months that have one.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    keep_monthly: usize,
-    /// Keep the newest snapshot of each of the last N years that have one.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    keep_yearly: usize,
+    #[command(flatten)]
+    keep: KeepArgs,
     /// Only show what would be kept and removed.
     #[arg(short = 'n', long)]
     dry_run: bool,
     /// One JSON object per snapshot and line (`name`, `created`, `keep`, `reasons`), in a JSON array.
     #[arg(long)]
     json: bool,
+}
+
+/// Retention rules, as restic's `forget` has them: shared by `snapshot forget` (of
+/// snapshots) and `remote prune` (of commits). A period keeps the newest item of each of
+/// its last N buckets that have one; an item kept by several rules counts once.
+#[derive(Args, Debug)]
+pub struct KeepArgs {
+    /// Keep the N newest.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub keep_last: usize,
+    /// Keep the newest of each of the last N hours that have one.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub keep_hourly: usize,
+    /// Keep the newest of each of the last N days (local time) that have one.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub keep_daily: usize,
+    /// Keep the newest of each of the last N ISO weeks that have one.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub keep_weekly: usize,
+    /// Keep the newest of each of the last N months that have one.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub keep_monthly: usize,
+    /// Keep the newest of each of the last N years that have one.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub keep_yearly: usize,
 }
 
 /// `snapshot diff VAULT A [B]`: `+ path`, `- path`, `M path` lines (a trailing `/` for
@@ -99,12 +108,12 @@ pub fn diff(ctx: &Ctx, a: DiffArgs) -> Result<u8, CliError> {
 /// newest first, then removes (unless `--dry-run`) in one transaction.
 pub fn forget(ctx: &Ctx, a: ForgetArgs) -> Result<u8, CliError> {
     let policy = ForgetPolicy {
-        last: a.keep_last,
-        hourly: a.keep_hourly,
-        daily: a.keep_daily,
-        weekly: a.keep_weekly,
-        monthly: a.keep_monthly,
-        yearly: a.keep_yearly,
+        last: a.keep.keep_last,
+        hourly: a.keep.keep_hourly,
+        daily: a.keep.keep_daily,
+        weekly: a.keep.keep_weekly,
+        monthly: a.keep.keep_monthly,
+        yearly: a.keep.keep_yearly,
     };
     if policy.is_empty() {
         return Err(CliError::usage(

@@ -145,30 +145,14 @@ pub struct PruneArgs {
     vault: PathBuf,
     /// The remote's name.
     name: String,
-    /// Keep the N newest commits.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    keep_last: usize,
-    /// Keep the newest commit of each of the N most recent hours that have one.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    keep_hourly: usize,
-    /// Keep the newest commit of each of the N most recent days that have one.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    keep_daily: usize,
-    /// Keep the newest commit of each of the N most recent ISO weeks that have one.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    keep_weekly: usize,
-    /// Keep the newest commit of each of the N most recent months that have one.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    keep_monthly: usize,
-    /// Keep the newest commit of each of the N most recent years that have one.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    keep_yearly: usize,
+    #[command(flatten)]
+    keep: crate::history::KeepArgs,
     /// Keep every commit pushed within DURATION (e.g. 30d, 12h, 2w).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::ui::parse_duration)]
     keep_within: Option<std::time::Duration>,
     /// Never delete an object written less than DURATION ago (a concurrent push uploads
     /// chunks before its commit). Should exceed the clock difference with the store.
-    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = crate::ui::parse_duration)]
     grace: std::time::Duration,
     /// Show what would be deleted; delete nothing.
     #[arg(long)]
@@ -176,28 +160,6 @@ pub struct PruneArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
-}
-
-/// `30d`, `12h`, `90m`, `45s`, `2w`, `1y`, or `0`.
-fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let bad = || format!("{s:?} is not a duration: use a number and a unit (45s, 90m, 12h, 30d, 2w, 1y)");
-    let t = s.trim();
-    if t == "0" {
-        return Ok(std::time::Duration::ZERO);
-    }
-    let at = t.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-    let (num, unit) = t.split_at(at);
-    let n: u64 = num.parse().map_err(|_| bad())?;
-    let secs = match unit {
-        "s" => 1,
-        "m" | "min" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        "w" => 7 * 86_400,
-        "y" => 365 * 86_400,
-        _ => return Err(bad()),
-    };
-    Ok(std::time::Duration::from_secs(n.checked_mul(secs).ok_or_else(bad)?))
 }
 
 /// Exit code 7 and one line for a remote locked by a prune; any other error as usual.
@@ -356,12 +318,12 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
 
 fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8, CliError> {
     let options = sqlvault::remote::PruneOptions {
-        keep_last: a.keep_last,
-        keep_hourly: a.keep_hourly,
-        keep_daily: a.keep_daily,
-        keep_weekly: a.keep_weekly,
-        keep_monthly: a.keep_monthly,
-        keep_yearly: a.keep_yearly,
+        keep_last: a.keep.keep_last,
+        keep_hourly: a.keep.keep_hourly,
+        keep_daily: a.keep.keep_daily,
+        keep_weekly: a.keep.keep_weekly,
+        keep_monthly: a.keep.keep_monthly,
+        keep_yearly: a.keep.keep_yearly,
         keep_within: a.keep_within,
         grace: a.grace,
         dry_run: a.dry_run,
@@ -485,19 +447,9 @@ fn note_pull(outcome: &PullOutcome, name: &str) {
     }
 }
 
-/// `10s`, `500ms`, `5m`, `1h`, or seconds.
+/// `10s`, `500ms`, `5m`, `1h`, or seconds; more than zero.
 fn parse_every(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("--every {s:?}: not an interval (500ms, 10s, 5m, 1h)"))?;
-    let d = match unit.trim() {
-        "ms" => Duration::from_millis(n),
-        "" | "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n * 60),
-        "h" => Duration::from_secs(n * 3600),
-        _ => return Err(format!("--every {s:?}: not an interval (500ms, 10s, 5m, 1h)")),
-    };
+    let d = crate::ui::parse_duration(s).map_err(|e| format!("--every: {e}"))?;
     if d.is_zero() {
         return Err(format!("--every {s:?}: the interval must be more than zero"));
     }

@@ -87,29 +87,28 @@ pub fn mode_string(a: &sqlvault::Attr) -> String {
     unix_mode::to_string(a.kind.mode_bits() | (a.perm & 0o7777))
 }
 
+/// A length of time as people write it: `45s`, `500ms`, `90m`, `12h`, `30d`, `2w`, `1y`,
+/// `1h 30m` (humantime's units), or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t.parse().map(std::time::Duration::from_secs).map_err(|_| format!("{s:?} is too long a duration"));
+    }
+    humantime::parse_duration(t)
+        .map_err(|e| format!("{s:?} is not a duration ({e}): use a number and a unit (45s, 90m, 12h, 30d, 2w, 1y)"))
+}
+
 /// A point in time for `find --newer/--older`: an age (`30m`, `2h`, `7d`, `2w`, `1y`),
 /// a date (`2026-11-01`, local midnight), a local date and time (`2026-11-01 08:00`,
 /// `2026-11-01T08:00:00`) or an RFC 3339 time (`2026-11-01T08:00:00Z`). Nanoseconds.
 pub fn parse_when(s: &str) -> Result<i64, String> {
     let bad = || format!("{s:?} is not a time: use an age (30m, 2h, 7d, 2w) or a date (2026-11-01, 2026-11-01 08:00)");
     let t = s.trim();
-    if let Some((num, unit)) = t.find(|c: char| !c.is_ascii_digit()).map(|i| t.split_at(i)) {
-        if !num.is_empty() {
-            let n: i64 = num.parse().map_err(|_| bad())?;
-            let secs = match unit {
-                "s" => 1,
-                "m" | "min" => 60,
-                "h" => 3600,
-                "d" => 86_400,
-                "w" => 7 * 86_400,
-                "y" => 365 * 86_400,
-                _ => 0,
-            };
-            if secs != 0 {
-                let now = Timestamp::now().as_nanosecond();
-                let ago = i128::from(n).saturating_mul(i128::from(secs) * 1_000_000_000);
-                return i64::try_from(now - ago).map_err(|_| bad());
-            }
+    // An age has a unit; a bare number is neither an age nor a date.
+    if t.starts_with(|c: char| c.is_ascii_digit()) && t.ends_with(|c: char| c.is_ascii_alphabetic()) {
+        if let Ok(age) = humantime::parse_duration(t) {
+            let ago = i128::try_from(age.as_nanos()).map_err(|_| bad())?;
+            return i64::try_from(Timestamp::now().as_nanosecond() - ago).map_err(|_| bad());
         }
     }
     if let Ok(ts) = t.parse::<Timestamp>() {
@@ -128,6 +127,24 @@ pub fn parse_when(s: &str) -> Result<i64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_as_people_write_them() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("45s"), Ok(Duration::from_secs(45)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("2w"), Ok(Duration::from_secs(14 * 86_400)));
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        for bad in ["", "ten", "10 parsecs", "-1s", "99999999999999999999"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
+        let hour_ago = parse_when("1h").unwrap();
+        let now = Timestamp::now().as_nanosecond() as i64;
+        assert!((now - 3_600_000_000_000 - hour_ago).abs() < 60_000_000_000);
+        assert!(parse_when("12").is_err(), "a bare number is not a time");
+    }
 
     #[test]
     fn formats_utc_times() {
