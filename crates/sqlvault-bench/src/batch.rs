@@ -260,9 +260,7 @@ pub fn run(args: &BatchArgs) -> Result<Vec<Target>> {
             )
         })
         .collect();
-    let json = args.out.results_dir.join(if args.quick { "batch-quick.json" } else { "batch.json" });
-    let skip = args.quick.then_some("--quick: indicative only");
-    report::publish(&args.out, &json, &report, SECTION, &md, skip)?;
+    report::publish_run(&args.out, "batch", args.quick, &report, SECTION, &md)?;
     Ok(targets)
 }
 

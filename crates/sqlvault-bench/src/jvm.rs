@@ -165,16 +165,12 @@ pub fn run(args: &JvmArgs) -> Result<Vec<Target>> {
         Target::new("jvm", "Java stream write >= 0.8x the Rust API", report::ratio(w), judged(w >= 0.8)),
         Target::new("jvm", "Java stream read >= 0.8x the Rust API", report::ratio(r), judged(r >= 0.8)),
     ];
-    let json = args.out.results_dir.join(if args.quick { "jvm-quick.json" } else { "jvm.json" });
-    let skip = args.quick.then_some("--quick: indicative only");
-    report::publish(&args.out, &json, &report, SECTION, &md, skip)?;
+    report::publish_run(&args.out, "jvm", args.quick, &report, SECTION, &md)?;
     Ok(targets)
 }
 
 fn markdown(r: &JvmReport) -> String {
-    let mut s = String::new();
-    s.push_str(&format!("Command: `{}` (release build, `cargo build --release -p sqlvault-bench`).\n\n", r.command));
-    s.push_str(&r.machine.markdown());
+    let mut s = report::preamble(&r.command, &r.machine);
     s.push_str(&format!(
         "\n\nA {} MiB file written then read, 1 MiB per call: through the Rust API (`create_file` + `write_all`, \
          `open_file` + `read`) and through the JVM binding's streams (`Vault.openOutputStream`, \

@@ -267,9 +267,7 @@ fn findings(
 }
 
 fn markdown(r: &KdfReport, args: &KdfArgs) -> String {
-    let mut s = String::new();
-    s.push_str(&format!("Command: `{}` (release build, `cargo build --release -p sqlvault-bench`).\n\n", r.command));
-    s.push_str(&r.machine.markdown());
+    let mut s = report::preamble(&r.command, &r.machine);
     s.push_str(&format!(
         "\n\nOne Argon2id derivation through `Header::create` (the code path of `Vault::create` \
          and of every unlock), median of {} after one warm-up derivation, milliseconds. The `argon2` crate is \

@@ -109,6 +109,28 @@ pub struct OutputArgs {
     pub no_docs: bool,
 }
 
+/// Publishes one scenario's run: `NAME.json` (`NAME-quick.json` for `--quick`) and the
+/// docs section, which a quick run leaves alone (its figures are indicative only).
+pub fn publish_run(
+    out: &OutputArgs,
+    name: &str,
+    quick: bool,
+    report: &impl serde::Serialize,
+    heading: &str,
+    md: &str,
+) -> Result<()> {
+    let json = out.results_dir.join(if quick { format!("{name}-quick.json") } else { format!("{name}.json") });
+    publish(out, &json, report, heading, md, quick.then_some("--quick: indicative only"))
+}
+
+/// The first lines of a scenario's section: the command that produced it and the machine.
+pub fn preamble(command: &str, machine: &crate::sys::Machine) -> String {
+    format!(
+        "Command: `{command}` (release build, `cargo build --release -p sqlvault-bench`).\n\n{}",
+        machine.markdown()
+    )
+}
+
 /// Writes `report` to `json_path`, prints the Markdown section and
 /// rewrites it in the docs, unless `--no-docs` or `skip` (a reason) says not to.
 pub fn publish(

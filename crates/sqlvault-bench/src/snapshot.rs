@@ -231,16 +231,12 @@ pub fn run(args: &SnapshotArgs) -> Result<Vec<Target>> {
             judged(growth_share < 0.10),
         ),
     ];
-    let json = args.out.results_dir.join(if args.quick { "snapshot-quick.json" } else { "snapshot.json" });
-    let skip = args.quick.then_some("--quick: indicative only");
-    report::publish(&args.out, &json, &report, SECTION, &md, skip)?;
+    report::publish_run(&args.out, "snapshot", args.quick, &report, SECTION, &md)?;
     Ok(targets)
 }
 
 fn markdown(r: &SnapshotReport) -> String {
-    let mut s = String::new();
-    s.push_str(&format!("Command: `{}` (release build, `cargo build --release -p sqlvault-bench`).\n\n", r.command));
-    s.push_str(&r.machine.markdown());
+    let mut s = report::preamble(&r.command, &r.machine);
     s.push_str(&format!(
         "\n\nA tree of {} files of {} bytes (100 per directory), written through the library one file per \
          transaction (the baseline), then one snapshot of it. Medians of {} repetitions, each on a fresh vault.\n\n",

@@ -331,16 +331,12 @@ pub fn run(args: &TreeArgs) -> Result<Vec<Target>> {
             )
         })
         .collect();
-    let json = args.out.results_dir.join(if args.quick { "tree-quick.json" } else { "tree.json" });
-    let skip = args.quick.then_some("--quick: indicative only");
-    report::publish(&args.out, &json, &report, SECTION, &md, skip)?;
+    report::publish_run(&args.out, "tree", args.quick, &report, SECTION, &md)?;
     Ok(targets)
 }
 
 fn markdown(r: &TreeReport) -> String {
-    let mut s = String::new();
-    s.push_str(&format!("Command: `{}` (release build, `cargo build --release -p sqlvault-bench`).\n\n", r.command));
-    s.push_str(&r.machine.markdown());
+    let mut s = report::preamble(&r.command, &r.machine);
     s.push_str(&format!(
         "\n\nTrees of {} files of {} bytes (100 per directory); each size in its own process. Per-file cost \
          (µs), the peak RSS of the process during each operation, and the ratio of the largest size's per-file \
