@@ -216,6 +216,15 @@ fn summary_line(what: &str, s: &Summary, dry_run: bool, start: Instant) -> Strin
     line
 }
 
+/// The error of a transfer stopped by Ctrl-C: what was done, the file left as it was.
+fn interrupted(what: &str, s: &Summary, current: Option<&str>, dry_run: bool, start: Instant) -> CliError {
+    let line = summary_line(what, s, dry_run, start);
+    let current = current.map(|c| format!("; {c} was left as it was")).unwrap_or_default();
+    progress::interrupted(format!(
+        "{line}{current}; every file is either as it was or complete; run the same command again to finish"
+    ))
+}
+
 fn finish(what: &str, s: &Summary, dry_run: bool, start: Instant) -> u8 {
     note!("{}", summary_line(what, s, dry_run, start));
     if s.skipped.is_empty() {
@@ -301,14 +310,8 @@ pub fn put_command(ctx: &Ctx, args: PutArgs) -> Result<u8, CliError> {
     });
     p.pb.finish_and_clear();
     if let Err(e) = r {
-        if e.code == progress::INTERRUPTED || p.stop.is_set() {
-            let line = summary_line("copied", &p.s, args.dry_run, start);
-            let current = p.current.as_deref().map(|c| format!("; {c} was left as it was")).unwrap_or_default();
-            return Err(progress::interrupted(format!(
-                "{line}{current}; every file is either as it was or complete; run the same command again to finish"
-            )));
-        }
-        return Err(e);
+        let stopped = e.code == progress::INTERRUPTED || p.stop.is_set();
+        return Err(if stopped { interrupted("copied", &p.s, p.current.as_deref(), args.dry_run, start) } else { e });
     }
     let code = finish("copied", &p.s, args.dry_run, start);
     drop(p);
@@ -692,14 +695,8 @@ pub fn get_command(ctx: &Ctx, args: GetArgs) -> Result<u8, CliError> {
     let r = g.run(attr.kind);
     g.pb.finish_and_clear();
     if let Err(e) = r {
-        if e.code == progress::INTERRUPTED || g.stop.is_set() {
-            let line = summary_line("wrote", &g.s, args.dry_run, start);
-            let current = g.current.as_deref().map(|c| format!("; {c} was left as it was")).unwrap_or_default();
-            return Err(progress::interrupted(format!(
-                "{line}{current}; every file is either as it was or complete; run the same command again to finish"
-            )));
-        }
-        return Err(e);
+        let stopped = e.code == progress::INTERRUPTED || g.stop.is_set();
+        return Err(if stopped { interrupted("wrote", &g.s, g.current.as_deref(), args.dry_run, start) } else { e });
     }
     if !args.dry_run && !args.fsync {
         sync_fs(&args.dest)?;
