@@ -427,7 +427,15 @@ pub fn remote(a: &RemoteArgs) -> Result<harness::ScenarioReport> {
             }
             let pushed: Vec<(u64, u64)> = object_sizes(&vault_dir).into_iter().collect();
             record(&pushed_out, PUSH, true, &pushed)?;
-            let data: u64 = object_sizes(&vault_dir.join("v/data")).iter().map(|(size, n)| size * n).sum();
+            // Chunk bytes: one object per chunk (layouts 1 and 2) or packs (layout 3).
+            let chunk_objects = || {
+                let mut m = object_sizes(&vault_dir.join("v/data"));
+                for (size, n) in object_sizes(&vault_dir.join("v/packs")) {
+                    *m.entry(size).or_insert(0) += n;
+                }
+                m
+            };
+            let data: u64 = chunk_objects().iter().map(|(size, n)| size * n).sum();
             let packs: Vec<(u64, u64)> =
                 [(PACK, data / PACK), (data % PACK, 1)].into_iter().filter(|p| p.0 > 0 && p.1 > 0).collect();
             let total = |o: &[(u64, u64)]| o.iter().map(|(size, n)| size * n).sum::<u64>();
@@ -445,14 +453,14 @@ pub fn remote(a: &RemoteArgs) -> Result<harness::ScenarioReport> {
             if rep == 0 {
                 let n = |o: &[(u64, u64)]| o.iter().map(|x| x.1).sum::<u64>();
                 notes.push(format!(
-                    "{}: {} raw objects (one per file); the push wrote {} objects, {:.1} MB ({} chunk objects, \
-                     {:.1} MB; metadata pieces, commit, ref, keys, config); {} objects of 4 MiB hold the same \
-                     chunk bytes.",
+                    "{}: {} raw objects (one per file); the push wrote {} objects, {:.1} MB ({} chunk objects \
+                     or packs, {:.1} MB; index, metadata pieces, commit, ref, keys, config); {} objects of 4 MiB \
+                     hold the same chunk bytes.",
                     desc(s),
                     s.files,
                     n(&pushed),
                     total(&pushed) as f64 / 1e6,
-                    object_sizes(&vault_dir.join("v/data")).values().sum::<u64>(),
+                    chunk_objects().values().sum::<u64>(),
                     data as f64 / 1e6,
                     n(&packs)
                 ));
