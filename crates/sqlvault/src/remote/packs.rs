@@ -383,12 +383,12 @@ mod tests {
         let store = Store::new(mem.clone(), "p", "mem".into()).unwrap();
         remember_layout(&store, format::PACKS_LAYOUT);
         let keys = RemoteKeys::for_tests();
-        // 1200 chunks of 8 KiB: three packs.
-        let data: Vec<Vec<u8>> = (0..1200u32).map(|i| i.to_le_bytes().repeat(2048)).collect();
+        // 1100 chunks of 4 KiB: two packs.
+        let data: Vec<Vec<u8>> = (0..1100u32).map(|i| i.to_le_bytes().repeat(1024)).collect();
         let chunks = data.iter().map(|d| Ok((keys.chunk_id(blake3::hash(d).as_bytes()), d.clone())));
-        let up = upload(&store, &keys, chunks, 8192, |_| {}).unwrap();
-        assert_eq!((up.packs, up.index.len(), up.index_written), (3, 1, 1));
-        assert_eq!(present(&store, &keys).unwrap().len(), 1200);
+        let up = upload(&store, &keys, chunks, 4096, |_| {}).unwrap();
+        assert_eq!((up.packs, up.index.len(), up.index_written), (2, 1, 1));
+        assert_eq!(present(&store, &keys).unwrap().len(), 1100);
         let wanted: Vec<Wanted> =
             data.iter().step_by(7).map(|d| (blake3::hash(d).as_bytes().to_vec(), d.len() as i64)).collect();
         let mut got = vec![None; wanted.len()];
