@@ -210,7 +210,8 @@ fn prune_keeps_young_objects_within_the_grace_period() {
         assert_eq!(server.objects(bucket, BUCKET_PREFIX).len(), all);
         // Once they are older than the grace, they go.
         std::thread::sleep(Duration::from_millis(1100));
-        let s = a.remote_prune("r", &PruneOptions { keep_last: 1, grace: Duration::from_secs(1), ..Default::default() });
+        let s =
+            a.remote_prune("r", &PruneOptions { keep_last: 1, grace: Duration::from_secs(1), ..Default::default() });
         let s = s.unwrap();
         assert_eq!((s.objects_deleted, s.objects_in_grace), (candidates, 0), "{s:?}");
         assert_eq!(server.count(bucket, BUCKET_PREFIX, "commits"), 1);

@@ -25,6 +25,9 @@ use crate::error::{Error, Result};
 /// A pack is closed (and uploaded) once it holds this many bytes of sealed chunks.
 pub(crate) const PACK_BYTES: usize = 4 << 20;
 
+/// How long a listing of the packs serves a later fetch of the same operation.
+const LISTING_FRESH: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// First bytes of an index piece's plaintext (its version).
 const INDEX_MAGIC: &[u8; 6] = b"SVIDX1";
 
@@ -161,6 +164,7 @@ fn refresh(store: &Store, keys: &RemoteKeys) -> Result<HashSet<String>> {
         }
         memo.indexes.insert(name);
     }
+    memo.live = Some((live.clone(), std::time::Instant::now()));
     Ok(live)
 }
 
@@ -169,6 +173,7 @@ fn forget(store: &Store) -> Result<()> {
     let mut memo = store.memo.lock().map_err(|_| poisoned())?;
     memo.indexes.clear();
     memo.chunks.clear();
+    memo.live = None;
     Ok(())
 }
 
@@ -274,9 +279,26 @@ pub(crate) fn fetch(
         });
     }
 
-    // Where each chunk is: from the memo, refreshed; once more from scratch if the memo
-    // places a chunk in a pack that is gone (a prune removed one of two copies).
-    let mut live = refresh(store, keys)?;
+    // Where each chunk is: from the memo, refreshed unless it places every wanted chunk
+    // in a pack listed moments ago (a restore's later batches); once more from scratch
+    // if the memo places a chunk in a pack that is gone (a prune removed one of two
+    // copies).
+    let known = {
+        let memo = store.memo.lock().map_err(|_| poisoned())?;
+        memo.live
+            .as_ref()
+            .filter(|(live, at)| {
+                at.elapsed() < LISTING_FRESH
+                    && wanted
+                        .iter()
+                        .all(|(h, _)| memo.chunks.get(&keys.chunk_id(h)).is_some_and(|c| live.contains(&*c.pack)))
+            })
+            .map(|(live, _)| live.clone())
+    };
+    let mut live = match known {
+        Some(live) => live,
+        None => refresh(store, keys)?,
+    };
     let mut by_pack: HashMap<Arc<str>, Vec<(usize, Located)>> = HashMap::new();
     for attempt in 0..2 {
         by_pack.clear();
@@ -302,7 +324,7 @@ pub(crate) fn fetch(
     }
     // One job per pack: its wanted chunks' ranges, in pack order (object_store
     // coalesces neighbours into one GET: a whole pack for a clone).
-    let mut jobs: Vec<(Arc<str>, Vec<(usize, Located, Vec<u8>, i64)>)> = by_pack
+    let mut jobs: Vec<(Arc<str>, Vec<PackRead>)> = by_pack
         .into_iter()
         .map(|(pack, mut v)| {
             v.sort_by_key(|(_, at)| at.offset);
@@ -340,6 +362,9 @@ pub(crate) fn fetch(
         },
     )
 }
+
+/// One chunk a pack read brings: its index in `wanted`, where it is, its hash and length.
+type PackRead = (usize, Located, Vec<u8>, i64);
 
 /// Opens the sealed chunk `name` and checks it against `hash` and `len`.
 fn open_checked(keys: &RemoteKeys, name: &str, sealed: &[u8], hash: &[u8], len: i64) -> Result<Vec<u8>> {

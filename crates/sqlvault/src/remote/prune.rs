@@ -227,12 +227,8 @@ fn run(store: &Store, keys: &RemoteKeys, p: &PruneParams<'_>, mut held: Option<&
     // Decide, per object, oldest rule first: referenced, young, or deleted.
     let cutoff = crate::fs::tree::now_ns().saturating_sub(p.grace_ns);
     let mut doomed: [Vec<String>; 5] = Default::default();
-    let listings = [
-        listed_commits,
-        store.list_meta(names::META)?,
-        store.list_meta(names::DATA)?,
-        store.list_meta(names::PACKS)?,
-    ];
+    let listings =
+        [listed_commits, store.list_meta(names::META)?, store.list_meta(names::DATA)?, store.list_meta(names::PACKS)?];
     // An index is referenced while a pack it names is left.
     let doomed_packs = |doomed: &[Vec<String>; 5]| doomed[3].iter().cloned().collect::<HashSet<String>>();
     let mut decide = |kind: usize, listing: &[Listed], referenced: &HashSet<String>, doomed: &mut [Vec<String>; 5]| {

@@ -287,18 +287,21 @@ pub(crate) fn push(
     let mut missing = Vec::new();
     let mut total_bytes = 0u64;
     {
-        let present: Box<dyn Fn(&[u8; 32]) -> bool> = if layout >= format::PACKS_LAYOUT {
-            let ids = super::packs::present(store, keys)?;
-            Box::new(move |id| ids.contains(id))
+        // Chunk ids the remote holds: in packs that exist, or as `data/` objects.
+        let present: HashSet<[u8; 32]> = if layout >= format::PACKS_LAYOUT {
+            super::packs::present(store, keys)?
         } else {
-            let names: HashSet<String> = store.list(names::DATA)?.into_iter().collect();
-            Box::new(move |id| names.contains(&format::chunk_name_of(id)))
+            let ids = store.list(names::DATA)?.into_iter().filter_map(|n| {
+                let hex = n.strip_prefix(names::DATA)?;
+                blake3::Hash::from_hex(hex).ok().map(|h| *h.as_bytes())
+            });
+            ids.collect()
         };
         let mut stmt = conn.prepare("SELECT id, hash, len FROM chunks ORDER BY id")?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
             let id = keys.chunk_id(&r.get::<_, Vec<u8>>(1)?);
-            if !present(&id) {
+            if !present.contains(&id) {
                 total_bytes += r.get::<_, i64>(2)? as u64;
                 missing.push((r.get::<_, i64>(0)?, id));
             }

@@ -93,6 +93,8 @@ pub(crate) struct Memo {
     pub indexes: std::collections::HashSet<String>,
     /// Chunk id (keyed hash) -> where it is.
     pub chunks: std::collections::HashMap<[u8; 32], Located>,
+    /// The packs that existed at the last listing, and when it was made.
+    pub live: Option<(std::collections::HashSet<String>, std::time::Instant)>,
 }
 
 /// Where a sealed chunk is in a pack.
@@ -149,7 +151,10 @@ impl Bucket {
         match self.inner.get_ranges(&self.path(name), ranges).await {
             Ok(parts) => {
                 if parts.iter().zip(ranges).any(|(p, r)| p.len() as u64 != r.end - r.start) {
-                    return Err(Error::damaged(format!("remote {}: object {name} is shorter than its index says", self.label)));
+                    return Err(Error::damaged(format!(
+                        "remote {}: object {name} is shorter than its index says",
+                        self.label
+                    )));
                 }
                 Ok(parts)
             }

@@ -13,7 +13,8 @@ use crate::remote::format::{names, RemoteKeys};
 use crate::remote::merge::{self, Ancestry};
 use crate::remote::store::Store;
 use crate::remote::{
-    self, keyslots, packs, pull, push, At, CommitInfo, Progress, PullOutcome, PushMerged, PushOutcome, RemoteInfo, RemoteUrl,
+    self, keyslots, packs, pull, push, At, CommitInfo, Progress, PullOutcome, PushMerged, PushOutcome, RemoteInfo,
+    RemoteUrl,
 };
 use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
