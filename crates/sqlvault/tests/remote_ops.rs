@@ -175,10 +175,15 @@ fn prune_deletes_packs_no_kept_commit_references() {
     assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
     assert_eq!((server.count("packs", BUCKET_PREFIX, "packs"), server.count("packs", BUCKET_PREFIX, "index")), (3, 3));
 
+    // A pack no index names, as an interrupted push leaves: never read, pruned.
+    let packs = server.objects("packs", &format!("{BUCKET_PREFIX}/packs"));
+    std::fs::copy(&packs[0], packs[0].with_file_name("0".repeat(64))).unwrap();
+    assert_eq!(server.count("packs", BUCKET_PREFIX, "packs"), 4);
+
     let s = a.remote_prune("r", &grace0(1)).unwrap();
-    // Two commits, their two metadata pieces, the first pack (only /old) and its index;
-    // the second pack holds /keep (live) and /old2 (not): kept whole.
-    assert_eq!(s.objects_deleted, 2 + 2 + 1 + 1, "{s:?}");
+    // Two commits, their two metadata pieces, the first pack (only /old) and its index,
+    // the stray pack; the second pack holds /keep (live) and /old2 (not): kept whole.
+    assert_eq!(s.objects_deleted, 2 + 2 + 1 + 1 + 1, "{s:?}");
     assert_eq!((server.count("packs", BUCKET_PREFIX, "packs"), server.count("packs", BUCKET_PREFIX, "index")), (2, 2));
     let d = tempfile::tempdir().unwrap();
     let c = clone_with(&server, &url, d.path(), &pass()).unwrap();

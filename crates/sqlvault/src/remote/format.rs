@@ -174,6 +174,18 @@ pub struct Config {
     pub created_ns: i64,
 }
 
+impl Config {
+    /// Opens the sealed `config`; a layout newer than this build's is refused.
+    pub fn open(keys: &RemoteKeys, sealed: &[u8]) -> Result<Config> {
+        let plain = keys.open(names::CONFIG, sealed)?;
+        let config: Config = serde_json::from_slice(&plain).map_err(|_| tampered(names::CONFIG))?;
+        if config.layout > LAYOUT_VERSION {
+            return Err(Error::UnsupportedVersion { found: config.layout, supported: LAYOUT_VERSION });
+        }
+        Ok(config)
+    }
+}
+
 /// The sealed `ref` object.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RefValue {

@@ -97,7 +97,7 @@ pub(crate) fn layout(store: &Store, keys: &RemoteKeys) -> Result<u32> {
     if let Some(l) = store.memo.lock().map_err(|_| poisoned())?.layout {
         return Ok(l);
     }
-    let config = super::push::read_config(keys, &store.get_required(names::CONFIG)?)?;
+    let config = format::Config::open(keys, &store.get_required(names::CONFIG)?)?;
     remember_layout(store, config.layout);
     Ok(config.layout)
 }

@@ -86,13 +86,9 @@ fn check_config(store: &Store, keys: &RemoteKeys, sealed: &[u8], chunk_size: u32
     Ok(())
 }
 
+/// Opens the sealed `config` (see [`Config::open`]).
 pub(crate) fn read_config(keys: &RemoteKeys, sealed: &[u8]) -> Result<Config> {
-    let plain = keys.open(names::CONFIG, sealed)?;
-    let config: Config = serde_json::from_slice(&plain).map_err(|_| format::tampered(names::CONFIG))?;
-    if config.layout > format::LAYOUT_VERSION {
-        return Err(Error::UnsupportedVersion { found: config.layout, supported: format::LAYOUT_VERSION });
-    }
-    Ok(config)
+    Config::open(keys, sealed)
 }
 
 /// The remote's head commit id and the ref's ETag, or `None` for a remote without commits.
