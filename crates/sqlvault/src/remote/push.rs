@@ -1,8 +1,10 @@
-//! Push: one read transaction of the vault (a consistent snapshot) becomes missing
-//! chunk objects, metadata pieces and a commit; then the `ref` moves to that commit
-//! with a conditional write. Every object is in place before the ref names it, so a
-//! push killed at any moment leaves the remote at its previous complete commit, and
-//! the objects it did write are reused (create-only, content-named) by the next one.
+//! Push: one read transaction of the vault (a consistent snapshot) becomes the chunks
+//! the remote lacks (in packs with their index on layout 3, one object each before),
+//! metadata pieces and a commit; then the `ref` moves to that commit with a conditional
+//! write. Every object is in place before the ref names it, so a push killed at any
+//! moment leaves the remote at its previous complete commit; what it wrote is reused
+//! by the next one (content-named, create-only), but for packs no index names yet,
+//! which prune removes.
 
 use std::collections::HashSet;
 use std::io::Write;
