@@ -5,10 +5,10 @@
 //!
 //! * *one object per file*, as `aws s3 cp --recursive` does;
 //! * *the push's objects*: as many objects of the same sizes as the push wrote
-//!   (sealed chunks, metadata pieces), generated in memory: what the push would cost if
+//!   (packs of sealed chunks, index, metadata pieces), generated in memory: what the push would cost if
 //!   reading, sealing and bookkeeping were free;
-//! * *4 MiB objects*: the same bytes as the push's chunk objects, in objects of 4 MiB:
-//!   what packs of chunks could gain over one object per chunk.
+//! * *4 MiB objects*: the same bytes as the push's chunks, in objects of 4 MiB: what
+//!   the push's packs (layout 3) cost a client that does nothing else.
 //!
 //! Two data sets: large files (`--mib` MiB in 8 MiB files) and many small files
 //! (`--files` files of `--file-bytes`). Every case runs in its own child process, so its
@@ -427,7 +427,15 @@ pub fn remote(a: &RemoteArgs) -> Result<harness::ScenarioReport> {
             }
             let pushed: Vec<(u64, u64)> = object_sizes(&vault_dir).into_iter().collect();
             record(&pushed_out, PUSH, true, &pushed)?;
-            let data: u64 = object_sizes(&vault_dir.join("v/data")).iter().map(|(size, n)| size * n).sum();
+            // Chunk bytes: one object per chunk (layouts 1 and 2) or packs (layout 3).
+            let chunk_objects = || {
+                let mut m = object_sizes(&vault_dir.join("v/data"));
+                for (size, n) in object_sizes(&vault_dir.join("v/packs")) {
+                    *m.entry(size).or_insert(0) += n;
+                }
+                m
+            };
+            let data: u64 = chunk_objects().iter().map(|(size, n)| size * n).sum();
             let packs: Vec<(u64, u64)> =
                 [(PACK, data / PACK), (data % PACK, 1)].into_iter().filter(|p| p.0 > 0 && p.1 > 0).collect();
             let total = |o: &[(u64, u64)]| o.iter().map(|(size, n)| size * n).sum::<u64>();
@@ -445,14 +453,14 @@ pub fn remote(a: &RemoteArgs) -> Result<harness::ScenarioReport> {
             if rep == 0 {
                 let n = |o: &[(u64, u64)]| o.iter().map(|x| x.1).sum::<u64>();
                 notes.push(format!(
-                    "{}: {} raw objects (one per file); the push wrote {} objects, {:.1} MB ({} chunk objects, \
-                     {:.1} MB; metadata pieces, commit, ref, keys, config); {} objects of 4 MiB hold the same \
-                     chunk bytes.",
+                    "{}: {} raw objects (one per file); the push wrote {} objects, {:.1} MB ({} chunk objects \
+                     or packs, {:.1} MB; index, metadata pieces, commit, ref, keys, config); {} objects of 4 MiB \
+                     hold the same chunk bytes.",
                     desc(s),
                     s.files,
                     n(&pushed),
                     total(&pushed) as f64 / 1e6,
-                    object_sizes(&vault_dir.join("v/data")).values().sum::<u64>(),
+                    chunk_objects().values().sum::<u64>(),
                     data as f64 / 1e6,
                     n(&packs)
                 ));
@@ -512,9 +520,9 @@ pub fn remote(a: &RemoteArgs) -> Result<harness::ScenarioReport> {
          bucket, with `object_store` and {PARALLEL} requests in flight: *{FILES}* uploads every host file \
          as one object (`aws s3 cp --recursive`), *{OBJECTS}* writes as many objects of the same sizes as \
          the push wrote (generated in memory: no reading, no sealing), *{PACKS}* writes the push's chunk \
-         bytes as 4 MiB objects (what packs of chunks would cost), the downloads read every object of \
+         bytes as 4 MiB objects (what packs of chunks cost a client that does nothing else), the downloads read every object of \
          those buckets; *{PUSH}* opens the vault, adds a remote and pushes it into an empty bucket \
-         (chunks, metadata, commit, ref), *{CLONE}* creates a new vault from that bucket. MB/s counts the \
+         (packs of chunks and their index, metadata, commit, ref), *{CLONE}* creates a new vault from that bucket. MB/s counts the \
          data set's bytes in every row (so rows of one group compare times), objects/s the objects each \
          case moved; CPU is the case process's (not the server's), peak RSS the case process's. \
          {reps} repetition(s), medians.",

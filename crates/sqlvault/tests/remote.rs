@@ -170,29 +170,76 @@ fn incremental_push_uploads_only_new_chunks() {
     let server = S3Server::start();
     let url = remote(&server, "inc");
     let (_tv, a) = TestVault::new(CHUNK);
+    // 300 small files and one of 8 chunks: a handful of objects, not one per chunk.
+    a.create_dir("/small", 0o755).unwrap();
+    for i in 0..300 {
+        a.write_file(&format!("/small/{i}"), &payload(1000 + i, 1000)).unwrap();
+    }
     a.write_file("/one", &payload(10, 8 * CHUNK as usize)).unwrap();
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
-    a.push("r").unwrap();
-    let data = server.count("inc", "vaults/one", "data");
-    assert_eq!(data, 8);
+    let r = a.push("r").unwrap();
+    let PushOutcome::Pushed { chunks_uploaded: 308, objects_uploaded, .. } = r else { panic!("{r:?}") };
+    assert_eq!(server.count("inc", "vaults/one", "data"), 0);
+    let packs = server.count("inc", "vaults/one", "packs");
+    assert_eq!(packs, 1, "308 small chunks fit one pack");
+    assert_eq!(server.count("inc", "vaults/one", "index"), 1);
+    // One pack, its index, one metadata piece, the commit.
+    assert_eq!(objects_uploaded, 4);
     let all = server.objects("inc", "vaults/one").len();
+    assert_eq!(all, 4 + 3, "plus keys, config and ref");
 
-    // Three new chunks, one of them a duplicate of an existing one: two uploads.
+    // Three new chunks, one of them a duplicate of an existing one: two uploaded.
     let mut new = payload(11, 2 * CHUNK as usize);
     new.extend_from_slice(&payload(10, CHUNK as usize));
     a.write_file("/two", &new).unwrap();
     let r = a.push("r").unwrap();
-    let PushOutcome::Pushed { chunks_uploaded, objects_uploaded, .. } = r else { panic!("{r:?}") };
-    assert_eq!(chunks_uploaded, 2);
-    assert_eq!(server.count("inc", "vaults/one", "data"), data + 2);
-    // Two chunks, one metadata piece, one commit; the ref was replaced in place.
+    let PushOutcome::Pushed { chunks_uploaded, objects_uploaded, bytes_uploaded, .. } = r else { panic!("{r:?}") };
+    assert_eq!((chunks_uploaded, bytes_uploaded), (2, 2 * CHUNK as u64));
+    // A pack of the two chunks, its index, one metadata piece, one commit; the ref was
+    // replaced in place.
     assert_eq!(objects_uploaded, 4);
+    assert_eq!(server.count("inc", "vaults/one", "packs"), packs + 1);
     assert_eq!(server.objects("inc", "vaults/one").len(), all + 4);
+    let d = tempfile::tempdir().unwrap();
+    assert_eq!(observe(&clone(&server, &url, d.path(), "c.vault")), observe(&a));
 
     // Nothing changed: nothing uploaded.
     let before = server.objects("inc", "vaults/one").len();
     assert!(matches!(a.push("r").unwrap(), PushOutcome::UpToDate { .. }));
     assert_eq!(server.objects("inc", "vaults/one").len(), before);
+}
+
+/// A remote created by a build without packs (layout 1: one `data/` object per chunk)
+/// keeps its layout: pushes add `data/` objects, clones and pulls read them.
+#[test]
+fn a_layout_1_remote_still_pushes_and_pulls() {
+    let server = S3Server::start();
+    let url = remote(&server, "old");
+    let (_tv, a) = TestVault::new(CHUNK);
+    populate(&a, "old");
+    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.remote_init_layout("r", 1).unwrap();
+    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    let data = server.count("old", "vaults/one", "data");
+    assert!(data >= 7, "{data}");
+    assert_eq!(server.count("old", "vaults/one", "packs") + server.count("old", "vaults/one", "index"), 0);
+    let d = tempfile::tempdir().unwrap();
+    let b = clone(&server, &url, d.path(), "b.vault");
+    assert_eq!(observe(&a), observe(&b));
+
+    a.write_file("/later", &payload(12, 3 * CHUNK as usize)).unwrap();
+    let r = a.push("r").unwrap();
+    let PushOutcome::Pushed { chunks_uploaded: 3, objects_uploaded: 5, .. } = r else { panic!("{r:?}") };
+    assert_eq!(server.count("old", "vaults/one", "data"), data + 3);
+    assert!(matches!(b.pull("origin").unwrap(), PullOutcome::Pulled { chunks_downloaded: 3, .. }));
+    assert_eq!(observe(&a), observe(&b));
+    // And the clone pushes in the same layout.
+    b.write_file("/from-b", &payload(13, CHUNK as usize)).unwrap();
+    assert!(matches!(b.push("origin").unwrap(), PushOutcome::Pushed { .. }));
+    assert_eq!(server.count("old", "vaults/one", "data"), data + 4);
+    assert_eq!(server.count("old", "vaults/one", "packs"), 0);
+    assert!(matches!(a.pull("r").unwrap(), PullOutcome::Pulled { .. }));
+    assert_eq!(observe(&a), observe(&b));
 }
 
 #[test]
@@ -325,7 +372,7 @@ fn sigkill_during_push_leaves_the_remote_consistent() {
         std::thread::sleep(Duration::from_millis(rng.below(1200)));
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
-        let chunks_after_kill = server.count("kill", "vaults/one", "data");
+        let chunks_after_kill = server.count("kill", "vaults/one", "packs");
 
         // Whatever the ref names is complete: a clone opens, checks clean, and equals a
         // state that was pushed (this cycle's or an earlier one).
@@ -349,7 +396,7 @@ fn sigkill_during_push_leaves_the_remote_consistent() {
                     interrupted += 1;
                 }
                 eprintln!(
-                    "cycle {cycle}: {chunks_after_kill} chunk objects after the kill, remote at the {} state",
+                    "cycle {cycle}: {chunks_after_kill} packs after the kill, remote at the {} state",
                     if seen == expected { "new" } else { "previous" }
                 );
             }
@@ -384,6 +431,9 @@ fn a_failed_upload_aborts_the_push_and_leaves_the_ref_unchanged() {
     let (_tv, a) = TestVault::new(CHUNK);
     populate(&a, "first");
     a.remote_add("r", &url, Some(&endpoint)).unwrap();
+    // One object per chunk, so that the failure lands among many uploads (the pipeline
+    // is the same for packs, see store.rs; this much data is one pack).
+    a.remote_init_layout("r", 1).unwrap();
     let PushOutcome::Pushed { commit: first, .. } = a.push("r").unwrap() else { panic!("first push") };
     let chunks_before = server.lock().unwrap().count("abort", "vaults/one", "data");
     a.create_dir("/more", 0o755).unwrap();
@@ -487,14 +537,19 @@ fn tampered_objects_are_detected_never_returned() {
         assert!(matches!(try_clone(), Err(Error::Damaged { .. })), "{} truncated", victim.display());
         std::fs::write(&victim, &original).unwrap();
     }
-    // Swapping two chunk objects (each valid under its own name) is caught too.
-    let data = server.objects("tamper", "vaults/one/data");
-    let (x, y) = (std::fs::read(&data[0]).unwrap(), std::fs::read(&data[1]).unwrap());
-    std::fs::write(&data[0], &y).unwrap();
-    std::fs::write(&data[1], &x).unwrap();
+    // Swapping two sealed chunks inside the pack (each valid under its own name) is
+    // caught too: a chunk cut and pasted to another offset does not open there.
+    let packs = server.objects("tamper", "vaults/one/packs");
+    assert_eq!(packs.len(), 1);
+    let original = std::fs::read(&packs[0]).unwrap();
+    let sealed = CHUNK as usize + 4 + 40; // a full chunk: length, data, nonce, tag
+    assert_eq!(original.len(), 3 * sealed);
+    let mut swapped = original[sealed..2 * sealed].to_vec();
+    swapped.extend_from_slice(&original[..sealed]);
+    swapped.extend_from_slice(&original[2 * sealed..]);
+    std::fs::write(&packs[0], &swapped).unwrap();
     assert!(matches!(try_clone(), Err(Error::Damaged { .. })));
-    std::fs::write(&data[0], &x).unwrap();
-    std::fs::write(&data[1], &y).unwrap();
+    std::fs::write(&packs[0], &original).unwrap();
     assert_eq!(try_clone().unwrap(), payload(5, 3 * CHUNK as usize));
     let _ = root;
 }
@@ -509,7 +564,8 @@ fn the_bucket_holds_no_plaintext() {
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
     a.push("r").unwrap();
     let objects = server.objects("plain", "vaults/one");
-    assert!(objects.len() > 10);
+    // keys, config, ref, a commit, a metadata piece, a pack, its index.
+    assert!(objects.len() >= 7, "{objects:?}");
     for p in &objects {
         let rel = p.strip_prefix(server.root.path()).unwrap().to_string_lossy().to_string();
         assert!(!rel.contains(marker), "object name {rel}");
@@ -745,7 +801,7 @@ fn a_failed_merge_leaves_the_vault_as_it_was() {
     // Tamper with every chunk object the merge must fetch (those b does not have): the
     // merge reaches them last, after all of its table work.
     let mut tampered = 0;
-    for p in server.objects("failed", "vaults/one/data") {
+    for p in server.objects("failed", "vaults/one/packs") {
         let mut bytes = std::fs::read(&p).unwrap();
         bytes[40] ^= 1;
         std::fs::write(&p, bytes).unwrap();

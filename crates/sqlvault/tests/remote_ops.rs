@@ -63,9 +63,21 @@ fn grace0(keep_last: usize) -> PruneOptions {
 
 /// Three pushes of distinct content, each commit with chunks of its own.
 fn three_commits(server: &S3Server, bucket: &str) -> (TestVault, Vault, String, Vec<BTreeMap<String, String>>) {
+    three_commits_in(server, bucket, None)
+}
+
+/// [`three_commits`] to a remote of bucket `layout` (default: the newest, packs).
+fn three_commits_in(
+    server: &S3Server,
+    bucket: &str,
+    layout: Option<u32>,
+) -> (TestVault, Vault, String, Vec<BTreeMap<String, String>>) {
     let url = remote(server, bucket);
     let (tv, a) = TestVault::new(CHUNK);
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    if let Some(l) = layout {
+        a.remote_init_layout("r", l).unwrap();
+    }
     let mut states = Vec::new();
     for i in 0..3u64 {
         a.write_file("/f", &payload(100 + i, 4 * CHUNK as usize)).unwrap();
@@ -80,7 +92,8 @@ fn three_commits(server: &S3Server, bucket: &str) -> (TestVault, Vault, String, 
 #[test]
 fn prune_keeps_what_retention_says_and_frees_the_rest() {
     let server = S3Server::start();
-    let (_tv, a, url, states) = three_commits(&server, "prune");
+    // One object per chunk (layout 1): chunks go one by one (packs: the next test).
+    let (_tv, a, url, states) = three_commits_in(&server, "prune", Some(1));
     let log = a.remote_log("r", 10).unwrap();
     let data_before = server.count("prune", BUCKET_PREFIX, "data");
     assert_eq!(server.count("prune", BUCKET_PREFIX, "commits"), 3);
@@ -143,25 +156,71 @@ fn prune_keeps_what_retention_says_and_frees_the_rest() {
     assert!(e.to_string().contains("retention rule"), "{e}");
 }
 
+/// Packs go whole: the one whose chunks no kept commit references is deleted with its
+/// index; a pack with some live chunk stays; what is kept still clones.
+#[test]
+fn prune_deletes_packs_no_kept_commit_references() {
+    let server = S3Server::start();
+    let url = remote(&server, "packs");
+    let (_tv, a) = TestVault::new(CHUNK);
+    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.write_file("/old", &payload(300, 4 * CHUNK as usize)).unwrap();
+    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    a.write_file("/keep", &payload(301, 2 * CHUNK as usize)).unwrap();
+    a.write_file("/old2", &payload(302, 2 * CHUNK as usize)).unwrap();
+    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    a.remove_file("/old").unwrap();
+    a.remove_file("/old2").unwrap();
+    a.write_file("/new", &payload(303, CHUNK as usize)).unwrap();
+    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    assert_eq!((server.count("packs", BUCKET_PREFIX, "packs"), server.count("packs", BUCKET_PREFIX, "index")), (3, 3));
+
+    // A pack no index names, as an interrupted push leaves: never read, pruned.
+    let packs = server.objects("packs", &format!("{BUCKET_PREFIX}/packs"));
+    std::fs::copy(&packs[0], packs[0].with_file_name("0".repeat(64))).unwrap();
+    assert_eq!(server.count("packs", BUCKET_PREFIX, "packs"), 4);
+
+    let s = a.remote_prune("r", &grace0(1)).unwrap();
+    // Two commits, their two metadata pieces, the first pack (only /old) and its index,
+    // the stray pack; the second pack holds /keep (live) and /old2 (not): kept whole.
+    assert_eq!(s.objects_deleted, 2 + 2 + 1 + 1 + 1, "{s:?}");
+    assert_eq!((server.count("packs", BUCKET_PREFIX, "packs"), server.count("packs", BUCKET_PREFIX, "index")), (2, 2));
+    let d = tempfile::tempdir().unwrap();
+    let c = clone_with(&server, &url, d.path(), &pass()).unwrap();
+    assert_eq!(files(&c), files(&a));
+    assert!(c.fsck().unwrap().is_clean());
+    // A push after the prune finds its chunks through the remaining indexes.
+    a.write_file("/again", &payload(300, 4 * CHUNK as usize)).unwrap();
+    let r = a.push("r").unwrap();
+    assert!(matches!(r, PushOutcome::Pushed { chunks_uploaded: 4, .. }), "{r:?}");
+    assert!(matches!(c.pull("origin").unwrap(), PullOutcome::Pulled { chunks_downloaded: 4, .. }));
+    assert_eq!(files(&c), files(&a));
+}
+
 #[test]
 fn prune_keeps_young_objects_within_the_grace_period() {
     let server = S3Server::start();
-    let (_tv, a, _url, _) = three_commits(&server, "grace");
-    let all = server.objects("grace", BUCKET_PREFIX).len();
-    // Everything was written moments ago: with a grace of an hour nothing is deleted,
-    // though retention drops two commits.
-    let s = a.remote_prune("r", &PruneOptions { keep_last: 1, ..Default::default() }).unwrap();
-    assert_eq!(s.kept_commits.len(), 1);
-    assert_eq!(s.objects_deleted, 0, "{s:?}");
-    // Two commits, their two metadata pieces, the 8 chunks of their versions of /f.
-    assert_eq!(s.objects_in_grace, 2 + 2 + 8, "{s:?}");
-    assert_eq!(server.objects("grace", BUCKET_PREFIX).len(), all);
-    // Once they are older than the grace, they go.
-    std::thread::sleep(Duration::from_millis(1100));
-    let s = a.remote_prune("r", &PruneOptions { keep_last: 1, grace: Duration::from_secs(1), ..Default::default() });
-    let s = s.unwrap();
-    assert_eq!((s.objects_deleted, s.objects_in_grace), (2 + 2 + 8, 0), "{s:?}");
-    assert_eq!(server.count("grace", BUCKET_PREFIX, "commits"), 1);
+    // Layout 1: two commits, their two metadata pieces, the 8 chunks of their versions
+    // of /f. Packs: the packs of those versions also hold the /only-N files, still
+    // referenced: kept whole, so only the commits and pieces are candidates.
+    for (bucket, layout, candidates) in [("grace", Some(1), 2 + 2 + 8), ("gracepacks", None, 2 + 2)] {
+        let (_tv, a, _url, _) = three_commits_in(&server, bucket, layout);
+        let all = server.objects(bucket, BUCKET_PREFIX).len();
+        // Everything was written moments ago: with a grace of an hour nothing is
+        // deleted, though retention drops two commits.
+        let s = a.remote_prune("r", &PruneOptions { keep_last: 1, ..Default::default() }).unwrap();
+        assert_eq!(s.kept_commits.len(), 1);
+        assert_eq!(s.objects_deleted, 0, "{s:?}");
+        assert_eq!(s.objects_in_grace, candidates, "{s:?}");
+        assert_eq!(server.objects(bucket, BUCKET_PREFIX).len(), all);
+        // Once they are older than the grace, they go.
+        std::thread::sleep(Duration::from_millis(1100));
+        let s =
+            a.remote_prune("r", &PruneOptions { keep_last: 1, grace: Duration::from_secs(1), ..Default::default() });
+        let s = s.unwrap();
+        assert_eq!((s.objects_deleted, s.objects_in_grace), (candidates, 0), "{s:?}");
+        assert_eq!(server.count(bucket, BUCKET_PREFIX, "commits"), 1);
+    }
 }
 
 #[test]

@@ -22,9 +22,17 @@ use zeroize::Zeroizing;
 use crate::error::{Error, Result};
 use crate::keys::MasterKey;
 
-/// Version of the bucket layout and of the dump written by this build (2: the dump
-/// carries application tables; this build reads 1 and 2).
-pub const LAYOUT_VERSION: u32 = 2;
+/// Newest bucket layout this build reads and creates: 1 the first, 2 the dump carries
+/// application tables, 3 chunks travel in packs (`packs/`, `index/`) instead of one
+/// `data/` object each. Remotes of layouts 1 and 2 keep theirs (`config` is create-only).
+pub const LAYOUT_VERSION: u32 = 3;
+/// The first layout whose chunks travel in packs.
+pub const PACKS_LAYOUT: u32 = 3;
+/// The dump's version of the commits of a remote of `layout` (2 below packs: commits of
+/// a layout-1 or layout-2 remote stay readable by builds without packs).
+pub fn commit_layout(layout: u32) -> u32 {
+    layout.max(2)
+}
 /// Plaintext bytes per metadata piece.
 pub const PIECE_BYTES: usize = 4 << 20;
 /// Smallest padded chunk size.
@@ -48,9 +56,14 @@ pub mod names {
     pub const COMMITS: &str = "commits/";
     /// Sealed exclusive lock (`remote prune`), created with `If-None-Match`.
     pub const LOCK: &str = "lock";
+    /// Packs of sealed chunks (layout 3), `packs/<keyed hash>`.
+    pub const PACKS: &str = "packs/";
+    /// Sealed pack indexes (layout 3): which chunk is where in which pack, one per push.
+    pub const INDEX: &str = "index/";
 }
 
 /// The keys of one remote, derived from the vault's master key.
+#[derive(Clone)]
 pub struct RemoteKeys {
     seal: Zeroizing<[u8; 32]>,
     name: Zeroizing<[u8; 32]>,
@@ -72,7 +85,12 @@ impl RemoteKeys {
 
     /// The object name of a chunk with BLAKE3 hash `hash`.
     pub fn chunk_name(&self, hash: &[u8]) -> String {
-        format!("{}{}", names::DATA, blake3::keyed_hash(&self.name, hash).to_hex())
+        chunk_name_of(&self.chunk_id(hash))
+    }
+
+    /// The keyed hash that names a chunk with BLAKE3 hash `hash` (its `data/` name's hex).
+    pub fn chunk_id(&self, hash: &[u8]) -> [u8; 32] {
+        *blake3::keyed_hash(&self.name, hash).as_bytes()
     }
 
     /// The content-derived name of a metadata piece or commit (`prefix` + keyed hash).
@@ -139,6 +157,11 @@ impl RemoteKeys {
     }
 }
 
+/// `data/<hex>`: the name a chunk is sealed under, in a `data/` object or in a pack.
+pub fn chunk_name_of(id: &[u8; 32]) -> String {
+    format!("{}{}", names::DATA, blake3::Hash::from_bytes(*id).to_hex())
+}
+
 pub fn tampered(name: &str) -> Error {
     Error::damaged(format!("remote object {name} fails authentication (altered, truncated or from another vault)"))
 }
@@ -149,6 +172,18 @@ pub struct Config {
     pub layout: u32,
     pub chunk_size: u32,
     pub created_ns: i64,
+}
+
+impl Config {
+    /// Opens the sealed `config`; a layout newer than this build's is refused.
+    pub fn open(keys: &RemoteKeys, sealed: &[u8]) -> Result<Config> {
+        let plain = keys.open(names::CONFIG, sealed)?;
+        let config: Config = serde_json::from_slice(&plain).map_err(|_| tampered(names::CONFIG))?;
+        if config.layout > LAYOUT_VERSION {
+            return Err(Error::UnsupportedVersion { found: config.layout, supported: LAYOUT_VERSION });
+        }
+        Ok(config)
+    }
 }
 
 /// The sealed `ref` object.
@@ -171,6 +206,10 @@ pub struct Commit {
     pub meta: Vec<String>,
     /// BLAKE3 of the whole dump (before cutting into pieces).
     pub digest: String,
+    /// The pack index pieces written by this commit's push (layout 3; none when the
+    /// push wrote no pack). Readers find chunks through every index of the remote.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub index: Vec<String>,
     /// Counts, for `remote log`.
     pub files: u64,
     pub chunks: u64,

@@ -863,18 +863,23 @@ fn build_tree(tx: &Connection) -> Result<()> {
         let tail = cols[1..].iter().map(|c| format!(", x.\"{c}\"")).collect::<String>();
         Ok((all, tail))
     };
-    for side in [R, L] {
-        for t in ["inodes", "tags", "xattrs"] {
+    // Rows of `tables` of one side, their key (`key`, mapped through `map`) renumbered.
+    let copy_mapped = |side: i64, tables: &[&str], map: &str, key: &str, on: &str| -> Result<()> {
+        for t in tables {
             let (all, tail) = rest(t)?;
             tx.execute(
                 &format!(
-                    "INSERT INTO {S}m_{t}({all}) SELECT m.new{tail} FROM {S}imap m JOIN {x} x ON x.ino = m.ino
+                    "INSERT INTO {S}m_{t}({all}) SELECT m.new{tail} FROM {S}{map} m JOIN {x} x ON x.{key} = m.{on}
                      WHERE m.side = ?1",
                     x = side_table(side, t)
                 ),
                 [side],
             )?;
         }
+        Ok(())
+    };
+    for side in [R, L] {
+        copy_mapped(side, &["inodes", "tags", "xattrs"], "imap", "ino", "ino")?;
         tx.execute(
             &format!(
                 "INSERT INTO {S}m_file_chunks(ino, idx, chunk) SELECT m.new, x.idx, c.new FROM {S}imap m
@@ -884,17 +889,7 @@ fn build_tree(tx: &Connection) -> Result<()> {
             ),
             [side],
         )?;
-        for t in ["snap_inodes", "snap_dirents", "snap_tags", "snap_xattrs"] {
-            let (all, tail) = rest(t)?;
-            tx.execute(
-                &format!(
-                    "INSERT INTO {S}m_{t}({all}) SELECT m.new{tail} FROM {S}smap m JOIN {x} x ON x.snap = m.id
-                     WHERE m.side = ?1",
-                    x = side_table(side, t)
-                ),
-                [side],
-            )?;
-        }
+        copy_mapped(side, &["snap_inodes", "snap_dirents", "snap_tags", "snap_xattrs"], "smap", "snap", "id")?;
         tx.execute(
             &format!(
                 "INSERT INTO {S}m_snap_chunks(snap, ino, idx, chunk) SELECT m.new, x.ino, x.idx, c.new
@@ -1096,14 +1091,10 @@ fn finish(tx: &Connection, store: &Store, keys: &RemoteKeys, progress: &dyn Fn(P
         rows.collect::<rusqlite::Result<_>>()?
     };
     let total: u64 = missing.iter().map(|m| m.2 as u64).sum();
-    let names: Vec<String> = missing.iter().map(|m| keys.chunk_name(&m.1)).collect();
+    let wanted: Vec<super::packs::Wanted> = missing.iter().map(|m| (m.1.clone(), m.2)).collect();
     let mut done = 0u64;
-    store.get_all(&names, |i, sealed| {
+    super::packs::fetch(store, keys, &wanted, |i, data| {
         let (id, hash, len) = &missing[i];
-        let data = keys.open_chunk(&names[i], &sealed, hash)?;
-        if data.len() as i64 != *len {
-            return Err(super::format::tampered(&names[i]));
-        }
         tx.prepare_cached("INSERT INTO main.chunks(id, hash, refs, len, data) VALUES (?1, ?2, 0, ?3, ?4)")?
             .execute(params![id, hash, len, data])?;
         done += *len as u64;

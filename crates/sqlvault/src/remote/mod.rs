@@ -1,7 +1,7 @@
 //! Replication to S3-compatible object storage (feature `remote`).
 //!
-//! Restic-style: chunks are already content-addressed and immutable, so each becomes
-//! one immutable object; the rest of the vault (tree, chunk rows, tags, records,
+//! Restic-style: chunks are already content-addressed and immutable, so they become
+//! immutable objects (packs of a few MiB of sealed chunks from layout 3); the rest of the vault (tree, chunk rows, tags, records,
 //! snapshots) is dumped, sealed and cut into pieces at each push, and an immutable
 //! commit object names those pieces. One small `ref` object, the only one ever
 //! overwritten, names the newest commit and is replaced only with `If-Match` on the
@@ -14,6 +14,7 @@
 //! * `format`: object names, sealing, the config/ref/commit objects and the dump stream.
 //! * `push`: reading a consistent snapshot of the vault into the bucket.
 //! * `pull`: applying a commit to a vault (pull and clone).
+//! * `packs`: packs of chunks and their index (layout 3); how every operation fetches chunks.
 //! * `apps`: application SQL tables in the dump (schema, rows, migrations).
 //! * `keyslots`: the `keys` object, authenticated, following the replicas' key slots.
 //! * `lock`: the remote's exclusive lock; `prune`: retention and garbage collection.
@@ -32,6 +33,7 @@ pub(crate) mod keyslots;
 pub(crate) mod lease;
 pub(crate) mod lock;
 pub(crate) mod merge;
+pub(crate) mod packs;
 pub(crate) mod prune;
 pub(crate) mod pull;
 pub(crate) mod push;
@@ -51,7 +53,7 @@ pub use store::{RemoteUrl, PARALLEL};
 pub const ORIGIN: &str = "origin";
 
 /// Tables copied to the remote, in dump order. `chunks` without its `data` column
-/// (chunk content travels as `data/` objects).
+/// (chunk content travels as `data/` objects or in packs).
 pub(crate) const REPLICATED: &[&str] = &[
     "inodes",
     "dirents",
@@ -104,7 +106,8 @@ pub enum PushOutcome {
         chunks_uploaded: u64,
         /// Their bytes (before padding and sealing).
         bytes_uploaded: u64,
-        /// Objects written: chunks, metadata pieces, the commit (the ref is replaced, not counted).
+        /// Objects written: chunk objects (layouts 1 and 2) or packs and index pieces
+        /// (layout 3), metadata pieces, the commit (the ref is replaced, not counted).
         objects_uploaded: u64,
     },
     /// Nothing changed since the remote's head.

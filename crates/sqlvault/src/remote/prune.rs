@@ -15,6 +15,11 @@
 //! The head is always kept (a merge needs a base; a replica's next pull needs the head).
 //! Deletion goes commits first, then pieces and chunks, so an interrupted prune leaves
 //! only unreferenced objects behind, which the next prune removes.
+//!
+//! Packs (layout 3) go whole: a pack is deleted when none of its chunks is referenced
+//! by a kept commit (and it is older than the grace period), kept otherwise (no
+//! repacking); a pack no index names (an interrupted push's) goes after the grace
+//! period; an index object goes, last, once none of the packs it names is left.
 
 use std::collections::{HashMap, HashSet};
 
@@ -35,11 +40,12 @@ pub struct PruneSummary {
     pub kept_commits: Vec<String>,
     /// Commits deleted (or that would be): not kept, or not in the head's history.
     pub deleted_commits: Vec<String>,
-    /// Objects deleted: commits, metadata pieces, chunks.
+    /// Objects deleted: commits, metadata pieces, chunk objects, packs, index objects.
     pub objects_deleted: u64,
     /// Their stored bytes.
     pub bytes_deleted: u64,
-    /// Commits, metadata pieces and chunks kept because a kept commit references them
+    /// Commits, metadata pieces, chunk objects, packs (with a chunk a kept commit
+    /// references) and index objects (naming a pack kept) kept because a kept commit references them
     /// (`config`, `keys` and `ref` are never candidates and not counted).
     pub objects_kept: u64,
     /// Their stored bytes.
@@ -206,11 +212,26 @@ fn run(store: &Store, keys: &RemoteKeys, p: &PruneParams<'_>, mut held: Option<&
         (p.progress)(Progress { phase: "metadata", done: i as u64 + 1, total: summary.kept_commits.len() as u64 });
     }
 
+    // Packs (layout 3): one with a referenced chunk is referenced.
+    let listed_index = store.list_meta(names::INDEX)?;
+    let index_names: Vec<String> = listed_index.iter().map(|l| l.name.clone()).collect();
+    let indexes = super::packs::read_indexes(store, keys, &index_names)?;
+    for packs in &indexes {
+        for pack in packs {
+            if pack.chunks.iter().any(|(id, _, _)| referenced.contains(&super::format::chunk_name_of(id))) {
+                referenced.insert(pack.name.clone());
+            }
+        }
+    }
+
     // Decide, per object, oldest rule first: referenced, young, or deleted.
     let cutoff = crate::fs::tree::now_ns().saturating_sub(p.grace_ns);
-    let mut doomed: [Vec<String>; 3] = Default::default();
-    let listings = [listed_commits, store.list_meta(names::META)?, store.list_meta(names::DATA)?];
-    for (kind, listing) in listings.iter().enumerate() {
+    let mut doomed: [Vec<String>; 5] = Default::default();
+    let listings =
+        [listed_commits, store.list_meta(names::META)?, store.list_meta(names::DATA)?, store.list_meta(names::PACKS)?];
+    // An index is referenced while a pack it names is left.
+    let doomed_packs = |doomed: &[Vec<String>; 5]| doomed[3].iter().cloned().collect::<HashSet<String>>();
+    let mut decide = |kind: usize, listing: &[Listed], referenced: &HashSet<String>, doomed: &mut [Vec<String>; 5]| {
         for Listed { name, size, modified_ns } in listing {
             if referenced.contains(name) {
                 summary.objects_kept += 1;
@@ -224,14 +245,25 @@ fn run(store: &Store, keys: &RemoteKeys, p: &PruneParams<'_>, mut held: Option<&
                 doomed[kind].push(name.clone());
             }
         }
+    };
+    for (kind, listing) in listings.iter().enumerate() {
+        decide(kind, listing, &referenced, &mut doomed);
     }
+    let gone = doomed_packs(&doomed);
+    let left: HashSet<&str> = listings[3].iter().map(|l| l.name.as_str()).filter(|n| !gone.contains(*n)).collect();
+    for (name, packs) in index_names.iter().zip(&indexes) {
+        if packs.iter().any(|p| left.contains(p.name.as_str())) {
+            referenced.insert(name.clone());
+        }
+    }
+    decide(4, &listed_index, &referenced, &mut doomed);
     summary.deleted_commits = doomed[0].clone();
     summary.deleted_commits.sort();
     if p.dry_run {
         return Ok(summary);
     }
 
-    // Commits first, then what only they referenced.
+    // Commits first, then what only they referenced; indexes after their packs.
     let total = summary.objects_deleted;
     let mut done = 0u64;
     for batch in doomed.iter() {

@@ -159,14 +159,10 @@ pub(crate) fn apply(
         tx.prepare_cached("DELETE FROM chunks WHERE id = ?1")?.execute([id])?;
     }
     let total: u64 = missing.iter().map(|m| m.3 as u64).sum();
-    let names: Vec<String> = missing.iter().map(|m| keys.chunk_name(&m.1)).collect();
+    let wanted: Vec<super::packs::Wanted> = missing.iter().map(|m| (m.1.clone(), m.3)).collect();
     let mut done = 0u64;
-    store.get_all(&names, |i, sealed| {
+    super::packs::fetch(store, keys, &wanted, |i, data| {
         let (id, hash, refs, len) = &missing[i];
-        let data = keys.open_chunk(&names[i], &sealed, hash)?;
-        if data.len() as i64 != *len {
-            return Err(format::tampered(&names[i]));
-        }
         tx.prepare_cached("INSERT INTO chunks(id, hash, refs, len, data) VALUES (?1, ?2, ?3, ?4, ?5)")?
             .execute(params![id, hash, refs, len, data])?;
         done += *len as u64;

@@ -1,8 +1,10 @@
-//! Push: one read transaction of the vault (a consistent snapshot) becomes missing
-//! chunk objects, metadata pieces and a commit; then the `ref` moves to that commit
-//! with a conditional write. Every object is in place before the ref names it, so a
-//! push killed at any moment leaves the remote at its previous complete commit, and
-//! the objects it did write are reused (create-only, content-named) by the next one.
+//! Push: one read transaction of the vault (a consistent snapshot) becomes the chunks
+//! the remote lacks (in packs with their index on layout 3, one object each before),
+//! metadata pieces and a commit; then the `ref` moves to that commit with a conditional
+//! write. Every object is in place before the ref names it, so a push killed at any
+//! moment leaves the remote at its previous complete commit; what it wrote is reused
+//! by the next one (content-named, create-only), but for packs no index names yet,
+//! which prune removes.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -20,8 +22,19 @@ use crate::keys::Header;
 /// Creates `keys` and `config` on an empty remote, or checks that the remote holds
 /// this vault (its config opens with this vault's key).
 pub(crate) fn ensure_initialized(store: &Store, keys: &RemoteKeys, header: &Header, chunk_size: u32) -> Result<()> {
+    ensure_initialized_as(store, keys, header, chunk_size, format::LAYOUT_VERSION)
+}
+
+/// [`ensure_initialized`], creating a remote of `layout` (older layouts: for tests).
+pub(crate) fn ensure_initialized_as(
+    store: &Store,
+    keys: &RemoteKeys,
+    header: &Header,
+    chunk_size: u32,
+    layout: u32,
+) -> Result<()> {
     if let Some((sealed, _)) = store.get(names::CONFIG)? {
-        return check_config(keys, &sealed, chunk_size);
+        return check_config(store, keys, &sealed, chunk_size);
     }
     // keys first: a remote with a config always has its keys. Keys without a config are
     // left by a first push that stopped between the two: ours only if byte-identical.
@@ -33,12 +46,13 @@ pub(crate) fn ensure_initialized(store: &Store, keys: &RemoteKeys, header: &Head
                 .into(),
         });
     }
-    let config = Config { layout: format::LAYOUT_VERSION, chunk_size, created_ns: crate::fs::tree::now_ns() };
+    let config = Config { layout, chunk_size, created_ns: crate::fs::tree::now_ns() };
     let plain = serde_json::to_vec(&config).map_err(|e| Error::damaged(format!("config: {e}")))?;
     if let Some(existing) = create_or_read(store, names::CONFIG, keys.seal(names::CONFIG, &plain)?)? {
         // Someone initialised it at the same moment: it must be ours all the same.
-        return check_config(keys, &existing, chunk_size);
+        return check_config(store, keys, &existing, chunk_size);
     }
+    super::packs::remember_layout(store, layout);
     Ok(())
 }
 
@@ -61,7 +75,7 @@ fn create_or_read(store: &Store, name: &str, bytes: Vec<u8>) -> Result<Option<Ve
     })
 }
 
-fn check_config(keys: &RemoteKeys, sealed: &[u8], chunk_size: u32) -> Result<()> {
+fn check_config(store: &Store, keys: &RemoteKeys, sealed: &[u8], chunk_size: u32) -> Result<()> {
     let config = read_config(keys, sealed).map_err(|_| Error::InvalidArgument {
         what: "the remote holds another vault (its config does not open with this vault's key)".into(),
     })?;
@@ -70,16 +84,13 @@ fn check_config(keys: &RemoteKeys, sealed: &[u8], chunk_size: u32) -> Result<()>
             what: format!("the remote's chunk size is {}, this vault's {chunk_size}", config.chunk_size),
         });
     }
+    super::packs::remember_layout(store, config.layout);
     Ok(())
 }
 
+/// Opens the sealed `config` (see [`Config::open`]).
 pub(crate) fn read_config(keys: &RemoteKeys, sealed: &[u8]) -> Result<Config> {
-    let plain = keys.open(names::CONFIG, sealed)?;
-    let config: Config = serde_json::from_slice(&plain).map_err(|_| format::tampered(names::CONFIG))?;
-    if config.layout > format::LAYOUT_VERSION {
-        return Err(Error::UnsupportedVersion { found: config.layout, supported: format::LAYOUT_VERSION });
-    }
-    Ok(config)
+    Config::open(keys, sealed)
 }
 
 /// The remote's head commit id and the ref's ETag, or `None` for a remote without commits.
@@ -266,35 +277,52 @@ pub(crate) fn push(
     // prune that locked the remote since has touched the ref (see prune.rs).
     super::lock::check_unlocked(store, keys)?;
 
-    // Chunks the remote lacks.
-    let present: HashSet<String> = store.list(names::DATA)?.into_iter().collect();
+    // Chunks the remote lacks, read and sealed here, one at a time, while the store
+    // keeps a bounded number of uploads in flight (see `Store::create_all`): memory
+    // does not grow with the vault.
+    let layout = super::packs::layout(store, keys)?;
+    let chunk_size = crate::storage::schema::meta_int(conn, "chunk_size")? as usize;
     let mut missing = Vec::new();
     let mut total_bytes = 0u64;
     {
+        // Chunk ids the remote holds: in packs that exist, or as `data/` objects.
+        let present: HashSet<[u8; 32]> = if layout >= format::PACKS_LAYOUT {
+            super::packs::present(store, keys)?
+        } else {
+            let ids = store.list(names::DATA)?.into_iter().filter_map(|n| {
+                let hex = n.strip_prefix(names::DATA)?;
+                blake3::Hash::from_hex(hex).ok().map(|h| *h.as_bytes())
+            });
+            ids.collect()
+        };
         let mut stmt = conn.prepare("SELECT id, hash, len FROM chunks ORDER BY id")?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
-            let hash: Vec<u8> = r.get(1)?;
-            let name = keys.chunk_name(&hash);
-            if !present.contains(&name) {
+            let id = keys.chunk_id(&r.get::<_, Vec<u8>>(1)?);
+            if !present.contains(&id) {
                 total_bytes += r.get::<_, i64>(2)? as u64;
-                missing.push((r.get::<_, i64>(0)?, name));
+                missing.push((r.get::<_, i64>(0)?, id));
             }
         }
     }
-    drop(present);
-    // Read and sealed here, one at a time, while the store keeps a bounded number of
-    // uploads in flight (see `Store::create_all`): memory does not grow with the vault.
-    let chunk_size = crate::storage::schema::meta_int(conn, "chunk_size")? as usize;
     let mut done_bytes = 0u64;
-    let uploads = missing.iter().map(|(id, name)| {
-        let data = chunks::read(conn, ChunkId(*id))?;
-        Ok((name.clone(), keys.seal_chunk(name, &data, chunk_size)?, data.len() as u64))
-    });
-    store.create_all(uploads, |len| {
+    let mut report = |len| {
         done_bytes += len;
         progress(Progress { phase: "chunks", done: done_bytes, total: total_bytes });
-    })?;
+    };
+    let (chunk_objects, index) = if layout >= format::PACKS_LAYOUT {
+        let chunks = missing.iter().map(|(id, cid)| Ok((*cid, chunks::read(conn, ChunkId(*id))?)));
+        let up = super::packs::upload(store, keys, chunks, chunk_size, report)?;
+        (up.packs + up.index_written, up.index)
+    } else {
+        let uploads = missing.iter().map(|(id, cid)| {
+            let data = chunks::read(conn, ChunkId(*id))?;
+            let name = format::chunk_name_of(cid);
+            Ok((name.clone(), keys.seal_chunk(&name, &data, chunk_size)?, data.len() as u64))
+        });
+        store.create_all(uploads, &mut report)?;
+        (missing.len() as u64, Vec::new())
+    };
 
     // Metadata, then the commit.
     let mut pieces = PieceWriter {
@@ -314,12 +342,13 @@ pub(crate) fn push(
     progress(Progress { phase: "metadata", done: pieces.names.len() as u64, total: pieces.names.len() as u64 });
     let digest = pieces.hasher.finalize().to_hex().to_string();
     let commit = Commit {
-        layout: format::LAYOUT_VERSION,
+        layout: format::commit_layout(layout),
         schema: conn.query_row("PRAGMA user_version", [], |r| r.get(0))?,
         parents: remote_head.iter().cloned().collect(),
         time_ns: crate::fs::tree::now_ns(),
         device: state.device.clone(),
         meta: pieces.names.clone(),
+        index,
         digest: digest.clone(),
         files: counts.files,
         chunks: counts.chunks,
@@ -345,7 +374,7 @@ pub(crate) fn push(
                 commit: id,
                 chunks_uploaded: missing.len() as u64,
                 bytes_uploaded: total_bytes,
-                objects_uploaded: missing.len() as u64 + pieces.uploaded + 1,
+                objects_uploaded: chunk_objects + pieces.uploaded + 1,
             },
             Some(digest),
         )),

@@ -160,13 +160,9 @@ pub(crate) fn load(
         };
         let Some(last) = batch.last() else { break };
         after = last.0;
-        let names: Vec<String> = batch.iter().map(|(_, h, _)| keys.chunk_name(h)).collect();
-        store.get_all(&names, |i, sealed| {
-            let (rid, hash, len) = &batch[i];
-            let data = keys.open_chunk(&names[i], &sealed, hash)?;
-            if data.len() as i64 != *len {
-                return Err(super::format::tampered(&names[i]));
-            }
+        let wanted: Vec<super::packs::Wanted> = batch.iter().map(|(_, h, len)| (h.clone(), *len)).collect();
+        super::packs::fetch(store, keys, &wanted, |i, data| {
+            let (rid, _, len) = &batch[i];
             // Stored (or found) with one reference, given back at once: the snapshot's
             // hold below keeps it until the restore adopted it or the snapshot is gone.
             let ChunkId(lid) = chunks::acquire(tx, &data)?;

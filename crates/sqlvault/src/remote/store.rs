@@ -69,7 +69,7 @@ pub enum Written {
 
 /// A blocking handle on one remote's prefix.
 ///
-/// Bulk transfers ([`Store::create_all`], [`Store::get_all`]) are pipelines: the
+/// Bulk transfers ([`Store::create_all`], [`Store::run_all`]) are pipelines: the
 /// calling thread produces (reads and seals) or consumes (opens and stores) objects
 /// while the runtime's worker threads keep up to [`PARALLEL`] requests in flight. The
 /// two sides meet in a channel of at most [`QUEUED`] objects, so whatever the size of
@@ -78,10 +78,38 @@ pub enum Written {
 pub struct Store {
     bucket: Arc<Bucket>,
     rt: tokio::runtime::Runtime,
+    /// What this handle learnt of the remote (layout, pack index), kept between operations.
+    pub(crate) memo: std::sync::Mutex<Memo>,
+}
+
+/// What a [`Store`] remembers of its remote between operations, so that a replicator's
+/// rounds do not read again what cannot change: the config's layout, and (layout 3)
+/// where each chunk is, from the index objects already read (immutable once written).
+#[derive(Default)]
+pub(crate) struct Memo {
+    /// The remote's layout, once its config was read or written.
+    pub layout: Option<u32>,
+    /// Index objects read into `chunks`.
+    pub indexes: std::collections::HashSet<String>,
+    /// Chunk id (keyed hash) -> where it is.
+    pub chunks: std::collections::HashMap<[u8; 32], Located>,
+    /// The packs that existed at the last listing, and when it was made.
+    pub live: Option<(std::collections::HashSet<String>, std::time::Instant)>,
+}
+
+/// Where a sealed chunk is in a pack.
+#[derive(Debug, Clone)]
+pub(crate) struct Located {
+    /// `packs/<hex>`.
+    pub pack: Arc<str>,
+    /// Offset of the sealed chunk in the pack.
+    pub offset: u64,
+    /// Length of the sealed chunk.
+    pub len: u64,
 }
 
 /// What the runtime's tasks share: the store and how to name its objects.
-struct Bucket {
+pub(crate) struct Bucket {
     inner: Arc<dyn ObjectStore>,
     prefix: String,
     label: String,
@@ -91,6 +119,11 @@ struct Bucket {
 pub const PARALLEL: usize = 16;
 /// How many objects wait between the calling thread and the requests in flight.
 pub const QUEUED: usize = 16;
+/// Requests in flight and objects queued of a transfer of packs (a few MiB each), so
+/// that a pack transfer holds at most `PACK_QUEUED + PACK_PARALLEL + 1` packs.
+pub const PACK_PARALLEL: usize = 6;
+/// See [`PACK_PARALLEL`].
+pub const PACK_QUEUED: usize = 2;
 /// Worker threads of the runtime that drives the requests.
 const WORKERS: usize = 2;
 
@@ -105,6 +138,34 @@ impl Bucket {
 
     fn missing(&self, name: &str) -> Error {
         Error::damaged(format!("remote {}: object {name} is missing", self.label))
+    }
+
+    /// The byte `ranges` of object `name` (coalesced by `object_store` into few
+    /// requests when close together). A missing object is damage; so is a range the
+    /// object does not hold whole (it was truncated).
+    pub(crate) async fn get_ranges(
+        &self,
+        name: &str,
+        ranges: &[std::ops::Range<u64>],
+    ) -> Result<Vec<impl AsRef<[u8]> + Send + 'static>> {
+        match self.inner.get_ranges(&self.path(name), ranges).await {
+            Ok(parts) => {
+                if parts.iter().zip(ranges).any(|(p, r)| p.len() as u64 != r.end - r.start) {
+                    return Err(Error::damaged(format!(
+                        "remote {}: object {name} is shorter than its index says",
+                        self.label
+                    )));
+                }
+                Ok(parts)
+            }
+            Err(object_store::Error::NotFound { .. }) => Err(self.missing(name)),
+            Err(e) => Err(self.err("read", name, e)),
+        }
+    }
+
+    /// The whole object `name`, which must exist.
+    pub(crate) async fn get_required(&self, name: &str) -> Result<Vec<u8>> {
+        self.get(name).await?.map(|(b, _)| b).ok_or_else(|| self.missing(name))
     }
 
     async fn get(&self, name: &str) -> Result<Option<(Vec<u8>, Option<String>)>> {
@@ -161,7 +222,7 @@ impl Store {
             .build()
             .map_err(|e| Error::io("cannot start the network runtime", e))?;
         let prefix = if prefix.is_empty() { String::new() } else { format!("{prefix}/") };
-        Ok(Store { bucket: Arc::new(Bucket { inner, prefix, label }), rt })
+        Ok(Store { bucket: Arc::new(Bucket { inner, prefix, label }), rt, memo: Default::default() })
     }
 
     /// The object's bytes and ETag, or `None` if there is no such object.
@@ -199,23 +260,43 @@ impl Store {
         items: impl Iterator<Item = Result<(String, Vec<u8>, u64)>>,
         done: impl FnMut(u64),
     ) -> Result<()> {
+        self.create_all_bounded(items, (PARALLEL, QUEUED), done)
+    }
+
+    /// [`Store::create_all`] with `(requests in flight, objects queued)` of its own
+    /// (smaller for packs: the bound on memory is in objects).
+    pub fn create_all_bounded(
+        &self,
+        items: impl Iterator<Item = Result<(String, Vec<u8>, u64)>>,
+        bounds: (usize, usize),
+        done: impl FnMut(u64),
+    ) -> Result<()> {
         let bucket = self.bucket.clone();
-        upload_pipeline(&self.rt, items, done, move |name, bytes| {
+        upload_pipeline(&self.rt, items, bounds, done, move |name, bytes| {
             let bucket = bucket.clone();
             async move { bucket.put(&name, bytes, PutMode::Create).await }
         })
     }
 
-    /// Fetches every name of `names`, up to [`PARALLEL`] at a time on the runtime, and
-    /// calls `each` on the calling thread with the name's index and bytes as they
-    /// arrive (in any order). A missing object is damage. The first error (of a
-    /// download or of `each`) stops the transfer, as in [`Store::create_all`].
-    pub fn get_all(&self, names: &[String], each: impl FnMut(usize, Vec<u8>) -> Result<()>) -> Result<()> {
+    /// Runs `job(bucket, jobs[i])` on the runtime for every job, `bounds.0` at a time,
+    /// and calls `each(i, output)` on the calling thread as outputs arrive (in any
+    /// order), at most `bounds.1` of them waiting. The first error (of a job or of
+    /// `each`) stops the transfer, as in [`Store::create_all`].
+    pub(crate) fn run_all<J, T, G, F>(
+        &self,
+        jobs: Vec<J>,
+        bounds: (usize, usize),
+        each: impl FnMut(usize, T) -> Result<()>,
+        job: G,
+    ) -> Result<()>
+    where
+        J: Send + 'static,
+        T: Send + 'static,
+        G: Fn(Arc<Bucket>, J) -> F + Send + Sync + 'static,
+        F: std::future::Future<Output = Result<T>> + Send + 'static,
+    {
         let bucket = self.bucket.clone();
-        download_pipeline(&self.rt, names.to_vec(), each, move |name| {
-            let bucket = bucket.clone();
-            async move { bucket.get(&name).await?.map(|(b, _)| b).ok_or_else(|| bucket.missing(&name)) }
-        })
+        download_pipeline(&self.rt, jobs, bounds, each, move |j| job(bucket.clone(), j))
     }
 
     /// Names (without the remote's prefix) of the objects under `under`.
@@ -292,6 +373,7 @@ impl Bucket {
 fn upload_pipeline<P, F>(
     rt: &tokio::runtime::Runtime,
     items: impl Iterator<Item = Result<(String, Vec<u8>, u64)>>,
+    (parallel, queued): (usize, usize),
     mut done: impl FnMut(u64),
     put: P,
 ) -> Result<()>
@@ -299,7 +381,7 @@ where
     P: Fn(String, Vec<u8>) -> F + Send + Sync + 'static,
     F: std::future::Future<Output = Result<Written>> + Send + 'static,
 {
-    let (queue, rx) = tokio::sync::mpsc::channel::<(String, Vec<u8>, u64)>(QUEUED);
+    let (queue, rx) = tokio::sync::mpsc::channel::<(String, Vec<u8>, u64)>(queued);
     // One result per object: a few bytes each, and the task stops at the first error.
     let (results, mut finished) = tokio::sync::mpsc::unbounded_channel::<Result<u64>>();
     let task = rt.spawn(async move {
@@ -308,7 +390,7 @@ where
                 let f = put(name, bytes);
                 async move { f.await.map(|_| weight) }
             })
-            .buffer_unordered(PARALLEL);
+            .buffer_unordered(parallel);
         while let Some(r) = uploads.next().await {
             let failed = r.is_err();
             if results.send(r).is_err() || failed {
@@ -358,25 +440,28 @@ where
     outcome
 }
 
-/// The download side of [`Store::get_all`], over any `get`.
-fn download_pipeline<G, F>(
+/// The download side of [`Store::run_all`], over any `get`.
+fn download_pipeline<J, T, G, F>(
     rt: &tokio::runtime::Runtime,
-    names: Vec<String>,
-    mut each: impl FnMut(usize, Vec<u8>) -> Result<()>,
+    names: Vec<J>,
+    (parallel, queued): (usize, usize),
+    mut each: impl FnMut(usize, T) -> Result<()>,
     get: G,
 ) -> Result<()>
 where
-    G: Fn(String) -> F + Send + Sync + 'static,
-    F: std::future::Future<Output = Result<Vec<u8>>> + Send + 'static,
+    J: Send + 'static,
+    T: Send + 'static,
+    G: Fn(J) -> F + Send + Sync + 'static,
+    F: std::future::Future<Output = Result<T>> + Send + 'static,
 {
-    let (arrived, mut rx) = tokio::sync::mpsc::channel::<Result<(usize, Vec<u8>)>>(QUEUED);
+    let (arrived, mut rx) = tokio::sync::mpsc::channel::<Result<(usize, T)>>(queued);
     let task = rt.spawn(async move {
         let mut downloads = futures::stream::iter(names.into_iter().enumerate())
             .map(|(i, name)| {
                 let f = get(name);
                 async move { f.await.map(|b| (i, b)) }
             })
-            .buffer_unordered(PARALLEL);
+            .buffer_unordered(parallel);
         while let Some(r) = downloads.next().await {
             let failed = r.is_err();
             // Waits while the queue is full: the bound on memory.
@@ -479,32 +564,36 @@ mod tests {
     /// Uploads run PARALLEL at a time, and the producer never gets further ahead of the
     /// finished uploads than the queue, the requests in flight and its own item: the
     /// memory bound of a push, whatever the vault's size.
+    /// (Chunk objects, and packs with their own smaller bounds.)
     #[test]
     fn uploads_run_in_parallel_with_a_bounded_queue() {
-        let rt = runtime();
-        let req = Arc::new(Requests::default());
-        let produced = AtomicUsize::new(0);
-        let mut reported = 0u64;
-        let items = (0..200u64).map(|i| {
-            let ahead = produced.fetch_add(1, SeqCst) + 1 - req.finished.load(SeqCst);
-            assert!(ahead <= QUEUED + PARALLEL + 1, "{ahead} objects held at once");
-            Ok((format!("data/{i}"), vec![0u8; 16], i))
-        });
-        let r = req.clone();
-        upload_pipeline(
-            &rt,
-            items,
-            |w| reported += w,
-            move |_, _| {
-                let r = r.clone();
-                async move { r.run(0).await.map(|_| Written::Done(None)) }
-            },
-        )
-        .unwrap();
-        assert_eq!(reported, (0..200).sum::<u64>(), "every object reported once");
-        assert_eq!(req.started.load(SeqCst), 200);
-        let most = req.most.load(SeqCst);
-        assert!(most > 1 && most <= PARALLEL, "{most} requests in flight at most");
+        for (parallel, queued) in [(PARALLEL, QUEUED), (PACK_PARALLEL, PACK_QUEUED)] {
+            let rt = runtime();
+            let req = Arc::new(Requests::default());
+            let produced = AtomicUsize::new(0);
+            let mut reported = 0u64;
+            let items = (0..200u64).map(|i| {
+                let ahead = produced.fetch_add(1, SeqCst) + 1 - req.finished.load(SeqCst);
+                assert!(ahead <= queued + parallel + 1, "{ahead} objects held at once");
+                Ok((format!("data/{i}"), vec![0u8; 16], i))
+            });
+            let r = req.clone();
+            upload_pipeline(
+                &rt,
+                items,
+                (parallel, queued),
+                |w| reported += w,
+                move |_, _| {
+                    let r = r.clone();
+                    async move { r.run(0).await.map(|_| Written::Done(None)) }
+                },
+            )
+            .unwrap();
+            assert_eq!(reported, (0..200).sum::<u64>(), "every object reported once");
+            assert_eq!(req.started.load(SeqCst), 200);
+            let most = req.most.load(SeqCst);
+            assert!(most > 1 && most <= parallel, "{most} requests in flight at most");
+        }
     }
 
     /// An upload that fails in the middle stops the transfer: the error is returned,
@@ -520,6 +609,7 @@ mod tests {
         let err = upload_pipeline(
             &rt,
             items,
+            (PARALLEL, QUEUED),
             |_| reported += 1,
             move |_, _| {
                 let r = r.clone();
@@ -545,6 +635,7 @@ mod tests {
         let err = upload_pipeline(
             &rt,
             items,
+            (PARALLEL, QUEUED),
             |_| {},
             move |_, _| {
                 let r = r.clone();
@@ -570,6 +661,7 @@ mod tests {
             let out = download_pipeline(
                 &rt,
                 names.clone(),
+                (PARALLEL, QUEUED),
                 |i, b| {
                     assert!(!std::mem::replace(&mut seen[i], true), "index {i} twice");
                     assert_eq!(b, names[i].as_bytes());
@@ -598,6 +690,7 @@ mod tests {
         let out = download_pipeline(
             &rt,
             names,
+            (PARALLEL, QUEUED),
             |_, _| {
                 n += 1;
                 if n == 30 {

@@ -13,7 +13,8 @@ use crate::remote::format::{names, RemoteKeys};
 use crate::remote::merge::{self, Ancestry};
 use crate::remote::store::Store;
 use crate::remote::{
-    self, keyslots, pull, push, At, CommitInfo, Progress, PullOutcome, PushMerged, PushOutcome, RemoteInfo, RemoteUrl,
+    self, keyslots, packs, pull, push, At, CommitInfo, Progress, PullOutcome, PushMerged, PushOutcome, RemoteInfo,
+    RemoteUrl,
 };
 use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
@@ -42,6 +43,16 @@ impl Vault {
         let state = self.engine().read(|c| remote::state(c, name))?;
         let store = Store::connect(&state.url)?;
         Ok((state, store, RemoteKeys::new(self.engine().master_key())))
+    }
+
+    /// Creates remote `name`'s `keys` and `config` (if it has none) as a remote of bucket
+    /// layout `layout` (1 to the newest): for tests of older layouts. A first push
+    /// creates a remote of the newest layout; a remote keeps its layout.
+    #[doc(hidden)]
+    pub fn remote_init_layout(&self, name: &str, layout: u32) -> Result<()> {
+        let (_, store, keys) = self.remote_parts(name)?;
+        let header = Header::read(self.path())?;
+        push::ensure_initialized_as(&store, &keys, &header, self.chunk_size(), layout)
     }
 
     /// Pushes the vault's current state to remote `name` as a new commit. Returns
@@ -155,6 +166,7 @@ impl Vault {
     ) -> Result<PullOutcome> {
         let state = self.engine().read(|c| remote::state(c, name))?;
         let config = push::read_config(keys, &store.get_required(names::CONFIG)?)?;
+        packs::remember_layout(store, config.layout);
         if config.chunk_size != self.chunk_size() {
             return Err(Error::InvalidArgument {
                 what: format!("the remote's chunk size is {}, this vault's {}", config.chunk_size, self.chunk_size()),
@@ -287,6 +299,7 @@ impl Vault {
         let keys = RemoteKeys::new(&master);
         let no_commits = || Error::NotFound { path: format!("commits at {} (push first)", url.url()) };
         let rconfig = push::read_config(&keys, &store.get(names::CONFIG)?.ok_or_else(no_commits)?.0)?;
+        packs::remember_layout(&store, rconfig.layout);
         let (newest, _) = push::read_ref(&store, &keys)?.ok_or_else(no_commits)?;
         let head = match at {
             At::Newest => newest,

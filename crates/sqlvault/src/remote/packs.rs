@@ -1,0 +1,436 @@
+//! Packs of chunks (bucket layout 3) and the one way every operation reads chunks.
+//!
+//! A pack (`packs/<keyed hash of its bytes>`, create-only) is the concatenation of
+//! about [`PACK_BYTES`] of sealed chunks, each sealed exactly as a `data/` object
+//! (own nonce, its `data/<hex>` name as associated data), so one chunk opens alone
+//! after a ranged GET, and a chunk moved to another offset or pack opens as nothing
+//! else. A push writes its packs, then one index (`index/<keyed hash>`, sealed, in
+//! pieces of at most [`format::PIECE_BYTES`]) listing for each pack the (chunk id,
+//! offset, length) of its chunks, then the commit. Readers learn where chunks are from
+//! `LIST index/` and the index objects, which the [`Store`]'s memo keeps (they are
+//! immutable), so a replicator reads each index once.
+//!
+//! [`fetch`] serves pull, clone, merge and restore on every layout: one GET per chunk
+//! object below layout 3, ranged GETs of packs (neighbours coalesced, whole packs for a
+//! clone) from layout 3; chunks are opened and checked against their hash on the
+//! runtime's blocking threads, not on the caller's (which writes them to the vault).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use super::format::{self, names, RemoteKeys};
+use super::store::{Located, Store, Written, PACK_PARALLEL, PACK_QUEUED, PARALLEL, QUEUED};
+use crate::error::{Error, Result};
+
+/// A pack is closed (and uploaded) once it holds this many bytes of sealed chunks.
+pub(crate) const PACK_BYTES: usize = 4 << 20;
+
+/// How long a listing of the packs serves a later fetch of the same operation.
+const LISTING_FRESH: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// First bytes of an index piece's plaintext (its version).
+const INDEX_MAGIC: &[u8; 6] = b"SVIDX1";
+
+/// One pack as an index lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IndexedPack {
+    /// `packs/<64 hex>`.
+    pub name: String,
+    /// (chunk id, offset of its sealed bytes in the pack, their length), in pack order.
+    pub chunks: Vec<([u8; 32], u32, u32)>,
+}
+
+/// The plaintexts of an index listing `packs`, cut at pack boundaries into pieces of
+/// at most [`format::PIECE_BYTES`] (a pack's entries are far smaller than that).
+pub(crate) fn encode_index(packs: &[IndexedPack]) -> Vec<Vec<u8>> {
+    let mut pieces = Vec::new();
+    let mut cur = INDEX_MAGIC.to_vec();
+    for p in packs {
+        let hex = p.name.strip_prefix(names::PACKS).unwrap_or(&p.name);
+        let mut one = Vec::with_capacity(36 + 40 * p.chunks.len());
+        one.extend_from_slice(blake3::Hash::from_hex(hex).map(|h| *h.as_bytes()).unwrap_or_default().as_slice());
+        one.extend_from_slice(&(p.chunks.len() as u32).to_le_bytes());
+        for (id, off, len) in &p.chunks {
+            one.extend_from_slice(id);
+            one.extend_from_slice(&off.to_le_bytes());
+            one.extend_from_slice(&len.to_le_bytes());
+        }
+        if cur.len() > INDEX_MAGIC.len() && cur.len() + one.len() > format::PIECE_BYTES {
+            pieces.push(std::mem::replace(&mut cur, INDEX_MAGIC.to_vec()));
+        }
+        cur.extend_from_slice(&one);
+    }
+    if cur.len() > INDEX_MAGIC.len() {
+        pieces.push(cur);
+    }
+    pieces
+}
+
+/// Parses an opened index piece (`name` for the error).
+pub(crate) fn decode_index(name: &str, plain: &[u8]) -> Result<Vec<IndexedPack>> {
+    let bad = || Error::damaged(format!("remote index {name} is malformed"));
+    let b = plain.strip_prefix(INDEX_MAGIC.as_slice()).ok_or_else(bad)?;
+    let take = |at: &mut usize, n: usize| -> Result<&[u8]> {
+        let s = b.get(*at..*at + n).ok_or_else(bad)?;
+        *at += n;
+        Ok(s)
+    };
+    let u32_of = |s: &[u8]| u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+    let (mut at, mut out) = (0usize, Vec::new());
+    while at < b.len() {
+        let hash: [u8; 32] = take(&mut at, 32)?.try_into().map_err(|_| bad())?;
+        let pack = format!("{}{}", names::PACKS, blake3::Hash::from_bytes(hash).to_hex());
+        let n = u32_of(take(&mut at, 4)?) as usize;
+        let mut chunks = Vec::with_capacity(n.min(1 << 16));
+        for _ in 0..n {
+            let e = take(&mut at, 40)?;
+            let id: [u8; 32] = e[..32].try_into().map_err(|_| bad())?;
+            chunks.push((id, u32_of(&e[32..36]), u32_of(&e[36..40])));
+        }
+        out.push(IndexedPack { name: pack, chunks });
+    }
+    Ok(out)
+}
+
+/// The remote's layout: from the store's memo, else from its config (read once).
+pub(crate) fn layout(store: &Store, keys: &RemoteKeys) -> Result<u32> {
+    if let Some(l) = store.memo.lock().map_err(|_| poisoned())?.layout {
+        return Ok(l);
+    }
+    let config = format::Config::open(keys, &store.get_required(names::CONFIG)?)?;
+    remember_layout(store, config.layout);
+    Ok(config.layout)
+}
+
+/// Records the remote's layout in the store's memo.
+pub(crate) fn remember_layout(store: &Store, layout: u32) {
+    if let Ok(mut m) = store.memo.lock() {
+        m.layout = Some(layout);
+    }
+}
+
+fn poisoned() -> Error {
+    Error::damaged("the remote's pack index cache was poisoned by a panic")
+}
+
+/// Reads (in parallel) and parses the index objects `names`, in order.
+pub(crate) fn read_indexes(store: &Store, keys: &RemoteKeys, names: &[String]) -> Result<Vec<Vec<IndexedPack>>> {
+    let keys = Arc::new(keys.clone());
+    let mut out: Vec<Vec<IndexedPack>> = vec![Vec::new(); names.len()];
+    store.run_all(
+        names.to_vec(),
+        (PARALLEL, QUEUED),
+        |i, packs| {
+            out[i] = packs;
+            Ok(())
+        },
+        move |bucket, name| {
+            let keys = keys.clone();
+            async move {
+                let sealed = bucket.get_required(&name).await?;
+                decode_index(&name, &keys.open(&name, &sealed)?)
+            }
+        },
+    )?;
+    Ok(out)
+}
+
+/// Brings the memo up to date with the remote's index objects (reading only those it
+/// has not read) and returns the packs that exist. A chunk found in two packs (two
+/// pushes raced) is remembered in one that exists.
+fn refresh(store: &Store, keys: &RemoteKeys) -> Result<HashSet<String>> {
+    let live: HashSet<String> = store.list(names::PACKS)?.into_iter().collect();
+    let listed = store.list(names::INDEX)?;
+    let new: Vec<String> = {
+        let memo = store.memo.lock().map_err(|_| poisoned())?;
+        listed.into_iter().filter(|n| !memo.indexes.contains(n)).collect()
+    };
+    let read = read_indexes(store, keys, &new)?;
+    let mut memo = store.memo.lock().map_err(|_| poisoned())?;
+    for (name, packs) in new.into_iter().zip(read) {
+        for p in packs {
+            let pack: Arc<str> = p.name.into();
+            for (id, offset, len) in p.chunks {
+                let at = Located { pack: pack.clone(), offset: offset as u64, len: len as u64 };
+                memo.chunks
+                    .entry(id)
+                    .and_modify(|old| {
+                        if !live.contains(&*old.pack) {
+                            *old = at.clone();
+                        }
+                    })
+                    .or_insert(at);
+            }
+        }
+        memo.indexes.insert(name);
+    }
+    memo.live = Some((live.clone(), std::time::Instant::now()));
+    Ok(live)
+}
+
+/// Forgets what the memo knows of packs (a chunk it placed in a pack since deleted).
+fn forget(store: &Store) -> Result<()> {
+    let mut memo = store.memo.lock().map_err(|_| poisoned())?;
+    memo.indexes.clear();
+    memo.chunks.clear();
+    memo.live = None;
+    Ok(())
+}
+
+/// The ids of the chunks the remote holds in packs that exist (what a push need not upload).
+pub(crate) fn present(store: &Store, keys: &RemoteKeys) -> Result<HashSet<[u8; 32]>> {
+    let live = refresh(store, keys)?;
+    let memo = store.memo.lock().map_err(|_| poisoned())?;
+    Ok(memo.chunks.iter().filter(|(_, l)| live.contains(&*l.pack)).map(|(id, _)| *id).collect())
+}
+
+/// What [`upload`] wrote.
+pub(crate) struct Uploaded {
+    /// Packs written.
+    pub packs: u64,
+    /// The index pieces naming them (none if no chunk was uploaded).
+    pub index: Vec<String>,
+    /// Index pieces written (not there already).
+    pub index_written: u64,
+}
+
+/// Seals `chunks` (id, plaintext) into packs on the calling thread and uploads them
+/// through the bounded pipeline ([`PACK_PARALLEL`] in flight, [`PACK_QUEUED`] queued:
+/// at most `PACK_QUEUED + PACK_PARALLEL + 1` packs in memory), then writes their index.
+/// `done` gets the plaintext bytes of each pack uploaded. The first error stops it
+/// before the index: packs without an index are never read, and prune removes them.
+pub(crate) fn upload(
+    store: &Store,
+    keys: &RemoteKeys,
+    mut chunks: impl Iterator<Item = Result<([u8; 32], Vec<u8>)>>,
+    chunk_size: usize,
+    done: impl FnMut(u64),
+) -> Result<Uploaded> {
+    let mut packs: Vec<IndexedPack> = Vec::new();
+    let mut cur: Vec<u8> = Vec::new();
+    let mut entries = Vec::new();
+    let mut weight = 0u64;
+    let mut close = |cur: &mut Vec<u8>, entries: &mut Vec<([u8; 32], u32, u32)>, weight: &mut u64| {
+        let name = keys.content_name(names::PACKS, cur);
+        packs.push(IndexedPack { name: name.clone(), chunks: std::mem::take(entries) });
+        (name, std::mem::take(cur), std::mem::take(weight))
+    };
+    let items = std::iter::from_fn(|| loop {
+        match chunks.next() {
+            Some(Ok((id, data))) => {
+                let sealed = match keys.seal_chunk(&format::chunk_name_of(&id), &data, chunk_size) {
+                    Ok(s) => s,
+                    Err(e) => return Some(Err(e)),
+                };
+                if cur.is_empty() {
+                    cur.reserve(PACK_BYTES + sealed.len());
+                }
+                entries.push((id, cur.len() as u32, sealed.len() as u32));
+                cur.extend_from_slice(&sealed);
+                weight += data.len() as u64;
+                if cur.len() >= PACK_BYTES {
+                    return Some(Ok(close(&mut cur, &mut entries, &mut weight)));
+                }
+            }
+            Some(Err(e)) => return Some(Err(e)),
+            None if cur.is_empty() => return None,
+            None => return Some(Ok(close(&mut cur, &mut entries, &mut weight))),
+        }
+    });
+    store.create_all_bounded(items, (PACK_PARALLEL, PACK_QUEUED), done)?;
+    let mut up = Uploaded { packs: packs.len() as u64, index: Vec::new(), index_written: 0 };
+    for piece in encode_index(&packs) {
+        let name = keys.content_name(names::INDEX, &piece);
+        if let Written::Done(_) = store.create(&name, keys.seal(&name, &piece)?)? {
+            up.index_written += 1;
+        }
+        up.index.push(name);
+    }
+    Ok(up)
+}
+
+/// A chunk a reader wants: its BLAKE3 hash and length (as its row names them).
+pub(crate) type Wanted = (Vec<u8>, i64);
+
+/// Fetches the chunks `wanted` from the remote, opens each and checks it against its
+/// hash and length, and calls `each(i, data)` on the calling thread as they arrive (in
+/// any order). Anything that fails to authenticate, or a chunk no index places, is
+/// `Damaged`; the first error stops the transfer.
+pub(crate) fn fetch(
+    store: &Store,
+    keys: &RemoteKeys,
+    wanted: &[Wanted],
+    mut each: impl FnMut(usize, Vec<u8>) -> Result<()>,
+) -> Result<()> {
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let keys_arc = Arc::new(keys.clone());
+    if layout(store, keys)? < format::PACKS_LAYOUT {
+        let jobs: Vec<(String, Vec<u8>, i64)> =
+            wanted.iter().map(|(h, len)| (keys.chunk_name(h), h.clone(), *len)).collect();
+        return store.run_all(jobs, (PARALLEL, QUEUED), each, move |bucket, (name, hash, len)| {
+            let keys = keys_arc.clone();
+            async move {
+                let sealed = bucket.get_required(&name).await?;
+                let open = move || open_checked(&keys, &name, &sealed, &hash, len);
+                tokio::task::spawn_blocking(open).await.map_err(|e| Error::io("chunk", std::io::Error::other(e)))?
+            }
+        });
+    }
+
+    // Where each chunk is: from the memo, refreshed unless it places every wanted chunk
+    // in a pack listed moments ago (a restore's later batches); once more from scratch
+    // if the memo places a chunk in a pack that is gone (a prune removed one of two
+    // copies).
+    let known = {
+        let memo = store.memo.lock().map_err(|_| poisoned())?;
+        memo.live
+            .as_ref()
+            .filter(|(live, at)| {
+                at.elapsed() < LISTING_FRESH
+                    && wanted
+                        .iter()
+                        .all(|(h, _)| memo.chunks.get(&keys.chunk_id(h)).is_some_and(|c| live.contains(&*c.pack)))
+            })
+            .map(|(live, _)| live.clone())
+    };
+    let mut live = match known {
+        Some(live) => live,
+        None => refresh(store, keys)?,
+    };
+    let mut by_pack: HashMap<Arc<str>, Vec<(usize, Located)>> = HashMap::new();
+    for attempt in 0..2 {
+        by_pack.clear();
+        let memo = store.memo.lock().map_err(|_| poisoned())?;
+        let mut stale = false;
+        for (i, (hash, _)) in wanted.iter().enumerate() {
+            let id = keys.chunk_id(hash);
+            let Some(at) = memo.chunks.get(&id) else {
+                return Err(Error::damaged(format!(
+                    "remote chunk {} is in no pack of the remote's index (missing)",
+                    format::chunk_name_of(&id)
+                )));
+            };
+            stale |= !live.contains(&*at.pack);
+            by_pack.entry(at.pack.clone()).or_default().push((i, at.clone()));
+        }
+        drop(memo);
+        if !stale || attempt == 1 {
+            break;
+        }
+        forget(store)?;
+        live = refresh(store, keys)?;
+    }
+    // One job per pack: its wanted chunks' ranges, in pack order (object_store
+    // coalesces neighbours into one GET: a whole pack for a clone).
+    let mut jobs: Vec<(Arc<str>, Vec<PackRead>)> = by_pack
+        .into_iter()
+        .map(|(pack, mut v)| {
+            v.sort_by_key(|(_, at)| at.offset);
+            let v = v.into_iter().map(|(i, at)| (i, at, wanted[i].0.clone(), wanted[i].1)).collect();
+            (pack, v)
+        })
+        .collect();
+    jobs.sort_by(|a, b| a.0.cmp(&b.0));
+    store.run_all(
+        jobs,
+        (PACK_PARALLEL, PACK_QUEUED),
+        |_, opened: Vec<(usize, Vec<u8>)>| {
+            for (i, data) in opened {
+                each(i, data)?;
+            }
+            Ok(())
+        },
+        move |bucket, (pack, chunks)| {
+            let keys = keys_arc.clone();
+            async move {
+                let ranges: Vec<_> = chunks.iter().map(|(_, at, _, _)| at.offset..at.offset + at.len).collect();
+                let parts = bucket.get_ranges(&pack, &ranges).await?;
+                let open = move || {
+                    chunks
+                        .iter()
+                        .zip(parts)
+                        .map(|((i, _, hash, len), sealed)| {
+                            let name = format::chunk_name_of(&keys.chunk_id(hash));
+                            Ok((*i, open_checked(&keys, &name, sealed.as_ref(), hash, *len)?))
+                        })
+                        .collect::<Result<Vec<_>>>()
+                };
+                tokio::task::spawn_blocking(open).await.map_err(|e| Error::io("chunk", std::io::Error::other(e)))?
+            }
+        },
+    )
+}
+
+/// One chunk a pack read brings: its index in `wanted`, where it is, its hash and length.
+type PackRead = (usize, Located, Vec<u8>, i64);
+
+/// Opens the sealed chunk `name` and checks it against `hash` and `len`.
+fn open_checked(keys: &RemoteKeys, name: &str, sealed: &[u8], hash: &[u8], len: i64) -> Result<Vec<u8>> {
+    let data = keys.open_chunk(name, sealed, hash)?;
+    if data.len() as i64 != len {
+        return Err(format::tampered(name));
+    }
+    Ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indexes_round_trip_and_cut_into_pieces() {
+        let pack = |n: u8, chunks: usize| IndexedPack {
+            name: format!("{}{}", names::PACKS, blake3::hash(&[n]).to_hex()),
+            chunks: (0..chunks).map(|i| ([n; 32], i as u32 * 100, 100)).collect(),
+        };
+        let packs = vec![pack(1, 3), pack(2, 1)];
+        let pieces = encode_index(&packs);
+        assert_eq!(pieces.len(), 1);
+        assert_eq!(decode_index("i", &pieces[0]).unwrap(), packs);
+        // Past PIECE_BYTES, a new piece starts at a pack boundary.
+        let many: Vec<_> = (0..30).map(|n| pack(n, 5000)).collect();
+        let pieces = encode_index(&many);
+        assert!(pieces.len() > 1 && pieces.iter().all(|p| p.len() <= format::PIECE_BYTES));
+        let back: Vec<_> = pieces.iter().flat_map(|p| decode_index("i", p).unwrap()).collect();
+        assert_eq!(back, many);
+        // Cut short or of another version: damage.
+        assert!(decode_index("i", &pieces[0][..pieces[0].len() - 1]).is_err());
+        assert!(decode_index("i", b"SVIDX9").is_err());
+    }
+
+    /// Chunks pushed as packs come back through `fetch` (any subset, any order); a
+    /// byte flipped in a pack fails the chunk it hits, never returned as data.
+    #[test]
+    fn packed_chunks_fetch_back_and_a_flipped_byte_is_damage() {
+        let mem = Arc::new(object_store::memory::InMemory::new());
+        let store = Store::new(mem.clone(), "p", "mem".into()).unwrap();
+        remember_layout(&store, format::PACKS_LAYOUT);
+        let keys = RemoteKeys::for_tests();
+        // 1100 chunks of 4 KiB: two packs.
+        let data: Vec<Vec<u8>> = (0..1100u32).map(|i| i.to_le_bytes().repeat(1024)).collect();
+        let chunks = data.iter().map(|d| Ok((keys.chunk_id(blake3::hash(d).as_bytes()), d.clone())));
+        let up = upload(&store, &keys, chunks, 4096, |_| {}).unwrap();
+        assert_eq!((up.packs, up.index.len(), up.index_written), (2, 1, 1));
+        assert_eq!(present(&store, &keys).unwrap().len(), 1100);
+        let wanted: Vec<Wanted> =
+            data.iter().step_by(7).map(|d| (blake3::hash(d).as_bytes().to_vec(), d.len() as i64)).collect();
+        let mut got = vec![None; wanted.len()];
+        fetch(&store, &keys, &wanted, |i, d| {
+            assert!(got[i].replace(d).is_none(), "{i} twice");
+            Ok(())
+        })
+        .unwrap();
+        assert!(got.iter().enumerate().all(|(i, d)| d.as_deref() == Some(&data[i * 7][..])));
+
+        let pack = store.list(names::PACKS).unwrap().remove(0);
+        let mut bytes = store.get_required(&pack).unwrap();
+        bytes[100_000] ^= 1;
+        store.delete(&pack).unwrap();
+        store.create(&pack, bytes).unwrap();
+        let all: Vec<Wanted> = data.iter().map(|d| (blake3::hash(d).as_bytes().to_vec(), d.len() as i64)).collect();
+        let err = fetch(&store, &keys, &all, |_, _| Ok(())).unwrap_err();
+        assert!(matches!(err, Error::Damaged { .. }), "{err}");
+    }
+}
