@@ -17,7 +17,10 @@ fi
 venv="$PWD/target/pyenv"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check "maturin>=1.9,<2" "pytest>=7"
-cargo build -q --locked -p sqlvault-cli
+# The CLI for the cross checks, as the workspace's test build makes it (a no-op after
+# `cargo test --workspace`; `-p sqlvault-cli` alone would resolve features differently
+# and rebuild much of the dependency tree).
+cargo test -q --locked --workspace --no-run
 PATH="$venv/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev --locked" \
   "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps ./bindings/python
 SQLVAULT_CLI="${CARGO_TARGET_DIR:-$PWD/target}/debug/sqlvault" "$venv/bin/python" -m pytest -q -p no:cacheprovider bindings/python/tests
