@@ -73,7 +73,7 @@ pub const DEFAULT_THREADS: u16 = 4;
 /// single-threaded untar or `rm -rf` put dozens of operations in one commit; it stays
 /// opt-in until a failed window commit (a full disk) reaches the writing program as
 /// ENOSPC in every case (today it can surface as ESTALE).
-pub const DEFAULT_COMMIT_WINDOW: Duration = Duration::ZERO;
+pub const DEFAULT_COMMIT_WINDOW: Duration = Duration::from_millis(10);
 /// The commit window the benchmarks and tests of the window use.
 pub const SUGGESTED_COMMIT_WINDOW: Duration = Duration::from_millis(10);
 
