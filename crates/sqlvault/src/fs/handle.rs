@@ -767,18 +767,21 @@ impl FileHandle {
     /// this handle yet (reported once, see the type's documentation).
     fn report_loss<T>(&self, r: Result<T>) -> Result<T> {
         let r = self.gone_by_loss(r);
+        match self.unreported_loss() {
+            Some(e) => Err(e),
+            None => r,
+        }
+    }
+
+    /// A deferred batch's loss this handle (open for writing) has not reported yet;
+    /// marked reported.
+    fn unreported_loss(&self) -> Option<Error> {
         if !self.writable {
-            return r;
+            return None;
         }
         let seen = self.losses_seen.load(Ordering::SeqCst);
-        match self.files.engine.deferred_loss_since(seen) {
-            Some((now, e))
-                if self.losses_seen.compare_exchange(seen, now, Ordering::SeqCst, Ordering::SeqCst).is_ok() =>
-            {
-                Err(e)
-            }
-            _ => r,
-        }
+        let (now, e) = self.files.engine.deferred_loss_since(seen)?;
+        self.losses_seen.compare_exchange(seen, now, Ordering::SeqCst, Ordering::SeqCst).ok().map(|_| e)
     }
 
     /// The inode of the open file.
@@ -799,7 +802,11 @@ impl FileHandle {
         if !self.writable {
             return Err(Error::InvalidArgument { what: "file is not open for writing".into() });
         }
-        self.report_loss(self.node.write_at(&self.files, offset, data))
+        // A loss is reported before writing: the failed call wrote nothing.
+        if let Some(e) = self.unreported_loss() {
+            return Err(e);
+        }
+        self.gone_by_loss(self.node.write_at(&self.files, offset, data))
     }
 
     /// Truncates or extends the file to `size` (holes read as zeros).
@@ -807,7 +814,10 @@ impl FileHandle {
         if !self.writable {
             return Err(Error::InvalidArgument { what: "file is not open for writing".into() });
         }
-        self.report_loss(self.node.set_len(&self.files, size))
+        if let Some(e) = self.unreported_loss() {
+            return Err(e);
+        }
+        self.gone_by_loss(self.node.set_len(&self.files, size))
     }
 
     /// Current attributes, including buffered size.
