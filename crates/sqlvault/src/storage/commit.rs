@@ -375,7 +375,8 @@ impl Writer {
         g.ops += 1;
         self.operations.fetch_add(1, Ordering::Relaxed);
 
-        if let Err(e) = g.conn.execute_batch("SAVEPOINT op") {
+        // Cached: parsed once, not at every operation.
+        if let Err(e) = g.conn.prepare_cached("SAVEPOINT op").and_then(|mut s| s.execute([])) {
             let e = Error::from(e);
             self.abort(&mut g, &e);
             return Err(e);
@@ -401,8 +402,11 @@ impl Writer {
             };
         }
         let kept = matches!(out, Ok(Ok(_)));
-        let end =
-            if kept { g.conn.execute_batch("RELEASE op") } else { g.conn.execute_batch("ROLLBACK TO op; RELEASE op") };
+        let end = if kept {
+            g.conn.prepare_cached("RELEASE op").and_then(|mut s| s.execute([])).map(|_| ())
+        } else {
+            g.conn.execute_batch("ROLLBACK TO op; RELEASE op")
+        };
         if let Err(e) = end {
             let e = Error::from(e);
             self.abort(&mut g, &e);
