@@ -277,6 +277,11 @@ fn a_window_lost_on_a_full_disk_reaches_every_handle_that_depended_on_it() {
     assert!(matches!(e, Error::DiskFull), "metadata of the lost file: {e:?}");
     let e = lost.write_at(0, b"more").unwrap_err();
     assert!(matches!(e, Error::DiskFull), "write to the lost file: {e:?}");
+    // Reported, and still lost: its syncs keep failing, never a success.
+    for _ in 0..2 {
+        let e = lost.sync_all().unwrap_err();
+        assert!(matches!(e, Error::DiskFull), "sync of the lost file: {e:?}");
+    }
     assert!(matches!(v.metadata(&lost_name), Err(Error::NotFound { .. })));
     // A handle open since before the loss hears of it once, at its next sync.
     let e = synced.sync_all().unwrap_err();

@@ -767,10 +767,15 @@ impl FileHandle {
     /// this handle yet (reported once, see the type's documentation).
     fn report_loss<T>(&self, r: Result<T>) -> Result<T> {
         let r = self.gone_by_loss(r);
-        match self.unreported_loss() {
-            Some(e) => Err(e),
-            None => r,
+        if let Some(e) = self.unreported_loss() {
+            return Err(e);
         }
+        if r.is_ok() && self.files.engine.deferred_losses() > self.losses_at_open {
+            // Reported once, but a file that went with a lost batch stays lost: its
+            // commits and syncs keep failing (one lookup, only after a loss).
+            self.gone_by_loss(self.files.attr(self.node.ino))?;
+        }
+        r
     }
 
     /// A deferred batch's loss this handle (open for writing) has not reported yet;
