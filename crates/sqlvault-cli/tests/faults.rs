@@ -152,7 +152,42 @@ fn full_disk_fails_cleanly_keeps_data_and_recovers_after_freeing_space() {
     });
     let e = r.expect_err("a write through the mount onto a full disk succeeded");
     assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+    // With the commit window (on by default) the file may have gone with a lost batch:
+    // then it does not exist (ENOENT), never a stale handle (ESTALE).
+    if let Err(e) = std::fs::metadata(mnt.join("big.bin")) {
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "stat after the loss: {e}");
+    }
     let _ = std::fs::remove_file(mnt.join("big.bin"));
+    // The same with the window's own timer committing (and losing) the batch before
+    // the fsync: still ENOSPC at the first write, fsync or close that follows, and a
+    // descriptor of the lost file then answers ENOENT or ENOSPC, never ESTALE.
+    let mut file = None;
+    let r = std::fs::File::create(mnt.join("big2.bin")).and_then(|mut f| {
+        use std::io::Write;
+        f.write_all(&pattern(5, 1_500_000))?;
+        std::thread::sleep(Duration::from_millis(300));
+        let r = f.sync_all();
+        file = Some(f);
+        r
+    });
+    let e = r.expect_err("a write through the mount onto a full disk succeeded");
+    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+    if let Some(f) = file {
+        match f.metadata() {
+            // Gone with the lost batch: its later fsyncs fail too, never succeed.
+            Err(e) => {
+                assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "fstat after the loss: {e}");
+                let e = f.sync_all().expect_err("fsync of a file lost with its batch succeeded");
+                assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "second fsync after the loss: {e}");
+            }
+            Ok(_) => {
+                if let Err(e) = f.sync_all() {
+                    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "second fsync after the loss: {e}");
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_file(mnt.join("big2.bin"));
     common::fusermount_unmount(&mnt);
     let t = Instant::now();
     while Path::new(&format!("/proc/{pid}")).exists() && t.elapsed() < Duration::from_secs(20) {

@@ -63,6 +63,11 @@ const KEEPS_PENDING: [&str; 11] = [
 mod nodes;
 mod ranges;
 
+/// Requests on an open handle: a file removed by another process while open here
+/// answers them `ESTALE` (a stale handle), every other request `ENOENT`.
+const BY_HANDLE: [&str; 10] =
+    ["read", "write", "flush", "fsync", "release", "fallocate", "copy_file_range", "lseek", "readdir", "readdirplus"];
+
 /// Largest write we ask the kernel for; it caps requests at its `max_pages` limit
 /// (1 MiB with 4 KiB pages unless `fs.fuse.max_pages_limit` is raised).
 const MAX_WRITE: u32 = 16 << 20;
@@ -166,6 +171,8 @@ struct DirStream {
     /// Node id of the directory (live or snapshot).
     ino: InodeId,
     state: Mutex<DirState>,
+    /// Lost commit-window batches this stream has reported or that predate it.
+    losses_seen: AtomicU64,
 }
 
 #[derive(Default)]
@@ -280,6 +287,12 @@ impl VaultFs {
     /// also reported on stderr, since the program that sees `EIO` cannot tell why.
     fn errno(&self, op: &str, e: FsError) -> Errno {
         if let FsError::Vault(err) = &e {
+            if matches!(err, Error::StaleHandle) && !BY_HANDLE.contains(&op) {
+                // A node the kernel still knows is gone (removed by another process, or
+                // created in a lost commit-window batch): no such file, as a fresh
+                // lookup of its name says.
+                return Errno::ENOENT;
+            }
             if matches!(err.kind(), ErrorKind::Damaged | ErrorKind::Environment) && !matches!(err, Error::ReadOnly) {
                 eprintln!("sqlvault-fuse: {op}: {err}");
             }
@@ -626,11 +639,9 @@ impl VaultFs {
         if let Some(n) = self.write_pending(fh, offset, data)? {
             return Ok(n);
         }
-        let handle = self.files.get(fh)?;
-        let n = match handle.write_at(offset, data) {
-            Ok(n) => n,
-            Err(e) => return self.or_lost(Err(e.into())).map(|()| 0),
-        };
+        // The handle reports a lost commit-window batch (ENOSPC, EIO) once, here, at
+        // flush or at fsync, whichever comes first (see `sqlvault::FileHandle`).
+        let n = self.files.get(fh)?.write_at(offset, data)?;
         self.counters.add_bytes("write", n as u64);
         u32::try_from(n).map_err(|_| FsError::Errno(libc::EINVAL))
     }
@@ -642,29 +653,32 @@ impl VaultFs {
         if self.flush_pending(fh)?.is_some() {
             return Ok(());
         }
-        let r = self.files.get(fh).and_then(|h| Ok(h.commit()?));
-        self.or_lost(r)
+        Ok(self.files.get(fh)?.commit()?)
     }
 
     fn fsync_inner(&self, ino: INodeNo, fh: Fh) -> Result<()> {
         if !Node::from_id(ino.0).is_live() {
             return Ok(());
         }
-        let r = self.settle_related(ino.0, None).and_then(|()| Ok(self.files.get(fh)?.sync_all()?));
-        self.or_lost(r)
+        self.settle_related(ino.0, None)?;
+        // Commits the window and syncs: nothing this answers for can be lost after.
+        Ok(self.files.get(fh)?.sync_all()?)
     }
 
-    /// A flush or fsync that failed because a commit of the window failed before it (the
-    /// file's rows rolled back with it: a stale handle) reports that commit's error, as a
-    /// kernel file system reports a writeback error at fsync (ENOSPC, EIO), not ESTALE.
-    fn or_lost(&self, r: Result<()>) -> Result<()> {
-        match r {
-            Err(e) => match self.vault().map(|v| v.commit_deferred()) {
-                Ok(Err(lost)) => Err(lost.into()),
-                _ => Err(e),
-            },
-            ok => ok,
+    /// `fsync` of a directory: commits the window and syncs; fails if a batch of the
+    /// window was lost since the directory was opened or last reported a loss (its
+    /// entries may have been in it), as `fsync` of a file does.
+    fn fsyncdir_inner(&self, fh: Fh) -> Result<()> {
+        let vault = self.vault()?;
+        let synced = vault.sync();
+        let stream = self.dirs.get(fh)?;
+        let seen = stream.losses_seen.load(Ordering::SeqCst);
+        if let Some((now, e)) = vault.deferred_loss_since(seen) {
+            if stream.losses_seen.compare_exchange(seen, now, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                return Err(e.into());
+            }
         }
+        Ok(synced?)
     }
 
     fn release_inner(&self, ino: INodeNo, fh: Fh) -> Result<()> {
@@ -696,7 +710,8 @@ impl VaultFs {
         if self.attr_of(Node::from_id(ino.0))?.kind != FileType::Dir {
             return Err(FsError::Vault(Error::NotADirectory { path: format!("inode {}", ino.0) }));
         }
-        Ok(self.dirs.insert(DirStream { ino, state: Mutex::new(DirState::default()) }))
+        let losses_seen = AtomicU64::new(self.vault()?.deferred_losses());
+        Ok(self.dirs.insert(DirStream { ino, state: Mutex::new(DirState::default()), losses_seen }))
     }
 
     /// Feeds the items from `offset` on to `add` until it reports a full buffer.
@@ -852,7 +867,9 @@ impl VaultFs {
 
     fn statfs_inner(&self) -> Result<libc::statvfs> {
         // What `df` reports includes every change made so far (the commit window's too).
-        self.vault()?.commit_deferred()?;
+        // A failed commit (a full disk) is not statfs's to report: `df` must still show
+        // the full disk; the loss reaches the files and directories that depended on it.
+        let _ = self.vault()?.commit_deferred();
         let path = CString::new(self.host_dir.as_os_str().as_bytes()).map_err(|_| FsError::Errno(libc::EINVAL))?;
         // SAFETY: an all-zero statvfs is a valid value of this plain C struct.
         let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
@@ -1089,8 +1106,8 @@ impl Filesystem for VaultFs {
         self.reply_empty("releasedir", reply, || self.releasedir_inner(fh))
     }
 
-    fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: Fh, _datasync: bool, reply: ReplyEmpty) {
-        self.reply_empty("fsyncdir", reply, || Ok(self.vault()?.sync()?))
+    fn fsyncdir(&self, _req: &Request, _ino: INodeNo, fh: Fh, _datasync: bool, reply: ReplyEmpty) {
+        self.reply_empty("fsyncdir", reply, || self.fsyncdir_inner(fh))
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {

@@ -69,13 +69,14 @@ impl Default for MountOptions {
 pub const DEFAULT_THREADS: u16 = 4;
 
 /// The mount's commit window unless told otherwise (see [`MountOptions::commit_window`]):
-/// off (every operation commits before it is answered). `--commit-window-ms 10` lets a
-/// single-threaded untar or `rm -rf` put dozens of operations in one commit; it stays
-/// opt-in until a failed window commit (a full disk) reaches the writing program as
-/// ENOSPC in every case (today it can surface as ESTALE).
-pub const DEFAULT_COMMIT_WINDOW: Duration = Duration::ZERO;
-/// The commit window the benchmarks and tests of the window use.
-pub const SUGGESTED_COMMIT_WINDOW: Duration = Duration::from_millis(10);
+/// long enough for a single-threaded untar or `rm -rf` to put dozens of operations in
+/// one commit, short next to the kernel's own attribute cache time. A window whose
+/// commit fails (a full disk) reaches the programs that depended on it as the real
+/// error (`ENOSPC`, `EIO`) at their next write, close or fsync (see
+/// `sqlvault::FileHandle`). Zero turns it off.
+pub const DEFAULT_COMMIT_WINDOW: Duration = Duration::from_millis(10);
+/// The commit window the benchmarks and tests of the window use (the default).
+pub const SUGGESTED_COMMIT_WINDOW: Duration = DEFAULT_COMMIT_WINDOW;
 
 fn io_error(context: impl Into<String>, source: io::Error) -> Error {
     Error::Io { context: context.into(), source }

@@ -201,3 +201,106 @@ fn concurrent_syncs_share_one_wal_sync() {
         }
     }
 }
+
+/// A tmpfs of a given size, mounted for the test (needs root, as CI runs).
+struct Tmpfs(tempfile::TempDir);
+
+impl Tmpfs {
+    fn mount(size: &str) -> Option<Tmpfs> {
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("SKIPPED: mounting a size-limited tmpfs needs root (CI runs as root)");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let st = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(st.success(), "mount tmpfs");
+        Some(Tmpfs(dir))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(self.0.path()).status();
+    }
+}
+
+/// A commit window whose commit fails on a full disk: the callers were answered, so
+/// the loss reaches those that depended on it later, as a kernel file system reports a
+/// writeback error: every handle open for writing hears `DiskFull` once (at its next
+/// write, commit, sync or close), even after another caller's `sync` took its own
+/// report; a file created in the lost batch answers `DiskFull`, not `StaleHandle`; its
+/// inode number is never handed out again; everything synced before stays.
+#[test]
+fn a_window_lost_on_a_full_disk_reaches_every_handle_that_depended_on_it() {
+    let Some(fs) = Tmpfs::mount("4m") else { return };
+    let path = fs.0.path().join("w.vault");
+    let v = Vault::create(&path, &pass(), &opts(16384)).unwrap();
+    // Freed at the end, to show writing continues.
+    let filler = fs.0.path().join("filler");
+    std::fs::write(&filler, vec![1u8; 2_200_000]).unwrap();
+    v.set_commit_window(Some(Duration::from_secs(600))).unwrap();
+
+    let synced = v.create_file("/synced").unwrap();
+    synced.write_at(0, b"durable").unwrap();
+    synced.sync_all().unwrap();
+    let mark = v.deferred_losses();
+
+    // Files answered one by one, committed a few at a time, until a commit fails.
+    let mut kept = Vec::new();
+    let (lost_name, lost) = loop {
+        let i = kept.len();
+        assert!(i < 200, "4 MiB file system never filled up");
+        let name = format!("/f{i}");
+        let h = v.create_file(&name).unwrap();
+        h.write_at(0, &content(i, 3).repeat(200)).unwrap();
+        h.commit().unwrap(); // answered: in the open batch, not committed
+        match v.commit_deferred() {
+            Ok(()) => kept.push((name, h.ino())),
+            Err(e) => {
+                assert!(matches!(e, Error::DiskFull), "{e:?}");
+                break (name, h);
+            }
+        }
+    };
+    assert!(!kept.is_empty());
+    assert_eq!(v.deferred_losses(), mark + 1);
+    assert!(v.commit_deferred().is_ok(), "the one-shot report was taken above");
+
+    // The lost file's handle: gone because of the loss, and says so.
+    let lost_ino = lost.ino();
+    let e = lost.metadata().unwrap_err();
+    assert!(matches!(e, Error::DiskFull), "metadata of the lost file: {e:?}");
+    let e = lost.write_at(0, b"more").unwrap_err();
+    assert!(matches!(e, Error::DiskFull), "write to the lost file: {e:?}");
+    // Reported, and still lost: its syncs keep failing, never a success.
+    for _ in 0..2 {
+        let e = lost.sync_all().unwrap_err();
+        assert!(matches!(e, Error::DiskFull), "sync of the lost file: {e:?}");
+    }
+    assert!(matches!(v.metadata(&lost_name), Err(Error::NotFound { .. })));
+    // A handle open since before the loss hears of it once, at its next sync.
+    let e = synced.sync_all().unwrap_err();
+    assert!(matches!(e, Error::DiskFull), "sync of a handle open across the loss: {e:?}");
+    drop(lost);
+    drop(synced);
+
+    // Space again: the lost batch's inode number is not reused, earlier data stays.
+    std::fs::remove_file(&filler).unwrap();
+    v.write_file("/after", b"after the loss").unwrap();
+    v.sync().unwrap();
+    assert!(v.metadata("/after").unwrap().ino.0 > lost_ino.0, "an inode number of the lost batch was reused");
+    v.close().unwrap();
+    let v = Vault::open(&path, &pass(), EngineConfig::default()).unwrap();
+    assert_eq!(v.read_file("/synced").unwrap(), b"durable");
+    for (i, (name, ino)) in kept.iter().enumerate() {
+        assert_eq!(v.read_file(name).unwrap(), content(i, 3).repeat(200), "{name}");
+        assert_eq!(v.metadata(name).unwrap().ino, *ino);
+    }
+    let report = v.fsck().unwrap();
+    assert!(report.is_clean(), "{:?}", report.problems);
+}

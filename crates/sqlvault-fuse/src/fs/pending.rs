@@ -51,6 +51,8 @@ struct NewFile {
     /// Open flags of its handle, for the ordinary handle it becomes.
     flags: i32,
     content: Vec<u8>,
+    /// Lost commit-window batches at `create` (see `lost_or`).
+    losses: u64,
 }
 
 impl NewFile {
@@ -75,7 +77,7 @@ enum State {
     /// In memory only.
     New(NewFile),
     /// Committed; its ordinary handle is opened when something needs it.
-    Committed { ino: InodeId, flags: i32 },
+    Committed { ino: InodeId, flags: i32, losses: u64 },
     /// The commit failed: the handle answers this errno.
     Failed(i32),
 }
@@ -191,6 +193,7 @@ impl VaultFs {
             ctime_ns: now,
             flags,
             content: Vec::new(),
+            losses: vault.deferred_losses(),
         };
         let attr = file.attr();
         let fh = self.files.reserve();
@@ -301,11 +304,13 @@ impl VaultFs {
     fn settle_handle(&self, fh: Fh, slot: &Slot) -> Result<()> {
         self.commit_slot(slot)?;
         let mut st = lock(slot);
-        if let State::Committed { ino, flags } = &*st {
+        if let State::Committed { ino, flags, losses } = &*st {
             let handle = self.vault()?.open_ino(*ino, &Self::open_options(OpenFlags(*flags & !libc::O_TRUNC)));
             match handle {
                 Ok(h) => self.files.insert_at(fh, h),
                 Err(e) => {
+                    // Gone: its commit-window batch may have been lost meanwhile.
+                    let e = self.lost_or(*losses, e);
                     *st = State::Failed(e.errno());
                     return Err(e.into());
                 }
@@ -314,6 +319,18 @@ impl VaultFs {
         drop(st);
         self.pending.remove(fh);
         Ok(())
+    }
+
+    /// `e`, or if it says a node is gone and a commit-window batch was lost after
+    /// `mark`, that loss's error (the reason it is gone: ENOSPC, EIO, not ESTALE).
+    fn lost_or(&self, mark: u64, e: sqlvault::Error) -> sqlvault::Error {
+        if !matches!(e, sqlvault::Error::StaleHandle | sqlvault::Error::NotFound { .. }) {
+            return e;
+        }
+        match self.vault().ok().and_then(|v| v.deferred_loss_since(mark)) {
+            Some((_, lost)) => lost,
+            None => e,
+        }
     }
 
     /// Commits the file in `slot` if it is still in memory.
@@ -335,14 +352,15 @@ impl VaultFs {
             ctime_ns: f.ctime_ns,
             content: &f.content,
         };
-        let r = self.vault().and_then(|v| v.create_whole_file(&whole).map_err(FsError::from));
+        // Its directory may have been created in a commit-window batch lost since.
+        let r = self.vault().and_then(|v| v.create_whole_file(&whole).map_err(|e| self.lost_or(f.losses, e).into()));
         self.pending.bytes.fetch_sub(f.content.len() as u64, Ordering::SeqCst);
         if let Err(FsError::Vault(e)) = &r {
             eprintln!("sqlvault-fuse: cannot store the new file {}: {e}", String::from_utf8_lossy(&f.name));
         }
-        let (ino, flags) = (f.ino, f.flags);
+        let (ino, flags, losses) = (f.ino, f.flags, f.losses);
         *st = match &r {
-            Ok(_) => State::Committed { ino, flags },
+            Ok(_) => State::Committed { ino, flags, losses },
             Err(e) => State::Failed(e.code()),
         };
         r.map(|_| ())

@@ -25,6 +25,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -707,6 +708,14 @@ impl FileOptions {
 /// process at once, and committed to the vault on `flush`, `sync_all`, `close` or when
 /// the buffer limit is reached. Dropping a handle flushes too, but only `close` reports
 /// a failure to do so.
+///
+/// With a commit window (`Vault::set_commit_window`), a batch of answered writes can
+/// still be lost (its commit fails on a full disk). A handle open for writing reports
+/// such a loss once, as a kernel file system reports a writeback error to each open
+/// descriptor: the next `write_at`, `commit`, `sync_all` or `close` after it fails
+/// with the loss's error (`DiskFull`, an I/O error). An operation that finds the
+/// file gone after a loss (it was created in the lost batch) fails with that error too,
+/// not `StaleHandle`.
 pub struct FileHandle {
     files: Arc<Files>,
     node: Arc<OpenInode>,
@@ -715,10 +724,15 @@ pub struct FileHandle {
     writable: bool,
     append: bool,
     closed: bool,
+    /// Lost deferred batches when the handle was opened.
+    losses_at_open: u64,
+    /// Lost deferred batches this handle has reported (or that predate it).
+    losses_seen: AtomicU64,
 }
 
 impl FileHandle {
     fn new(files: Arc<Files>, node: Arc<OpenInode>, opts: &FileOptions) -> Self {
+        let losses = files.engine.deferred_losses();
         FileHandle {
             files,
             node,
@@ -727,7 +741,52 @@ impl FileHandle {
             writable: opts.write || opts.append,
             append: opts.append,
             closed: false,
+            losses_at_open: losses,
+            losses_seen: AtomicU64::new(losses),
         }
+    }
+
+    /// `r`, unless it failed because the file is gone and a deferred batch was lost
+    /// since the handle was opened: then the loss's error, the reason it is gone.
+    fn gone_by_loss<T>(&self, r: Result<T>) -> Result<T> {
+        match r {
+            Err(Error::StaleHandle | Error::NotFound { .. }) => {
+                match self.files.engine.deferred_loss_since(self.losses_at_open) {
+                    Some((now, e)) => {
+                        self.losses_seen.fetch_max(now, Ordering::SeqCst);
+                        Err(e)
+                    }
+                    None => r,
+                }
+            }
+            r => r,
+        }
+    }
+
+    /// `r`, or on a handle open for writing, a deferred batch's loss not reported by
+    /// this handle yet (reported once, see the type's documentation).
+    fn report_loss<T>(&self, r: Result<T>) -> Result<T> {
+        let r = self.gone_by_loss(r);
+        if let Some(e) = self.unreported_loss() {
+            return Err(e);
+        }
+        if r.is_ok() && self.files.engine.deferred_losses() > self.losses_at_open {
+            // Reported once, but a file that went with a lost batch stays lost: its
+            // commits and syncs keep failing (one lookup, only after a loss).
+            self.gone_by_loss(self.files.attr(self.node.ino))?;
+        }
+        r
+    }
+
+    /// A deferred batch's loss this handle (open for writing) has not reported yet;
+    /// marked reported.
+    fn unreported_loss(&self) -> Option<Error> {
+        if !self.writable {
+            return None;
+        }
+        let seen = self.losses_seen.load(Ordering::SeqCst);
+        let (now, e) = self.files.engine.deferred_loss_since(seen)?;
+        self.losses_seen.compare_exchange(seen, now, Ordering::SeqCst, Ordering::SeqCst).ok().map(|_| e)
     }
 
     /// The inode of the open file.
@@ -740,7 +799,7 @@ impl FileHandle {
         if !self.readable {
             return Err(Error::InvalidArgument { what: "file is not open for reading".into() });
         }
-        self.node.read_at(&self.files, offset, buf)
+        self.gone_by_loss(self.node.read_at(&self.files, offset, buf))
     }
 
     /// Writes at `offset` without moving the cursor.
@@ -748,7 +807,11 @@ impl FileHandle {
         if !self.writable {
             return Err(Error::InvalidArgument { what: "file is not open for writing".into() });
         }
-        self.node.write_at(&self.files, offset, data)
+        // A loss is reported before writing: the failed call wrote nothing.
+        if let Some(e) = self.unreported_loss() {
+            return Err(e);
+        }
+        self.gone_by_loss(self.node.write_at(&self.files, offset, data))
     }
 
     /// Truncates or extends the file to `size` (holes read as zeros).
@@ -756,23 +819,28 @@ impl FileHandle {
         if !self.writable {
             return Err(Error::InvalidArgument { what: "file is not open for writing".into() });
         }
-        self.node.set_len(&self.files, size)
+        if let Some(e) = self.unreported_loss() {
+            return Err(e);
+        }
+        self.gone_by_loss(self.node.set_len(&self.files, size))
     }
 
     /// Current attributes, including buffered size.
     pub fn metadata(&self) -> Result<Attr> {
-        self.files.attr(self.node.ino)
+        self.gone_by_loss(self.files.attr(self.node.ino))
     }
 
-    /// Commits buffered writes and makes them durable on disk.
+    /// Commits buffered writes and makes them durable on disk (the commit window's
+    /// open batch included); fails if a batch of the window was lost since the last
+    /// report (see the type's documentation).
     pub fn sync_all(&self) -> Result<()> {
-        self.node.flush(&self.files)?;
-        self.files.engine.sync()
+        let r = self.node.flush(&self.files).and_then(|()| self.files.engine.sync());
+        self.report_loss(r)
     }
 
     /// Commits buffered writes (durable as the vault's durability setting says).
     pub fn commit(&self) -> Result<()> {
-        self.node.flush(&self.files)
+        self.report_loss(self.node.flush(&self.files))
     }
 
     /// Commits buffered writes and closes the handle, reporting any failure.
@@ -785,7 +853,7 @@ impl FileHandle {
             return Ok(());
         }
         self.closed = true;
-        let flushed = self.node.flush(&self.files);
+        let flushed = self.report_loss(self.node.flush(&self.files));
         let released = self.files.release(&self.node);
         flushed.and(released)
     }

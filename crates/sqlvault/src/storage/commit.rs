@@ -40,8 +40,16 @@
 //! the writer connection while a deferred batch is open, see [`Writer::read_open`]),
 //! to other processes after the window; a crash loses at most the open window, never
 //! part of an operation; [`Writer::idle`] (sync, checkpoint, close) commits it first.
-//! A failed deferred commit cannot reach callers already answered: it is kept and
-//! reported by the next `sync` ([`Writer::take_lost`]).
+//!
+//! **A lost window** (its `COMMIT` failed, or a later operation's failure made SQLite
+//! roll the whole batch back) cannot reach callers already answered. It is counted and
+//! its error kept ([`Writer::losses`], [`Writer::loss_since`]), so that whoever depends
+//! on those operations (an open file's next write, close or fsync) can ask whether a
+//! loss happened since it last looked, as a kernel file system reports a writeback
+//! error (`errseq`); the next `sync` also reports it once ([`Writer::take_lost`]).
+//! AUTOINCREMENT numbers the lost batch handed out (inode numbers the kernel may hold
+//! as node ids) are never handed out again: every later batch first raises
+//! `sqlite_sequence` to what the lost batch had reached, until one commits.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -128,6 +136,11 @@ pub struct CommitStats {
 
 struct State {
     conn: Connection,
+    /// `sqlite_sequence` as the open deferred batch left it after its last operation.
+    seq_seen: Vec<(String, i64)>,
+    /// `sqlite_sequence` values of a lost batch, raised again in every batch until one
+    /// commits (see the module documentation).
+    seq_floor: Vec<(String, i64)>,
     /// A batch transaction is open on `conn`.
     open: bool,
     /// Id of the open batch, or of the last one.
@@ -169,12 +182,25 @@ pub(crate) struct Writer {
     timer_thread: Mutex<Option<JoinHandle<()>>>,
     /// The error of a deferred commit that failed, for the next `sync`.
     lost: Mutex<Option<Error>>,
+    /// Deferred batches lost so far (see the module documentation).
+    losses: AtomicU64,
+    /// The error of the latest lost deferred batch.
+    last_loss: Mutex<Option<Error>>,
 }
 
 impl Writer {
     pub fn new(conn: Connection) -> Writer {
         Writer {
-            state: Mutex::new(State { conn, open: false, batch: 0, ops: 0, last_ops: 0, commit_time: Duration::ZERO }),
+            state: Mutex::new(State {
+                conn,
+                seq_seen: Vec::new(),
+                seq_floor: Vec::new(),
+                open: false,
+                batch: 0,
+                ops: 0,
+                last_ops: 0,
+                commit_time: Duration::ZERO,
+            }),
             outcomes: Mutex::new(Outcomes::default()),
             finished: Condvar::new(),
             queued: AtomicUsize::new(0),
@@ -186,6 +212,8 @@ impl Writer {
             timer_wake: Condvar::new(),
             timer_thread: Mutex::new(None),
             lost: Mutex::new(None),
+            losses: AtomicU64::new(0),
+            last_loss: Mutex::new(None),
         }
     }
 
@@ -263,6 +291,24 @@ impl Writer {
         self.lost.lock().ok().and_then(|mut l| l.take())
     }
 
+    /// How many deferred batches were lost so far: a mark for [`Writer::loss_since`].
+    pub fn losses(&self) -> u64 {
+        self.losses.load(Ordering::SeqCst)
+    }
+
+    /// If a deferred batch was lost after `mark` (a value of [`Writer::losses`]), the
+    /// error of the latest one and the new mark; unlike [`Writer::take_lost`], every
+    /// caller with an older mark hears of it.
+    pub fn loss_since(&self, mark: u64) -> Option<(u64, Error)> {
+        let now = self.losses();
+        if now <= mark {
+            return None;
+        }
+        let last = self.last_loss.lock().unwrap_or_else(|p| p.into_inner());
+        let e = last.as_ref().map(replay).unwrap_or(Error::DiskFull);
+        Some((now, e))
+    }
+
     /// True while a deferred batch (commit window) is open.
     pub fn deferred_open(&self) -> bool {
         self.deferred.load(Ordering::SeqCst)
@@ -317,6 +363,10 @@ impl Writer {
         let mut g = self.lock()?;
         if !g.open {
             g.conn.execute_batch("BEGIN IMMEDIATE")?;
+            if let Err(e) = raise_sequences(&g.conn, &g.seq_floor) {
+                let _ = g.conn.execute_batch("ROLLBACK");
+                return Err(e);
+            }
             g.open = true;
             g.batch += 1;
             g.ops = 0;
@@ -325,7 +375,8 @@ impl Writer {
         g.ops += 1;
         self.operations.fetch_add(1, Ordering::Relaxed);
 
-        if let Err(e) = g.conn.execute_batch("SAVEPOINT op") {
+        // Cached: parsed once, not at every operation.
+        if let Err(e) = g.conn.prepare_cached("SAVEPOINT op").and_then(|mut s| s.execute([])) {
             let e = Error::from(e);
             self.abort(&mut g, &e);
             return Err(e);
@@ -351,8 +402,11 @@ impl Writer {
             };
         }
         let kept = matches!(out, Ok(Ok(_)));
-        let end =
-            if kept { g.conn.execute_batch("RELEASE op") } else { g.conn.execute_batch("ROLLBACK TO op; RELEASE op") };
+        let end = if kept {
+            g.conn.prepare_cached("RELEASE op").and_then(|mut s| s.execute([])).map(|_| ())
+        } else {
+            g.conn.execute_batch("ROLLBACK TO op; RELEASE op")
+        };
         if let Err(e) = end {
             let e = Error::from(e);
             self.abort(&mut g, &e);
@@ -418,6 +472,10 @@ impl Writer {
         }
         self.operations.fetch_add(1, Ordering::Relaxed);
         g.conn.execute_batch("BEGIN IMMEDIATE")?;
+        if let Err(e) = raise_sequences(&g.conn, &g.seq_floor) {
+            let _ = g.conn.execute_batch("ROLLBACK");
+            return Err(e);
+        }
         let out = catch_unwind(AssertUnwindSafe(|| f(&WriteTx { conn: &g.conn })));
         let rollback = |g: &Held<'_>| {
             if !g.conn.is_autocommit() {
@@ -428,6 +486,7 @@ impl Writer {
             Ok(Ok(v)) => match g.conn.execute_batch("COMMIT") {
                 Ok(()) => {
                     self.commits.fetch_add(1, Ordering::Relaxed);
+                    g.seq_floor.clear();
                     Ok(v)
                 }
                 Err(e) => {
@@ -483,6 +542,11 @@ impl Writer {
             if g.ops >= MAX_DEFERRED {
                 return self.finish(g).err();
             }
+            // What AUTOINCREMENT handed out so far is answered: never again, even if
+            // the batch is lost. A failed read leaves the last values (a lower floor).
+            if let Ok(seqs) = sequences(&g.conn) {
+                g.seq_seen = seqs;
+            }
             // Left open for the window: the timer commits it when due.
             if !self.deferred.swap(true, Ordering::SeqCst) {
                 lock_timer(&self.timer).due = Some(Instant::now() + window);
@@ -531,13 +595,6 @@ impl Writer {
                 if !g.conn.is_autocommit() {
                     let _ = g.conn.execute_batch("ROLLBACK");
                 }
-                if self.deferred.load(Ordering::SeqCst) {
-                    // Callers of this batch were answered already: the next `sync` tells.
-                    eprintln!("sqlvault: a deferred commit failed, its operations are lost: {e}");
-                    if let Ok(mut lost) = self.lost.lock() {
-                        lost.get_or_insert(replay(&e));
-                    }
-                }
                 self.close_batch(g, Some(replay(&e)));
                 Err(e)
             }
@@ -554,7 +611,28 @@ impl Writer {
 
     fn close_batch(&self, g: &mut State, failure: Option<Error>) {
         g.open = false;
-        self.deferred.store(false, Ordering::SeqCst);
+        let deferred = self.deferred.swap(false, Ordering::SeqCst);
+        match &failure {
+            None => g.seq_floor.clear(),
+            Some(e) if deferred => {
+                // Callers of this batch were answered already: those who depend on it
+                // ask `loss_since`, and the next `sync` tells.
+                eprintln!("sqlvault: a deferred commit failed, its operations are lost: {e}");
+                for (name, seq) in std::mem::take(&mut g.seq_seen) {
+                    match g.seq_floor.iter_mut().find(|(n, _)| *n == name) {
+                        Some((_, s)) => *s = (*s).max(seq),
+                        None => g.seq_floor.push((name, seq)),
+                    }
+                }
+                if let Ok(mut lost) = self.lost.lock() {
+                    lost.get_or_insert(replay(e));
+                }
+                *self.last_loss.lock().unwrap_or_else(|p| p.into_inner()) = Some(replay(e));
+                self.losses.fetch_add(1, Ordering::SeqCst);
+            }
+            Some(_) => {}
+        }
+        g.seq_seen.clear();
         // Lock order: writer state, then outcomes.
         if let Ok(mut o) = self.outcomes.lock() {
             o.done = g.batch;
@@ -568,6 +646,28 @@ impl Writer {
         }
         self.finished.notify_all();
     }
+}
+
+/// The rows of `sqlite_sequence` (an error if no table uses AUTOINCREMENT yet).
+fn sequences(conn: &Connection) -> Result<Vec<(String, i64)>> {
+    let mut st = conn.prepare_cached("SELECT name, seq FROM sqlite_sequence")?;
+    let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// Raises `sqlite_sequence` to `floor` (the values of a lost batch), inside the batch
+/// just begun.
+fn raise_sequences(conn: &Connection, floor: &[(String, i64)]) -> Result<()> {
+    for (name, seq) in floor {
+        let n = conn
+            .prepare_cached("UPDATE sqlite_sequence SET seq = max(seq, ?2) WHERE name = ?1")?
+            .execute(rusqlite::params![name, seq])?;
+        if n == 0 {
+            conn.prepare_cached("INSERT INTO sqlite_sequence(name, seq) VALUES (?1, ?2)")?
+                .execute(rusqlite::params![name, seq])?;
+        }
+    }
+    Ok(())
 }
 
 fn lock_timer(t: &Mutex<Timer>) -> MutexGuard<'_, Timer> {
@@ -727,5 +827,101 @@ mod tests {
         assert_eq!(w.stats().commits, 2);
         w.stop_window();
         assert_eq!(count(&w), 3);
+    }
+
+    /// A writer whose `COMMIT` fails on demand: `t.p` is a deferred foreign key, so an
+    /// operation that inserts a row with a `p` naming nothing is applied and answered,
+    /// and the batch holding it fails at `COMMIT`, as a full disk makes it fail.
+    fn failing_writer() -> Arc<Writer> {
+        let c = Connection::open_in_memory().unwrap();
+        c.execute_batch(
+            "PRAGMA foreign_keys = ON;
+             CREATE TABLE parent(id INTEGER PRIMARY KEY);
+             CREATE TABLE t(k INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT,
+                            p INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);",
+        )
+        .unwrap();
+        Arc::new(Writer::new(c))
+    }
+
+    fn insert(w: &Writer, v: &str, p: Option<i64>) -> Result<i64> {
+        w.write(|tx| {
+            tx.execute("INSERT INTO t(v, p) VALUES (?1, ?2)", rusqlite::params![v, p])?;
+            Ok(tx.last_insert_rowid())
+        })
+    }
+
+    #[test]
+    fn a_lost_window_is_reported_to_every_older_mark_and_its_numbers_are_not_reused() {
+        let w = failing_writer();
+        w.set_window(Some(Duration::from_secs(60))).unwrap();
+        let (before, other) = (w.losses(), w.losses());
+        assert_eq!(insert(&w, "kept?", None).unwrap(), 1);
+        // Answered at once: the failure is the batch's, found only at COMMIT.
+        assert_eq!(insert(&w, "dangling", Some(99)).unwrap(), 2);
+        assert!(w.loss_since(before).is_none(), "nothing lost yet");
+        // `idle` (sync, close) commits the window; its failure cannot reach the two
+        // answered callers any more: it is counted and kept.
+        w.idle(|_| Ok(())).unwrap();
+        assert_eq!(w.losses(), before + 1);
+        assert_eq!(count(&w), 0, "the whole batch is rolled back");
+        // Every holder of an older mark hears of it (not only the first to ask) ...
+        let (mark, e) = w.loss_since(before).expect("the loss is reported");
+        assert!(matches!(e, Error::Database { .. }), "{e:?}");
+        assert_eq!(mark, before + 1);
+        assert!(w.loss_since(other).is_some(), "a second holder hears of it too");
+        assert!(w.loss_since(mark).is_none(), "reported once per mark");
+        // ... and the next `sync` once.
+        assert!(w.take_lost().is_some());
+        assert!(w.take_lost().is_none());
+        // AUTOINCREMENT numbers the lost batch handed out (inode numbers the kernel
+        // may still hold) are never handed out again, in the window or without it.
+        assert_eq!(insert(&w, "after", None).unwrap(), 3);
+        w.idle(|_| Ok(())).unwrap();
+        assert_eq!(w.losses(), before + 1);
+        w.set_window(None).unwrap();
+        assert_eq!(insert(&w, "unwindowed", None).unwrap(), 4);
+        w.stop_window();
+        assert_eq!(count(&w), 2);
+    }
+
+    #[test]
+    fn a_window_lost_by_the_timer_keeps_the_floor_until_a_batch_commits() {
+        let w = failing_writer();
+        w.set_window(Some(Duration::from_millis(5))).unwrap();
+        let mark = w.losses();
+        assert_eq!(insert(&w, "a", None).unwrap(), 1);
+        assert_eq!(insert(&w, "b", Some(7)).unwrap(), 2);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while w.losses() == mark && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(w.losses(), mark + 1, "the timer's commit did not fail");
+        assert!(!w.deferred_open());
+        // A second lost batch raises the floor further: both batches' numbers stay used.
+        assert_eq!(insert(&w, "c", Some(8)).unwrap(), 3);
+        w.idle(|_| Ok(())).unwrap();
+        assert_eq!(w.losses(), mark + 2);
+        let (_, e) = w.loss_since(mark).unwrap();
+        assert!(matches!(e, Error::Database { .. }));
+        assert_eq!(insert(&w, "d", None).unwrap(), 4);
+        w.stop_window();
+        let keys: Vec<i64> = w
+            .serialized(|c| {
+                Ok(c.prepare("SELECT k FROM t ORDER BY k")?
+                    .query_map([], |r| r.get(0))?
+                    .collect::<rusqlite::Result<_>>()?)
+            })
+            .unwrap();
+        assert_eq!(keys, vec![4]);
+    }
+
+    #[test]
+    fn a_failed_commit_without_a_window_is_the_callers_error_not_a_loss() {
+        let w = failing_writer();
+        assert!(insert(&w, "x", Some(5)).is_err());
+        assert_eq!(w.losses(), 0);
+        assert!(w.take_lost().is_none());
+        assert_eq!(insert(&w, "y", None).unwrap(), 1, "nobody was answered: nothing to keep");
     }
 }

@@ -296,6 +296,18 @@ impl Engine {
         writer.take_lost().map_or(Ok(()), Err)
     }
 
+    /// How many deferred batches (commit window) were lost so far: a mark for
+    /// [`Engine::deferred_loss_since`].
+    pub fn deferred_losses(&self) -> u64 {
+        self.writer.as_ref().map_or(0, |w| w.losses())
+    }
+
+    /// The error of the latest deferred batch lost after `mark` (a value of
+    /// [`Engine::deferred_losses`]) with the new mark, if one was lost since.
+    pub fn deferred_loss_since(&self, mark: u64) -> Option<(u64, Error)> {
+        self.writer.as_ref().and_then(|w| w.loss_since(mark))
+    }
+
     /// The page cache of each connection, in bytes.
     pub fn cache_bytes(&self) -> u64 {
         u64::from(self.config.cache_kib) * 1024

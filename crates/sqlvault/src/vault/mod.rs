@@ -273,6 +273,22 @@ impl Vault {
         self.engine().commit_deferred()
     }
 
+    /// How many batches of the commit window were lost so far (their commit failed
+    /// after their callers were answered, e.g. on a full disk): a mark to pass to
+    /// [`Vault::deferred_loss_since`] later. A [`crate::FileHandle`] keeps such marks itself.
+    pub fn deferred_losses(&self) -> u64 {
+        self.engine().deferred_losses()
+    }
+
+    /// If a batch of the commit window was lost after `mark` (a value of
+    /// [`Vault::deferred_losses`]): the error of the latest one, and the mark to use from
+    /// now on. Unlike the report of [`Vault::sync`], every holder of an older mark hears
+    /// of it, as every descriptor of a file hears of a kernel file system's writeback
+    /// error.
+    pub fn deferred_loss_since(&self, mark: u64) -> Option<(u64, Error)> {
+        self.engine().deferred_loss_since(mark)
+    }
+
     /// Checkpoints the WAL into the vault file and closes this handle on the vault.
     pub fn close(self) -> Result<()> {
         if !self.engine().is_read_only() {
