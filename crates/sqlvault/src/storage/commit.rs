@@ -695,6 +695,16 @@ fn replay(e: &Error) -> Error {
 mod tests {
     use super::*;
 
+    /// The keys of the test table `t`, in order.
+    fn keys_of(w: &Writer) -> Vec<i64> {
+        w.serialized(|c| {
+            Ok(c.prepare("SELECT k FROM t ORDER BY k")?
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?)
+        })
+        .unwrap()
+    }
+
     fn writer() -> Writer {
         let c = Connection::open_in_memory().unwrap();
         c.execute_batch("CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT)").unwrap();
@@ -757,14 +767,7 @@ mod tests {
             ok.join().unwrap().unwrap();
         });
         assert_eq!((w.stats().operations, w.stats().commits), (3, 1));
-        let keys: Vec<i64> = w
-            .serialized(|c| {
-                Ok(c.prepare("SELECT k FROM t ORDER BY k")?
-                    .query_map([], |r| r.get(0))?
-                    .collect::<rusqlite::Result<_>>()?)
-            })
-            .unwrap();
-        assert_eq!(keys, vec![1, 3]);
+        assert_eq!(keys_of(&w), vec![1, 3]);
     }
 
     #[test]
@@ -906,14 +909,7 @@ mod tests {
         assert!(matches!(e, Error::Database { .. }));
         assert_eq!(insert(&w, "d", None).unwrap(), 4);
         w.stop_window();
-        let keys: Vec<i64> = w
-            .serialized(|c| {
-                Ok(c.prepare("SELECT k FROM t ORDER BY k")?
-                    .query_map([], |r| r.get(0))?
-                    .collect::<rusqlite::Result<_>>()?)
-            })
-            .unwrap();
-        assert_eq!(keys, vec![4]);
+        assert_eq!(keys_of(&w), vec![4]);
     }
 
     #[test]
