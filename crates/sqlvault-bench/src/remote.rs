@@ -157,6 +157,17 @@ fn start_server(dir: &Path) -> Result<Server> {
     Ok(s)
 }
 
+/// Runs `jobs` with [`PARALLEL`] requests in flight (the push's own bound), stopping at
+/// the first error; the sum of what they return (bytes read, or 0).
+async fn in_flight<F: std::future::Future<Output = Result<u64>>>(jobs: impl Iterator<Item = F>) -> Result<u64> {
+    let mut running = futures::stream::iter(jobs).buffer_unordered(PARALLEL);
+    let mut total = 0;
+    while let Some(r) = running.next().await {
+        total += r?;
+    }
+    Ok(total)
+}
+
 fn raw_store(spec: &Spec) -> Result<Arc<dyn ObjectStore>> {
     let s = object_store::aws::AmazonS3Builder::from_env()
         .with_bucket_name(&spec.bucket)
@@ -189,24 +200,16 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
             let store = raw_store(&spec)?;
             let files = host_files(&spec.source)?;
             let m = Meter::start()?;
-            rt.block_on(async {
-                let mut puts = futures::stream::iter(files.iter())
-                    .map(|f| {
-                        let store = store.clone();
-                        let source = &spec.source;
-                        async move {
-                            let data = std::fs::read(f)?;
-                            let name = f.strip_prefix(source).unwrap_or(f).display().to_string();
-                            store.put(&object_store::path::Path::from(name), data.into()).await?;
-                            Ok::<_, crate::error::Error>(())
-                        }
-                    })
-                    .buffer_unordered(PARALLEL);
-                while let Some(r) = puts.next().await {
-                    r?;
+            rt.block_on(in_flight(files.iter().map(|f| {
+                let store = store.clone();
+                let source = &spec.source;
+                async move {
+                    let data = std::fs::read(f)?;
+                    let name = f.strip_prefix(source).unwrap_or(f).display().to_string();
+                    store.put(&object_store::path::Path::from(name), data.into()).await?;
+                    Ok(0)
                 }
-                Ok::<_, crate::error::Error>(())
-            })?;
+            })))?;
             out.add("transfer", m.stop(spec.bytes as f64)?);
         }
         Kind::RawPutObjects => {
@@ -224,22 +227,14 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
                 .collect();
             let sizes = spec.objects.iter().flat_map(|&(size, n)| (0..n).map(move |_| size));
             let m = Meter::start()?;
-            rt.block_on(async {
-                let mut puts = futures::stream::iter(sizes.enumerate())
-                    .map(|(i, size)| {
-                        let (store, data) = (store.clone(), payloads[&size].clone());
-                        async move {
-                            let name = object_store::path::Path::from(format!("v/data/{i:064x}"));
-                            store.put(&name, data).await?;
-                            Ok::<_, crate::error::Error>(())
-                        }
-                    })
-                    .buffer_unordered(PARALLEL);
-                while let Some(r) = puts.next().await {
-                    r?;
+            rt.block_on(in_flight(sizes.enumerate().map(|(i, size)| {
+                let (store, data) = (store.clone(), payloads[&size].clone());
+                async move {
+                    let name = object_store::path::Path::from(format!("v/data/{i:064x}"));
+                    store.put(&name, data).await?;
+                    Ok(0)
                 }
-                Ok::<_, crate::error::Error>(())
-            })?;
+            })))?;
             out.add("transfer", m.stop(spec.bytes as f64)?);
         }
         Kind::RawGet => {
@@ -247,20 +242,11 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
             let m = Meter::start()?;
             let got = rt.block_on(async {
                 let metas: Vec<_> = store.list(None).try_collect().await?;
-                let mut gets =
-                    futures::stream::iter(metas)
-                        .map(|meta| {
-                            let store = store.clone();
-                            async move {
-                                Ok::<_, crate::error::Error>(store.get(&meta.location).await?.bytes().await?.len())
-                            }
-                        })
-                        .buffer_unordered(PARALLEL);
-                let mut n = 0u64;
-                while let Some(r) = gets.next().await {
-                    n += r? as u64;
-                }
-                Ok::<_, crate::error::Error>(n)
+                in_flight(metas.into_iter().map(|meta| {
+                    let store = store.clone();
+                    async move { Ok(store.get(&meta.location).await?.bytes().await?.len() as u64) }
+                }))
+                .await
             })?;
             if got != spec.bytes {
                 crate::bail!("raw get read {got} bytes, expected {}", spec.bytes);
