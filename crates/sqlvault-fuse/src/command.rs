@@ -46,7 +46,7 @@ pub struct MountArgs {
     /// Threads serving requests (default 4; 1 serves them one at a time, in order).
     #[arg(long, value_name = "N", default_value_t = crate::DEFAULT_THREADS, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: u16,
-    /// Milliseconds the mount's changes may wait to share one commit (default 10; 0:
+    /// Milliseconds the mount's changes may wait to share one commit (default 100; 0:
     /// commit each operation before answering it). fsync, statfs and unmounting commit
     /// at once; other processes see changes after this long; a crash may lose the last
     /// window. A window whose commit fails (a full disk) is reported to each file open
