@@ -14,10 +14,10 @@ work=$(mktemp -d) src=$(mktemp -d)
 trap 'fusermount3 -u "$work/m" 2>/dev/null || true; rm -rf "$work" "$src"' EXIT
 tar cf "$src/inc.tar" -C /usr include
 head -c $((256 << 20)) /dev/urandom > "$src/big"
-python3 - "$src/small" <<'PY'
+python3 - "$src/small" "${FILES:-10000}" <<'PY'
 import os, random, sys
 r = random.Random(7)
-for d in range(100):
+for d in range(int(sys.argv[2]) // 100):
     p = f"{sys.argv[1]}/d{d:03}"; os.makedirs(p)
     for i in range(100):
         open(f"{p}/f{i:03}", "wb").write(r.randbytes(r.randint(1024, 8192)))
