@@ -52,13 +52,15 @@ stage "fuzz"
 env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS bash scripts/fuzz.sh
 
 # The benchmark suite in quick mode (about a minute): proves every scenario still runs
-# end to end; its figures are not asserted. It runs in the dev profile, which reuses
-# what `cargo test` just built (dependencies are optimised there too, see Cargo.toml),
-# instead of a second, release build of everything. Writes under a temporary
-# directory, never into docs/. Real figures: `cargo run --release -p sqlvault-bench -- all`.
+# end to end; its figures are not asserted. It runs the binary the workspace build above
+# made (dev profile; dependencies are optimised there too, see Cargo.toml), not
+# `cargo run -p sqlvault-bench`: that resolves features for the bench alone (no
+# dev-dependencies: sqlvault without io-counts/testing) and so recompiled sqlvault,
+# sqlvault-fuse and the bench. Writes under a temporary directory, never into docs/.
+# Real figures: `cargo run --release -p sqlvault-bench -- all`.
 stage "sqlvault-bench all --quick"
 bench_out="$(mktemp -d)"
 trap 'rm -rf "$bench_out"' EXIT
-cargo run --locked -q -p sqlvault-bench -- all --quick --out "$bench_out" >"$bench_out/stdout.md"
+"${CARGO_TARGET_DIR:-target}/debug/sqlvault-bench" all --quick --out "$bench_out" >"$bench_out/stdout.md"
 sed -n '/^## Targets/,$p' "$bench_out/benchmarks.md"
 stage "done"
