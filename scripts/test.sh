@@ -23,7 +23,18 @@ fi
 export SQLVAULT_VERSITYGW="$gobin/versitygw"
 stage "cargo fmt --check, cargo clippy -D warnings"
 cargo fmt --all --check
-cargo clippy --workspace --all-targets --locked -- -D warnings
+# Clippy as the compiler of the workspace's own crates for the test build, instead of a
+# separate `cargo clippy`, whose check-mode (metadata-only) build of every dependency the
+# test build cannot reuse. This is what `cargo clippy -- -D warnings` does under the hood
+# (clippy-driver as RUSTC_WORKSPACE_WRAPPER, its arguments in CLIPPY_ARGS separated by
+# __CLIPPY_HACKERY__), with cargo build instead of cargo check: the same lints, the same
+# -D warnings on rustc's warnings, the same targets as --all-targets (lib, bins, tests,
+# examples, each in test and non-test mode). Exported for every later cargo call (the
+# Python and JVM builds, the bench) so they reuse these artifacts; a changed CLIPPY_ARGS
+# would rebuild the workspace's crates. The nightly fuzz build runs without it.
+export RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+cargo build --workspace --all-targets --locked
 stage "cargo test --workspace"
 cargo test --workspace --locked
 
@@ -38,16 +49,18 @@ bash scripts/jvm-tests.sh
 
 # Each fuzz target for a bounded time (30 s by default; SQLVAULT_FUZZ=0 skips).
 stage "fuzz"
-bash scripts/fuzz.sh
+env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS bash scripts/fuzz.sh
 
 # The benchmark suite in quick mode (about a minute): proves every scenario still runs
-# end to end; its figures are not asserted. It runs in the dev profile, which reuses
-# what `cargo test` just built (dependencies are optimised there too, see Cargo.toml),
-# instead of a second, release build of everything. Writes under a temporary
-# directory, never into docs/. Real figures: `cargo run --release -p sqlvault-bench -- all`.
+# end to end; its figures are not asserted. It runs the binary the workspace build above
+# made (dev profile; dependencies are optimised there too, see Cargo.toml), not
+# `cargo run -p sqlvault-bench`: that resolves features for the bench alone (no
+# dev-dependencies: sqlvault without io-counts/testing) and so recompiled sqlvault,
+# sqlvault-fuse and the bench. Writes under a temporary directory, never into docs/.
+# Real figures: `cargo run --release -p sqlvault-bench -- all`.
 stage "sqlvault-bench all --quick"
 bench_out="$(mktemp -d)"
 trap 'rm -rf "$bench_out"' EXIT
-cargo run --locked -q -p sqlvault-bench -- all --quick --out "$bench_out" >"$bench_out/stdout.md"
+"${CARGO_TARGET_DIR:-target}/debug/sqlvault-bench" all --quick --out "$bench_out" >"$bench_out/stdout.md"
 sed -n '/^## Targets/,$p' "$bench_out/benchmarks.md"
 stage "done"
