@@ -5,11 +5,14 @@
 # then one workload runs and is timed: `tar xf` of /usr/include, `cp -r` of 10,000
 # files of 1-8 KiB, or `rm -rf` of the untarred tree, each followed by `sync`.
 # Prints wall seconds, the mount server's CPU seconds and the bytes it wrote (wchar:
-# WAL frames plus checkpoint copies).
+# WAL frames plus checkpoint copies). The first argument may name several binaries,
+# comma-separated, to compare builds the same way (same data, interleaved runs).
 #
 #   PRELOAD=1 scripts/mount-tools-ab.sh target/release/sqlvault "10 100" 3 untar cp rm
+#   PRELOAD=1 scripts/mount-tools-ab.sh /tmp/before,target/release/sqlvault 100 3 cp
 set -euo pipefail
-bin=$(realpath "$1") windows=$2 reps=$3; shift 3
+bins=() && IFS=, read -ra names <<< "$1" && for b in "${names[@]}"; do bins+=("$(realpath "$b")"); done
+windows=$2 reps=$3; shift 3
 work=$(mktemp -d) src=$(mktemp -d)
 trap 'fusermount3 -u "$work/m" 2>/dev/null || true; rm -rf "$work" "$src"' EXIT
 tar cf "$src/inc.tar" -C /usr include
@@ -26,7 +29,7 @@ export SQLVAULT_PASSPHRASE=ab
 cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 wchar() { awk '/^wchar/ {print $2}' "/proc/$pid/io"; }
 settle() { local a b; a=$(cpu); while sleep 1; b=$(cpu); [ "$a" != "$b" ]; do a=$b; done; sync; }
-for rep in $(seq "$reps"); do for what in "$@"; do for w in $windows; do
+for rep in $(seq "$reps"); do for what in "$@"; do for w in $windows; do for bin in "${bins[@]}"; do
     fusermount3 -u "$work/m" 2>/dev/null || true; rm -rf "$work"/*; mkdir "$work/m"
     "$bin" init "$work/v.vault" --kdf-memory-mib 8 --kdf-iterations 1 >/dev/null 2>&1
     pid=$("$bin" mount -d --commit-window-ms "$w" "$work/v.vault" "$work/m" | tail -1)
@@ -41,8 +44,8 @@ for rep in $(seq "$reps"); do for what in "$@"; do for w in $windows; do
     esac
     sync
     e=$(date +%s.%N) c1=$(cpu) w1=$(wchar)
-    printf '%s\twindow %s ms\twall %.2f s\tserver CPU %.2f s\twrote %d MB\n' "$what" "$w" \
+    printf '%s\t%s\twindow %s ms\twall %.2f s\tserver CPU %.2f s\twrote %d MB\n' "$what" "$bin" "$w" \
         "$(echo "$e - $s" | bc)" "$(echo "($c1 - $c0) / $(getconf CLK_TCK)" | bc -l)" $(( (w1 - w0) / 1000000 ))
     fusermount3 -u "$work/m"
     while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-done; done; done
+done; done; done; done

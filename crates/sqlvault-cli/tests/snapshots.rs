@@ -125,7 +125,8 @@ fn a_vault_made_before_snapshots_is_upgraded_on_open() {
             .unwrap();
         // (Later migrations' objects go too, so the upgrade replays every migration after 2.)
         v.debug_execute_sql(
-            "DROP TRIGGER inodes_delete_tags_xattrs; DROP TABLE snap_xattrs; DROP TABLE snap_tags; DROP TABLE chunk_holds; DROP TABLE snap_chunks;
+            "DROP TRIGGER chunks_delete_body; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body;
+             DROP TRIGGER inodes_delete_tags_xattrs; DROP TABLE snap_xattrs; DROP TABLE snap_tags; DROP TABLE chunk_holds; DROP TABLE snap_chunks;
              DROP TABLE snap_dirents; DROP TABLE snap_inodes; DROP TABLE snapshots;
              ALTER TABLE inodes DROP COLUMN rdev; DROP TABLE chunk_shares; PRAGMA user_version = 2;",
         )
@@ -151,7 +152,8 @@ fn a_vault_made_before_device_numbers_is_upgraded_on_open_with_its_snapshots() {
         let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
             .unwrap();
         v.debug_execute_sql(
-            "ALTER TABLE inodes DROP COLUMN rdev; ALTER TABLE snap_inodes DROP COLUMN rdev; DROP TABLE chunk_shares;
+            "DROP TRIGGER chunks_delete_body; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body;
+             ALTER TABLE inodes DROP COLUMN rdev; ALTER TABLE snap_inodes DROP COLUMN rdev; DROP TABLE chunk_shares;
              PRAGMA user_version = 4;",
         )
         .unwrap();
@@ -162,6 +164,43 @@ fn a_vault_made_before_device_numbers_is_upgraded_on_open_with_its_snapshots() {
     assert_eq!(e.json(&["info", e.v(), "--json"])["schema_version"], current);
     e.ok(&["restore", e.v(), "before", "/old", "--to", "/again"]);
     e.fsck_clean();
+}
+
+#[test]
+fn a_vault_with_chunk_data_inline_is_upgraded_and_both_forms_live_side_by_side() {
+    let e = Env::new();
+    let src = e.path("src");
+    make_tree(&src);
+    e.ok(&["put", e.v(), src.to_str().unwrap(), "/t"]);
+    e.ok(&["snapshot", e.v(), "before"]);
+    {
+        // A vault from before migration 8: every chunk's bytes in its `chunks` row.
+        let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
+            .unwrap();
+        v.debug_execute_sql(
+            "UPDATE chunks SET data = (SELECT d.data FROM chunk_data d WHERE d.id = chunks.body), body = NULL;
+             DROP TRIGGER chunks_delete_body; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body;
+             PRAGMA user_version = 7;",
+        )
+        .unwrap();
+    }
+    let fresh = Env::new();
+    let current = fresh.json(&["info", fresh.v(), "--json"])["schema_version"].clone();
+    assert_eq!(e.json(&["info", e.v(), "--json"])["schema_version"], current);
+    e.fsck_clean();
+    // Old chunks read back; new ones are stored beside them; both free.
+    let out = e.path("out");
+    e.ok(&["get", e.v(), "/t", out.to_str().unwrap()]);
+    diff(&src, &out);
+    e.ok(&["put", e.v(), src.to_str().unwrap(), "/again"]);
+    std::fs::write(e.path("new"), b"bytes stored the new way").unwrap();
+    e.ok(&["put", e.v(), e.path("new").to_str().unwrap(), "/new"]);
+    e.fsck_clean();
+    e.ok(&["rm", e.v(), "/t", "-r"]);
+    e.ok(&["snapshot", "rm", e.v(), "before"]);
+    e.fsck_clean();
+    e.ok(&["get", e.v(), "/again", e.path("again").to_str().unwrap()]);
+    diff(&src, &e.path("again"));
 }
 
 #[test]

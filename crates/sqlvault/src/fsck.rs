@@ -95,7 +95,7 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
         bytes_total: bytes.max(0) as u64,
     };
     progress(&at);
-    let mut stmt = c.prepare("SELECT id, hash, len, data FROM chunks")?;
+    let mut stmt = c.prepare(&format!("SELECT c.id, c.hash, c.len, {} FROM chunks c", chunks::DATA))?;
     let mut rows = stmt.query([])?;
     let mut n = 0;
     let mut bad = 0;
@@ -167,6 +167,22 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
             "SELECT 'chunk ' || c.id || ': neither referenced nor held (should have been freed)'
              FROM chunks c WHERE c.refs <= 0 AND NOT EXISTS (SELECT 1 FROM chunk_holds h WHERE h.chunk = c.id)",
             "dead chunk",
+        ),
+        // Chunk bytes: each chunk's data row exists and is its alone; no row is left over.
+        (
+            "SELECT 'chunk ' || c.id || ': its data row ' || c.body || ' is missing'
+             FROM chunks c WHERE c.body IS NOT NULL AND NOT EXISTS (SELECT 1 FROM chunk_data d WHERE d.id = c.body)",
+            "missing data",
+        ),
+        (
+            "SELECT 'data row ' || body || ' is named by ' || count(*) || ' chunks'
+             FROM chunks WHERE body IS NOT NULL GROUP BY body HAVING count(*) > 1",
+            "shared data",
+        ),
+        (
+            "SELECT n || ' data rows that no chunk names' FROM
+               (SELECT (SELECT count(*) FROM chunk_data) - (SELECT count(DISTINCT body) FROM chunks) AS n) WHERE n > 0",
+            "leaked data",
         ),
         (
             "SELECT 'file inode ' || f.ino || ' index ' || f.idx || ': chunk ' || f.chunk || ' is missing'
@@ -383,4 +399,42 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
     r.chunks = chunks_seen;
     r.chunk_bytes = chunk_bytes;
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> Connection {
+        let c = Connection::open_in_memory().unwrap();
+        crate::storage::schema::create(&c).unwrap();
+        crate::storage::schema::initialize(&c, 64 * 1024, 0, 0, 0).unwrap();
+        c.execute("INSERT INTO inodes(ino, mode, uid, gid, size, nlink, atime_ns, mtime_ns, ctime_ns) VALUES (2, 33188, 0, 0, 8, 1, 0, 0, 0)", [])
+            .unwrap();
+        c.execute("INSERT INTO dirents(parent, name, ino) VALUES (1, CAST('f' AS BLOB), 2)", []).unwrap();
+        chunks::put(&c, 2, 0, b"contents").unwrap();
+        c
+    }
+
+    fn problems(c: &Connection) -> Vec<String> {
+        check(c, 64 * 1024, &|_| {}).unwrap().problems
+    }
+
+    #[test]
+    fn chunk_data_rows_missing_shared_or_left_over_are_reported() {
+        let c = db();
+        assert_eq!(problems(&c), Vec::<String>::new());
+
+        c.execute("INSERT INTO chunk_data(data) VALUES (x'01')", []).unwrap();
+        assert_eq!(problems(&c), ["1 data rows that no chunk names"]);
+
+        c.execute("UPDATE chunks SET body = (SELECT max(id) FROM chunk_data)", []).unwrap();
+        let p = problems(&c);
+        assert!(p.iter().any(|m| m.ends_with("content does not match its hash")), "{p:?}");
+        assert!(p.iter().any(|m| m == "1 data rows that no chunk names"), "{p:?}");
+
+        c.execute("DELETE FROM chunk_data", []).unwrap();
+        let p = problems(&c);
+        assert!(p.iter().any(|m| m.contains("its data row 2 is missing")), "{p:?}");
+    }
 }

@@ -7,6 +7,15 @@
 //! one chance in 2^31 at a billion chunks) take the next free id in the window; since
 //! lookups scan the whole window, removing a chunk never hides another.
 //!
+//! A chunk's bytes live apart from its `chunks` row, in `chunk_data`, whose row ids
+//! are handed out in arrival order (`chunks.body` names the row). The hash-ordered
+//! `chunks` rows are small, so a leaf holds a hundred of them and an insert at a
+//! random place rarely splits one, while the data of files written together is
+//! appended together. With the data inline, every new chunk landed on a random leaf
+//! holding one to three rows and split it, rewriting its neighbours and parent: an
+//! untar wrote about four times its data. Rows written before schema version 8 keep
+//! their data inline (`body` NULL); both forms read the same way ([`DATA`]).
+//!
 //! All-zero chunks are not stored: their index is left out of the map and reads as a
 //! hole. Every function here runs inside the caller's transaction.
 //!
@@ -75,9 +84,25 @@ pub fn acquire(conn: &Connection, data: &[u8]) -> Result<ChunkId> {
     }
     let free = taken.iter().position(|t| !t).ok_or_else(|| Error::damaged("chunk id window is full"))? as i64;
     let id = start + free;
-    conn.prepare_cached("INSERT INTO chunks(id, hash, refs, len, data) VALUES (?1, ?2, 1, ?3, ?4)")?
-        .execute(params![id, &h[..], data.len() as i64, data])?;
+    insert(conn, id, &h, 1, data)?;
     Ok(ChunkId(id))
+}
+
+/// SQL for the bytes of the chunk row aliased `c`, wherever they are stored.
+pub(crate) const DATA: &str = "coalesce((SELECT d.data FROM chunk_data d WHERE d.id = c.body), c.data)";
+
+/// Columns of `chunks` that say where this vault file keeps a chunk's bytes: never
+/// replicated (content travels as `data/` objects or in packs).
+pub(crate) const STORAGE_COLUMNS: &[&str] = &["data", "body"];
+
+/// Inserts the row of chunk `id` (with hash `h`, `refs` live references) and its
+/// bytes, appended to `chunk_data`. The caller has checked that `id` is free.
+pub(crate) fn insert(conn: &Connection, id: i64, h: &[u8], refs: i64, data: &[u8]) -> Result<()> {
+    conn.prepare_cached("INSERT INTO chunk_data(data) VALUES (?1)")?.execute([data])?;
+    let body = conn.last_insert_rowid();
+    conn.prepare_cached("INSERT INTO chunks(id, hash, refs, len, data, body) VALUES (?1, ?2, ?3, ?4, x'', ?5)")?
+        .execute(params![id, h, refs, data.len() as i64, body])?;
+    Ok(())
 }
 
 /// Drops one live reference; deletes the chunk when none is left and no snapshot
@@ -241,7 +266,7 @@ pub fn totals(conn: &Connection) -> Result<(u64, u64)> {
 /// overflow page: `tests/tamper.rs`). The hash turns that into `Error::Damaged`.
 pub fn read(conn: &Connection, id: ChunkId) -> Result<Vec<u8>> {
     let (stored, data): (Vec<u8>, Vec<u8>) = conn
-        .prepare_cached("SELECT hash, data FROM chunks WHERE id = ?1")?
+        .prepare_cached(&format!("SELECT c.hash, {DATA} FROM chunks c WHERE c.id = ?1"))?
         .query_row([id.0], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?
         .ok_or_else(|| Error::damaged(format!("chunk {} is referenced but missing", id.0)))?;
@@ -348,8 +373,65 @@ mod tests {
         let c = db();
         put(&c, 2, 0, b"original").unwrap();
         let id = mapped(&c, 2, 0).unwrap().unwrap();
-        c.execute("UPDATE chunks SET data = zeroblob(8) WHERE id = ?1", [id.0]).unwrap();
+        c.execute(
+            "UPDATE chunk_data SET data = zeroblob(8) WHERE id = (SELECT body FROM chunks WHERE id = ?1)",
+            [id.0],
+        )
+        .unwrap();
         assert!(matches!(read(&c, id), Err(Error::Damaged { .. })));
+        // A missing data row is damage too (the row's own `data` is empty).
+        c.execute("DELETE FROM chunk_data", []).unwrap();
+        assert!(matches!(read(&c, id), Err(Error::Damaged { .. })));
+    }
+
+    #[test]
+    fn data_is_appended_in_arrival_order_and_freed_with_its_chunk() {
+        let c = db();
+        for i in 0..50u32 {
+            put(&c, 2, i as u64, format!("chunk {i}").as_bytes()).unwrap();
+        }
+        // Chunk ids follow the hashes; data rows follow the writes.
+        let bodies: Vec<i64> = c
+            .prepare("SELECT c.body FROM file_chunks f JOIN chunks c ON c.id = f.chunk WHERE f.ino = 2 ORDER BY f.idx")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(bodies, (1..=50).collect::<Vec<i64>>());
+        let inline: i64 = c.query_row("SELECT count(*) FROM chunks WHERE length(data) > 0", [], |r| r.get(0)).unwrap();
+        assert_eq!(inline, 0);
+        truncate(&c, 2, 10).unwrap();
+        release(&c, mapped(&c, 2, 3).unwrap().unwrap()).unwrap();
+        let data_rows: i64 = c.query_row("SELECT count(*) FROM chunk_data", [], |r| r.get(0)).unwrap();
+        assert_eq!((count(&c), data_rows), (9, 9));
+    }
+
+    #[test]
+    fn chunks_written_before_version_8_read_dedup_and_free_alongside_new_ones() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::storage::schema::create_at(&c, 7).unwrap();
+        let old = hash(b"old bytes");
+        c.execute(
+            "INSERT INTO chunks(id, hash, refs, len, data) VALUES (?1, ?2, 1, 9, CAST('old bytes' AS BLOB))",
+            params![home(&old), &old[..]],
+        )
+        .unwrap();
+        c.execute("INSERT INTO file_chunks(ino, idx, chunk) VALUES (2, 0, ?1)", [home(&old)]).unwrap();
+        crate::storage::schema::check_and_migrate(&mut c).unwrap();
+        let old_id = ChunkId(home(&old));
+        assert_eq!(read(&c, old_id).unwrap(), b"old bytes");
+        // Equal data finds the inline row; new data goes to chunk_data.
+        assert_eq!(acquire(&c, b"old bytes").unwrap(), old_id);
+        let new_id = acquire(&c, b"new bytes").unwrap();
+        assert_eq!(read(&c, new_id).unwrap(), b"new bytes");
+        let data_rows =
+            |c: &Connection| -> i64 { c.query_row("SELECT count(*) FROM chunk_data", [], |r| r.get(0)).unwrap() };
+        assert_eq!(data_rows(&c), 1);
+        release(&c, old_id).unwrap();
+        release(&c, old_id).unwrap();
+        release(&c, new_id).unwrap();
+        assert_eq!((count(&c), data_rows(&c)), (0, 0));
     }
 
     #[test]

@@ -1076,13 +1076,21 @@ fn finish(tx: &Connection, store: &Store, keys: &RemoteKeys, progress: &dyn Fn(P
          DELETE FROM main.chunk_holds;
          INSERT INTO main.chunk_holds(chunk, n) SELECT chunk, count(*) FROM {S}m_snap_chunks GROUP BY chunk;
          CREATE TABLE {S}moved(id INTEGER PRIMARY KEY, hash BLOB, len INTEGER, data BLOB);
-         INSERT INTO {S}moved SELECT m.id, m.hash, m.len, c.data FROM {S}mch m
+         INSERT INTO {S}moved SELECT m.id, m.hash, m.len, {data} FROM {S}mch m
              JOIN {S}l_chunks l ON l.hash = m.hash JOIN main.chunks c ON c.id = l.id
              WHERE l.id != m.id AND NOT EXISTS (SELECT 1 FROM {S}l_chunks x WHERE x.id = m.id AND x.hash = m.hash);
          DELETE FROM main.chunks WHERE id IN (SELECT l.id FROM {S}l_chunks l
-             WHERE NOT EXISTS (SELECT 1 FROM {S}mch m WHERE m.id = l.id AND m.hash = l.hash));
-         INSERT INTO main.chunks(id, hash, refs, len, data) SELECT id, hash, 0, len, data FROM {S}moved;"
+             WHERE NOT EXISTS (SELECT 1 FROM {S}mch m WHERE m.id = l.id AND m.hash = l.hash));",
+        data = chunks::DATA,
     ))?;
+    {
+        let mut moved = tx.prepare(&format!("SELECT id, hash, data FROM {S}moved"))?;
+        let mut rows = moved.query([])?;
+        while let Some(r) = rows.next()? {
+            let (id, hash, data): (i64, Vec<u8>, Vec<u8>) = (r.get(0)?, r.get(1)?, r.get(2)?);
+            chunks::insert(tx, id, &hash, 0, &data)?;
+        }
+    }
     let missing: Vec<(i64, Vec<u8>, i64)> = {
         let mut s = tx.prepare(&format!(
             "SELECT id, hash, len FROM {S}mch m WHERE NOT EXISTS (SELECT 1 FROM main.chunks c WHERE c.id = m.id)"
@@ -1095,8 +1103,10 @@ fn finish(tx: &Connection, store: &Store, keys: &RemoteKeys, progress: &dyn Fn(P
     let mut done = 0u64;
     super::packs::fetch(store, keys, &wanted, |i, data| {
         let (id, hash, len) = &missing[i];
-        tx.prepare_cached("INSERT INTO main.chunks(id, hash, refs, len, data) VALUES (?1, ?2, 0, ?3, ?4)")?
-            .execute(params![id, hash, len, data])?;
+        if data.len() as i64 != *len {
+            return Err(Error::damaged(format!("remote chunk {id}: {} bytes, its row says {len}", data.len())));
+        }
+        chunks::insert(tx, *id, hash, 0, &data)?;
         done += *len as u64;
         progress(Progress { phase: "chunks", done, total });
         Ok(())

@@ -52,7 +52,7 @@ pub use store::{RemoteUrl, PARALLEL};
 /// The name `Vault::clone_remote` gives the remote it cloned from.
 pub const ORIGIN: &str = "origin";
 
-/// Tables copied to the remote, in dump order. `chunks` without its `data` column
+/// Tables copied to the remote, in dump order. `chunks` without its storage columns
 /// (chunk content travels as `data/` objects or in packs).
 pub(crate) const REPLICATED: &[&str] = &[
     "inodes",
@@ -73,9 +73,11 @@ pub(crate) const REPLICATED: &[&str] = &[
     "snap_xattrs",
 ];
 
-/// Tables that stay with this vault file: settings, open-file bookkeeping, this state.
+/// Tables that stay with this vault file: settings, open-file bookkeeping, this state,
+/// chunk bytes (they travel as `data/` objects or in packs).
 #[cfg(test)]
-pub(crate) const LOCAL: &[&str] = &["meta", "orphans", "sqlvault_remotes", "sqlvault_remote_keys", "sqlite_sequence"];
+pub(crate) const LOCAL: &[&str] =
+    &["meta", "orphans", "sqlvault_remotes", "sqlvault_remote_keys", "sqlite_sequence", "chunk_data"];
 
 /// Tables of ours carried in the dump's application section (`remote/apps.rs`).
 #[cfg(test)]

@@ -14,6 +14,7 @@ use super::format::{self, Commit, Item, RemoteKeys};
 use super::store::Store;
 use super::{Progress, REPLICATED};
 use crate::error::{Error, Result};
+use crate::fs::chunks;
 
 /// Reads the concatenated, opened metadata pieces of a commit as one stream.
 pub(crate) struct PieceReader<'a> {
@@ -70,11 +71,11 @@ impl Read for PieceReader<'_> {
     }
 }
 
-/// Columns of `table` (without `chunks.data`).
+/// Columns of `table` (without the chunk storage columns, `chunks::STORAGE_COLUMNS`).
 pub(crate) fn columns_of(conn: &Connection, table: &str) -> Result<Vec<String>> {
     let mut stmt = conn.prepare(&format!("PRAGMA table_info(\"{table}\")"))?;
     let cols = stmt.query_map([], |r| r.get::<_, String>(1))?.collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(cols.into_iter().filter(|c| !(table == "chunks" && c == "data")).collect())
+    Ok(cols.into_iter().filter(|c| !(table == "chunks" && chunks::STORAGE_COLUMNS.contains(&c.as_str()))).collect())
 }
 
 /// What an apply fetched.
@@ -163,8 +164,10 @@ pub(crate) fn apply(
     let mut done = 0u64;
     super::packs::fetch(store, keys, &wanted, |i, data| {
         let (id, hash, refs, len) = &missing[i];
-        tx.prepare_cached("INSERT INTO chunks(id, hash, refs, len, data) VALUES (?1, ?2, ?3, ?4, ?5)")?
-            .execute(params![id, hash, refs, len, data])?;
+        if data.len() as i64 != *len {
+            return Err(Error::damaged(format!("remote chunk {id}: {} bytes, its row says {len}", data.len())));
+        }
+        chunks::insert(tx, *id, hash, *refs, &data)?;
         done += *len as u64;
         progress(Progress { phase: "chunks", done, total });
         Ok(())

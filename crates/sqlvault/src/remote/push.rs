@@ -140,7 +140,7 @@ pub(crate) fn dump(conn: &Connection, out: &mut impl Write) -> Result<Counts> {
             while let Some(r) = rows.next()? {
                 let name: String = r.get(1)?;
                 let pk_pos: i64 = r.get(5)?;
-                if *table == "chunks" && name == "data" {
+                if *table == "chunks" && chunks::STORAGE_COLUMNS.contains(&name.as_str()) {
                     continue;
                 }
                 if pk_pos > 0 {

@@ -213,6 +213,19 @@ const MIGRATIONS: &[&str] = &[
         n     INTEGER NOT NULL
     );
     ",
+    // 8: chunk bytes in arrival order, apart from the hash-ordered chunk rows (see
+    // fs/chunks.rs). Rows written before keep their bytes in `chunks.data`.
+    "
+    CREATE TABLE chunk_data(
+        id   INTEGER PRIMARY KEY,           -- handed out in arrival order (max + 1)
+        data BLOB    NOT NULL
+    );
+    -- chunk_data.id of the chunk's bytes; NULL: in chunks.data (then x'' otherwise).
+    ALTER TABLE chunks ADD COLUMN body INTEGER;
+    CREATE TRIGGER chunks_delete_body AFTER DELETE ON chunks WHEN OLD.body IS NOT NULL BEGIN
+        DELETE FROM chunk_data WHERE id = OLD.body;
+    END;
+    ",
 ];
 
 /// Every table, index and trigger of ours. Application SQL may not touch them, nor create an
@@ -243,6 +256,8 @@ pub const OUR_NAMES: &[&str] = &[
     "inodes_delete_tags_xattrs",
     "sqlvault_app_migrations",
     "chunk_shares",
+    "chunk_data",
+    "chunks_delete_body",
 ];
 
 /// Name prefixes reserved for sqlvault's future tables and for SQLite's own.
@@ -261,6 +276,16 @@ pub fn create(conn: &Connection) -> Result<()> {
         tx.pragma_update(None, "user_version", (i + 1) as i64)?;
     }
     tx.commit()?;
+    Ok(())
+}
+
+/// Creates the schema as version `version` made it (a vault written by an older build).
+#[cfg(test)]
+pub(crate) fn create_at(conn: &Connection, version: usize) -> Result<()> {
+    for (i, m) in MIGRATIONS[..version].iter().enumerate() {
+        conn.execute_batch(m)?;
+        conn.pragma_update(None, "user_version", (i + 1) as i64)?;
+    }
     Ok(())
 }
 
