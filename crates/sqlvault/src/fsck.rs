@@ -95,7 +95,7 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
         bytes_total: bytes.max(0) as u64,
     };
     progress(&at);
-    let mut stmt = c.prepare(&format!("SELECT c.id, c.hash, c.len, {} FROM chunks c", chunks::DATA))?;
+    let mut stmt = c.prepare(&format!("SELECT c.id, c.hash, c.len, {} FROM {}", chunks::DATA, chunks::WITH_DATA))?;
     let mut rows = stmt.query([])?;
     let mut n = 0;
     let mut bad = 0;

@@ -14,7 +14,7 @@
 //! appended together. With the data inline, every new chunk landed on a random leaf
 //! holding one to three rows and split it, rewriting its neighbours and parent: an
 //! untar wrote about four times its data. Rows written before schema version 8 keep
-//! their data inline (`body` NULL); both forms read the same way ([`DATA`]).
+//! their data inline (`body` NULL); both forms read the same way ([`DATA`] over [`WITH_DATA`]).
 //!
 //! All-zero chunks are not stored: their index is left out of the map and reads as a
 //! hole. Every function here runs inside the caller's transaction.
@@ -88,8 +88,13 @@ pub fn acquire(conn: &Connection, data: &[u8]) -> Result<ChunkId> {
     Ok(ChunkId(id))
 }
 
-/// SQL for the bytes of the chunk row aliased `c`, wherever they are stored.
-pub(crate) const DATA: &str = "coalesce((SELECT d.data FROM chunk_data d WHERE d.id = c.body), c.data)";
+/// SQL for the bytes of the chunk row aliased `c`, wherever they are stored, in a
+/// query `FROM` [`WITH_DATA`]. A join, not a subquery: SQLite copies a subquery's blob
+/// once more into the outer row.
+pub(crate) const DATA: &str = "coalesce(d.data, c.data)";
+
+/// The `FROM` clause [`DATA`] reads: `chunks` as `c`, its data row as `d`.
+pub(crate) const WITH_DATA: &str = "main.chunks c LEFT JOIN main.chunk_data d ON d.id = c.body";
 
 /// Columns of `chunks` that say where this vault file keeps a chunk's bytes: never
 /// replicated (content travels as `data/` objects or in packs).
@@ -266,7 +271,7 @@ pub fn totals(conn: &Connection) -> Result<(u64, u64)> {
 /// overflow page: `tests/tamper.rs`). The hash turns that into `Error::Damaged`.
 pub fn read(conn: &Connection, id: ChunkId) -> Result<Vec<u8>> {
     let (stored, data): (Vec<u8>, Vec<u8>) = conn
-        .prepare_cached(&format!("SELECT c.hash, {DATA} FROM chunks c WHERE c.id = ?1"))?
+        .prepare_cached(&format!("SELECT c.hash, {DATA} FROM {WITH_DATA} WHERE c.id = ?1"))?
         .query_row([id.0], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?
         .ok_or_else(|| Error::damaged(format!("chunk {} is referenced but missing", id.0)))?;

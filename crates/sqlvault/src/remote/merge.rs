@@ -1078,6 +1078,7 @@ fn finish(tx: &Connection, store: &Store, keys: &RemoteKeys, progress: &dyn Fn(P
          CREATE TABLE {S}moved(id INTEGER PRIMARY KEY, hash BLOB, len INTEGER, data BLOB);
          INSERT INTO {S}moved SELECT m.id, m.hash, m.len, {data} FROM {S}mch m
              JOIN {S}l_chunks l ON l.hash = m.hash JOIN main.chunks c ON c.id = l.id
+             LEFT JOIN main.chunk_data d ON d.id = c.body
              WHERE l.id != m.id AND NOT EXISTS (SELECT 1 FROM {S}l_chunks x WHERE x.id = m.id AND x.hash = m.hash);
          DELETE FROM main.chunks WHERE id IN (SELECT l.id FROM {S}l_chunks l
              WHERE NOT EXISTS (SELECT 1 FROM {S}mch m WHERE m.id = l.id AND m.hash = l.hash));",
