@@ -329,7 +329,8 @@ pub(crate) enum Command {
     /// Bring back a file, a directory or the whole tree from a snapshot, or (--at,
     /// --commit) from a commit of a remote, as a new change the next push publishes.
     Restore(snapshots::RestoreArgs),
-    /// Give free pages back to the file system (VACUUM), with a progress bar.
+    /// Give free pages back to the file system (VACUUM), with a progress bar; on a vault
+    /// made before schema version 8, first move chunk bytes to the arrival-ordered table.
     Compact {
         /// The vault file.
         vault: PathBuf,

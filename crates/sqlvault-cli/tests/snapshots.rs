@@ -201,6 +201,26 @@ fn a_vault_with_chunk_data_inline_is_upgraded_and_both_forms_live_side_by_side()
     e.fsck_clean();
     e.ok(&["get", e.v(), "/again", e.path("again").to_str().unwrap()]);
     diff(&src, &e.path("again"));
+
+    // compact moves the old rows' bytes to chunk_data.
+    let inline = |e: &Env| -> i64 {
+        let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
+            .unwrap();
+        v.debug_execute_sql(
+            "DROP TABLE IF EXISTS probe; CREATE TABLE probe AS SELECT count(*) AS n FROM chunks WHERE body IS NULL",
+        )
+        .unwrap();
+        let n = v.query("SELECT n FROM probe", &[], |r| Ok(r.get::<i64>(0)?)).unwrap()[0];
+        v.execute("DROP TABLE probe", &[]).unwrap();
+        n
+    };
+    assert!(inline(&e) > 0, "the upgraded vault's chunks start inline");
+    e.ok(&["compact", e.v()]);
+    assert_eq!(inline(&e), 0);
+    e.fsck_clean();
+    let after = e.path("after");
+    e.ok(&["get", e.v(), "/again", after.to_str().unwrap()]);
+    diff(&src, &after);
 }
 
 #[test]

@@ -110,6 +110,39 @@ pub(crate) fn insert(conn: &Connection, id: i64, h: &[u8], refs: i64, data: &[u8
     Ok(())
 }
 
+/// Bytes of chunks whose data is still in their `chunks` row (written before schema
+/// version 8), and their number.
+pub fn inline_totals(conn: &Connection) -> Result<(u64, u64)> {
+    let (n, bytes): (i64, i64) =
+        conn.query_row("SELECT count(*), coalesce(sum(len), 0) FROM chunks WHERE body IS NULL", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    Ok((n as u64, bytes as u64))
+}
+
+/// Moves the bytes of chunks written before schema version 8 from their `chunks` row
+/// to `chunk_data`, in id order from the first id above `after`, until about `budget`
+/// bytes have moved. Returns the bytes moved (0 once none is left) and the last id
+/// moved, where the next batch starts. Freed pages go to SQLite's free list.
+pub fn move_inline(conn: &Connection, mut after: i64, budget: u64) -> Result<(u64, i64)> {
+    let mut next =
+        conn.prepare_cached("SELECT id, data FROM chunks WHERE body IS NULL AND id > ?1 ORDER BY id LIMIT 1")?;
+    let mut moved = 0u64;
+    while moved < budget {
+        let Some((id, data)) =
+            next.query_row([after], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))).optional()?
+        else {
+            break;
+        };
+        conn.prepare_cached("INSERT INTO chunk_data(data) VALUES (?1)")?.execute([&data])?;
+        let body = conn.last_insert_rowid();
+        conn.prepare_cached("UPDATE chunks SET data = x'', body = ?2 WHERE id = ?1")?.execute([id, body])?;
+        moved += data.len().max(1) as u64;
+        after = id;
+    }
+    Ok((moved, after))
+}
+
 /// Drops one live reference; deletes the chunk when none is left and no snapshot
 /// holds it.
 pub fn release(conn: &Connection, id: ChunkId) -> Result<()> {
@@ -410,6 +443,37 @@ mod tests {
         release(&c, mapped(&c, 2, 3).unwrap().unwrap()).unwrap();
         let data_rows: i64 = c.query_row("SELECT count(*) FROM chunk_data", [], |r| r.get(0)).unwrap();
         assert_eq!((count(&c), data_rows), (9, 9));
+    }
+
+    #[test]
+    fn inline_chunks_move_to_chunk_data_in_bounded_batches() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::storage::schema::create_at(&c, 7).unwrap();
+        for i in 0..5u8 {
+            let data = vec![i + 1; 1000];
+            let h = hash(&data);
+            c.execute(
+                "INSERT INTO chunks(id, hash, refs, len, data) VALUES (?1, ?2, 1, 1000, ?3)",
+                params![home(&h), &h[..], data],
+            )
+            .unwrap();
+        }
+        crate::storage::schema::check_and_migrate(&mut c).unwrap();
+        acquire(&c, b"new").unwrap();
+        assert_eq!(inline_totals(&c).unwrap(), (5, 5000));
+        let (moved, after) = move_inline(&c, i64::MIN, 1500).unwrap();
+        assert_eq!(moved, 2000);
+        assert_eq!(inline_totals(&c).unwrap(), (3, 3000));
+        let (moved, after) = move_inline(&c, after, u64::MAX).unwrap();
+        assert_eq!(moved, 3000);
+        assert_eq!(move_inline(&c, after, u64::MAX).unwrap().0, 0);
+        assert_eq!(move_inline(&c, i64::MIN, u64::MAX).unwrap().0, 0);
+        for i in 0..5u8 {
+            let data = vec![i + 1; 1000];
+            assert_eq!(read(&c, acquire(&c, &data).unwrap()).unwrap(), data);
+        }
+        let rows: i64 = c.query_row("SELECT count(*) FROM chunk_data", [], |r| r.get(0)).unwrap();
+        assert_eq!((count(&c), rows), (6, 6));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use super::bulk::Interrupt;
 use super::Vault;
 use crate::error::{Error, Result};
+use crate::fs::chunks;
 use crate::fs::path::VaultPath;
 use crate::fs::tree::{self, Attr, Entry, InodeId};
 use crate::snapshot::{self, Dest, RestoreHooks, RestoreSummary, SnapshotId, SnapshotInfo};
@@ -90,9 +91,25 @@ impl Vault {
 
     /// Gives free database pages back to the file system; see [`crate::storage::compact`] for
     /// the two ways (a first `VACUUM` rebuild, then incremental steps). `progress(done,
-    /// total)` is called from time to time, possibly from another thread.
+    /// total)` is called from time to time, possibly from another thread, in pages.
+    ///
+    /// First, chunk bytes a vault written before schema version 8 keeps in the chunks'
+    /// own rows move to `chunk_data` (see `fs::chunks`), a bounded batch per
+    /// transaction, so stopping at any moment loses nothing.
     pub fn compact(&self, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<crate::storage::compact::CompactReport> {
+        const BATCH: u64 = 32 << 20;
         self.flush_open()?;
+        let (_, inline) = self.engine().read(chunks::inline_totals)?;
+        let page = crate::storage::compact::page_size(self.engine())?;
+        let (mut done, mut after) = (0u64, i64::MIN);
+        while done < inline {
+            progress(done / page, inline.div_ceil(page));
+            let (moved, last) = self.engine().write_alone(|tx| chunks::move_inline(tx, after, BATCH))?;
+            if moved == 0 {
+                break;
+            }
+            (done, after) = (done + moved, last);
+        }
         crate::storage::compact::compact(self.engine(), self.path(), progress)
     }
 
