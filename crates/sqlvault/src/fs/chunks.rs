@@ -98,6 +98,7 @@ pub(crate) const WITH_DATA: &str = "main.chunks c LEFT JOIN main.chunk_data d ON
 
 /// Columns of `chunks` that say where this vault file keeps a chunk's bytes: never
 /// replicated (content travels as `data/` objects or in packs).
+#[cfg(feature = "remote")]
 pub(crate) const STORAGE_COLUMNS: &[&str] = &["data", "body"];
 
 /// Inserts the row of chunk `id` (with hash `h`, `refs` live references) and its
