@@ -221,8 +221,7 @@ fn info_reports_dedup() {
 }
 
 fn damage(e: &Env, sql: &str) {
-    let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
-        .unwrap();
+    let v = e.open();
     v.debug_execute_sql(sql).unwrap();
 }
 

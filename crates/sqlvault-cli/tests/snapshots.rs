@@ -121,8 +121,7 @@ fn a_vault_made_before_snapshots_is_upgraded_on_open() {
     e.ok(&["touch", e.v(), "/old"]);
     {
         // Make it a schema-2 vault (tags and records), as written by the build before snapshots.
-        let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
-            .unwrap();
+        let v = e.open();
         // (Later migrations' objects go too, so the upgrade replays every migration after 2.)
         v.debug_execute_sql(
             "DROP TRIGGER chunks_delete_body; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body;
@@ -149,8 +148,7 @@ fn a_vault_made_before_device_numbers_is_upgraded_on_open_with_its_snapshots() {
     e.ok(&["snapshot", e.v(), "before"]);
     {
         // A vault from before migration 6: snapshots, no `rdev` columns, no `chunk_shares`.
-        let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
-            .unwrap();
+        let v = e.open();
         v.debug_execute_sql(
             "DROP TRIGGER chunks_delete_body; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body;
              ALTER TABLE inodes DROP COLUMN rdev; ALTER TABLE snap_inodes DROP COLUMN rdev; DROP TABLE chunk_shares;
@@ -175,8 +173,7 @@ fn a_vault_with_chunk_data_inline_is_upgraded_and_both_forms_live_side_by_side()
     e.ok(&["snapshot", e.v(), "before"]);
     {
         // A vault from before migration 8: every chunk's bytes in its `chunks` row.
-        let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
-            .unwrap();
+        let v = e.open();
         v.debug_execute_sql(
             "UPDATE chunks SET data = (SELECT d.data FROM chunk_data d WHERE d.id = chunks.body), body = NULL;
              DROP TRIGGER chunks_delete_body; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body;
@@ -204,8 +201,7 @@ fn a_vault_with_chunk_data_inline_is_upgraded_and_both_forms_live_side_by_side()
 
     // compact moves the old rows' bytes to chunk_data.
     let inline = |e: &Env| -> i64 {
-        let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
-            .unwrap();
+        let v = e.open();
         v.debug_execute_sql(
             "DROP TABLE IF EXISTS probe; CREATE TABLE probe AS SELECT count(*) AS n FROM chunks WHERE body IS NULL",
         )
@@ -231,8 +227,7 @@ fn fsck_reports_a_snapshot_reference_to_a_missing_chunk() {
     e.ok(&["put", e.v(), src.to_str().unwrap(), "/t"]);
     e.ok(&["snapshot", e.v(), "s"]);
     {
-        let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
-            .unwrap();
+        let v = e.open();
         v.debug_execute_sql("UPDATE snap_chunks SET chunk = 42 WHERE idx = 0").unwrap();
     }
     let out = e.run(&["fsck", e.v()]);

@@ -101,8 +101,7 @@ fn refused_statements_exit_1_say_why_and_change_nothing() {
 }
 
 fn damage(e: &Env, sql: &str) {
-    let v = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
-        .unwrap();
+    let v = e.open();
     v.debug_execute_sql(sql).unwrap();
 }
 

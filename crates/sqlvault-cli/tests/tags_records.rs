@@ -200,9 +200,7 @@ fn a_schema_1_vault_is_migrated_and_its_user_xattrs_become_tags() {
     let v = e.v();
     e.ok(&["touch", v, "/a.jpg"]);
     {
-        let vault =
-            sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
-                .unwrap();
+        let vault = e.open();
         let ino = vault.metadata("/a.jpg").unwrap().ino.0;
         vault
             .debug_execute_sql(&format!(
@@ -225,8 +223,7 @@ fn a_schema_1_vault_is_migrated_and_its_user_xattrs_become_tags() {
     assert_eq!(j, serde_json::json!({"camera": "X100V", "iso": 400, "zip": "0400"}));
     let info: serde_json::Value = serde_json::from_str(&e.ok(&["info", v, "--json"])).unwrap();
     assert!(info["schema_version"].as_i64().unwrap() >= 2);
-    let vault = sqlvault::Vault::open(&e.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
-        .unwrap();
+    let vault = e.open();
     let ino = vault.metadata("/a.jpg").unwrap().ino;
     assert_eq!(vault.get_xattr(ino, b"trusted.t").unwrap(), b"\x00\xff");
     assert_eq!(vault.get_xattr(ino, b"user.zip").unwrap(), b"0400");

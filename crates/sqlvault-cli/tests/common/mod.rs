@@ -35,6 +35,11 @@ impl Env {
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
+    /// The vault opened through the library (to reach what the CLI does not show).
+    pub fn open(&self) -> sqlvault::Vault {
+        sqlvault::Vault::open(&self.vault, &sqlvault::Secret::passphrase("pw"), sqlvault::EngineConfig::default())
+            .unwrap()
+    }
     pub fn fsck_clean(&self) {
         assert!(self.ok(&["fsck", self.v()]).starts_with("clean"));
     }
