@@ -206,7 +206,7 @@ fn a_vault_with_chunk_data_inline_is_upgraded_and_both_forms_live_side_by_side()
             "DROP TABLE IF EXISTS probe; CREATE TABLE probe AS SELECT count(*) AS n FROM chunks WHERE body IS NULL",
         )
         .unwrap();
-        let n = v.query("SELECT n FROM probe", &[], |r| Ok(r.get::<i64>(0)?)).unwrap()[0];
+        let n = v.query("SELECT n FROM probe", &[], |r| r.get::<i64>(0)).unwrap()[0];
         v.execute("DROP TABLE probe", &[]).unwrap();
         n
     };
