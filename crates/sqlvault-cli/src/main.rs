@@ -720,6 +720,12 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<u8, CliError> {
                 outln!("dedup ratio:    {:.2}", i.dedup_ratio);
                 outln!("file on disk:   {}, {} free pages", sz(i.file_bytes), i.free_pages);
                 outln!("reclaimable:    {} (sqlvault compact)", sz(i.reclaimable_bytes));
+                if i.inline_chunk_bytes > 0 {
+                    outln!(
+                        "old layout:     {} of chunk data from before schema 8 (sqlvault compact moves it)",
+                        sz(i.inline_chunk_bytes)
+                    );
+                }
                 outln!("snapshots:      {}", i.snapshots);
             }
         }

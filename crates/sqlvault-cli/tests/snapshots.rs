@@ -199,20 +199,14 @@ fn a_vault_with_chunk_data_inline_is_upgraded_and_both_forms_live_side_by_side()
     e.ok(&["get", e.v(), "/again", e.path("again").to_str().unwrap()]);
     diff(&src, &e.path("again"));
 
-    // compact moves the old rows' bytes to chunk_data.
-    let inline = |e: &Env| -> i64 {
-        let v = e.open();
-        v.debug_execute_sql(
-            "DROP TABLE IF EXISTS probe; CREATE TABLE probe AS SELECT count(*) AS n FROM chunks WHERE body IS NULL",
-        )
-        .unwrap();
-        let n = v.query("SELECT n FROM probe", &[], |r| r.get::<i64>(0)).unwrap()[0];
-        v.execute("DROP TABLE probe", &[]).unwrap();
-        n
-    };
-    assert!(inline(&e) > 0, "the upgraded vault's chunks start inline");
+    // info tells; compact moves the old rows' bytes to chunk_data.
+    let inline = |e: &Env| e.json(&["info", e.v(), "--json"])["inline_chunk_bytes"].as_u64().unwrap();
+    assert_eq!(inline(&e), 100_000 + 10, "the upgraded vault's chunks start inline (sub/big.bin, a.txt)");
+    assert!(e.ok(&["info", e.v()]).contains("old layout:     97.67 KiB (100010 bytes)"), "{}", e.ok(&["info", e.v()]));
     e.ok(&["compact", e.v()]);
     assert_eq!(inline(&e), 0);
+    assert!(!e.ok(&["info", e.v()]).contains("old layout"));
+    assert_eq!(fresh.json(&["info", fresh.v(), "--json"])["inline_chunk_bytes"], 0);
     e.fsck_clean();
     let after = e.path("after");
     e.ok(&["get", e.v(), "/again", after.to_str().unwrap()]);

@@ -113,6 +113,9 @@ pub struct Info {
     pub free_pages: u64,
     /// Bytes in free pages: what `compact` can give back to the file system.
     pub reclaimable_bytes: u64,
+    /// Chunk bytes still kept in the hash-ordered chunk rows, as vaults before schema
+    /// version 8 kept them (0 for a vault made since); `compact` moves them.
+    pub inline_chunk_bytes: u64,
     /// Snapshots.
     pub snapshots: u64,
 }
@@ -329,6 +332,7 @@ impl Vault {
                 file_bytes: 0,
                 free_pages: free,
                 reclaimable_bytes: free * header.cipher.page_size as u64,
+                inline_chunk_bytes: chunks::inline_totals(c)?.1,
                 snapshots: crate::snapshot::names(c)?.len() as u64,
             })
         })?;
