@@ -104,21 +104,16 @@ pub(crate) const STORAGE_COLUMNS: &[&str] = &["data", "body"];
 /// Inserts the row of chunk `id` (with hash `h`, `refs` live references) and its
 /// bytes, appended to `chunk_data`. The caller has checked that `id` is free.
 pub(crate) fn insert(conn: &Connection, id: i64, h: &[u8], refs: i64, data: &[u8]) -> Result<()> {
-    conn.prepare_cached("INSERT INTO chunk_data(data) VALUES (?1)")?.execute([data])?;
-    let body = conn.last_insert_rowid();
+    let body = append_data(conn, data)?;
     conn.prepare_cached("INSERT INTO chunks(id, hash, refs, len, data, body) VALUES (?1, ?2, ?3, ?4, x'', ?5)")?
         .execute(params![id, h, refs, data.len() as i64, body])?;
     Ok(())
 }
 
-/// Bytes of chunks whose data is still in their `chunks` row (written before schema
-/// version 8), and their number.
-pub fn inline_totals(conn: &Connection) -> Result<(u64, u64)> {
-    let (n, bytes): (i64, i64) =
-        conn.query_row("SELECT count(*), coalesce(sum(len), 0) FROM chunks WHERE body IS NULL", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?;
-    Ok((n as u64, bytes as u64))
+/// Appends `data` to `chunk_data`; returns its row id (the next in arrival order).
+fn append_data(conn: &Connection, data: &[u8]) -> Result<i64> {
+    conn.prepare_cached("INSERT INTO chunk_data(data) VALUES (?1)")?.execute([data])?;
+    Ok(conn.last_insert_rowid())
 }
 
 /// Moves the bytes of chunks written before schema version 8 from their `chunks` row
@@ -135,8 +130,7 @@ pub fn move_inline(conn: &Connection, mut after: i64, budget: u64) -> Result<(u6
         else {
             break;
         };
-        conn.prepare_cached("INSERT INTO chunk_data(data) VALUES (?1)")?.execute([&data])?;
-        let body = conn.last_insert_rowid();
+        let body = append_data(conn, &data)?;
         conn.prepare_cached("UPDATE chunks SET data = x'', body = ?2 WHERE id = ?1")?.execute([id, body])?;
         moved += data.len().max(1) as u64;
         after = id;
@@ -290,11 +284,25 @@ pub fn adopt(conn: &Connection, ino: i64, idx: u64, id: ChunkId) -> Result<()> {
     Ok(())
 }
 
-/// Number of stored chunks and their bytes (holes are not stored).
-pub fn totals(conn: &Connection) -> Result<(u64, u64)> {
-    let (n, bytes): (i64, i64) =
-        conn.query_row("SELECT count(*), coalesce(sum(len), 0) FROM chunks", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok((n as u64, bytes as u64))
+/// What the chunk store holds: one scan of the `chunks` rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Totals {
+    /// Stored chunks (holes are not stored).
+    pub chunks: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Bytes still in their `chunks` row (written before schema version 8).
+    pub inline_bytes: u64,
+}
+
+/// Counts the stored chunks and their bytes, and the bytes still inline.
+pub fn totals(conn: &Connection) -> Result<Totals> {
+    let (n, bytes, inline): (i64, i64, i64) = conn.query_row(
+        "SELECT count(*), coalesce(sum(len), 0), coalesce(sum(CASE WHEN body IS NULL THEN len END), 0) FROM chunks",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    Ok(Totals { chunks: n as u64, bytes: bytes as u64, inline_bytes: inline as u64 })
 }
 
 /// Reads a chunk's bytes and checks them against the chunk's hash.
@@ -461,10 +469,10 @@ mod tests {
         }
         crate::storage::schema::check_and_migrate(&mut c).unwrap();
         acquire(&c, b"new").unwrap();
-        assert_eq!(inline_totals(&c).unwrap(), (5, 5000));
+        assert_eq!(totals(&c).unwrap().inline_bytes, 5000);
         let (moved, after) = move_inline(&c, i64::MIN, 1500).unwrap();
         assert_eq!(moved, 2000);
-        assert_eq!(inline_totals(&c).unwrap(), (3, 3000));
+        assert_eq!(totals(&c).unwrap().inline_bytes, 3000);
         let (moved, after) = move_inline(&c, after, u64::MAX).unwrap();
         assert_eq!(moved, 3000);
         assert_eq!(move_inline(&c, after, u64::MAX).unwrap().0, 0);

@@ -59,11 +59,6 @@ fn pragma(c: &Connection, name: &str) -> Result<u64> {
     }
 }
 
-/// Bytes per database page.
-pub(crate) fn page_size(engine: &Engine) -> Result<u64> {
-    engine.read(|c| pragma(c, "page_size"))
-}
-
 /// Compacts the database of `engine`; `progress(done, total)` is called from time to
 /// time (from another thread during a rebuild).
 pub(crate) fn compact(

@@ -312,7 +312,7 @@ impl Vault {
         let header = &self.inner.header;
         let mut info = self.engine().read(|c| {
             let t = tree::totals(c)?;
-            let (chunks, stored) = chunks::totals(c)?;
+            let chunks::Totals { chunks, bytes: stored, inline_bytes } = chunks::totals(c)?;
             let free = schema::free_pages(c)?;
             let logical = t.file_bytes;
             let schema_version = schema::version(c)?;
@@ -332,7 +332,7 @@ impl Vault {
                 file_bytes: 0,
                 free_pages: free,
                 reclaimable_bytes: free * header.cipher.page_size as u64,
-                inline_chunk_bytes: chunks::inline_totals(c)?.1,
+                inline_chunk_bytes: inline_bytes,
                 snapshots: crate::snapshot::names(c)?.len() as u64,
             })
         })?;

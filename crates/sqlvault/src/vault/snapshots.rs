@@ -99,8 +99,8 @@ impl Vault {
     pub fn compact(&self, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<crate::storage::compact::CompactReport> {
         const BATCH: u64 = 32 << 20;
         self.flush_open()?;
-        let (_, inline) = self.engine().read(chunks::inline_totals)?;
-        let page = crate::storage::compact::page_size(self.engine())?;
+        let inline = self.engine().read(chunks::totals)?.inline_bytes;
+        let page = self.inner.header.cipher.page_size as u64;
         let (mut done, mut after) = (0u64, i64::MIN);
         while done < inline {
             progress(done / page, inline.div_ceil(page));
