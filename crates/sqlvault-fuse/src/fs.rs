@@ -660,7 +660,8 @@ impl VaultFs {
         if !Node::from_id(ino.0).is_live() {
             return Ok(());
         }
-        self.settle_related(ino.0, None)?;
+        // Its own handle, if it is a new file's: in memory, or committed by a flush.
+        self.settle_fh(fh)?;
         // Commits the window and syncs: nothing this answers for can be lost after.
         Ok(self.files.get(fh)?.sync_all()?)
     }

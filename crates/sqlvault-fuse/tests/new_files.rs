@@ -169,3 +169,44 @@ fn fsync_and_fsyncdir_commit_the_window_at_once() {
     fs::create_dir(m.path("later")).unwrap();
     assert!(wait_until(std::time::Duration::from_secs(10), || other.metadata("/later").is_ok()));
 }
+
+/// A `flush` may come for a descriptor that stays open: a child forked while it is
+/// open closes its copy at `exec` (close-on-exec), and the kernel sends `FLUSH` for
+/// it. The new file is committed then; every later request on the descriptor
+/// (`fsync`, `write`, `flush`, `read`, `fallocate`) must still find its handle.
+#[test]
+fn a_flush_from_a_forked_child_leaves_the_new_files_descriptor_usable() {
+    require_fuse!();
+    let mut m = TestMount::new();
+    let exec_a_child = || assert!(std::process::Command::new("true").status().unwrap().success());
+    for i in 0..8u64 {
+        let p = m.path(&format!("f{i}"));
+        let mut f = fs::OpenOptions::new().create_new(true).read(true).write(true).open(&p).unwrap();
+        f.write_all(&bytes(i, 3000)).unwrap();
+        exec_a_child();
+        match i % 4 {
+            0 => f.sync_all().unwrap(),
+            1 => f.write_all(&bytes(i + 100, 2000)).unwrap(),
+            2 => {
+                let mut back = Vec::new();
+                f.seek(SeekFrom::Start(0)).unwrap();
+                f.read_to_end(&mut back).unwrap();
+                assert_eq!(back, bytes(i, 3000), "file {i} read back");
+            }
+            _ => f.set_len(5000).unwrap(),
+        }
+        exec_a_child();
+        f.sync_all().unwrap_or_else(|e| panic!("fsync of file {i} after a child's flush: {e}"));
+        drop(f);
+    }
+    let v = m.unmount_and_check();
+    for i in 0..8u64 {
+        let mut want = bytes(i, 3000);
+        match i % 4 {
+            1 => want.extend_from_slice(&bytes(i + 100, 2000)),
+            3 => want.resize(5000, 0),
+            _ => {}
+        }
+        assert_eq!(v.read_file(&format!("/f{i}")).unwrap(), want, "file {i}");
+    }
+}

@@ -14,6 +14,10 @@
 //!   (`readdir`, `unlink`, `rename`, `setattr`, `read`, another `open`, ...) first
 //!   commits every pending file ("settles" it) and gives it an ordinary handle.
 //!
+//! A `flush` may also come while the descriptor stays open (a child forked meanwhile
+//! closes its copy at `exec`): it commits the file, and the handle is opened ("settled")
+//! by the next request on the descriptor that needs it.
+//!
 //! Other processes using the vault through the library see the file at its first
 //! `flush` (every `close`) instead of at `create`. A crash before that loses the file
 //! with its unflushed content, as it loses unflushed content already. Memory is bounded:
@@ -78,6 +82,10 @@ enum State {
     New(NewFile),
     /// Committed; its ordinary handle is opened when something needs it.
     Committed { ino: InodeId, flags: i32, losses: u64 },
+    /// Its ordinary handle is in `VaultFs::files`: every request goes there.
+    Settled,
+    /// Released by the kernel: nothing may open a handle for it any more.
+    Closed,
     /// The commit failed: the handle answers this errno.
     Failed(i32),
 }
@@ -232,18 +240,39 @@ impl VaultFs {
         u32::try_from(data.len()).map(Some).map_err(|_| FsError::Errno(libc::EINVAL))
     }
 
-    /// Commits a pending file (its first `flush`); `None` if `fh` is not pending.
+    /// Commits a pending file (its first `flush`); `None` if `fh` is not pending (any
+    /// more): the caller flushes its ordinary handle.
     pub(super) fn flush_pending(&self, fh: Fh) -> Result<Option<()>> {
         let Some(slot) = self.pending.get(fh) else { return Ok(None) };
-        self.commit_slot(&slot).map(Some)
+        let mut st = lock(&slot);
+        if matches!(*st, State::Settled) {
+            return Ok(None);
+        }
+        self.commit_state(&mut st).map(Some)
     }
 
-    /// Commits a pending file and forgets it; `None` if `fh` is not pending.
+    /// Commits a pending file and forgets it; `None` if `fh` is not pending. A handle
+    /// settled meanwhile is left in `files` for the caller to close.
     pub(super) fn release_pending(&self, fh: Fh) -> Result<Option<()>> {
         let Some(slot) = self.pending.get(fh) else { return Ok(None) };
-        let r = self.commit_slot(&slot);
+        let mut st = lock(&slot);
+        let r = self.commit_state(&mut st);
+        if matches!(*st, State::Committed { .. }) {
+            // A settle that collected this slot before now must not open it.
+            *st = State::Closed;
+        }
+        drop(st);
         self.pending.remove(fh);
         r.map(Some)
+    }
+
+    /// Gives `fh` its ordinary handle if it is (still) a pending file's, committing the
+    /// file first if it is in memory: for requests on the descriptor itself (`fsync`).
+    pub(super) fn settle_fh(&self, fh: Fh) -> Result<()> {
+        match self.pending.get(fh) {
+            Some(slot) => self.settle_handle(fh, &slot),
+            None => Ok(()),
+        }
     }
 
     /// Changes the attributes of `ino` in memory if it is a pending file (what `tar`
@@ -300,14 +329,22 @@ impl VaultFs {
     }
 
     /// Commits the file if it is still in memory, then gives the handle an ordinary
-    /// [`sqlvault::FileHandle`] and forgets the slot.
+    /// [`sqlvault::FileHandle`] and forgets the slot. The slot stays locked throughout,
+    /// so a request racing this one on the same descriptor waits for the handle
+    /// instead of finding neither a pending file nor a handle.
     fn settle_handle(&self, fh: Fh, slot: &Slot) -> Result<()> {
-        self.commit_slot(slot)?;
         let mut st = lock(slot);
+        if matches!(*st, State::Closed) {
+            return Ok(());
+        }
+        self.commit_state(&mut st)?;
         if let State::Committed { ino, flags, losses } = &*st {
             let handle = self.vault()?.open_ino(*ino, &Self::open_options(OpenFlags(*flags & !libc::O_TRUNC)));
             match handle {
-                Ok(h) => self.files.insert_at(fh, h),
+                Ok(h) => {
+                    self.files.insert_at(fh, h);
+                    *st = State::Settled;
+                }
                 Err(e) => {
                     // Gone: its commit-window batch may have been lost meanwhile.
                     let e = self.lost_or(*losses, e);
@@ -333,12 +370,11 @@ impl VaultFs {
         }
     }
 
-    /// Commits the file in `slot` if it is still in memory.
-    fn commit_slot(&self, slot: &Slot) -> Result<()> {
-        let mut st = lock(slot);
+    /// Commits the file of a locked slot if it is still in memory.
+    fn commit_state(&self, st: &mut State) -> Result<()> {
         let f = match &*st {
             State::New(f) => f,
-            State::Committed { .. } => return Ok(()),
+            State::Committed { .. } | State::Settled | State::Closed => return Ok(()),
             State::Failed(errno) => return Err(FsError::Errno(*errno)),
         };
         let node = NewNode { kind: FileType::File, perm: f.perm, uid: f.uid, gid: f.gid, target: None };
