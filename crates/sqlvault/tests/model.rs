@@ -74,7 +74,8 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
 use sqlvault::{
-    params, Condition, Error, FileHandle, FileOptions, FileType, InodeId, Query, RenameMode, TagValue, Vault,
+    params, Condition, EngineConfig, Error, FileHandle, FileOptions, FileType, InodeId, Query, RenameMode, TagValue,
+    Vault,
 };
 
 const CHUNK: u32 = 4096;
@@ -982,9 +983,18 @@ struct Harness {
     op_name: String,
 }
 
+/// A 32 KiB page cache: the dirty limit is then its floor, 4 chunks (16 KiB), so
+/// handles' writes often go past it and commit behind the writer (write-behind) while
+/// the model keeps writing, reading, truncating and closing.
+fn small_cache() -> EngineConfig {
+    EngineConfig { cache_kib: 32, ..EngineConfig::default() }
+}
+
 impl Harness {
     fn new() -> Harness {
         let (t, v) = TestVault::new(CHUNK);
+        v.close().unwrap();
+        let v = t.reopen_with(small_cache());
         assert_eq!(v.migrate("model", APP_MIGRATIONS).unwrap(), 1);
         Harness {
             t,
@@ -1078,7 +1088,7 @@ impl Harness {
         if let Err(e) = self.v.take().expect("vault is open").close() {
             self.fail(format!("closing the vault: {e:?}"));
         }
-        self.v = Some(self.t.reopen());
+        self.v = Some(self.t.reopen_with(small_cache()));
         if self.v().migrate("model", APP_MIGRATIONS).ok() != Some(0) {
             self.fail("migrate after reopen did not find its migration applied".into());
         }

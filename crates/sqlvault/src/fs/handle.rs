@@ -7,8 +7,15 @@
 //! exceed the vault's dirty limit, on `flush`/`sync_all`, and on close. So 256-byte
 //! writes cost about what 64 KiB writes cost (article 001: 710 s -> 1 s).
 //!
-//! Memory is bounded: at most `max_dirty_bytes` of buffers per inode plus one cached
-//! chunk for reads. The read cache is keyed by chunk id, and chunk ids are content
+//! Write-behind: when a write takes the buffers past the limit, they are committed on
+//! a thread of their own ([`Behind`]) while the writer goes on filling new ones, so a
+//! large sequential write keeps two CPUs busy (copying in, hashing and encrypting out).
+//! Every other operation on the file (a read, a flush, a truncate, the next commit)
+//! first waits for that commit and takes its error; a failed one puts its chunks back
+//! into the buffers, as a failed flush keeps them.
+//!
+//! Memory is bounded: at most `max_dirty_bytes` of buffers per inode, as much again
+//! being committed behind them, plus one cached chunk for reads. The read cache is keyed by chunk id, and chunk ids are content
 //! hashes, so a cached chunk is never stale.
 //!
 //! Small reads cost a copy, not a query: the last read's lookup (stored size, the
@@ -26,13 +33,14 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::fs::chunks::{self, ChunkId};
 use crate::fs::tree::{self, Attr, FileType, InodeId};
 use crate::storage::engine::Engine;
+use crate::storage::vfs::{self, IoCounts};
 
 /// The last chunk read: its id (a content hash) and bytes.
 type Cached = Option<(ChunkId, Arc<Vec<u8>>)>;
@@ -126,6 +134,56 @@ fn fetch(
     Ok((fetched, seen))
 }
 
+/// Buffers being committed on a thread of their own (see the module doc).
+struct Behind {
+    /// Whole-chunk buffers by chunk index, as in [`ContentState::buffers`].
+    buffers: BTreeMap<u64, Vec<u8>>,
+    /// The logical size and modification time when they were handed over.
+    size: u64,
+    mtime_ns: i64,
+    /// The commit's outcome and the I/O it cost (credited to the waiter's thread),
+    /// once known.
+    result: Mutex<Option<(Result<()>, IoCounts)>>,
+    done: Condvar,
+}
+
+impl Behind {
+    fn finish(&self, r: Result<()>, cost: IoCounts) {
+        *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some((r, cost));
+        self.done.notify_all();
+    }
+
+    /// Waits for the commit and takes its outcome (a second call would wait forever:
+    /// only the one who took `ContentState::behind` calls it).
+    fn wait(&self) -> Result<()> {
+        let mut r = self.result.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some((r, cost)) = r.take() {
+                vfs::credit(&cost);
+                return r;
+            }
+            r = self.done.wait(r).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// Commits whole-chunk `buffers` of `ino` and its new size and modification time in
+/// one write.
+fn commit_buffers(files: &Files, ino: InodeId, buffers: &BTreeMap<u64, Vec<u8>>, size: u64, mtime: i64) -> Result<()> {
+    let cs = files.chunk_size as u64;
+    files.engine.write(|tx| {
+        for (idx, buf) in buffers {
+            let start = idx * cs;
+            if start >= size {
+                continue;
+            }
+            let len = (size - start).min(cs) as usize;
+            chunks::put(tx, ino.0 as i64, *idx, &buf[..len])?;
+        }
+        tree::set_size(tx, ino, size, mtime)
+    })
+}
+
 #[derive(Default)]
 struct ContentState {
     /// Logical size including buffered writes; valid while `dirty()` is true.
@@ -141,6 +199,8 @@ struct ContentState {
     /// Bumped whenever the view is dropped: a lookup that started before must not
     /// install its older view.
     generation: u64,
+    /// Earlier buffers being committed behind these (write-behind).
+    behind: Option<Arc<Behind>>,
 }
 
 impl ContentState {
@@ -403,7 +463,8 @@ impl OpenInode {
         // (chunk index, offset within it, length, offset in `buf`) still to read, when
         // the size is known here (writes are buffered); else planned in the lookup.
         let (known, cached, generation) = {
-            let st = self.lock()?;
+            let mut st = self.lock()?;
+            self.settle_behind(&mut st)?;
             if let Some(n) = st.read_cached(cs, offset, buf) {
                 return Ok(n);
             }
@@ -517,7 +578,7 @@ impl OpenInode {
         Ok(want)
     }
 
-    pub fn write_at(&self, files: &Files, offset: u64, data: &[u8]) -> Result<usize> {
+    pub fn write_at(&self, files: &Arc<Files>, offset: u64, data: &[u8]) -> Result<usize> {
         if data.is_empty() {
             return Ok(0);
         }
@@ -536,8 +597,15 @@ impl OpenInode {
             let idx = pos / cs;
             let within = (pos % cs) as usize;
             let n = (cs as usize - within).min(data.len() - done);
+            let whole = within == 0 && n == cs as usize;
+            if !whole
+                && !st.buffers.contains_key(&idx)
+                && st.behind.as_ref().is_some_and(|b| b.buffers.contains_key(&idx))
+            {
+                // Its newest bytes are being committed: load them once they are stored.
+                self.settle_behind(&mut st)?;
+            }
             if !st.buffers.contains_key(&idx) {
-                let whole = within == 0 && n == cs as usize;
                 let buf = if whole || idx * cs >= st.size {
                     vec![0u8; cs as usize]
                 } else {
@@ -553,9 +621,72 @@ impl OpenInode {
         st.size = st.size.max(offset + data.len() as u64);
         st.modified_ns = Some(tree::now_ns());
         if st.buffers.len() as u64 * cs > files.max_dirty_bytes {
-            self.flush_locked(files, &mut st)?;
+            if crate::storage::engine::nested_write() {
+                // Inside `Vault::transaction`: this thread holds the writer, so a
+                // commit behind would wait for it forever; the flush fails at once.
+                self.flush_locked(files, &mut st)?;
+            } else {
+                self.settle_behind(&mut st)?;
+                self.commit_behind(files, &mut st);
+            }
         }
         Ok(data.len())
+    }
+
+    /// Hands the buffers to a commit on a thread of its own (see the module doc).
+    fn commit_behind(&self, files: &Arc<Files>, st: &mut ContentState) {
+        let Some(mtime_ns) = st.modified_ns else { return };
+        // The stored size and chunk map are about to change.
+        st.drop_view();
+        let behind = Arc::new(Behind {
+            buffers: std::mem::take(&mut st.buffers),
+            size: st.size,
+            mtime_ns,
+            result: Mutex::new(None),
+            done: Condvar::new(),
+        });
+        let (b, f, ino) = (behind.clone(), files.clone(), self.ino);
+        let spawned = std::thread::Builder::new().name("sqlvault-flush".into()).spawn(move || {
+            let before = vfs::thread_counts();
+            let r = commit_buffers(&f, ino, &b.buffers, b.size, b.mtime_ns);
+            // Gone before the waiter wakes: it may close the vault.
+            drop(f);
+            b.finish(r, vfs::thread_counts().since(&before));
+        });
+        match spawned {
+            Ok(_) => st.behind = Some(behind),
+            Err(_) => {
+                // No thread to be had: the next flush commits them.
+                if let Ok(b) = Arc::try_unwrap(behind) {
+                    st.buffers = b.buffers;
+                }
+            }
+        }
+    }
+
+    /// Waits for the commit behind this file's buffers, if one runs, and returns its
+    /// error; a failed commit's chunks go back into the buffers (unless rewritten
+    /// since), so nothing written is dropped and the next flush tries again.
+    fn settle_behind(&self, st: &mut ContentState) -> Result<()> {
+        let Some(b) = st.behind.take() else { return Ok(()) };
+        let r = b.wait();
+        st.drop_view();
+        match r {
+            Ok(()) => {
+                if st.buffers.is_empty() {
+                    // Nothing written since: stored and logical state agree again.
+                    st.modified_ns = None;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                for (idx, buf) in &b.buffers {
+                    st.buffers.entry(*idx).or_insert_with(|| buf.clone());
+                }
+                st.modified_ns = Some(st.modified_ns.unwrap_or(b.mtime_ns));
+                Err(e)
+            }
+        }
     }
 
     fn load_chunk(&self, files: &Files, idx: u64, cs: usize) -> Result<Vec<u8>> {
@@ -574,23 +705,11 @@ impl OpenInode {
     }
 
     fn flush_locked(&self, files: &Files, st: &mut ContentState) -> Result<()> {
+        self.settle_behind(st)?;
         let Some(mtime) = st.modified_ns else { return Ok(()) };
         // The stored size and chunk map change (or may have, if the commit fails).
         st.drop_view();
-        let cs = files.chunk_size as u64;
-        let size = st.size;
-        let ino = self.ino;
-        files.engine.write(|tx| {
-            for (idx, buf) in &st.buffers {
-                let start = idx * cs;
-                if start >= size {
-                    continue;
-                }
-                let len = (size - start).min(cs) as usize;
-                chunks::put(tx, ino.0 as i64, *idx, &buf[..len])?;
-            }
-            tree::set_size(tx, ino, size, mtime)
-        })?;
+        commit_buffers(files, self.ino, &st.buffers, st.size, mtime)?;
         st.buffers.clear();
         st.modified_ns = None;
         Ok(())

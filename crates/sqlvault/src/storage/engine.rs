@@ -472,7 +472,8 @@ thread_local! {
     static IN_TRANSACTION: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-fn nested_write() -> bool {
+/// Whether this thread runs a `Vault::transaction` closure (and so holds the writer).
+pub(crate) fn nested_write() -> bool {
     IN_TRANSACTION.with(|c| c.get())
 }
 

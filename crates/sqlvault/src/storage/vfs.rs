@@ -76,7 +76,6 @@ pub struct IoCounts {
     pub statements: u64,
 }
 
-#[cfg_attr(not(feature = "io-counts"), allow(dead_code))]
 impl IoCounts {
     /// What happened between `earlier` and `self`.
     pub fn since(&self, earlier: &IoCounts) -> IoCounts {
@@ -106,6 +105,29 @@ thread_local! {
 #[cfg(feature = "io-counts")]
 pub fn io_counts() -> IoCounts {
     COUNTS.with(|c| c.get())
+}
+
+/// The calling thread's counters, with or without the `io-counts` feature: work one
+/// thread does for another (a commit behind a file's writes) is measured with it and
+/// [`credit`]ed to the thread it was done for, so counts stay exact per thread.
+pub(crate) fn thread_counts() -> IoCounts {
+    COUNTS.with(|c| c.get())
+}
+
+/// Adds `d`, measured on another thread on behalf of this one, to this thread's counters.
+pub(crate) fn credit(d: &IoCounts) {
+    count(|v| {
+        v.db_reads += d.db_reads;
+        v.db_read_bytes += d.db_read_bytes;
+        v.db_writes += d.db_writes;
+        v.db_write_bytes += d.db_write_bytes;
+        v.wal_reads += d.wal_reads;
+        v.wal_read_bytes += d.wal_read_bytes;
+        v.wal_writes += d.wal_writes;
+        v.wal_write_bytes += d.wal_write_bytes;
+        v.syncs += d.syncs;
+        v.statements += d.statements;
+    });
 }
 
 fn count(f: impl FnOnce(&mut IoCounts)) {

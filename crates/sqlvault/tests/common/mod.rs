@@ -32,7 +32,11 @@ impl TestVault {
     }
 
     pub fn reopen(&self) -> Vault {
-        Vault::open(&self.path, &pass(), EngineConfig::default()).unwrap()
+        self.reopen_with(EngineConfig::default())
+    }
+
+    pub fn reopen_with(&self, config: EngineConfig) -> Vault {
+        Vault::open(&self.path, &pass(), config).unwrap()
     }
 }
 
