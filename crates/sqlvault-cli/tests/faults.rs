@@ -216,6 +216,45 @@ fn full_disk_fails_cleanly_keeps_data_and_recovers_after_freeing_space() {
     let _ = std::fs::remove_file(&small);
 }
 
+/// A large write whose buffers commit behind the writer (write-behind) onto a full
+/// disk: the failure reaches the writer at its next commit, nothing it wrote is
+/// dropped (the failed commit's chunks go back into the buffers), and once space is
+/// freed the same handle commits the whole file.
+#[test]
+fn write_behind_onto_a_full_disk_reports_it_and_loses_no_byte() {
+    if !is_root() {
+        eprintln!("SKIPPED: mounting a size-limited tmpfs needs root (CI runs as root)");
+        return;
+    }
+    let fs = Tmpfs::mount("40m");
+    let vault = fs.path("v.vault");
+    init(&vault, "pw");
+    let filler = fs.path("filler");
+    std::fs::write(&filler, vec![1u8; 34 << 20]).unwrap();
+    let v = Vault::open(&vault, &Secret::passphrase("pw"), EngineConfig::default()).unwrap();
+    let data = pattern(7, 12 << 20);
+    let f = v.create_file("/big").unwrap();
+    let mut failed = None;
+    for (i, block) in data.chunks(1 << 20).enumerate() {
+        // Past 8 MiB the buffers commit behind; a write may report that commit's failure.
+        if let Err(e) = f.write_at((i << 20) as u64, block) {
+            assert!(matches!(e, Error::DiskFull), "write {i}: {e:?}");
+            failed = Some(i);
+            // That write's bytes are buffered all the same (a failed flush keeps them).
+        }
+    }
+    let e = f.sync_all().expect_err("12 MiB committed onto a disk with about 6 MiB free");
+    assert!(failed.is_some() || matches!(e, Error::DiskFull), "sync_all: {e:?}");
+    std::fs::remove_file(&filler).unwrap();
+    f.sync_all().unwrap();
+    f.close().unwrap();
+    assert_eq!(v.read_file("/big").unwrap(), data);
+    assert!(v.fsck().unwrap().is_clean());
+    drop(v);
+    let v = Vault::open(&vault, &Secret::passphrase("pw"), EngineConfig::default()).unwrap();
+    assert_eq!(v.read_file("/big").unwrap(), data);
+}
+
 /// Leaves a WAL next to the vault, as a writer that is still running (or was killed)
 /// does: the vault file alone is not the whole state.
 fn vault_with_live_wal(dir: &Path) -> (PathBuf, Vault) {
