@@ -7,15 +7,17 @@
 //! exceed the vault's dirty limit, on `flush`/`sync_all`, and on close. So 256-byte
 //! writes cost about what 64 KiB writes cost (article 001: 710 s -> 1 s).
 //!
-//! Write-behind: when a write takes the buffers past the limit, they are committed on
-//! a thread of their own ([`Behind`]) while the writer goes on filling new ones, so a
-//! large sequential write keeps two CPUs busy (copying in, hashing and encrypting out).
-//! Every other operation on the file (a read, a flush, a truncate, the next commit)
-//! first waits for that commit and takes its error; a failed one puts its chunks back
-//! into the buffers, as a failed flush keeps them.
+//! Write-behind: when a write takes the buffers past half the limit, they are
+//! committed on a thread of their own ([`Behind`]) while the writer goes on filling new
+//! ones, so a large sequential write keeps two CPUs busy (copying in on one; hashing,
+//! encrypting and writing out on the other). Every other operation on the file (a
+//! read, a flush, a truncate, the next hand-over) first waits for that commit and takes
+//! its error; a failed one puts its chunks back into the buffers, as a failed flush
+//! keeps them. Inside `Vault::transaction` (whose thread holds the writer) buffers
+//! commit in place at the full limit, as before.
 //!
-//! Memory is bounded: at most `max_dirty_bytes` of buffers per inode, as much again
-//! being committed behind them, plus one cached chunk for reads. The read cache is keyed by chunk id, and chunk ids are content
+//! Memory is bounded: at most `max_dirty_bytes` of buffers per inode (half filling,
+//! half being committed), plus one cached chunk for reads. The read cache is keyed by chunk id, and chunk ids are content
 //! hashes, so a cached chunk is never stale.
 //!
 //! Small reads cost a copy, not a query: the last read's lookup (stored size, the
@@ -620,15 +622,18 @@ impl OpenInode {
         }
         st.size = st.size.max(offset + data.len() as u64);
         st.modified_ns = Some(tree::now_ns());
-        if st.buffers.len() as u64 * cs > files.max_dirty_bytes {
-            if crate::storage::engine::nested_write() {
+        let buffered = st.buffers.len() as u64 * cs;
+        if crate::storage::engine::nested_write() {
+            if buffered > files.max_dirty_bytes {
                 // Inside `Vault::transaction`: this thread holds the writer, so a
                 // commit behind would wait for it forever; the flush fails at once.
                 self.flush_locked(files, &mut st)?;
-            } else {
-                self.settle_behind(&mut st)?;
-                self.commit_behind(files, &mut st);
             }
+        } else if buffered > files.max_dirty_bytes / 2 {
+            // Half the limit filling, half committing behind: the same memory as one
+            // full buffer.
+            self.settle_behind(&mut st)?;
+            self.commit_behind(files, &mut st);
         }
         Ok(data.len())
     }
