@@ -17,8 +17,8 @@
 //! commit in place at the full limit, as before.
 //!
 //! Memory is bounded: at most `max_dirty_bytes` of buffers per inode (half filling,
-//! half being committed), plus one cached chunk for reads. The read cache is keyed by chunk id, and chunk ids are content
-//! hashes, so a cached chunk is never stale.
+//! half being committed), plus one cached chunk for reads. The read cache is keyed by
+//! chunk id, and chunk ids are content hashes, so a cached chunk is never stale.
 //!
 //! Small reads cost a copy, not a query: the last read's lookup (stored size, the
 //! chunk index it ended in and that chunk's id and verified bytes) is kept as a
@@ -653,7 +653,16 @@ impl OpenInode {
         let (b, f, ino) = (behind.clone(), files.clone(), self.ino);
         let spawned = std::thread::Builder::new().name("sqlvault-flush".into()).spawn(move || {
             let before = vfs::thread_counts();
-            let r = commit_buffers(&f, ino, &b.buffers, b.size, b.mtime_ns);
+            // A panic must still wake the waiter (with an error), or it waits forever.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                commit_buffers(&f, ino, &b.buffers, b.size, b.mtime_ns)
+            }))
+            .unwrap_or_else(|_| {
+                Err(Error::Io {
+                    context: "the commit behind a write panicked".into(),
+                    source: io::Error::other("panic"),
+                })
+            });
             // Gone before the waiter wakes: it may close the vault.
             drop(f);
             b.finish(r, vfs::thread_counts().since(&before));
