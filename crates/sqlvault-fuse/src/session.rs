@@ -221,6 +221,11 @@ impl Mounted {
     fn join(&mut self) -> Result<(), Error> {
         let Some(thread) = self.thread.take() else { return Ok(()) };
         let run = match thread.join() {
+            // The connection is gone either way: a serving thread that was reading when
+            // the unmount tore it down may hear ECONNABORTED instead of ENODEV (seen once
+            // in about 30 test runs on Linux 6.18). The kernel ended every request it had
+            // sent; the outcome that matters, the final commit, is `closed` below.
+            Ok(Err(e)) if e.raw_os_error() == Some(libc::ECONNABORTED) => Ok(()),
             Ok(r) => r.map_err(|e| io_error("the FUSE session failed", e)),
             Err(_) => Err(io_error("the FUSE session thread panicked", io::Error::other("panic"))),
         };
