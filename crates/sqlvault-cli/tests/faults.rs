@@ -236,7 +236,7 @@ fn write_behind_onto_a_full_disk_reports_it_and_loses_no_byte() {
     let f = v.create_file("/big").unwrap();
     let mut failed = None;
     for (i, block) in data.chunks(1 << 20).enumerate() {
-        // Past 8 MiB the buffers commit behind; a write may report that commit's failure.
+        // Past 4 MiB (half the dirty limit) the buffers commit behind; a write may report that commit's failure.
         if let Err(e) = f.write_at((i << 20) as u64, block) {
             assert!(matches!(e, Error::DiskFull), "write {i}: {e:?}");
             failed = Some(i);

@@ -4,7 +4,8 @@
 //! All handles of one inode share one [`OpenInode`], so a write through one handle is
 //! visible to a read through another as soon as it returns (as POSIX requires). Writes
 //! fill chunk-sized buffers; buffers go to the database in one transaction when they
-//! exceed the vault's dirty limit, on `flush`/`sync_all`, and on close. So 256-byte
+//! pass half the vault's dirty limit (committed behind the writer, below), on
+//! `flush`/`sync_all`, and on close. So 256-byte
 //! writes cost about what 64 KiB writes cost (article 001: 710 s -> 1 s).
 //!
 //! Write-behind: when a write takes the buffers past half the limit, they are
@@ -201,7 +202,8 @@ struct ContentState {
     /// Bumped whenever the view is dropped: a lookup that started before must not
     /// install its older view.
     generation: u64,
-    /// Earlier buffers being committed behind these (write-behind).
+    /// Earlier buffers being committed behind these (write-behind). While it is set,
+    /// `modified_ns` is too: the file stays dirty until the commit settles.
     behind: Option<Arc<Behind>>,
 }
 
@@ -697,7 +699,6 @@ impl OpenInode {
                 for (idx, buf) in &b.buffers {
                     st.buffers.entry(*idx).or_insert_with(|| buf.clone());
                 }
-                st.modified_ns = Some(st.modified_ns.unwrap_or(b.mtime_ns));
                 Err(e)
             }
         }

@@ -104,7 +104,7 @@ thread_local! {
 /// The calling thread's counters so far (see [`IoCounts`]).
 #[cfg(feature = "io-counts")]
 pub fn io_counts() -> IoCounts {
-    COUNTS.with(|c| c.get())
+    thread_counts()
 }
 
 /// The calling thread's counters, with or without the `io-counts` feature: work one
