@@ -726,6 +726,9 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<u8, CliError> {
                         sz(i.inline_chunk_bytes)
                     );
                 }
+                if i.pending_wipe_bytes > 0 {
+                    outln!("to be wiped:    {} of deleted content (in the background)", sz(i.pending_wipe_bytes));
+                }
                 outln!("snapshots:      {}", i.snapshots);
             }
         }

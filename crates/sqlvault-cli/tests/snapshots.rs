@@ -124,7 +124,7 @@ fn a_vault_made_before_snapshots_is_upgraded_on_open() {
         let v = e.open();
         // (Later migrations' objects go too, so the upgrade replays every migration after 2.)
         v.debug_execute_sql(
-            "DROP TRIGGER chunks_delete_body; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body;
+            "DROP TRIGGER chunks_delete_body; DROP TABLE chunk_trash; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body;
              DROP TRIGGER inodes_delete_tags_xattrs; DROP TABLE snap_xattrs; DROP TABLE snap_tags; DROP TABLE chunk_holds; DROP TABLE snap_chunks;
              DROP TABLE snap_dirents; DROP TABLE snap_inodes; DROP TABLE snapshots;
              ALTER TABLE inodes DROP COLUMN rdev; DROP TABLE chunk_shares; PRAGMA user_version = 2;",
@@ -150,7 +150,7 @@ fn a_vault_made_before_device_numbers_is_upgraded_on_open_with_its_snapshots() {
         // A vault from before migration 6: snapshots, no `rdev` columns, no `chunk_shares`.
         let v = e.open();
         v.debug_execute_sql(
-            "DROP TRIGGER chunks_delete_body; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body;
+            "DROP TRIGGER chunks_delete_body; DROP TABLE chunk_trash; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body;
              ALTER TABLE inodes DROP COLUMN rdev; ALTER TABLE snap_inodes DROP COLUMN rdev; DROP TABLE chunk_shares;
              PRAGMA user_version = 4;",
         )
@@ -176,7 +176,7 @@ fn a_vault_with_chunk_data_inline_is_upgraded_and_both_forms_live_side_by_side()
         let v = e.open();
         v.debug_execute_sql(
             "UPDATE chunks SET data = (SELECT d.data FROM chunk_data d WHERE d.id = chunks.body), body = NULL;
-             DROP TRIGGER chunks_delete_body; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body;
+             DROP TRIGGER chunks_delete_body; DROP TABLE chunk_trash; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body;
              PRAGMA user_version = 7;",
         )
         .unwrap();

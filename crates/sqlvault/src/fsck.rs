@@ -181,8 +181,17 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
         ),
         (
             "SELECT n || ' data rows that no chunk names' FROM
-               (SELECT (SELECT count(*) FROM chunk_data) - (SELECT count(DISTINCT body) FROM chunks) AS n) WHERE n > 0",
+               (SELECT (SELECT count(*) FROM chunk_data)
+                     - (SELECT count(DISTINCT body) FROM chunks)
+                     - (SELECT count(*) FROM chunk_trash t WHERE EXISTS (SELECT 1 FROM chunk_data d WHERE d.id = t.id)) AS n)
+             WHERE n > 0",
             "leaked data",
+        ),
+        // Bytes waiting for their wipe belong to no chunk.
+        (
+            "SELECT 'data row ' || t.id || ' is named by chunk ' || c.id || ' but waits to be wiped'
+             FROM chunk_trash t JOIN chunks c ON c.body = t.id",
+            "trashed data in use",
         ),
         (
             "SELECT 'file inode ' || f.ino || ' index ' || f.idx || ': chunk ' || f.chunk || ' is missing'
@@ -427,6 +436,13 @@ mod tests {
 
         c.execute("INSERT INTO chunk_data(data) VALUES (x'01')", []).unwrap();
         assert_eq!(problems(&c), ["1 data rows that no chunk names"]);
+        // Waiting for its wipe, it is accounted for.
+        c.execute("INSERT INTO chunk_trash(id) SELECT max(id) FROM chunk_data", []).unwrap();
+        assert_eq!(problems(&c), Vec::<String>::new());
+        c.execute("INSERT INTO chunk_trash(id) SELECT body FROM chunks", []).unwrap();
+        let p = problems(&c);
+        assert!(p.iter().any(|m| m.ends_with("but waits to be wiped")), "{p:?}");
+        c.execute("DELETE FROM chunk_trash", []).unwrap();
 
         c.execute("UPDATE chunks SET body = (SELECT max(id) FROM chunk_data)", []).unwrap();
         let p = problems(&c);

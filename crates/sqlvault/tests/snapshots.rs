@@ -6,7 +6,7 @@
 mod common;
 
 use common::TestVault;
-use sqlvault::{Error, InodeId, Vault, XattrMode};
+use sqlvault::{EngineConfig, Error, InodeId, Vault, XattrMode};
 
 fn read_snap(v: &Vault, name: &str, path: &str) -> Vec<u8> {
     let id = v.snapshot_id(name).unwrap();
@@ -180,9 +180,17 @@ fn compact_gives_free_pages_back_and_info_reports_them() {
     }
     let held = v.info().unwrap().free_pages;
     assert!(held < 50, "the snapshot still holds the content: {held} free pages");
+    // Deleted content waits for its wipe; with the background reclaimer off, until asked.
+    drop(v);
+    let v = t.reopen_with(EngineConfig { background_wipe: false, ..EngineConfig::default() });
     v.remove_snapshot("s").unwrap();
     let info = v.info().unwrap();
-    assert!(info.free_pages > 500, "freed chunks leave free pages: {}", info.free_pages);
+    assert_eq!(info.pending_wipe_bytes, 40 * 64 * 1024);
+    assert!(info.free_pages < 50, "nothing freed before the wipe: {}", info.free_pages);
+    v.wipe_deleted(&|_| {}).unwrap();
+    let info = v.info().unwrap();
+    assert_eq!(info.pending_wipe_bytes, 0);
+    assert!(info.free_pages > 500, "wiped chunks leave free pages: {}", info.free_pages);
     assert_eq!(info.reclaimable_bytes, info.free_pages * 4096);
     // File plus WAL: checkpoints run in the background, so either may hold the pages.
     let before = v.info().unwrap().file_bytes;
@@ -207,12 +215,14 @@ fn compact_gives_free_pages_back_and_info_reports_them() {
     for i in 0..10 {
         v.remove_file(&format!("/g{i}")).unwrap();
     }
-    let free = v.info().unwrap().free_pages;
-    assert!(free > 100);
+    // Compact wipes the deleted content first, then gives its pages back.
+    assert_eq!(v.info().unwrap().pending_wipe_bytes, 10 * 64 * 1024);
     let last = std::sync::Mutex::new((0, 0));
     let r = v.compact(&|d, t| *last.lock().unwrap() = (d, t)).unwrap();
     assert!(!r.rebuilt);
-    assert_eq!(r.free_pages_before, free);
+    let free = r.free_pages_before;
+    assert!(free > 100, "{free}");
+    assert_eq!(v.info().unwrap().pending_wipe_bytes, 0);
     assert_eq!(*last.lock().unwrap(), (free, free));
     assert_eq!(v.info().unwrap().free_pages, 0);
     v.close().unwrap();

@@ -74,10 +74,10 @@ pub(crate) const REPLICATED: &[&str] = &[
 ];
 
 /// Tables that stay with this vault file: settings, open-file bookkeeping, this state,
-/// chunk bytes (they travel as `data/` objects or in packs).
+/// chunk bytes (they travel as `data/` objects or in packs) and the bytes awaiting their wipe.
 #[cfg(test)]
 pub(crate) const LOCAL: &[&str] =
-    &["meta", "orphans", "sqlvault_remotes", "sqlvault_remote_keys", "sqlite_sequence", "chunk_data"];
+    &["meta", "orphans", "sqlvault_remotes", "sqlvault_remote_keys", "sqlite_sequence", "chunk_data", "chunk_trash"];
 
 /// Tables of ours carried in the dump's application section (`remote/apps.rs`).
 #[cfg(test)]

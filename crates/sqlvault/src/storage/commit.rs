@@ -186,6 +186,8 @@ pub(crate) struct Writer {
     losses: AtomicU64,
     /// The error of the latest lost deferred batch.
     last_loss: Mutex<Option<Error>>,
+    /// Told as each write operation starts (see [`Writer::on_write`]).
+    on_write: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl Writer {
@@ -214,6 +216,26 @@ impl Writer {
             lost: Mutex::new(None),
             losses: AtomicU64::new(0),
             last_loss: Mutex::new(None),
+            on_write: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Has `f` called, under the writer lock, as each write operation starts: a wake-up
+    /// for background work that waits for writes (the facade's reclaimer). `f` must be
+    /// quick and must not write. Set once; later calls are ignored.
+    pub fn on_write(&self, f: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.on_write.set(f);
+    }
+
+    /// Write operations so far (each `write` or `write_alone` call).
+    pub fn operations(&self) -> u64 {
+        self.operations.load(Ordering::Relaxed)
+    }
+
+    fn wrote(&self) {
+        self.operations.fetch_add(1, Ordering::Relaxed);
+        if let Some(f) = self.on_write.get() {
+            f();
         }
     }
 
@@ -373,7 +395,7 @@ impl Writer {
         }
         let my = g.batch;
         g.ops += 1;
-        self.operations.fetch_add(1, Ordering::Relaxed);
+        self.wrote();
 
         // Cached: parsed once, not at every operation.
         if let Err(e) = g.conn.prepare_cached("SAVEPOINT op").and_then(|mut s| s.execute([])) {
@@ -470,7 +492,7 @@ impl Writer {
         if g.open {
             self.finish(&mut g)?;
         }
-        self.operations.fetch_add(1, Ordering::Relaxed);
+        self.wrote();
         g.conn.execute_batch("BEGIN IMMEDIATE")?;
         if let Err(e) = raise_sequences(&g.conn, &g.seq_floor) {
             let _ = g.conn.execute_batch("ROLLBACK");

@@ -67,6 +67,9 @@ pub struct EngineConfig {
     /// reader connection, only on CPUs no other read of this vault uses); 1 turns
     /// splitting off. Splitting buys throughput with some CPU (see docs/benchmarks.md).
     pub read_threads: usize,
+    /// Wipe deleted content's bytes on a background thread when the vault is quiet
+    /// (the default). Off, they wait for `Vault::wipe_deleted`, `compact` or `close`.
+    pub background_wipe: bool,
 }
 
 impl Default for EngineConfig {
@@ -79,6 +82,7 @@ impl Default for EngineConfig {
             max_idle_readers: 8,
             wal_limit_bytes: crate::storage::checkpoint::DEFAULT_WAL_LIMIT,
             read_threads: 4,
+            background_wipe: true,
         }
     }
 }
@@ -308,6 +312,19 @@ impl Engine {
         self.writer.as_ref().and_then(|w| w.loss_since(mark))
     }
 
+    /// Has `f` called as each write operation of this process starts (see
+    /// [`Writer::on_write`]); nothing for a read-only engine.
+    pub fn on_write(&self, f: Box<dyn Fn() + Send + Sync>) {
+        if let Some(w) = self.writer.as_ref() {
+            w.on_write(f);
+        }
+    }
+
+    /// Write operations of this process so far.
+    pub fn operations(&self) -> u64 {
+        self.writer.as_ref().map_or(0, |w| w.operations())
+    }
+
     /// The page cache of each connection, in bytes.
     pub fn cache_bytes(&self) -> u64 {
         u64::from(self.config.cache_kib) * 1024
@@ -443,6 +460,11 @@ impl Engine {
     #[cfg(feature = "bench")]
     pub fn connect_reader_once(&self) -> Result<()> {
         self.connect(false).map(drop)
+    }
+
+    /// The settings this engine was opened with.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
     }
 
     pub fn is_read_only(&self) -> bool {

@@ -226,6 +226,18 @@ const MIGRATIONS: &[&str] = &[
         DELETE FROM chunk_data WHERE id = OLD.body;
     END;
     ",
+    // 9: a deleted chunk's bytes are wiped later, in bounded batches off the deleting
+    // call's path (see fs/chunks.rs and vault/reclaim.rs): the chunk row goes at once,
+    // its data row id waits in `chunk_trash`.
+    "
+    CREATE TABLE chunk_trash(
+        id INTEGER PRIMARY KEY              -- chunk_data.id no chunk names any more
+    );
+    DROP TRIGGER chunks_delete_body;
+    CREATE TRIGGER chunks_delete_body AFTER DELETE ON chunks WHEN OLD.body IS NOT NULL BEGIN
+        INSERT OR IGNORE INTO chunk_trash(id) VALUES (OLD.body);
+    END;
+    ",
 ];
 
 /// Every table, index and trigger of ours. Application SQL may not touch them, nor create an
@@ -258,6 +270,7 @@ pub const OUR_NAMES: &[&str] = &[
     "chunk_shares",
     "chunk_data",
     "chunks_delete_body",
+    "chunk_trash",
 ];
 
 /// Name prefixes reserved for sqlvault's future tables and for SQLite's own.

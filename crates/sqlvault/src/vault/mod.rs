@@ -7,7 +7,7 @@
 
 use std::borrow::Borrow;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 use crate::fs::chunks;
@@ -28,6 +28,7 @@ mod nodes;
 mod paths;
 #[cfg(feature = "remote")]
 mod prune;
+mod reclaim;
 #[cfg(feature = "remote")]
 mod remote;
 #[cfg(feature = "remote")]
@@ -118,6 +119,9 @@ pub struct Info {
     pub inline_chunk_bytes: u64,
     /// Snapshots.
     pub snapshots: u64,
+    /// Bytes of deleted content not wiped yet: the background reclaimer's backlog,
+    /// wiped when the vault is quiet and at the latest by `close`.
+    pub pending_wipe_bytes: u64,
 }
 
 /// An entry returned by [`Vault::read_dir`].
@@ -138,6 +142,8 @@ struct Inner {
     header: Header,
     uid: u32,
     gid: u32,
+    /// Wipes deleted chunks' bytes in the background (writable vaults); `close` stops it.
+    reclaimer: Mutex<Option<reclaim::Reclaimer>>,
 }
 
 /// An open vault. Clone it to share; all clones use the same connections.
@@ -221,7 +227,11 @@ impl Vault {
     fn from_parts(path: &Path, engine: Engine, header: Header, chunk_size: u32) -> Vault {
         let (uid, gid) = ids();
         let files = Arc::new(Files::new(engine, chunk_size));
-        Vault { inner: Arc::new(Inner { path: path.to_path_buf(), files, header, uid, gid }) }
+        // Without the thread (it could not start) deleted bytes wait for `close`.
+        let background = !files.engine.is_read_only() && files.engine.config().background_wipe;
+        let reclaimer = if background { reclaim::Reclaimer::start(files.clone()).ok() } else { None };
+        let reclaimer = Mutex::new(reclaimer);
+        Vault { inner: Arc::new(Inner { path: path.to_path_buf(), files, header, uid, gid, reclaimer }) }
     }
 
     pub(crate) fn engine(&self) -> &Engine {
@@ -292,15 +302,37 @@ impl Vault {
         self.engine().deferred_loss_since(mark)
     }
 
-    /// Checkpoints the WAL into the vault file and closes this handle on the vault.
+    /// Closes this handle on the vault. The last handle first wipes the bytes of
+    /// deleted content still waiting for the background reclaimer, then checkpoints
+    /// the WAL into the vault file.
     pub fn close(self) -> Result<()> {
         if !self.engine().is_read_only() {
             self.engine().commit_deferred()?;
         }
         if !self.engine().is_read_only() && Arc::strong_count(&self.inner) == 1 {
+            self.stop_reclaimer();
+            self.wipe_deleted(&|_| {})?;
             self.engine().checkpoint_truncate()?;
         }
         Ok(())
+    }
+
+    fn stop_reclaimer(&self) {
+        let taken = self.inner.reclaimer.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(mut r) = taken {
+            r.stop();
+        }
+    }
+
+    /// Wipes now the bytes of deleted content that wait for the background reclaimer
+    /// (see [`Info::pending_wipe_bytes`]), a bounded batch per transaction;
+    /// `progress(batches left)` after each.
+    pub fn wipe_deleted(&self, progress: &dyn Fn(u64)) -> Result<()> {
+        if self.engine().is_read_only() {
+            return Ok(());
+        }
+        let rows = reclaim::batch_rows(self.chunk_size());
+        reclaim::drain(&self.inner.files, &|left| progress(left.div_ceil(rows)))
     }
 
     pub(crate) fn is_open(&self, ino: InodeId) -> bool {
@@ -334,6 +366,7 @@ impl Vault {
                 reclaimable_bytes: free * header.cipher.page_size as u64,
                 inline_chunk_bytes: inline_bytes,
                 snapshots: crate::snapshot::names(c)?.len() as u64,
+                pending_wipe_bytes: chunks::trash(c)?.bytes,
             })
         })?;
         let len = |p: PathBuf| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);

@@ -93,12 +93,15 @@ impl Vault {
     /// the two ways (a first `VACUUM` rebuild, then incremental steps). `progress(done,
     /// total)` is called from time to time, possibly from another thread, in pages.
     ///
-    /// First, chunk bytes a vault written before schema version 8 keeps in the chunks'
+    /// First, the bytes of deleted content still waiting for the background reclaimer
+    /// are wiped; then chunk bytes a vault written before schema version 8 keeps in the chunks'
     /// own rows move to `chunk_data` (see `fs::chunks`), a bounded batch per
     /// transaction, so stopping at any moment loses nothing.
     pub fn compact(&self, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<crate::storage::compact::CompactReport> {
         const BATCH: u64 = 32 << 20;
         self.flush_open()?;
+        // Deleted content first, so its pages are free ones the rebuild drops.
+        self.wipe_deleted(&|_| {})?;
         let inline = self.engine().read(chunks::totals)?.inline_bytes;
         let page = self.inner.header.cipher.page_size as u64;
         let (mut done, mut after) = (0u64, i64::MIN);

@@ -1,0 +1,136 @@
+//! Deleted content's bytes are wiped off the deleting call's path: in the background
+//! when the vault is quiet, at least once a second while writes go on, and at `close`
+//! at the latest; a vault dropped or killed before that wipes them at its next open.
+
+mod common;
+use std::time::{Duration, Instant};
+
+use common::*;
+use sqlvault::{EngineConfig, Vault};
+
+fn content(n: usize, seed: u8) -> Vec<u8> {
+    (0..n).map(|i| (i as u32).wrapping_mul(2654435761).rotate_left(seed as u32) as u8 ^ seed).collect()
+}
+
+fn manual() -> EngineConfig {
+    EngineConfig { background_wipe: false, ..EngineConfig::default() }
+}
+
+fn pending(v: &Vault) -> u64 {
+    v.info().unwrap().pending_wipe_bytes
+}
+
+/// Waits up to `limit` for `cond`.
+fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+fn assert_clean(v: &Vault) {
+    let r = v.fsck().unwrap();
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+}
+
+#[test]
+fn a_quiet_vault_wipes_deleted_content_in_the_background() {
+    let (t, v) = TestVault::new(64 * 1024);
+    v.write_file("/big", &content(8 << 20, 1)).unwrap();
+    v.write_file("/kept", &content(100_000, 2)).unwrap();
+    let free_before = v.info().unwrap().reclaimable_bytes;
+    v.remove_file("/big").unwrap();
+    assert!(eventually(Duration::from_secs(20), || pending(&v) == 0), "still {} bytes to wipe after 20 s", pending(&v));
+    let info = v.info().unwrap();
+    assert!(info.reclaimable_bytes >= free_before + (8 << 20), "{} bytes in free pages", info.reclaimable_bytes);
+    assert_eq!(v.read_file("/kept").unwrap(), content(100_000, 2));
+    assert_clean(&v);
+    v.close().unwrap();
+    assert_clean(&t.reopen());
+}
+
+#[test]
+fn close_wipes_what_is_left() {
+    for config in [manual(), EngineConfig::default()] {
+        let (t, v) = TestVault::new(64 * 1024);
+        v.close().unwrap();
+        let v = t.reopen_with(config.clone());
+        v.write_file("/a", &content(3 << 20, 3)).unwrap();
+        v.remove_file("/a").unwrap();
+        v.close().unwrap();
+        let v = t.reopen_with(manual());
+        assert_eq!(pending(&v), 0, "background wipe {}", config.background_wipe);
+        assert_clean(&v);
+    }
+}
+
+#[test]
+fn a_vault_dropped_before_its_wipe_finishes_it_at_the_next_open() {
+    let (t, v) = TestVault::new(64 * 1024);
+    v.close().unwrap();
+    let v = t.reopen_with(manual());
+    v.write_file("/a", &content(2 << 20, 4)).unwrap();
+    v.write_file("/b", &content(2 << 20, 5)).unwrap();
+    v.remove_file("/a").unwrap();
+    // Equal content stored again while its old bytes wait: a new data row.
+    v.write_file("/c", &content(2 << 20, 4)).unwrap();
+    assert_eq!(pending(&v), 2 << 20);
+    assert_clean(&v);
+    drop(v); // no close: as a killed process leaves it
+    let v = t.reopen_with(manual());
+    assert_eq!(pending(&v), 2 << 20);
+    assert_clean(&v);
+    drop(v);
+    let v = t.reopen();
+    assert!(eventually(Duration::from_secs(20), || pending(&v) == 0), "{} bytes left", pending(&v));
+    assert_eq!(v.read_file("/c").unwrap(), content(2 << 20, 4));
+    assert_eq!(v.read_file("/b").unwrap(), content(2 << 20, 5));
+    assert_clean(&v);
+}
+
+#[test]
+fn writes_that_never_pause_still_let_the_wipe_progress() {
+    let (_t, v) = TestVault::new(64 * 1024);
+    v.write_file("/big", &content(16 << 20, 6)).unwrap();
+    v.remove_file("/big").unwrap();
+    let start = pending(&v);
+    // A write every few milliseconds, never quiet for the reclaimer's 50 ms, for up to
+    // 10 s: it still runs a batch at least once a second.
+    let mut i = 0u32;
+    let end = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < end && pending(&v) + (8 << 20) > start {
+        v.write_file(&format!("/small{}", i % 50), &content(2000, i as u8)).unwrap();
+        i += 1;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let left = pending(&v);
+    assert!(left + (8 << 20) <= start, "{start} bytes waited, still {left} after {i} writes");
+    assert_clean(&v);
+}
+
+#[test]
+fn a_read_only_vault_leaves_the_wipe_to_a_writer() {
+    let (t, v) = TestVault::new(64 * 1024);
+    v.close().unwrap();
+    let v = t.reopen_with(manual());
+    v.write_file("/a", &content(1 << 20, 7)).unwrap();
+    v.remove_file("/a").unwrap();
+    drop(v);
+    let ro = t.reopen_with(EngineConfig { read_only: true, ..EngineConfig::default() });
+    assert_eq!(pending(&ro), 1 << 20);
+    ro.wipe_deleted(&|_| {}).unwrap();
+    ro.close().unwrap();
+    let v = t.reopen_with(manual());
+    assert_eq!(pending(&v), 1 << 20);
+    let calls = std::sync::atomic::AtomicU64::new(0);
+    v.wipe_deleted(&|_| {
+        calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    })
+    .unwrap();
+    assert_eq!(pending(&v), 0);
+    assert!(calls.into_inner() >= 1);
+}
