@@ -337,6 +337,24 @@ fn copy_file_range_of_a_large_file_shares_every_chunk() {
 }
 
 #[test]
+fn content_removed_through_the_mount_is_wiped_by_the_unmount_at_the_latest() {
+    require_fuse!();
+    let mut m = TestMount::new();
+    fs::create_dir(m.path("t")).unwrap();
+    for i in 0..16 {
+        fs::write(m.path(&format!("t/f{i}")), common::bytes(i, 1 << 20)).unwrap();
+    }
+    fs::write(m.path("kept"), common::bytes(99, 300_000)).unwrap();
+    fs::remove_dir_all(m.path("t")).unwrap();
+    // At once, whether or not the reclaimer has started yet.
+    let v = m.unmount_and_check();
+    let info = v.info().unwrap();
+    assert_eq!(info.pending_wipe_bytes, 0, "the unmount wipes what is left");
+    assert!(info.reclaimable_bytes >= 16 << 20, "{info:?}");
+    assert_eq!(v.read_file("/kept").unwrap(), common::bytes(99, 300_000));
+}
+
+#[test]
 fn df_shows_the_type_fuse_sqlvault() {
     require_fuse!();
     let m = TestMount::with_options(sqlvault_fuse::MountOptions { read_only: true, ..Default::default() });
