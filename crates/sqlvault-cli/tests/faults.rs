@@ -255,6 +255,52 @@ fn write_behind_onto_a_full_disk_reports_it_and_loses_no_byte() {
     assert_eq!(v.read_file("/big").unwrap(), data);
 }
 
+/// Deleting on a full disk: the unlink needs a few pages and succeeds; wiping the freed
+/// bytes needs room for every zeroed page, so the reclaimer's batches fail and wait,
+/// `close` leaves the rest to the next open instead of failing, and once space is freed
+/// the next open wipes it.
+#[test]
+fn deleted_content_waits_for_its_wipe_on_a_full_disk_and_close_still_succeeds() {
+    if !is_root() {
+        eprintln!("SKIPPED: mounting a size-limited tmpfs needs root (CI runs as root)");
+        return;
+    }
+    let fs = Tmpfs::mount("40m");
+    let vault = fs.path("v.vault");
+    init(&vault, "pw");
+    let pass = Secret::passphrase("pw");
+    let v = Vault::open(&vault, &pass, EngineConfig::default()).unwrap();
+    v.write_file("/big", &pattern(3, 8 << 20)).unwrap();
+    v.write_file("/kept", &pattern(4, 100_000)).unwrap();
+    v.close().unwrap(); // checkpointed: the vault file holds every page
+    let v = Vault::open(&vault, &pass, EngineConfig::default()).unwrap();
+    // Fill the disk, then give 2 MiB back: room for an unlink, not for wiping 8 MiB.
+    let filler = fs.path("filler");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let block = vec![1u8; 1 << 20];
+        while f.write_all(&block).is_ok() {}
+        let len = f.metadata().unwrap().len();
+        f.set_len(len.saturating_sub(2 << 20)).unwrap();
+    }
+    v.remove_file("/big").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500)); // the reclaimer tries, and fails
+    assert!(v.info().unwrap().pending_wipe_bytes >= 4 << 20, "wiped with no room for it?");
+    assert_eq!(v.read_file("/kept").unwrap(), pattern(4, 100_000));
+    assert!(v.fsck().unwrap().is_clean());
+    v.close().expect("a close that cannot wipe leaves the rest to the next open");
+    std::fs::remove_file(&filler).unwrap();
+    let v = Vault::open(&vault, &pass, EngineConfig::default()).unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while v.info().unwrap().pending_wipe_bytes > 0 && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(v.info().unwrap().pending_wipe_bytes, 0);
+    assert_eq!(v.read_file("/kept").unwrap(), pattern(4, 100_000));
+    assert!(v.fsck().unwrap().is_clean());
+}
+
 /// Leaves a WAL next to the vault, as a writer that is still running (or was killed)
 /// does: the vault file alone is not the whole state.
 fn vault_with_live_wal(dir: &Path) -> (PathBuf, Vault) {

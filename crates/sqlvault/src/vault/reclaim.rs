@@ -11,7 +11,11 @@
 //!   [`HIGH_BYTES`] waiting, so continuous deletes cannot grow the file without bound;
 //! * parked while nothing waits, until the next write operation wakes it.
 //!
-//! `Vault::close` stops it and wipes what is left before it returns; `compact` wipes
+//! A batch that fails (a full disk: wiping writes the zeroed pages to the WAL) is
+//! retried after a second, then after twice as long each time, up to a minute.
+//!
+//! `Vault::close` stops it and wipes what is left before it returns (on a full disk it
+//! leaves the rest to the next open instead of failing the close); `compact` wipes
 //! everything first. A vault dropped without `close` (or a crash) keeps its trash,
 //! which the next writable open wipes. Trash is invisible to every read: its chunks
 //! are gone, and `fsck` accounts for it.
@@ -163,6 +167,8 @@ fn run(files: &Files, s: &Shared) {
         let mut high = false;
         // A batch just ran with the process quiet (or `high`): the next follows at once.
         let mut again = false;
+        // After a failed batch (a full disk): no other before this.
+        let mut backoff: Option<(Instant, Duration)> = None;
         loop {
             if !s.sleep(if again { Duration::from_millis(1) } else { QUIET }) {
                 return;
@@ -172,6 +178,9 @@ fn run(files: &Files, s: &Shared) {
             seen = ops;
             again = false;
             if !quiet && !high && last_batch.elapsed() < MAX_DELAY {
+                continue;
+            }
+            if backoff.is_some_and(|(until, _)| Instant::now() < until) {
                 continue;
             }
             match engine.serialized(chunks::has_trash) {
@@ -189,9 +198,15 @@ fn run(files: &Files, s: &Shared) {
                     seen = engine.operations();
                     high = left > high_rows;
                     again = quiet || high;
+                    backoff = None;
                 }
-                // A full disk or damage: try again later, as any write would.
-                Err(_) => high = false,
+                // A full disk or damage: try again later, waiting twice as long each
+                // time (up to a minute), not at every quiet moment.
+                Err(_) => {
+                    high = false;
+                    let wait = backoff.map_or(MAX_DELAY, |(_, w)| (w * 2).min(Duration::from_secs(60)));
+                    backoff = Some((Instant::now() + wait, wait));
+                }
             }
         }
     }
