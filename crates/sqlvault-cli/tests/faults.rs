@@ -80,6 +80,18 @@ impl Drop for Tmpfs {
     }
 }
 
+/// A new vault (passphrase `pw`) on a tmpfs of `size`; `None` (the test skipped) unless root.
+fn vault_on_tmpfs(size: &str) -> Option<(Tmpfs, PathBuf)> {
+    if !is_root() {
+        eprintln!("SKIPPED: mounting a size-limited tmpfs needs root (CI runs as root)");
+        return None;
+    }
+    let fs = Tmpfs::mount(size);
+    let vault = fs.path("v.vault");
+    init(&vault, "pw");
+    Some((fs, vault))
+}
+
 fn pattern(seed: u64, len: usize) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     (0..len)
@@ -222,13 +234,7 @@ fn full_disk_fails_cleanly_keeps_data_and_recovers_after_freeing_space() {
 /// freed the same handle commits the whole file.
 #[test]
 fn write_behind_onto_a_full_disk_reports_it_and_loses_no_byte() {
-    if !is_root() {
-        eprintln!("SKIPPED: mounting a size-limited tmpfs needs root (CI runs as root)");
-        return;
-    }
-    let fs = Tmpfs::mount("40m");
-    let vault = fs.path("v.vault");
-    init(&vault, "pw");
+    let Some((fs, vault)) = vault_on_tmpfs("40m") else { return };
     let filler = fs.path("filler");
     std::fs::write(&filler, vec![1u8; 34 << 20]).unwrap();
     let v = Vault::open(&vault, &Secret::passphrase("pw"), EngineConfig::default()).unwrap();
@@ -261,13 +267,7 @@ fn write_behind_onto_a_full_disk_reports_it_and_loses_no_byte() {
 /// the next open wipes it.
 #[test]
 fn deleted_content_waits_for_its_wipe_on_a_full_disk_and_close_still_succeeds() {
-    if !is_root() {
-        eprintln!("SKIPPED: mounting a size-limited tmpfs needs root (CI runs as root)");
-        return;
-    }
-    let fs = Tmpfs::mount("40m");
-    let vault = fs.path("v.vault");
-    init(&vault, "pw");
+    let Some((fs, vault)) = vault_on_tmpfs("40m") else { return };
     let pass = Secret::passphrase("pw");
     let v = Vault::open(&vault, &pass, EngineConfig::default()).unwrap();
     v.write_file("/big", &pattern(3, 8 << 20)).unwrap();
