@@ -217,13 +217,17 @@ fn compact_gives_free_pages_back_and_info_reports_them() {
     }
     // Compact wipes the deleted content first, then gives its pages back.
     assert_eq!(v.info().unwrap().pending_wipe_bytes, 10 * 64 * 1024);
-    let last = std::sync::Mutex::new((0, 0));
-    let r = v.compact(&|d, t| *last.lock().unwrap() = (d, t)).unwrap();
+    let calls = std::sync::Mutex::new(Vec::new());
+    let r = v.compact(&|d, t| calls.lock().unwrap().push((d, t))).unwrap();
     assert!(!r.rebuilt);
     let free = r.free_pages_before;
     assert!(free > 100, "{free}");
     assert_eq!(v.info().unwrap().pending_wipe_bytes, 0);
-    assert_eq!(*last.lock().unwrap(), (free, free));
+    let calls = calls.into_inner().unwrap();
+    // The wipe's progress (160 pages of 4 KiB wiped), then the incremental steps'.
+    assert_eq!(calls.first(), Some(&(0, 160)), "{calls:?}");
+    assert!(calls.contains(&(160, 160)), "{calls:?}");
+    assert_eq!(calls.last(), Some(&(free, free)), "{calls:?}");
     assert_eq!(v.info().unwrap().free_pages, 0);
     v.close().unwrap();
     let v = t.reopen();

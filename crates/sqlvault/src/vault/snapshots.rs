@@ -100,10 +100,18 @@ impl Vault {
     pub fn compact(&self, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<crate::storage::compact::CompactReport> {
         const BATCH: u64 = 32 << 20;
         self.flush_open()?;
-        // Deleted content first, so its pages are free ones the rebuild drops.
-        self.wipe_deleted(&|_| {})?;
-        let inline = self.engine().read(chunks::totals)?.inline_bytes;
         let page = self.inner.header.cipher.page_size as u64;
+        // Deleted content first, so its pages are free ones the rebuild drops. Progress
+        // in pages of content wiped, as the rest of compact counts.
+        let trash = self.engine().read(chunks::trash)?;
+        if trash.rows > 0 {
+            let total = trash.bytes.div_ceil(page);
+            progress(0, total);
+            crate::vault::reclaim::drain(self.files(), &|left| {
+                progress(total - total * left.min(trash.rows) / trash.rows, total);
+            })?;
+        }
+        let inline = self.engine().read(chunks::totals)?.inline_bytes;
         let (mut done, mut after) = (0u64, i64::MIN);
         while done < inline {
             progress(done / page, inline.div_ceil(page));
