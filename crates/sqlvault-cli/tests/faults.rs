@@ -274,7 +274,7 @@ fn deleted_content_waits_for_its_wipe_on_a_full_disk_and_close_still_succeeds() 
     v.write_file("/kept", &pattern(4, 100_000)).unwrap();
     v.close().unwrap(); // checkpointed: the vault file holds every page
     let v = Vault::open(&vault, &pass, EngineConfig::default()).unwrap();
-    // Fill the disk, then give 2 MiB back: room for an unlink, not for wiping 8 MiB.
+    // Fill the disk, then give 1 MiB back: room for an unlink, not for a 1 MiB wipe batch.
     let filler = fs.path("filler");
     {
         use std::io::Write;
@@ -282,7 +282,7 @@ fn deleted_content_waits_for_its_wipe_on_a_full_disk_and_close_still_succeeds() 
         let block = vec![1u8; 1 << 20];
         while f.write_all(&block).is_ok() {}
         let len = f.metadata().unwrap().len();
-        f.set_len(len.saturating_sub(2 << 20)).unwrap();
+        f.set_len(len.saturating_sub(1 << 20)).unwrap();
     }
     v.remove_file("/big").unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1500)); // the reclaimer tries, and fails

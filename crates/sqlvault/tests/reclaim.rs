@@ -1,5 +1,5 @@
 //! Deleted content's bytes are wiped off the deleting call's path: in the background
-//! when the vault is quiet, at least once a second while writes go on, and at `close`
+//! when the vault is quiet, at least every 250 ms while writes go on, and at `close`
 //! at the latest; a vault dropped or killed before that wipes them at its next open.
 
 mod common;
@@ -99,7 +99,7 @@ fn writes_that_never_pause_still_let_the_wipe_progress() {
     v.remove_file("/big").unwrap();
     let start = pending(&v);
     // A write every few milliseconds, never quiet for the reclaimer's 50 ms, for up to
-    // 10 s: it still runs a batch at least once a second.
+    // 10 s: it still runs a batch at least every 250 ms.
     let mut i = 0u32;
     let end = Instant::now() + Duration::from_secs(10);
     while Instant::now() < end && pending(&v) + (8 << 20) > start {

@@ -29,12 +29,13 @@ use crate::error::Result;
 use crate::fs::chunks;
 use crate::fs::handle::Files;
 
-/// Bytes of content wiped per transaction.
-pub(crate) const BATCH_BYTES: u64 = 4 << 20;
+/// Bytes of content wiped per transaction: a write that arrives meanwhile waits for
+/// one batch (a few milliseconds); larger batches cost no less in all.
+pub(crate) const BATCH_BYTES: u64 = 1 << 20;
 /// No write for this long: the process is quiet, the reclaimer works.
 pub(crate) const QUIET: Duration = Duration::from_millis(50);
 /// While writes go on, a batch at least this often.
-pub(crate) const MAX_DELAY: Duration = Duration::from_secs(1);
+pub(crate) const MAX_DELAY: Duration = Duration::from_millis(250);
 /// Past this many bytes waiting, batches run back to back whatever the load.
 pub(crate) const HIGH_BYTES: u64 = 256 << 20;
 
@@ -204,7 +205,7 @@ fn run(files: &Files, s: &Shared) {
                 // time (up to a minute), not at every quiet moment.
                 Err(_) => {
                     high = false;
-                    let wait = backoff.map_or(MAX_DELAY, |(_, w)| (w * 2).min(Duration::from_secs(60)));
+                    let wait = backoff.map_or(Duration::from_secs(1), |(_, w)| (w * 2).min(Duration::from_secs(60)));
                     backoff = Some((Instant::now() + wait, wait));
                 }
             }
