@@ -153,7 +153,7 @@ fn wipe_after_unlink() {
     let c = measure(|| fx.vault.wipe_deleted(&|_| {}).unwrap());
     // What the unlink no longer does inline: 16 chunks of 8 overflow pages each are read
     // to walk their chains and, with secure_delete, rewritten as they are freed.
-    assert_cost("wipe 1 MiB of deleted content", &c, 133, 131, 0, 11);
+    assert_cost("wipe 1 MiB of deleted content", &c, 133, 131, 0, 9);
     assert_eq!(fx.vault.info().unwrap().pending_wipe_bytes, 0);
 }
 

@@ -100,7 +100,6 @@ impl Reclaimer {
     /// Starts the thread for the writable vault `files` belongs to.
     pub fn start(files: Arc<Files>) -> Result<Reclaimer> {
         let shared = Arc::new(Shared::default());
-        shared.parked.store(true, Ordering::SeqCst);
         let hook = shared.clone();
         files.engine.on_write(Box::new(move || hook.kick()));
         let s = shared.clone();
@@ -133,13 +132,19 @@ pub(crate) fn batch_rows(chunk_size: u32) -> u64 {
 }
 
 /// Wipes everything waiting, a batch per transaction; `progress(rows left)` after each.
+/// Nothing waiting costs one read, no write transaction.
 pub(crate) fn drain(files: &Files, progress: &dyn Fn(u64)) -> Result<()> {
     let rows = batch_rows(files.chunk_size);
-    while files.engine.serialized(chunks::has_trash)? {
+    if !files.engine.serialized(chunks::has_trash)? {
+        return Ok(());
+    }
+    loop {
         let left = files.engine.write_alone(|tx| chunks::reclaim(tx, rows))?;
         progress(left);
+        if left == 0 {
+            return Ok(());
+        }
     }
-    Ok(())
 }
 
 fn run(files: &Files, s: &Shared) {
@@ -168,6 +173,8 @@ fn run(files: &Files, s: &Shared) {
         let mut high = false;
         // A batch just ran with the process quiet (or `high`): the next follows at once.
         let mut again = false;
+        // The last batch left rows waiting (so no need to look before the next).
+        let mut waiting = false;
         // After a failed batch (a full disk): no other before this.
         let mut backoff: Option<(Instant, Duration)> = None;
         loop {
@@ -184,12 +191,14 @@ fn run(files: &Files, s: &Shared) {
             if backoff.is_some_and(|(until, _)| Instant::now() < until) {
                 continue;
             }
-            match engine.serialized(chunks::has_trash) {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(_) => {
-                    last_batch = Instant::now();
-                    continue;
+            if !waiting {
+                match engine.serialized(chunks::has_trash) {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(_) => {
+                        last_batch = Instant::now();
+                        continue;
+                    }
                 }
             }
             last_batch = Instant::now();
@@ -199,6 +208,7 @@ fn run(files: &Files, s: &Shared) {
                     seen = engine.operations();
                     high = left > high_rows;
                     again = quiet || high;
+                    waiting = true;
                     backoff = None;
                 }
                 // A full disk or damage: try again later, waiting twice as long each
