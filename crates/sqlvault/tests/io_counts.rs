@@ -32,11 +32,11 @@ fn fixture() -> Fixture {
     fixture_with(config())
 }
 
-/// The default settings without the background reclaimer: its thread takes the writer
-/// lock, and whoever holds the lock last may commit another thread's batch (group
-/// commit), which would move that commit's I/O off the measuring thread.
+/// Without the background reclaimer: its thread takes the writer lock, and whoever
+/// holds the lock last may commit another thread's batch (group commit), which would
+/// move that commit's I/O off the measuring thread.
 fn config() -> EngineConfig {
-    EngineConfig { background_wipe: false, ..EngineConfig::default() }
+    manual_wipe()
 }
 
 fn fixture_with(config: EngineConfig) -> Fixture {

@@ -12,10 +12,6 @@ fn content(n: usize, seed: u8) -> Vec<u8> {
     (0..n).map(|i| (i as u32).wrapping_mul(2654435761).rotate_left(seed as u32) as u8 ^ seed).collect()
 }
 
-fn manual() -> EngineConfig {
-    EngineConfig { background_wipe: false, ..EngineConfig::default() }
-}
-
 fn pending(v: &Vault) -> u64 {
     v.info().unwrap().pending_wipe_bytes
 }
@@ -55,14 +51,12 @@ fn a_quiet_vault_wipes_deleted_content_in_the_background() {
 
 #[test]
 fn close_wipes_what_is_left() {
-    for config in [manual(), EngineConfig::default()] {
-        let (t, v) = TestVault::new(64 * 1024);
-        v.close().unwrap();
-        let v = t.reopen_with(config.clone());
+    for config in [manual_wipe(), EngineConfig::default()] {
+        let (t, v) = TestVault::new_with(64 * 1024, config.clone());
         v.write_file("/a", &content(3 << 20, 3)).unwrap();
         v.remove_file("/a").unwrap();
         v.close().unwrap();
-        let v = t.reopen_with(manual());
+        let v = t.reopen_with(manual_wipe());
         assert_eq!(pending(&v), 0, "background wipe {}", config.background_wipe);
         assert_clean(&v);
     }
@@ -70,9 +64,7 @@ fn close_wipes_what_is_left() {
 
 #[test]
 fn a_vault_dropped_before_its_wipe_finishes_it_at_the_next_open() {
-    let (t, v) = TestVault::new(64 * 1024);
-    v.close().unwrap();
-    let v = t.reopen_with(manual());
+    let (t, v) = TestVault::new_with(64 * 1024, manual_wipe());
     v.write_file("/a", &content(2 << 20, 4)).unwrap();
     v.write_file("/b", &content(2 << 20, 5)).unwrap();
     v.remove_file("/a").unwrap();
@@ -81,7 +73,7 @@ fn a_vault_dropped_before_its_wipe_finishes_it_at_the_next_open() {
     assert_eq!(pending(&v), 2 << 20);
     assert_clean(&v);
     drop(v); // no close: as a killed process leaves it
-    let v = t.reopen_with(manual());
+    let v = t.reopen_with(manual_wipe());
     assert_eq!(pending(&v), 2 << 20);
     assert_clean(&v);
     drop(v);
@@ -114,9 +106,7 @@ fn writes_that_never_pause_still_let_the_wipe_progress() {
 
 #[test]
 fn a_read_only_vault_leaves_the_wipe_to_a_writer() {
-    let (t, v) = TestVault::new(64 * 1024);
-    v.close().unwrap();
-    let v = t.reopen_with(manual());
+    let (t, v) = TestVault::new_with(64 * 1024, manual_wipe());
     v.write_file("/a", &content(1 << 20, 7)).unwrap();
     v.remove_file("/a").unwrap();
     drop(v);
@@ -124,7 +114,7 @@ fn a_read_only_vault_leaves_the_wipe_to_a_writer() {
     assert_eq!(pending(&ro), 1 << 20);
     ro.wipe_deleted(&|_| {}).unwrap();
     ro.close().unwrap();
-    let v = t.reopen_with(manual());
+    let v = t.reopen_with(manual_wipe());
     assert_eq!(pending(&v), 1 << 20);
     let calls = std::sync::atomic::AtomicU64::new(0);
     v.wipe_deleted(&|_| {

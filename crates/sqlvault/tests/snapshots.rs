@@ -6,7 +6,7 @@
 mod common;
 
 use common::TestVault;
-use sqlvault::{EngineConfig, Error, InodeId, Vault, XattrMode};
+use sqlvault::{Error, InodeId, Vault, XattrMode};
 
 fn read_snap(v: &Vault, name: &str, path: &str) -> Vec<u8> {
     let id = v.snapshot_id(name).unwrap();
@@ -170,7 +170,8 @@ fn snapshots_and_their_references_survive_reopening() {
 
 #[test]
 fn compact_gives_free_pages_back_and_info_reports_them() {
-    let (t, v) = TestVault::new(4096);
+    // Deleted content waits for its wipe; with the background reclaimer off, until asked.
+    let (t, v) = TestVault::new_with(4096, common::manual_wipe());
     for i in 0..40 {
         v.write_file(&format!("/f{i}"), &pattern(i as u8, 64 * 1024)).unwrap();
     }
@@ -180,9 +181,6 @@ fn compact_gives_free_pages_back_and_info_reports_them() {
     }
     let held = v.info().unwrap().free_pages;
     assert!(held < 50, "the snapshot still holds the content: {held} free pages");
-    // Deleted content waits for its wipe; with the background reclaimer off, until asked.
-    drop(v);
-    let v = t.reopen_with(EngineConfig { background_wipe: false, ..EngineConfig::default() });
     v.remove_snapshot("s").unwrap();
     let info = v.info().unwrap();
     assert_eq!(info.pending_wipe_bytes, 40 * 64 * 1024);

@@ -14,6 +14,12 @@ pub fn opts(chunk: u32) -> CreateOptions {
     CreateOptions { chunk_size: chunk, page_size: 4096.max(chunk.min(65536)), kdf: fast_kdf(), ..Default::default() }
 }
 
+/// The default settings without the background reclaimer: deleted content waits for
+/// `wipe_deleted`, `compact` or `close`, so what is pending is deterministic.
+pub fn manual_wipe() -> EngineConfig {
+    EngineConfig { background_wipe: false, ..EngineConfig::default() }
+}
+
 pub fn pass() -> Secret {
     Secret::passphrase("test passphrase")
 }
@@ -25,9 +31,14 @@ pub struct TestVault {
 
 impl TestVault {
     pub fn new(chunk: u32) -> (TestVault, Vault) {
+        TestVault::new_with(chunk, EngineConfig::default())
+    }
+
+    /// [`TestVault::new`] with the vault created (and so opened) with `config`.
+    pub fn new_with(chunk: u32, config: EngineConfig) -> (TestVault, Vault) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.vault");
-        let v = Vault::create(&path, &pass(), &opts(chunk)).unwrap();
+        let v = Vault::create(&path, &pass(), &CreateOptions { engine: config, ..opts(chunk) }).unwrap();
         (TestVault { dir, path }, v)
     }
 
