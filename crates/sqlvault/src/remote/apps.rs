@@ -98,7 +98,7 @@ pub(crate) fn dump(conn: &Connection, out: &mut impl Write) -> Result<()> {
 
 /// The digest of this vault's application section as [`dump`] writes it (`None`: no
 /// application object and no recorded migration), comparable with what
-/// [`super::pull::read_dump`] returns for a commit.
+/// [`super::dump::read_dump`] returns for a commit.
 pub(crate) fn digest(conn: &Connection) -> Result<Option<blake3::Hash>> {
     let migrations: i64 = conn.query_row(&format!("SELECT count(*) FROM {MIGRATIONS}"), [], |r| r.get(0))?;
     if migrations == 0 && objects(conn)?.is_empty() {
@@ -126,7 +126,7 @@ pub(crate) fn drop_all(tx: &Connection) -> Result<()> {
     Ok(())
 }
 
-/// Applies the rows of the application section as [`super::pull::apply`] reads them.
+/// Applies the rows of the application section as [`super::dump::read_dump`] reads them.
 #[derive(Default)]
 pub(crate) struct Applier {
     /// Application tables the schema section created, and their expected columns.

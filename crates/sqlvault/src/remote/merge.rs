@@ -33,8 +33,8 @@ use std::collections::HashSet;
 use rusqlite::types::Value;
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::dump;
 use super::format::{Commit, RemoteKeys};
-use super::pull;
 use super::store::Store;
 use super::{Conflict, ConflictKind, Progress, REPLICATED};
 use crate::error::{Error, Result};
@@ -154,7 +154,7 @@ pub(crate) fn merge(
         // Only the remote changed its application tables: take them as a pull does.
         super::apps::drop_all(tx)?;
         let mut apps = super::apps::Applier::default();
-        pull::read_dump(tx, store, keys, remote, Some(&mut apps), |_, _, _| Ok(()))?;
+        dump::read_dump(tx, store, keys, remote, Some(&mut apps), |_, _, _| Ok(()))?;
         apps.finish(tx)?;
     }
     Ok(Merged { conflicts: d_conflicts, conflicts_total: total, chunks, bytes })
@@ -189,7 +189,7 @@ fn load_sides(
     let mut digests = [None, None];
     for (side, commit) in [(B, base), (R, Some(remote))] {
         for t in REPLICATED {
-            let cols = pull::columns_of(tx, t)?.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
+            let cols = dump::columns_of(tx, t)?.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
             tx.execute(
                 &format!("CREATE TABLE {} AS SELECT {cols} FROM main.\"{t}\" WHERE 0", side_table(side, t)),
                 [],
@@ -197,9 +197,9 @@ fn load_sides(
         }
         tx.execute(&format!("CREATE TABLE {} (name TEXT, seq INTEGER)", side_table(side, "seq")), [])?;
         if let Some(commit) = commit {
-            let apps = pull::read_dump(tx, store, keys, commit, None, |table, columns, values| {
+            let apps = dump::read_dump(tx, store, keys, commit, None, |table, columns, values| {
                 let target = if table == "sqlite_sequence" { side_table(side, "seq") } else { side_table(side, table) };
-                pull::insert_row(tx, &target, columns, &values)
+                dump::insert_row(tx, &target, columns, &values)
             })?;
             digests[usize::from(side == R)] = Some(apps);
         }
@@ -858,7 +858,7 @@ fn build_tree(tx: &Connection) -> Result<()> {
     }
     // Columns with the first one (the key to map) replaced by `m.new`.
     let rest = |t: &str| -> Result<(String, String)> {
-        let cols = pull::columns_of(tx, t)?;
+        let cols = dump::columns_of(tx, t)?;
         let all = cols.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
         let tail = cols[1..].iter().map(|c| format!(", x.\"{c}\"")).collect::<String>();
         Ok((all, tail))
@@ -1130,38 +1130,6 @@ fn finish(tx: &Connection, store: &Store, keys: &RemoteKeys, progress: &dyn Fn(P
         }
     }
     Ok((missing.len() as u64, total))
-}
-
-/// Where this vault's last commit stands in the remote's history.
-pub(crate) enum Ancestry {
-    /// An ancestor of the head (or the head): the base of a merge.
-    Found(Commit),
-    /// A commit on the way back is gone from the bucket (pruned): no base.
-    Pruned,
-    /// The history ends without it: the remote was rolled back or rewritten.
-    Absent,
-}
-
-/// Walks back from `head` along first parents, at most `limit` commits, looking for `ancestor`.
-pub(crate) fn ancestry(store: &Store, keys: &RemoteKeys, head: &str, ancestor: &str, limit: usize) -> Result<Ancestry> {
-    let mut at = head.to_string();
-    for _ in 0..limit {
-        super::push::check_commit_name(&at)?;
-        let Some((sealed, _)) = store.get(&at)? else { return Ok(Ancestry::Pruned) };
-        let plain = keys.open(&at, &sealed)?;
-        let c: Commit = serde_json::from_slice(&plain).map_err(|_| super::format::tampered(&at))?;
-        if c.layout > super::format::LAYOUT_VERSION {
-            return Err(Error::UnsupportedVersion { found: c.layout, supported: super::format::LAYOUT_VERSION });
-        }
-        if at == ancestor {
-            return Ok(Ancestry::Found(c));
-        }
-        match c.parents.first() {
-            Some(p) => at = p.clone(),
-            None => return Ok(Ancestry::Absent),
-        }
-    }
-    Ok(Ancestry::Absent)
 }
 
 #[cfg(test)]

@@ -12,6 +12,9 @@
 //! * `store`: the bucket as a blocking store with conditional writes (object_store,
 //!   a small tokio runtime kept inside).
 //! * `format`: object names, sealing, the config/ref/commit objects and the dump stream.
+//! * `repo`: reading and writing `config`, `ref` and commits; the history (`log`).
+//! * `dump`: the replicated tables as a stream of items, written into and read back
+//!   from sealed pieces (every module that reads a commit's metadata goes through it).
 //! * `push`: reading a consistent snapshot of the vault into the bucket.
 //! * `pull`: applying a commit to a vault (pull and clone).
 //! * `packs`: packs of chunks and their index (layout 3); how every operation fetches chunks.
@@ -28,6 +31,7 @@
 //! (how push and pull tell whether the vault changed since).
 
 pub(crate) mod apps;
+pub(crate) mod dump;
 pub(crate) mod format;
 pub(crate) mod keyslots;
 pub(crate) mod lease;
@@ -37,6 +41,7 @@ pub(crate) mod packs;
 pub(crate) mod prune;
 pub(crate) mod pull;
 pub(crate) mod push;
+pub(crate) mod repo;
 pub(crate) mod restore;
 pub(crate) mod store;
 

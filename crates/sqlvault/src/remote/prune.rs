@@ -25,8 +25,10 @@ use std::collections::{HashMap, HashSet};
 
 use rusqlite::types::Value;
 
-use super::format::{names, Commit, Item, RefValue, RemoteKeys};
+use super::dump::PieceReader;
+use super::format::{names, Commit, Item, RemoteKeys};
 use super::lock::{self, Held};
+use super::repo;
 use super::store::{Listed, Store, Written};
 use super::Progress;
 use crate::error::{Error, Result};
@@ -148,12 +150,8 @@ pub(crate) fn prune(store: &Store, keys: &RemoteKeys, p: &PruneParams<'_>) -> Re
 /// Rewrites the ref with the same head under a new ETag (see the module's doc).
 fn touch_ref(store: &Store, keys: &RemoteKeys) -> Result<Option<String>> {
     for _ in 0..10 {
-        let Some((head, etag)) = super::push::read_ref(store, keys)? else { return Ok(None) };
-        let etag =
-            etag.ok_or_else(|| Error::damaged("the remote's ref has no ETag (conditional writes unsupported?)"))?;
-        let plain =
-            serde_json::to_vec(&RefValue { commit: head.clone() }).map_err(|e| Error::damaged(format!("ref: {e}")))?;
-        if let Written::Done(_) = store.update(names::REF, keys.seal(names::REF, &plain)?, etag)? {
+        let Some((head, etag)) = repo::read_ref(store, keys)? else { return Ok(None) };
+        if let Written::Done(_) = repo::write_ref(store, keys, &head, Some(repo::ref_etag(etag)?))? {
             return Ok(Some(head));
         }
     }
@@ -164,7 +162,7 @@ fn touch_ref(store: &Store, keys: &RemoteKeys) -> Result<Option<String>> {
 }
 
 fn run(store: &Store, keys: &RemoteKeys, p: &PruneParams<'_>, mut held: Option<&mut Held>) -> Result<PruneSummary> {
-    let head = if p.dry_run { super::push::read_ref(store, keys)?.map(|(h, _)| h) } else { touch_ref(store, keys)? };
+    let head = if p.dry_run { repo::read_ref(store, keys)?.map(|(h, _)| h) } else { touch_ref(store, keys)? };
     let mut summary = PruneSummary { head: head.clone(), dry_run: p.dry_run, ..Default::default() };
 
     // Every commit object, read (they are small).
@@ -172,8 +170,8 @@ fn run(store: &Store, keys: &RemoteKeys, p: &PruneParams<'_>, mut held: Option<&
     let mut commits: HashMap<String, Commit> = HashMap::new();
     for (i, l) in listed_commits.iter().enumerate() {
         (p.check)()?;
-        if super::push::check_commit_name(&l.name).is_ok() {
-            commits.insert(l.name.clone(), super::push::read_commit(store, keys, &l.name)?);
+        if repo::check_commit_name(&l.name).is_ok() {
+            commits.insert(l.name.clone(), repo::read_commit(store, keys, &l.name)?);
         }
         (p.progress)(Progress { phase: "commits", done: i as u64 + 1, total: listed_commits.len() as u64 });
     }
@@ -285,7 +283,7 @@ fn run(store: &Store, keys: &RemoteKeys, p: &PruneParams<'_>, mut held: Option<&
 /// Adds the object names of the chunks commit `c` references to `out`, reading its
 /// dump (checked against the commit's digest: a tampered dump decides nothing).
 fn chunk_names(store: &Store, keys: &RemoteKeys, c: &Commit, out: &mut HashSet<String>) -> Result<()> {
-    let mut reader = super::pull::PieceReader::new(store, keys, &c.meta);
+    let mut reader = PieceReader::new(store, keys, &c.meta);
     let mut hash_at: Option<usize> = None;
     loop {
         match reader.item()? {

@@ -2,9 +2,9 @@
 //! vault, so that the snapshot restore (one transaction, hard links, tags, extended
 //! attributes, replaced destinations) brings it into the live tree.
 //!
-//! [`load`] streams the commit's dump into the `snap_*` tables under a new snapshot
-//! row (the tree's rows only: records, snapshots and application tables of the commit
-//! are not part of a tree restore), maps the commit's chunk ids to this vault's
+//! [`load`] streams the commit's dump (read and checked by `dump::read_dump`) into the
+//! `snap_*` tables under a new snapshot row (the tree's rows only: records, snapshots
+//! and application tables of the commit are not part of a tree restore), maps the commit's chunk ids to this vault's
 //! (equal id and hash, else found or stored by content), fetches only the chunks this
 //! vault lacks, a batch at a time, and holds them for the snapshot. The caller restores
 //! from it and removes it in the same transaction, which frees the fetched chunks the
@@ -13,8 +13,8 @@
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection};
 
-use super::format::{Commit, Item, RemoteKeys};
-use super::pull::PieceReader;
+use super::dump::read_dump;
+use super::format::{Commit, RemoteKeys};
 use super::store::Store;
 use super::Progress;
 use crate::error::{Error, Result};
@@ -37,6 +37,9 @@ pub struct RemoteRestore {
     pub restored: RestoreSummary,
 }
 
+/// The scratch table of the commit's chunk rows (`rid` its id, `lid` this vault's).
+const REMOTE_CHUNKS: &str = "temp.remote_chunks";
+
 /// The dump table -> the snapshot table its rows go to.
 fn target(table: &str) -> Option<&'static str> {
     Some(match table {
@@ -45,7 +48,7 @@ fn target(table: &str) -> Option<&'static str> {
         "file_chunks" => "snap_chunks",
         "xattrs" => "snap_xattrs",
         "tags" => "snap_tags",
-        "chunks" => "temp.remote_chunks",
+        "chunks" => REMOTE_CHUNKS,
         _ => return None,
     })
 }
@@ -77,51 +80,31 @@ pub(crate) fn load(
          DELETE FROM temp.remote_chunks;",
     )?;
 
-    let damaged = |what: String| Error::damaged(format!("remote commit metadata: {what}"));
-    let mut reader = PieceReader::new(store, keys, &commit.meta);
-    let mut current: Option<(String, usize)> = None; // insert statement, columns
-    loop {
-        match reader.item()? {
-            Item::End => break,
-            Item::Table { table, columns } => {
-                current = match target(&table) {
-                    None => None,
-                    Some("temp.remote_chunks") => {
-                        if columns != ["id", "hash", "refs", "len"] {
-                            return Err(damaged("columns of chunks differ from this vault's".into()));
-                        }
-                        Some(("INSERT INTO temp.remote_chunks(rid, hash, len) VALUES (?1, ?2, ?4)".to_string(), 4))
-                    }
-                    Some(t) => {
-                        let mut stmt = tx.prepare(&format!("PRAGMA table_info(\"{table}\")"))?;
-                        let local =
-                            stmt.query_map([], |r| r.get::<_, String>(1))?.collect::<rusqlite::Result<Vec<_>>>()?;
-                        if columns != local {
-                            return Err(damaged(format!("columns of {table} differ from this vault's")));
-                        }
-                        let cols = columns.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
-                        let marks = (2..=columns.len() + 1).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
-                        Some((format!("INSERT INTO {t}(snap, {cols}) VALUES (?1, {marks})"), columns.len()))
-                    }
-                };
-            }
-            Item::Row(values) => {
-                let Some((sql, n)) = &current else { continue };
-                if values.len() != *n {
-                    return Err(damaged("row of unexpected width".into()));
-                }
-                if sql.starts_with("INSERT INTO temp.") {
-                    tx.prepare_cached(sql)?.execute(params_from_iter(values.iter()))?;
-                } else {
-                    let all = std::iter::once(Value::Integer(snap)).chain(values);
-                    tx.prepare_cached(sql)?.execute(params_from_iter(all))?;
-                }
-            }
+    // Rows of the tree's tables go to the snapshot's; the rest of the dump is read (the
+    // digest covers it) and dropped. (table, its insert statement) of the current table.
+    let mut insert: Option<(String, String)> = None;
+    read_dump(tx, store, keys, commit, None, |table, columns, values| {
+        let Some(to) = target(table) else { return Ok(()) };
+        if insert.as_ref().is_none_or(|(of, _)| of != table) {
+            let sql = if to == REMOTE_CHUNKS {
+                // (id, hash, refs, len): the dump's column check holds the order.
+                format!("INSERT INTO {REMOTE_CHUNKS}(rid, hash, len) VALUES (?1, ?2, ?4)")
+            } else {
+                let cols = columns.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
+                let marks = (2..=columns.len() + 1).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+                format!("INSERT INTO {to}(snap, {cols}) VALUES (?1, {marks})")
+            };
+            insert = Some((table.to_string(), sql));
         }
-    }
-    if reader.digest() != commit.digest {
-        return Err(damaged("digest mismatch".into()));
-    }
+        let Some((_, sql)) = &insert else { unreachable!("set above") };
+        if to == REMOTE_CHUNKS {
+            tx.prepare_cached(sql)?.execute(params_from_iter(values.iter()))?;
+        } else {
+            let all = std::iter::once(Value::Integer(snap)).chain(values);
+            tx.prepare_cached(sql)?.execute(params_from_iter(all))?;
+        }
+        Ok(())
+    })?;
     // As a snapshot freezes it: named inodes and the root only.
     tx.execute(
         "DELETE FROM snap_chunks WHERE snap = ?1 AND ino NOT IN (SELECT ino FROM snap_dirents WHERE snap = ?1)",
@@ -181,7 +164,9 @@ pub(crate) fn load(
         |r| r.get(0),
     )?;
     if unmapped > 0 {
-        return Err(damaged(format!("{unmapped} chunk references name no chunk of the commit")));
+        return Err(Error::damaged(format!(
+            "remote commit metadata: {unmapped} chunk references name no chunk of the commit"
+        )));
     }
     tx.execute(
         "UPDATE snap_chunks SET chunk = (SELECT lid FROM temp.remote_chunks WHERE rid = snap_chunks.chunk) WHERE snap = ?1",

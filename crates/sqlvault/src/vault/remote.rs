@@ -10,11 +10,12 @@ use crate::fs::tree;
 use crate::keys::{Header, Secret};
 use crate::remote::format::Commit;
 use crate::remote::format::{names, RemoteKeys};
-use crate::remote::merge::{self, Ancestry};
+use crate::remote::merge;
+use crate::remote::repo::{self, Ancestry};
 use crate::remote::store::Store;
 use crate::remote::{
-    self, keyslots, packs, pull, push, At, CommitInfo, Progress, PullOutcome, PushMerged, PushOutcome, RemoteInfo,
-    RemoteUrl,
+    self, dump, keyslots, packs, pull, push, At, CommitInfo, Progress, PullOutcome, PushMerged, PushOutcome,
+    RemoteInfo, RemoteUrl,
 };
 use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
@@ -52,7 +53,7 @@ impl Vault {
     pub fn remote_init_layout(&self, name: &str, layout: u32) -> Result<()> {
         let (_, store, keys) = self.remote_parts(name)?;
         let header = Header::read(self.path())?;
-        push::ensure_initialized_as(&store, &keys, &header, self.chunk_size(), layout)
+        repo::ensure_initialized_as(&store, &keys, &header, self.chunk_size(), layout)
     }
 
     /// Pushes the vault's current state to remote `name` as a new commit. Returns
@@ -80,7 +81,7 @@ impl Vault {
         let state = self.engine().read(|c| remote::state(c, name))?;
         if init {
             let header = Header::read(self.path())?;
-            push::ensure_initialized(store, keys, &header, self.chunk_size())?;
+            repo::ensure_initialized(store, keys, &header, self.chunk_size())?;
         }
         // A `Behind` naming the head this push started from means a prune touched the
         // ref meanwhile (remote/prune.rs): push again; the retry sees the lock if held.
@@ -165,14 +166,14 @@ impl Vault {
         progress: &dyn Fn(Progress),
     ) -> Result<PullOutcome> {
         let state = self.engine().read(|c| remote::state(c, name))?;
-        let config = push::read_config(keys, &store.get_required(names::CONFIG)?)?;
+        let config = repo::read_config(keys, &store.get_required(names::CONFIG)?)?;
         packs::remember_layout(store, config.layout);
         if config.chunk_size != self.chunk_size() {
             return Err(Error::InvalidArgument {
                 what: format!("the remote's chunk size is {}, this vault's {}", config.chunk_size, self.chunk_size()),
             });
         }
-        let Some((head, _)) = push::read_ref(store, keys)? else {
+        let Some((head, _)) = repo::read_ref(store, keys)? else {
             return Ok(PullOutcome::UpToDate { commit: None });
         };
         if state.head.as_ref() == Some(&head) {
@@ -182,16 +183,16 @@ impl Vault {
         if self.files().any_open() {
             return Err(Error::InvalidArgument { what: "files of this vault are open in this process".into() });
         }
-        let commit = push::read_commit(store, keys, &head)?;
+        let commit = repo::read_commit(store, keys, &head)?;
         let outcome = self.engine().write(|tx| {
-            let local = push::digest(tx)?;
+            let local = dump::digest(tx)?;
             if local == commit.digest {
                 remote::set_head(tx, name, &head, &local)?;
                 return Ok(PullOutcome::UpToDate { commit: Some(head.clone()) });
             }
             // None: fast-forward; Some(base): merge (base None: two-way).
             let merge_from: Option<Option<Commit>> = match &state.head {
-                Some(ours) => match merge::ancestry(store, keys, &head, ours, HISTORY_LIMIT)? {
+                Some(ours) => match repo::ancestry(store, keys, &head, ours, HISTORY_LIMIT)? {
                     Ancestry::Found(base) if state.digest.as_deref() == Some(local.as_str()) => {
                         drop(base);
                         None
@@ -213,7 +214,7 @@ impl Vault {
             match merge_from {
                 None => {
                     let applied = pull::apply(tx, store, keys, &commit, progress)?;
-                    let digest = push::digest(tx)?;
+                    let digest = dump::digest(tx)?;
                     remote::set_head(tx, name, &head, &digest)?;
                     Ok(PullOutcome::Pulled {
                         commit: head.clone(),
@@ -244,8 +245,8 @@ impl Vault {
     /// The commits of remote `name`, newest first (at most `limit`).
     pub fn remote_log(&self, name: &str, limit: usize) -> Result<Vec<CommitInfo>> {
         let (_, store, keys) = self.remote_parts(name)?;
-        let Some((head, _)) = push::read_ref(&store, &keys)? else { return Ok(Vec::new()) };
-        Ok(pull::log(&store, &keys, &head, limit)?
+        let Some((head, _)) = repo::read_ref(&store, &keys)? else { return Ok(Vec::new()) };
+        Ok(repo::log(&store, &keys, &head, limit)?
             .into_iter()
             .map(|(id, c)| CommitInfo {
                 id,
@@ -298,14 +299,14 @@ impl Vault {
         keyslots::check_for_clone(&keys_obj, &master)?;
         let keys = RemoteKeys::new(&master);
         let no_commits = || Error::NotFound { path: format!("commits at {} (push first)", url.url()) };
-        let rconfig = push::read_config(&keys, &store.get(names::CONFIG)?.ok_or_else(no_commits)?.0)?;
+        let rconfig = repo::read_config(&keys, &store.get(names::CONFIG)?.ok_or_else(no_commits)?.0)?;
         packs::remember_layout(&store, rconfig.layout);
-        let (newest, _) = push::read_ref(&store, &keys)?.ok_or_else(no_commits)?;
+        let (newest, _) = repo::read_ref(&store, &keys)?.ok_or_else(no_commits)?;
         let head = match at {
             At::Newest => newest,
             At::Commit(_) | At::Time(_) => pick(&store, &keys, &newest, at)?,
         };
-        let commit = push::read_commit(&store, &keys, &head)?;
+        let commit = repo::read_commit(&store, &keys, &head)?;
         let device = remote::new_device_id()?;
 
         let file =
@@ -323,7 +324,7 @@ impl Vault {
             engine.write(|tx| schema::initialize(tx, rconfig.chunk_size, tree::now_ns(), uid, gid))?;
             engine.write(|tx| {
                 pull::apply(tx, &store, &keys, &commit, progress)?;
-                let digest = push::digest(tx)?;
+                let digest = dump::digest(tx)?;
                 remote::add(tx, remote::ORIGIN, &url, &device)?;
                 keyslots::record(tx, remote::ORIGIN, keys_obj.epoch, &header.slots_digest())?;
                 remote::set_head(tx, remote::ORIGIN, &head, &digest)
@@ -344,7 +345,7 @@ impl Vault {
 
 /// The commit `at` names in the history from `newest`.
 pub(super) fn pick(store: &Store, keys: &RemoteKeys, newest: &str, at: &At) -> Result<String> {
-    let log = pull::log(store, keys, newest, HISTORY_LIMIT)?;
+    let log = repo::log(store, keys, newest, HISTORY_LIMIT)?;
     let found = match at {
         At::Commit(id) => {
             let hex = id.strip_prefix("commits/").unwrap_or(id).to_ascii_lowercase();

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::fs::path::VaultPath;
 use crate::fs::tree::InodeId;
 use crate::remote::restore::{self, RemoteRestore};
-use crate::remote::{self as remote_mod, push, At, Progress};
+use crate::remote::{self as remote_mod, repo, At, Progress};
 use crate::snapshot::{self, Dest, RestoreHooks, RestoreSummary};
 
 impl Vault {
@@ -45,10 +45,10 @@ impl Vault {
             None => self.default_remote()?,
         };
         let (_, store, keys) = self.remote_parts(&name)?;
-        let (newest, _) = push::read_ref(&store, &keys)?
+        let (newest, _) = repo::read_ref(&store, &keys)?
             .ok_or_else(|| Error::NotFound { path: format!("commits in remote {name} (push first)") })?;
         let id = pick(&store, &keys, &newest, at)?;
-        let commit = push::read_commit(&store, &keys, &id)?;
+        let commit = repo::read_commit(&store, &keys, &id)?;
         let src = VaultPath::parse(path)?;
         let dest_path = dest.unwrap_or(path);
         let dst = VaultPath::parse(dest_path)?;

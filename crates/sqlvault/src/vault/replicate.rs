@@ -60,7 +60,7 @@ impl Vault {
         let ttl = (every * LEASE_INTERVALS).max(Duration::from_secs(60));
         let ttl_ns = i64::try_from(ttl.as_nanos()).unwrap_or(i64::MAX / 2);
         let header = crate::keys::Header::read(self.path())?;
-        crate::remote::push::ensure_initialized(&store, &keys, &header, self.chunk_size())?;
+        crate::remote::repo::ensure_initialized(&store, &keys, &header, self.chunk_size())?;
         Ok(match lease::take(&store, &keys, &state.device, ttl_ns)? {
             Taken::Busy(h) => ReplicatorStart::Busy(h),
             Taken::Held(l) => ReplicatorStart::Holding(Box::new(Replicator {
