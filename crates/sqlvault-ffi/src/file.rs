@@ -6,8 +6,8 @@ use std::io::{Seek, SeekFrom, Write};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::{Result, VaultError};
+use crate::shared::Shared;
 use crate::types::{non_negative, Stat};
-use crate::vault::Shared;
 
 /// How to open a file, as `std::fs::OpenOptions` (and POSIX `open` flags) say.
 #[derive(Debug, Clone, Default, uniffi::Record)]

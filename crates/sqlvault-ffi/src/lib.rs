@@ -15,6 +15,7 @@
 
 mod error;
 mod file;
+mod shared;
 mod transaction;
 mod types;
 mod vault;

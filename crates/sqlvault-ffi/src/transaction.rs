@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 
 use crate::error::{Result, VaultError};
+use crate::shared::{page_range, Shared};
 use crate::types::{from_lib_tags, row_values, to_lib_params, to_lib_tags, RecordItem, SqlValue, Tag};
-use crate::vault::{page_range, Shared};
 
 /// Records per page when listing keys inside a transaction (the library's page size).
 const PAGE_ROWS: usize = 512;

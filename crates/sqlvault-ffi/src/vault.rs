@@ -6,67 +6,19 @@
 //! (an `Arc`) under a short lock and works without it. `close` is explicit (foreign
 //! garbage collectors run late); calls on a closed vault fail with `EBADF`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
-use std::thread::ThreadId;
+use std::sync::Arc;
 
 use sqlvault::{CreateOptions, EngineConfig, Query, Secret};
 use zeroize::{Zeroize, Zeroizing};
 
 use crate::error::{Result, VaultError};
 use crate::file::{FileHandle, OpenOptions};
+use crate::shared::{page_range, Shared};
 use crate::transaction::Transaction;
 use crate::types::{
     from_lib_tags, non_negative, row_values, to_lib_params, to_lib_tags, DirEntry, RecordItem, RestoreSummary,
     SnapshotInfo, SqlValue, Stat, Tag,
 };
-
-/// State shared by a vault and the files and transactions opened from it.
-pub(crate) struct Shared {
-    vault: RwLock<Option<sqlvault::Vault>>,
-    /// Threads that began a transaction not yet finished, with how many: a write from
-    /// such a thread outside its transaction would wait for the writer the transaction
-    /// holds, for ever, so it fails at once instead.
-    tx_threads: Mutex<HashMap<ThreadId, usize>>,
-}
-
-impl Shared {
-    /// The open vault, for reads.
-    pub(crate) fn get(&self) -> Result<sqlvault::Vault> {
-        self.vault.read().map_err(|_| VaultError::closed("vault"))?.clone().ok_or_else(|| VaultError::closed("vault"))
-    }
-
-    /// The open vault, for a write from this thread.
-    pub(crate) fn writer(&self) -> Result<sqlvault::Vault> {
-        if self.in_transaction() {
-            return Err(VaultError::invalid(
-                "a write through the vault while this thread has a transaction open (write through the transaction)",
-            ));
-        }
-        self.get()
-    }
-
-    pub(crate) fn in_transaction(&self) -> bool {
-        self.tx_threads.lock().map(|m| m.contains_key(&std::thread::current().id())).unwrap_or(false)
-    }
-
-    pub(crate) fn enter_transaction(&self, t: ThreadId) {
-        if let Ok(mut m) = self.tx_threads.lock() {
-            *m.entry(t).or_insert(0) += 1;
-        }
-    }
-
-    pub(crate) fn leave_transaction(&self, t: ThreadId) {
-        if let Ok(mut m) = self.tx_threads.lock() {
-            if let Some(n) = m.get_mut(&t) {
-                *n -= 1;
-                if *n == 0 {
-                    m.remove(&t);
-                }
-            }
-        }
-    }
-}
 
 /// An open vault.
 #[derive(uniffi::Object)]
@@ -101,10 +53,7 @@ fn key_file(path: &str) -> Result<Secret> {
 
 impl Vault {
     fn wrap(v: sqlvault::Vault, path: String) -> Arc<Self> {
-        Arc::new(Vault {
-            shared: Arc::new(Shared { vault: RwLock::new(Some(v)), tx_threads: Mutex::new(HashMap::new()) }),
-            path,
-        })
+        Arc::new(Vault { shared: Arc::new(Shared::new(v)), path })
     }
 
     fn do_create(path: String, secret: Secret) -> Result<Arc<Self>> {
@@ -194,7 +143,7 @@ impl Vault {
     /// Closes the vault (checkpointing its log into the file if nothing else uses
     /// it). Files still open keep working until closed. A second close does nothing.
     pub fn close(&self) -> Result<()> {
-        let v = self.shared.vault.write().map_err(|_| VaultError::closed("vault"))?.take();
+        let v = self.shared.take()?;
         match v {
             Some(v) => Ok(v.close()?),
             None => Ok(()),
@@ -409,21 +358,6 @@ impl Vault {
         let v = self.shared.writer()?;
         Ok(Arc::new(Transaction::begin(self.shared.clone(), v)))
     }
-}
-
-/// The key range of `prefix`, starting after `after` if given.
-pub(crate) fn page_range(prefix: &str, after: Option<Vec<u8>>) -> sqlvault::KeyRange {
-    let mut range = sqlvault::prefix_range(prefix.as_bytes());
-    if let Some(a) = after {
-        let past_start = match &range.0 {
-            std::ops::Bound::Included(s) => a >= *s,
-            _ => true,
-        };
-        if past_start {
-            range.0 = std::ops::Bound::Excluded(a);
-        }
-    }
-    range
 }
 
 /// The current UTC time as an ISO 8601 name (`2026-11-24T06:15:00Z`).
