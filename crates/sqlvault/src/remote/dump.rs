@@ -20,11 +20,12 @@ use std::io::{Read, Write};
 use rusqlite::types::Value;
 use rusqlite::{params_from_iter, Connection};
 
-use super::format::{self, names, Commit, Item, RemoteKeys};
+use super::format::{self, names, Commit, Item};
 use super::store::{Store, Written};
 use super::REPLICATED;
 use crate::error::{Error, Result};
 use crate::fs::chunks;
+use crate::keys::remote::RemoteKeys;
 
 /// Totals of a dump, for the commit.
 #[derive(Default)]

@@ -1,12 +1,10 @@
-//! What the objects in the bucket hold, and how they are sealed.
+//! What the objects in the bucket are called and what they hold.
 //!
-//! Every object but `keys` is sealed: `nonce (24) || XChaCha20-Poly1305(plaintext)`
-//! under a key derived from the master key, with the object's own name as associated
-//! data, so an object moved to another name, altered, truncated or written by someone
-//! without the key fails to open (`Damaged`). Chunk plaintexts are padded to a
-//! power-of-two size before sealing, so an object's size tells little about the file
-//! it came from. Names of content objects are keyed BLAKE3 hashes: equal content gets
-//! equal names (deduplication), and a name tells nothing without the key.
+//! Every object but `keys` is sealed (`crate::keys::remote`: XChaCha20-Poly1305 under
+//! a key derived from the master key, the object's name as associated data); names of
+//! content objects are keyed BLAKE3 hashes from the same place. This module names the
+//! objects ([`names`], [`chunk_name`]) and encodes what is inside them: the `config`,
+//! `ref` and commit objects (JSON) and the dump stream.
 //!
 //! The metadata of a commit (tree, chunk rows, tags, records, snapshots) is a dump of
 //! the vault's replicated tables as one byte stream of [`Item`]s, cut into pieces of
@@ -14,13 +12,10 @@
 
 use std::io::{Read, Write};
 
-use chacha20poly1305::aead::{Aead, KeyInit, Payload};
-use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use rusqlite::types::Value;
-use zeroize::Zeroizing;
 
 use crate::error::{Error, Result};
-use crate::keys::MasterKey;
+use crate::keys::remote::{tampered, RemoteKeys};
 
 /// Newest bucket layout this build reads and creates: 1 the first, 2 the dump carries
 /// application tables, 3 chunks travel in packs (`packs/`, `index/`) instead of one
@@ -35,10 +30,6 @@ pub fn commit_layout(layout: u32) -> u32 {
 }
 /// Plaintext bytes per metadata piece.
 pub const PIECE_BYTES: usize = 4 << 20;
-/// Smallest padded chunk size.
-const MIN_PADDED: usize = 512;
-const NONCE: usize = 24;
-const TAG: usize = 16;
 
 /// Object names inside the remote's prefix.
 pub mod names {
@@ -62,108 +53,14 @@ pub mod names {
     pub const INDEX: &str = "index/";
 }
 
-/// The keys of one remote, derived from the vault's master key.
-#[derive(Clone)]
-pub struct RemoteKeys {
-    seal: Zeroizing<[u8; 32]>,
-    name: Zeroizing<[u8; 32]>,
-}
-
-impl RemoteKeys {
-    pub fn new(master: &MasterKey) -> RemoteKeys {
-        RemoteKeys {
-            seal: master.derive("sqlvault 2026-11 remote object sealing v1"),
-            name: master.derive("sqlvault 2026-11 remote object names v1"),
-        }
-    }
-
-    /// Fixed keys for unit tests.
-    #[cfg(test)]
-    pub fn for_tests() -> RemoteKeys {
-        RemoteKeys { seal: Zeroizing::new([1; 32]), name: Zeroizing::new([2; 32]) }
-    }
-
-    /// The object name of a chunk with BLAKE3 hash `hash`.
-    pub fn chunk_name(&self, hash: &[u8]) -> String {
-        chunk_name_of(&self.chunk_id(hash))
-    }
-
-    /// The keyed hash that names a chunk with BLAKE3 hash `hash` (its `data/` name's hex).
-    pub fn chunk_id(&self, hash: &[u8]) -> [u8; 32] {
-        *blake3::keyed_hash(&self.name, hash).as_bytes()
-    }
-
-    /// The content-derived name of a metadata piece or commit (`prefix` + keyed hash).
-    pub fn content_name(&self, prefix: &str, plaintext: &[u8]) -> String {
-        let mut h = blake3::Hasher::new_keyed(&self.name);
-        h.update(prefix.as_bytes());
-        h.update(plaintext);
-        format!("{prefix}{}", h.finalize().to_hex())
-    }
-
-    /// Seals `plaintext` as the object `name`.
-    pub fn seal(&self, name: &str, plaintext: &[u8]) -> Result<Vec<u8>> {
-        let mut nonce = [0u8; NONCE];
-        getrandom::getrandom(&mut nonce).map_err(|e| Error::Io {
-            context: "no randomness available".into(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
-        let cipher = XChaCha20Poly1305::new((&*self.seal).into());
-        let ct = cipher
-            .encrypt(XNonce::from_slice(&nonce), Payload { msg: plaintext, aad: name.as_bytes() })
-            .map_err(|_| Error::damaged("cannot seal a remote object"))?;
-        let mut out = Vec::with_capacity(NONCE + ct.len());
-        out.extend_from_slice(&nonce);
-        out.extend_from_slice(&ct);
-        Ok(out)
-    }
-
-    /// Opens the object `name`; anything not sealed by this key under this name is `Damaged`.
-    pub fn open(&self, name: &str, sealed: &[u8]) -> Result<Vec<u8>> {
-        if sealed.len() < NONCE + TAG {
-            return Err(tampered(name));
-        }
-        let cipher = XChaCha20Poly1305::new((&*self.seal).into());
-        cipher
-            .decrypt(XNonce::from_slice(&sealed[..NONCE]), Payload { msg: &sealed[NONCE..], aad: name.as_bytes() })
-            .map_err(|_| tampered(name))
-    }
-
-    /// Seals a chunk, padded to a power of two, but never past the vault's chunk size
-    /// (`chunk_size` plus the 4-byte length): every chunk is at most that long, so a full
-    /// chunk costs no padding and the cap tells nothing a power of two would not.
-    /// Readers ignore the padding, so the cap changes no layout.
-    pub fn seal_chunk(&self, name: &str, data: &[u8], chunk_size: usize) -> Result<Vec<u8>> {
-        let mut padded_len = (data.len() + 4).next_power_of_two().max(MIN_PADDED);
-        if data.len() <= chunk_size {
-            padded_len = padded_len.min(chunk_size + 4);
-        }
-        let mut p = Zeroizing::new(Vec::with_capacity(padded_len));
-        p.extend_from_slice(&(data.len() as u32).to_le_bytes());
-        p.extend_from_slice(data);
-        p.resize(padded_len, 0);
-        self.seal(name, &p)
-    }
-
-    /// Opens a chunk and checks it against the BLAKE3 hash its row names.
-    pub fn open_chunk(&self, name: &str, sealed: &[u8], hash: &[u8]) -> Result<Vec<u8>> {
-        let p = self.open(name, sealed)?;
-        let len = u32::from_le_bytes(p.get(..4).and_then(|b| b.try_into().ok()).ok_or_else(|| tampered(name))?);
-        let data = p.get(4..4 + len as usize).ok_or_else(|| tampered(name))?;
-        if blake3::hash(data).as_bytes()[..] != *hash {
-            return Err(tampered(name));
-        }
-        Ok(data.to_vec())
-    }
+/// The object name of a chunk with BLAKE3 hash `hash` (see [`chunk_name_of`]).
+pub fn chunk_name(keys: &RemoteKeys, hash: &[u8]) -> String {
+    chunk_name_of(&keys.chunk_id(hash))
 }
 
 /// `data/<hex>`: the name a chunk is sealed under, in a `data/` object or in a pack.
 pub fn chunk_name_of(id: &[u8; 32]) -> String {
     format!("{}{}", names::DATA, blake3::Hash::from_bytes(*id).to_hex())
-}
-
-pub fn tampered(name: &str) -> Error {
-    Error::damaged(format!("remote object {name} fails authentication (altered, truncated or from another vault)"))
 }
 
 /// The sealed `config` object: what a clone needs besides the key.
@@ -342,44 +239,13 @@ fn read_string(r: &mut impl Read) -> Result<String> {
 mod tests {
     use super::*;
 
-    fn keys() -> RemoteKeys {
-        RemoteKeys { seal: Zeroizing::new([1; 32]), name: Zeroizing::new([2; 32]) }
-    }
-
     #[test]
-    fn sealed_objects_open_only_under_their_own_name_and_unaltered() {
-        let k = keys();
-        let s = k.seal("config", b"hello").unwrap();
-        assert_eq!(k.open("config", &s).unwrap(), b"hello");
-        assert!(matches!(k.open("ref", &s), Err(Error::Damaged { .. })));
-        let mut t = s.clone();
-        t[30] ^= 1;
-        assert!(matches!(k.open("config", &t), Err(Error::Damaged { .. })));
-        assert!(matches!(k.open("config", &s[..s.len() - 1]), Err(Error::Damaged { .. })));
-        let other = RemoteKeys { seal: Zeroizing::new([3; 32]), name: Zeroizing::new([2; 32]) };
-        assert!(matches!(other.open("config", &s), Err(Error::Damaged { .. })));
-    }
-
-    #[test]
-    fn chunks_are_padded_and_checked_against_their_hash() {
-        let k = keys();
-        let data = vec![7u8; 1000];
-        let h = blake3::hash(&data);
-        let name = k.chunk_name(h.as_bytes());
-        let s = k.seal_chunk(&name, &data, 4096).unwrap();
-        assert_eq!(s.len(), 1024 + NONCE + TAG);
-        assert_eq!(k.open_chunk(&name, &s, h.as_bytes()).unwrap(), data);
-        assert!(k.open_chunk(&name, &s, blake3::hash(b"x").as_bytes()).is_err());
-        assert_eq!(k.seal_chunk(&name, b"", 4096).unwrap().len(), MIN_PADDED + NONCE + TAG);
-        // A full chunk (and one just under) is padded to the chunk size, not to the next
-        // power of two, which would double it; both still open.
-        for (n, expected) in [(4096, 4096 + 4), (4093, 4096 + 4), (4092, 4096), (2045, 4096)] {
-            let data = vec![9u8; n];
-            let h = blake3::hash(&data);
-            let s = k.seal_chunk(&name, &data, 4096).unwrap();
-            assert_eq!(s.len(), expected + NONCE + TAG, "{n}");
-            assert_eq!(k.open_chunk(&name, &s, h.as_bytes()).unwrap(), data);
-        }
+    fn chunk_names_are_the_keyed_hash_under_data() {
+        let k = RemoteKeys::for_tests();
+        let h = blake3::hash(b"chunk");
+        let name = chunk_name(&k, h.as_bytes());
+        assert_eq!(name, format!("data/{}", blake3::keyed_hash(&[2; 32], h.as_bytes()).to_hex()));
+        assert_eq!(name, chunk_name_of(&k.chunk_id(h.as_bytes())));
     }
 
     #[test]

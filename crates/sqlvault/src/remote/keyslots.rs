@@ -2,7 +2,7 @@
 //! `key rm` of the replicas.
 //!
 //! The object is `header copy || epoch (u64 LE) || tag`, the tag a BLAKE3 MAC of the
-//! copy and the epoch under a key derived from the master key. Only a holder of the
+//! copy and the epoch under a key derived from the master key (`keys::remote::SlotsKey`). Only a holder of the
 //! master key can write a valid one, so a bucket writer cannot slip in a slot of their
 //! own, and a replica adopts slots only from a tag that checks. The epoch counts
 //! publications: a replica adopts only an epoch newer than the one it last saw, so an
@@ -18,11 +18,11 @@
 //! win at its next push.
 
 use rusqlite::{params, Connection, OptionalExtension};
-use zeroize::Zeroizing;
 
 use super::format::names;
 use super::store::{Store, Written};
 use crate::error::{Error, Result};
+use crate::keys::remote::{tampered, SlotsKey};
 use crate::keys::{Header, MasterKey, COPY_LEN};
 
 const TAG: usize = 32;
@@ -32,23 +32,6 @@ const STATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS sqlvault_remote_keys(
     epoch  INTEGER NOT NULL,
     digest BLOB NOT NULL
 )";
-
-/// The MAC key of the `keys` object.
-pub(crate) struct SlotsKey(Zeroizing<[u8; 32]>);
-
-impl SlotsKey {
-    pub(crate) fn new(master: &MasterKey) -> SlotsKey {
-        SlotsKey(master.derive("sqlvault 2026-11 remote key slots mac v1"))
-    }
-
-    fn tag(&self, copy: &[u8], epoch: u64) -> [u8; 32] {
-        let mut h = blake3::Hasher::new_keyed(&self.0);
-        h.update(names::KEYS.as_bytes());
-        h.update(copy);
-        h.update(&epoch.to_le_bytes());
-        *h.finalize().as_bytes()
-    }
-}
 
 /// A decoded `keys` object.
 pub(crate) struct KeysObject {
@@ -62,18 +45,14 @@ impl KeysObject {
     /// Whether the tag checks under `key` (false for the first layout).
     pub(crate) fn authentic(&self, key: &SlotsKey) -> bool {
         let copy = self.header.to_copy();
-        self.tag.is_some_and(|t| subtle_eq(&t, &key.tag(&copy, self.epoch)))
+        self.tag.is_some_and(|t| key.verify(names::KEYS, &copy, self.epoch, &t))
     }
-}
-
-fn subtle_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// `header copy || epoch || tag`.
 pub(crate) fn encode(key: &SlotsKey, header: &Header, epoch: u64) -> Vec<u8> {
     let mut b = header.to_copy();
-    let tag = key.tag(&b, epoch);
+    let tag = key.tag(names::KEYS, &b, epoch);
     b.extend_from_slice(&epoch.to_le_bytes());
     b.extend_from_slice(&tag);
     b
@@ -97,7 +76,7 @@ pub(crate) fn decode(b: &[u8]) -> Result<KeysObject> {
 /// object whose tag fails is damage (a first-layout object passes).
 pub(crate) fn check_for_clone(obj: &KeysObject, master: &MasterKey) -> Result<()> {
     if obj.tag.is_some() && !obj.authentic(&SlotsKey::new(master)) {
-        return Err(super::format::tampered(names::KEYS));
+        return Err(tampered(names::KEYS));
     }
     Ok(())
 }
@@ -160,7 +139,7 @@ pub(crate) fn sync(
         };
         let authentic = obj.as_ref().is_some_and(|o| o.authentic(&key));
         if obj.as_ref().is_some_and(|o| o.tag.is_some()) && !authentic {
-            return Err(super::format::tampered(names::KEYS));
+            return Err(tampered(names::KEYS));
         }
         let remote_epoch = obj.as_ref().map_or(0, |o| o.epoch);
         let remote_d = obj.as_ref().map(|o| o.header.slots_digest());

@@ -9,9 +9,9 @@
 //! Expiry uses the clocks of the machines involved: they should agree to well within
 //! the lease time (several replication intervals).
 
-use super::format::RemoteKeys;
 use super::store::{Store, Written};
 use crate::error::{Error, Result};
+use crate::keys::remote::{tampered, RemoteKeys};
 
 /// The lease's object name.
 pub const LEASE: &str = "lease";
@@ -51,7 +51,7 @@ pub(crate) enum Taken {
 fn read(store: &Store, keys: &RemoteKeys) -> Result<Option<(Value, Option<String>)>> {
     let Some((sealed, etag)) = store.get(LEASE)? else { return Ok(None) };
     let plain = keys.open(LEASE, &sealed)?;
-    let v: Value = serde_json::from_slice(&plain).map_err(|_| super::format::tampered(LEASE))?;
+    let v: Value = serde_json::from_slice(&plain).map_err(|_| tampered(LEASE))?;
     Ok(Some((v, etag)))
 }
 

@@ -10,9 +10,10 @@
 
 use std::time::Duration;
 
-use super::format::{names, RemoteKeys};
+use super::format::names;
 use super::store::{Store, Written};
 use crate::error::{Error, Result};
+use crate::keys::remote::{tampered, RemoteKeys};
 
 /// How long a lock lives without renewal.
 pub const LOCK_TTL: Duration = Duration::from_secs(10 * 60);
@@ -50,7 +51,7 @@ fn seal(keys: &RemoteKeys, v: &LockValue) -> Result<Vec<u8>> {
 fn read(store: &Store, keys: &RemoteKeys) -> Result<Option<(LockValue, Option<String>)>> {
     let Some((sealed, etag)) = store.get(names::LOCK)? else { return Ok(None) };
     let plain = keys.open(names::LOCK, &sealed)?;
-    let v: LockValue = serde_json::from_slice(&plain).map_err(|_| super::format::tampered(names::LOCK))?;
+    let v: LockValue = serde_json::from_slice(&plain).map_err(|_| tampered(names::LOCK))?;
     Ok(Some((v, etag)))
 }
 

@@ -34,11 +34,12 @@ use rusqlite::types::Value;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::dump;
-use super::format::{Commit, RemoteKeys};
+use super::format::Commit;
 use super::store::Store;
 use super::{Conflict, ConflictKind, Progress, REPLICATED};
 use crate::error::{Error, Result};
 use crate::fs::chunks;
+use crate::keys::remote::RemoteKeys;
 
 const L: i64 = 0;
 const B: i64 = 1;

@@ -11,7 +11,8 @@
 //!
 //! * `store`: the bucket as a blocking store with conditional writes (object_store,
 //!   a small tokio runtime kept inside).
-//! * `format`: object names, sealing, the config/ref/commit objects and the dump stream.
+//! * `format`: object names, the config/ref/commit objects and the dump stream (the
+//!   sealing and keyed names are `crate::keys::remote`'s).
 //! * `repo`: reading and writing `config`, `ref` and commits; the history (`log`).
 //! * `dump`: the replicated tables as a stream of items, written into and read back
 //!   from sealed pieces (every module that reads a commit's metadata goes through it).
@@ -335,10 +336,7 @@ pub(crate) fn list(conn: &Connection) -> Result<Vec<RemoteInfo>> {
 /// A new random device id (hex).
 pub(crate) fn new_device_id() -> Result<String> {
     let mut b = [0u8; 8];
-    getrandom::getrandom(&mut b).map_err(|e| Error::Io {
-        context: "no randomness available".into(),
-        source: std::io::Error::other(e.to_string()),
-    })?;
+    crate::keys::random_bytes(&mut b)?;
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 

@@ -18,9 +18,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::format::{self, names, RemoteKeys};
+use super::format::{self, names};
 use super::store::{Located, Store, Written, PACK_PARALLEL, PACK_QUEUED, PARALLEL, QUEUED};
 use crate::error::{Error, Result};
+use crate::keys::remote::{tampered, RemoteKeys};
 
 /// A pack is closed (and uploaded) once it holds this many bytes of sealed chunks.
 pub(crate) const PACK_BYTES: usize = 4 << 20;
@@ -268,7 +269,7 @@ pub(crate) fn fetch(
     let keys_arc = Arc::new(keys.clone());
     if layout(store, keys)? < format::PACKS_LAYOUT {
         let jobs: Vec<(String, Vec<u8>, i64)> =
-            wanted.iter().map(|(h, len)| (keys.chunk_name(h), h.clone(), *len)).collect();
+            wanted.iter().map(|(h, len)| (format::chunk_name(keys, h), h.clone(), *len)).collect();
         return store.run_all(jobs, (PARALLEL, QUEUED), each, move |bucket, (name, hash, len)| {
             let keys = keys_arc.clone();
             async move {
@@ -370,7 +371,7 @@ type PackRead = (usize, Located, Vec<u8>, i64);
 fn open_checked(keys: &RemoteKeys, name: &str, sealed: &[u8], hash: &[u8], len: i64) -> Result<Vec<u8>> {
     let data = keys.open_chunk(name, sealed, hash)?;
     if data.len() as i64 != len {
-        return Err(format::tampered(name));
+        return Err(tampered(name));
     }
     Ok(data)
 }

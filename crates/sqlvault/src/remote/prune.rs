@@ -26,12 +26,13 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::types::Value;
 
 use super::dump::PieceReader;
-use super::format::{names, Commit, Item, RemoteKeys};
+use super::format::{self, names, Commit, Item};
 use super::lock::{self, Held};
 use super::repo;
 use super::store::{Listed, Store, Written};
 use super::Progress;
 use crate::error::{Error, Result};
+use crate::keys::remote::RemoteKeys;
 
 /// What `remote prune` did (or, with `dry_run`, would do).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -216,7 +217,7 @@ fn run(store: &Store, keys: &RemoteKeys, p: &PruneParams<'_>, mut held: Option<&
     let indexes = super::packs::read_indexes(store, keys, &index_names)?;
     for packs in &indexes {
         for pack in packs {
-            if pack.chunks.iter().any(|(id, _, _)| referenced.contains(&super::format::chunk_name_of(id))) {
+            if pack.chunks.iter().any(|(id, _, _)| referenced.contains(&format::chunk_name_of(id))) {
                 referenced.insert(pack.name.clone());
             }
         }
@@ -295,7 +296,7 @@ fn chunk_names(store: &Store, keys: &RemoteKeys, c: &Commit, out: &mut HashSet<S
                 if let Some(i) = hash_at {
                     match values.get(i) {
                         Some(Value::Blob(hash)) => {
-                            out.insert(keys.chunk_name(hash));
+                            out.insert(format::chunk_name(keys, hash));
                         }
                         _ => return Err(Error::damaged("remote commit metadata: malformed chunk row")),
                     }

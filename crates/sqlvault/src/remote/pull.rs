@@ -10,11 +10,12 @@ use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection};
 
 use super::dump::{insert_row, read_dump};
-use super::format::{Commit, RemoteKeys};
+use super::format::Commit;
 use super::store::Store;
 use super::{Progress, REPLICATED};
 use crate::error::{Error, Result};
 use crate::fs::chunks;
+use crate::keys::remote::RemoteKeys;
 
 /// What an apply fetched.
 pub(crate) struct Applied {

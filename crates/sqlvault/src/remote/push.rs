@@ -10,12 +10,13 @@ use std::collections::HashSet;
 
 use rusqlite::Connection;
 
-use super::format::{self, names, Commit, RemoteKeys};
+use super::format::{self, names, Commit};
 use super::repo::{self, read_commit, read_ref};
 use super::store::{Store, Written};
 use super::{dump, Progress, PushOutcome, State};
 use crate::error::Result;
 use crate::fs::chunks::{self, ChunkId};
+use crate::keys::remote::RemoteKeys;
 
 /// Pushes the state `conn` sees (one read transaction) to `store`.
 pub(crate) fn push(

@@ -14,9 +14,10 @@
 //!
 //! Every object read here is opened (authenticated) before it is parsed.
 
-use super::format::{self, names, tampered, Commit, Config, RefValue, RemoteKeys};
+use super::format::{self, names, Commit, Config, RefValue};
 use super::store::{Store, Written};
 use crate::error::{Error, Result};
+use crate::keys::remote::{tampered, RemoteKeys};
 use crate::keys::Header;
 
 /// Creates `keys` and `config` on an empty remote, or checks that the remote holds

@@ -14,11 +14,12 @@ use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection};
 
 use super::dump::read_dump;
-use super::format::{Commit, RemoteKeys};
+use super::format::Commit;
 use super::store::Store;
 use super::Progress;
 use crate::error::{Error, Result};
 use crate::fs::chunks::{self, ChunkId};
+use crate::keys::remote::RemoteKeys;
 use crate::snapshot::{RestoreSummary, SnapshotId};
 
 /// Chunks fetched per round trip batch.

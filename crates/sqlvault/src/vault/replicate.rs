@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::Vault;
 use crate::error::{Error, Result};
-use crate::remote::format::RemoteKeys;
+use crate::keys::remote::RemoteKeys;
 use crate::remote::lease::{self, Lease, LeaseHolder, Taken};
 use crate::remote::store::Store;
 use crate::remote::{Progress, PullOutcome, PushOutcome};

@@ -16,6 +16,13 @@
 //! older copy first, sync, then the other: a crash at any point leaves at least one
 //! valid copy, which opens with either the old or the new secret, never neither.
 //! See `docs/format.md` for the byte layout.
+//!
+//! [`remote`] (feature `remote`) holds the keys a replica derives for a remote and the
+//! sealing and naming of the remote's objects, so that replication, too, touches
+//! secret bytes only here. [`random_bytes`] is the one source of randomness.
+
+#[cfg(feature = "remote")]
+pub(crate) mod remote;
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -50,7 +57,7 @@ pub struct MasterKey(Zeroizing<[u8; 32]>);
 impl MasterKey {
     pub(crate) fn random() -> Result<Self> {
         let mut k = Zeroizing::new([0u8; 32]);
-        fill_random(&mut *k)?;
+        random_bytes(&mut *k)?;
         Ok(MasterKey(k))
     }
 
@@ -139,7 +146,7 @@ impl Secret {
 pub fn generate_key_file(path: &Path) -> Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut key = Zeroizing::new([0u8; 32]);
-    fill_random(&mut *key)?;
+    random_bytes(&mut *key)?;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -548,7 +555,8 @@ fn slot_fixed(s: &Slot, index: usize) -> [u8; SLOT_FIXED] {
     b
 }
 
-fn fill_random(buf: &mut [u8]) -> Result<()> {
+/// Fills `buf` from the operating system's random source (nonces, salts, keys, ids).
+pub(crate) fn random_bytes(buf: &mut [u8]) -> Result<()> {
     getrandom::getrandom(buf).map_err(|e| Error::Io {
         context: "no randomness available".into(),
         source: std::io::Error::other(e.to_string()),
@@ -577,8 +585,8 @@ fn derive_kek(secret: &Secret, kdf: &KdfParams, salt: &[u8; 16]) -> Result<Zeroi
 
 fn wrap(master: &MasterKey, secret: &Secret, kdf: KdfParams) -> Result<Slot> {
     let mut slot = Slot { kind: secret.kind(), kdf, salt: [0; 16], nonce: [0; 24], wrapped: [0; 48] };
-    fill_random(&mut slot.salt)?;
-    fill_random(&mut slot.nonce)?;
+    random_bytes(&mut slot.salt)?;
+    random_bytes(&mut slot.nonce)?;
     let kek = derive_kek(secret, &kdf, &slot.salt)?;
     let cipher = XChaCha20Poly1305::new((&*kek).into());
     let mut ct = cipher
@@ -612,56 +620,6 @@ fn unwrap_slot(slot: &Slot, secret: &Secret) -> Result<Option<MasterKey>> {
             Ok(Some(MasterKey(k)))
         }
         Err(_) => Ok(None),
-    }
-}
-
-// ---- Replication (crates/sqlvault/src/remote): keys derived from the master key, and
-// the header as one self-contained copy, so a remote opens with the vault's own secrets.
-
-impl MasterKey {
-    /// A 32-byte key for one purpose, derived from the master key with BLAKE3
-    /// `derive_key` (`context` names the purpose; distinct contexts give independent keys).
-    #[cfg(feature = "remote")]
-    pub(crate) fn derive(&self, context: &str) -> Zeroizing<[u8; 32]> {
-        Zeroizing::new(blake3::derive_key(context, &self.0[..]))
-    }
-}
-
-impl Header {
-    /// One encoded header copy (magic, version, cipher settings, wrapped key slots,
-    /// checksum): what a remote stores as its `keys` object.
-    #[cfg(feature = "remote")]
-    pub(crate) fn to_copy(&self) -> Vec<u8> {
-        self.encode()
-    }
-
-    /// BLAKE3 of the key slots and cipher settings (not the generation, which each
-    /// file counts on its own): equal digests, the same secrets open the same key.
-    #[cfg(feature = "remote")]
-    pub(crate) fn slots_digest(&self) -> [u8; 32] {
-        let mut b = self.encode();
-        b[12..20].fill(0);
-        *blake3::hash(&b[..CHECKSUM_AT]).as_bytes()
-    }
-
-    /// Takes the key slots of `other` (a remote's, authenticated by the caller), keeping
-    /// this header's version and generation.
-    #[cfg(feature = "remote")]
-    pub(crate) fn adopt_slots(&mut self, other: &Header) -> Result<()> {
-        if other.cipher != self.cipher {
-            return Err(Error::damaged("the remote's key slots have other cipher settings"));
-        }
-        self.slots = other.slots.clone();
-        Ok(())
-    }
-
-    /// Decodes a copy written by [`Header::to_copy`]; anything else is `Damaged`.
-    #[cfg(feature = "remote")]
-    pub(crate) fn from_copy(b: &[u8]) -> Result<Header> {
-        if b.len() != COPY_LEN {
-            return Err(Error::damaged(format!("key object has {} bytes, not {COPY_LEN}", b.len())));
-        }
-        Header::decode(b)?.ok_or_else(|| Error::damaged("key object has no sqlvault header"))
     }
 }
 

@@ -1,0 +1,257 @@
+//! The secret side of replication (feature `remote`): keys derived from the master key
+//! for one remote, the sealing of its objects, their keyed names, the MAC of its `keys`
+//! object, and the header as one self-contained copy (what that object holds).
+//!
+//! * Every object but `keys` is sealed: `nonce (24) || XChaCha20-Poly1305(plaintext)`
+//!   under [`RemoteKeys`]' sealing key, with the object's own name as associated data,
+//!   so an object moved to another name, altered, truncated or written by someone
+//!   without the key fails to open (`Damaged`, [`tampered`]).
+//! * Chunk plaintexts are padded before sealing ([`RemoteKeys::seal_chunk`]), so an
+//!   object's size tells little about the file it came from.
+//! * Names of content objects are keyed BLAKE3 hashes under the naming key: equal
+//!   content gets equal names (deduplication), and a name tells nothing without the key.
+//! * The `keys` object carries a BLAKE3 MAC under [`SlotsKey`], so only a holder of the
+//!   master key can write slots a replica adopts.
+//!
+//! Each key is derived from the master key with its own BLAKE3 `derive_key` context;
+//! the contexts are part of the bucket format and never change. Which objects exist
+//! and how they are encoded is `remote::format`'s business, not this module's.
+
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use zeroize::Zeroizing;
+
+use super::{random_bytes, Header, MasterKey, CHECKSUM_AT, COPY_LEN};
+use crate::error::{Error, Result};
+
+/// Smallest padded chunk size.
+const MIN_PADDED: usize = 512;
+const NONCE: usize = 24;
+const TAG: usize = 16;
+
+impl MasterKey {
+    /// A 32-byte key for one purpose, derived from the master key with BLAKE3
+    /// `derive_key` (`context` names the purpose; distinct contexts give independent keys).
+    fn derive(&self, context: &str) -> Zeroizing<[u8; 32]> {
+        Zeroizing::new(blake3::derive_key(context, &self.0[..]))
+    }
+}
+
+impl Header {
+    /// One encoded header copy (magic, version, cipher settings, wrapped key slots,
+    /// checksum): what a remote stores as its `keys` object.
+    pub(crate) fn to_copy(&self) -> Vec<u8> {
+        self.encode()
+    }
+
+    /// BLAKE3 of the key slots and cipher settings (not the generation, which each
+    /// file counts on its own): equal digests, the same secrets open the same key.
+    pub(crate) fn slots_digest(&self) -> [u8; 32] {
+        let mut b = self.encode();
+        b[12..20].fill(0);
+        *blake3::hash(&b[..CHECKSUM_AT]).as_bytes()
+    }
+
+    /// Takes the key slots of `other` (a remote's, authenticated by the caller), keeping
+    /// this header's version and generation.
+    pub(crate) fn adopt_slots(&mut self, other: &Header) -> Result<()> {
+        if other.cipher != self.cipher {
+            return Err(Error::damaged("the remote's key slots have other cipher settings"));
+        }
+        self.slots = other.slots.clone();
+        Ok(())
+    }
+
+    /// Decodes a copy written by [`Header::to_copy`]; anything else is `Damaged`.
+    pub(crate) fn from_copy(b: &[u8]) -> Result<Header> {
+        if b.len() != COPY_LEN {
+            return Err(Error::damaged(format!("key object has {} bytes, not {COPY_LEN}", b.len())));
+        }
+        Header::decode(b)?.ok_or_else(|| Error::damaged("key object has no sqlvault header"))
+    }
+}
+
+/// The error for a remote object that fails to open or check under this vault's keys.
+pub(crate) fn tampered(name: &str) -> Error {
+    Error::damaged(format!("remote object {name} fails authentication (altered, truncated or from another vault)"))
+}
+
+/// The keys of one remote, derived from the vault's master key.
+#[derive(Clone)]
+pub struct RemoteKeys {
+    seal: Zeroizing<[u8; 32]>,
+    name: Zeroizing<[u8; 32]>,
+}
+
+impl RemoteKeys {
+    pub fn new(master: &MasterKey) -> RemoteKeys {
+        RemoteKeys {
+            seal: master.derive("sqlvault 2026-11 remote object sealing v1"),
+            name: master.derive("sqlvault 2026-11 remote object names v1"),
+        }
+    }
+
+    /// Fixed keys for unit tests.
+    #[cfg(test)]
+    pub fn for_tests() -> RemoteKeys {
+        RemoteKeys { seal: Zeroizing::new([1; 32]), name: Zeroizing::new([2; 32]) }
+    }
+
+    /// The keyed hash that names a chunk with BLAKE3 hash `hash` (its `data/` name's hex).
+    pub fn chunk_id(&self, hash: &[u8]) -> [u8; 32] {
+        *blake3::keyed_hash(&self.name, hash).as_bytes()
+    }
+
+    /// The content-derived name of a metadata piece or commit (`prefix` + keyed hash).
+    pub fn content_name(&self, prefix: &str, plaintext: &[u8]) -> String {
+        let mut h = blake3::Hasher::new_keyed(&self.name);
+        h.update(prefix.as_bytes());
+        h.update(plaintext);
+        format!("{prefix}{}", h.finalize().to_hex())
+    }
+
+    /// Seals `plaintext` as the object `name`.
+    pub fn seal(&self, name: &str, plaintext: &[u8]) -> Result<Vec<u8>> {
+        let mut nonce = [0u8; NONCE];
+        random_bytes(&mut nonce)?;
+        let cipher = XChaCha20Poly1305::new((&*self.seal).into());
+        let ct = cipher
+            .encrypt(XNonce::from_slice(&nonce), Payload { msg: plaintext, aad: name.as_bytes() })
+            .map_err(|_| Error::damaged("cannot seal a remote object"))?;
+        let mut out = Vec::with_capacity(NONCE + ct.len());
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(&ct);
+        Ok(out)
+    }
+
+    /// Opens the object `name`; anything not sealed by this key under this name is `Damaged`.
+    pub fn open(&self, name: &str, sealed: &[u8]) -> Result<Vec<u8>> {
+        if sealed.len() < NONCE + TAG {
+            return Err(tampered(name));
+        }
+        let cipher = XChaCha20Poly1305::new((&*self.seal).into());
+        cipher
+            .decrypt(XNonce::from_slice(&sealed[..NONCE]), Payload { msg: &sealed[NONCE..], aad: name.as_bytes() })
+            .map_err(|_| tampered(name))
+    }
+
+    /// Seals a chunk, padded to a power of two, but never past the vault's chunk size
+    /// (`chunk_size` plus the 4-byte length): every chunk is at most that long, so a full
+    /// chunk costs no padding and the cap tells nothing a power of two would not.
+    /// Readers ignore the padding, so the cap changes no layout.
+    pub fn seal_chunk(&self, name: &str, data: &[u8], chunk_size: usize) -> Result<Vec<u8>> {
+        let mut padded_len = (data.len() + 4).next_power_of_two().max(MIN_PADDED);
+        if data.len() <= chunk_size {
+            padded_len = padded_len.min(chunk_size + 4);
+        }
+        let mut p = Zeroizing::new(Vec::with_capacity(padded_len));
+        p.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        p.extend_from_slice(data);
+        p.resize(padded_len, 0);
+        self.seal(name, &p)
+    }
+
+    /// Opens a chunk and checks it against the BLAKE3 hash its row names.
+    pub fn open_chunk(&self, name: &str, sealed: &[u8], hash: &[u8]) -> Result<Vec<u8>> {
+        let p = self.open(name, sealed)?;
+        let len = u32::from_le_bytes(p.get(..4).and_then(|b| b.try_into().ok()).ok_or_else(|| tampered(name))?);
+        let data = p.get(4..4 + len as usize).ok_or_else(|| tampered(name))?;
+        if blake3::hash(data).as_bytes()[..] != *hash {
+            return Err(tampered(name));
+        }
+        Ok(data.to_vec())
+    }
+}
+
+/// The MAC key of a remote's `keys` object.
+pub(crate) struct SlotsKey(Zeroizing<[u8; 32]>);
+
+impl SlotsKey {
+    pub(crate) fn new(master: &MasterKey) -> SlotsKey {
+        SlotsKey(master.derive("sqlvault 2026-11 remote key slots mac v1"))
+    }
+
+    /// The tag of header copy `copy` published as `epoch` in the object `name`.
+    pub(crate) fn tag(&self, name: &str, copy: &[u8], epoch: u64) -> [u8; 32] {
+        let mut h = blake3::Hasher::new_keyed(&self.0);
+        h.update(name.as_bytes());
+        h.update(copy);
+        h.update(&epoch.to_le_bytes());
+        *h.finalize().as_bytes()
+    }
+
+    /// Whether `tag` is [`SlotsKey::tag`] of the same input (compared in constant time).
+    pub(crate) fn verify(&self, name: &str, copy: &[u8], epoch: u64, tag: &[u8; 32]) -> bool {
+        let want = self.tag(name, copy, epoch);
+        want.iter().zip(tag).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys() -> RemoteKeys {
+        RemoteKeys::for_tests()
+    }
+
+    #[test]
+    fn sealed_objects_open_only_under_their_own_name_and_unaltered() {
+        let k = keys();
+        let s = k.seal("config", b"hello").unwrap();
+        assert_eq!(k.open("config", &s).unwrap(), b"hello");
+        assert!(matches!(k.open("ref", &s), Err(Error::Damaged { .. })));
+        let mut t = s.clone();
+        t[30] ^= 1;
+        assert!(matches!(k.open("config", &t), Err(Error::Damaged { .. })));
+        assert!(matches!(k.open("config", &s[..s.len() - 1]), Err(Error::Damaged { .. })));
+        let other = RemoteKeys { seal: Zeroizing::new([3; 32]), name: Zeroizing::new([2; 32]) };
+        assert!(matches!(other.open("config", &s), Err(Error::Damaged { .. })));
+    }
+
+    #[test]
+    fn chunks_are_padded_and_checked_against_their_hash() {
+        let k = keys();
+        let data = vec![7u8; 1000];
+        let h = blake3::hash(&data);
+        let name = format!("data/{}", blake3::Hash::from_bytes(k.chunk_id(h.as_bytes())).to_hex());
+        let s = k.seal_chunk(&name, &data, 4096).unwrap();
+        assert_eq!(s.len(), 1024 + NONCE + TAG);
+        assert_eq!(k.open_chunk(&name, &s, h.as_bytes()).unwrap(), data);
+        assert!(k.open_chunk(&name, &s, blake3::hash(b"x").as_bytes()).is_err());
+        assert_eq!(k.seal_chunk(&name, b"", 4096).unwrap().len(), MIN_PADDED + NONCE + TAG);
+        // A full chunk (and one just under) is padded to the chunk size, not to the next
+        // power of two, which would double it; both still open.
+        for (n, expected) in [(4096, 4096 + 4), (4093, 4096 + 4), (4092, 4096), (2045, 4096)] {
+            let data = vec![9u8; n];
+            let h = blake3::hash(&data);
+            let s = k.seal_chunk(&name, &data, 4096).unwrap();
+            assert_eq!(s.len(), expected + NONCE + TAG, "{n}");
+            assert_eq!(k.open_chunk(&name, &s, h.as_bytes()).unwrap(), data);
+        }
+    }
+
+    #[test]
+    fn derived_keys_and_names_are_pinned() {
+        // The derivation contexts, the keyed names and the MAC are part of the bucket
+        // format: a change here makes every existing remote unreadable.
+        let master = MasterKey(Zeroizing::new([5; 32]));
+        let k = RemoteKeys::new(&master);
+        assert_eq!(
+            k.content_name("meta/", b"x"),
+            format!("meta/{}", {
+                let name = blake3::derive_key("sqlvault 2026-11 remote object names v1", &[5; 32]);
+                let mut h = blake3::Hasher::new_keyed(&name);
+                h.update(b"meta/x");
+                h.finalize().to_hex()
+            })
+        );
+        let seal = blake3::derive_key("sqlvault 2026-11 remote object sealing v1", &[5; 32]);
+        assert_eq!(*k.seal, seal);
+        let mac = SlotsKey::new(&master);
+        let t = mac.tag("keys", b"copy", 7);
+        assert!(mac.verify("keys", b"copy", 7, &t));
+        assert!(!mac.verify("keys", b"copy", 8, &t));
+        assert!(!mac.verify("keys", b"cop", 7, &t));
+    }
+}
