@@ -13,6 +13,7 @@
 //! Each foreign call is a plain C call: Python's ctypes releases the GIL around it, the
 //! JVM's JNA runs it on the calling thread.
 
+mod capi;
 mod error;
 mod file;
 mod transaction;
