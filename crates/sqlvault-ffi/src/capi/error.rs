@@ -218,3 +218,40 @@ pub extern "C" fn sqlvault_error_kind_name(kind: i32) -> *const c_char {
     };
     s.as_ptr()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::CStr;
+
+    use super::*;
+
+    fn message() -> String {
+        // SAFETY: the pointer is the thread's current message, read at once.
+        unsafe { CStr::from_ptr(sqlvault_last_error_message(std::ptr::null_mut())) }.to_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn a_panic_is_an_internal_error_and_a_failure_sets_the_threads_last_error() {
+        assert_eq!(call(|| panic!("boom")), -libc::EIO);
+        assert_eq!(sqlvault_last_error_kind(), SQLVAULT_ERR_INTERNAL);
+        assert_eq!(sqlvault_last_error_errno(), libc::EIO);
+        assert!(message().contains("boom"), "{}", message());
+
+        assert_eq!(call(|| Err(VaultError::closed("file").into())), -libc::EBADF);
+        assert_eq!(sqlvault_last_error_kind(), SQLVAULT_ERR_CLOSED);
+        // A success leaves the last error; a NUL in a message does not cut it short.
+        assert_eq!(call(|| Ok(7)), 7);
+        assert_eq!(sqlvault_last_error_kind(), SQLVAULT_ERR_CLOSED);
+        assert_eq!(call(|| Err(Failure::invalid("a\0b"))), -libc::EINVAL);
+        assert_eq!(message(), "a\u{fffd}b");
+        // An errno of 0 still fails negative.
+        assert_eq!(call(|| Err(Failure { kind: SQLVAULT_ERR_OTHER, errno: 0, message: String::new() })), -libc::EIO);
+        // Another thread's failures are its own.
+        std::thread::spawn(|| {
+            assert_eq!(sqlvault_last_error_kind(), SQLVAULT_OK);
+            assert_eq!(message(), "");
+        })
+        .join()
+        .unwrap();
+    }
+}
