@@ -456,7 +456,7 @@ int32_t sqlvault_tx_remove_file(sqlvault_tx *t,
 int32_t sqlvault_tx_tags_set(sqlvault_tx *t,
                              const char *path,
                              size_t path_len,
-                             const sqlvault_value *tags_,
+                             const sqlvault_value *tags,
                              size_t n);
 
 // `sqlvault_tags` inside the transaction.
@@ -714,7 +714,7 @@ int32_t sqlvault_truncate(sqlvault_vault *v,
 int32_t sqlvault_tags_set(sqlvault_vault *v,
                           const char *path,
                           size_t path_len,
-                          const sqlvault_value *tags_,
+                          const sqlvault_value *tags,
                           size_t n);
 
 // Every tag of `path` in name order, as a result with columns `name` and `value`.

@@ -71,3 +71,73 @@ fn the_c_program_passes() {
     // Leaks are not checked: Rust keeps some allocations for the process's life.
     println!("{}", run(&asan, &[("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1")]));
 }
+
+/// CPU seconds of this process so far.
+fn cpu_seconds() -> f64 {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid rusage to fill.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+/// A measurement, not a check (ignored): streams `SQLVAULT_BENCH_MIB` MiB (default 256)
+/// in 256 KiB buffers through the C API (`tests/c/capi_bench.c`) and through the Rust
+/// library's `FileHandle`, writing then reading, and prints seconds and CPU seconds of
+/// each. `cargo test -p sqlvault-ffi --test c_api -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn c_streams_as_fast_as_rust() {
+    let mib: usize = std::env::var("SQLVAULT_BENCH_MIB").ok().and_then(|s| s.parse().ok()).unwrap_or(256);
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("capi_bench");
+    let lib = lib_dir();
+    let out = Command::new("cc")
+        .args(["-std=c11", "-O2", "-D_POSIX_C_SOURCE=200809L", "-I"])
+        .arg(crate_dir.join("include"))
+        .arg(crate_dir.join("tests/c/capi_bench.c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(&lib)
+        .args(["-lsqlvault_ffi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let c_dir = tempfile::tempdir().unwrap();
+    let out = Command::new(&exe).arg(c_dir.path()).arg(mib.to_string()).env("LD_LIBRARY_PATH", &lib).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+
+    let rust_dir = tempfile::tempdir().unwrap();
+    let mut opts = sqlvault::CreateOptions::default();
+    opts.kdf.memory_kib = 1024;
+    opts.kdf.iterations = 1;
+    let v = sqlvault::Vault::create(rust_dir.path().join("bench.vault"), &sqlvault::Secret::passphrase("pw"), &opts)
+        .unwrap();
+    let mut buf: Vec<u8> = (0..256 * 1024).map(|i: usize| (i * 31 + 7) as u8).collect();
+    let pieces = mib * 4;
+    let (t0, c0) = (std::time::Instant::now(), cpu_seconds());
+    let w = sqlvault::FileOptions::new().write(true).create(true);
+    let h = v.open_file("/big", &w).unwrap();
+    for i in 0..pieces {
+        let mut n = 0;
+        while n < buf.len() {
+            n += h.write_at((i * buf.len() + n) as u64, &buf[n..]).unwrap();
+        }
+    }
+    h.close().unwrap();
+    println!("rust write {mib} {:.3} {:.3}", t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
+    let (t0, c0) = (std::time::Instant::now(), cpu_seconds());
+    let h = v.open_file("/big", &sqlvault::FileOptions::new().read(true)).unwrap();
+    for i in 0..pieces {
+        let mut n = 0;
+        while n < buf.len() {
+            let (at, rest) = ((i * buf.len() + n) as u64, &mut buf[n..]);
+            n += h.read_at(at, rest).unwrap();
+        }
+    }
+    h.close().unwrap();
+    println!("rust read {mib} {:.3} {:.3}", t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
+}

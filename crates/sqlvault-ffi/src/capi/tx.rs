@@ -13,7 +13,7 @@ use super::error::{call, CResult, Failure};
 use super::result::sqlvault_result;
 use super::sql::{any_named, bind, positional, query_into};
 use super::values::{
-    buffer, bytes, give, need, put, put_opt, sqlvault_bytes, sqlvault_str, sqlvault_value, tags, text, texts, values,
+    buffer, bytes, give, need, put, put_opt, sqlvault_bytes, sqlvault_str, sqlvault_value, text, texts, to_tags, values,
 };
 use super::vault::{items_result, put_record, sqlvault_vault, tag_result, too_small, vault};
 use crate::Transaction;
@@ -156,12 +156,12 @@ pub unsafe extern "C" fn sqlvault_tx_tags_set(
     t: *mut sqlvault_tx,
     path: *const c_char,
     path_len: usize,
-    tags_: *const sqlvault_value,
+    tags: *const sqlvault_value,
     n: usize,
 ) -> i32 {
     call(|| unsafe {
         let t = tx(t)?;
-        t.set_tags(text(path, path_len, "path")?.to_owned(), tags(values(tags_, n, "tags")?)?)?;
+        t.set_tags(text(path, path_len, "path")?.to_owned(), to_tags(values(tags, n, "tags")?)?)?;
         Ok(0)
     })
 }

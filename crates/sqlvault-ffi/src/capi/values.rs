@@ -248,7 +248,7 @@ pub(crate) unsafe fn values(p: *const sqlvault_value, n: usize, what: &str) -> C
 }
 
 /// Tags from named values (every one named; NULL is not a tag value).
-pub(crate) fn tags(values: Vec<Named>) -> CResult<Vec<crate::Tag>> {
+pub(crate) fn to_tags(values: Vec<Named>) -> CResult<Vec<crate::Tag>> {
     values
         .into_iter()
         .map(|n| {

@@ -12,7 +12,7 @@ use super::error::{call, CResult, Failure, SQLVAULT_ERR_BUFFER_TOO_SMALL};
 use super::result::sqlvault_result;
 use super::values::{
     buffer, bytes, give, need, node_kind, opt_text, put, put_opt, secret, sqlvault_attr, sqlvault_bytes,
-    sqlvault_restore_summary, sqlvault_str, sqlvault_value, tags, text, texts, values,
+    sqlvault_restore_summary, sqlvault_str, sqlvault_value, text, texts, to_tags, values,
 };
 use crate::types::{SnapshotInfo, Tag, TagValue};
 use crate::{OpenOptions, Vault, VaultError};
@@ -472,13 +472,13 @@ pub unsafe extern "C" fn sqlvault_tags_set(
     v: *mut sqlvault_vault,
     path: *const c_char,
     path_len: usize,
-    tags_: *const sqlvault_value,
+    tags: *const sqlvault_value,
     n: usize,
 ) -> i32 {
     call(|| unsafe {
         let v = vault(v)?;
         let path = text(path, path_len, "path")?.to_owned();
-        v.set_tags(path, tags(values(tags_, n, "tags")?)?)?;
+        v.set_tags(path, to_tags(values(tags, n, "tags")?)?)?;
         Ok(0)
     })
 }
