@@ -122,6 +122,10 @@ fn c_streams_as_fast_as_rust() {
     let w = sqlvault::FileOptions::new().write(true).create(true);
     let h = v.open_file("/big", &w).unwrap();
     for i in 0..pieces {
+        // Distinct content in every 4 KiB, as the C program writes.
+        for k in (0..buf.len()).step_by(4096) {
+            buf[k..k + 8].copy_from_slice(&(i as i64).to_ne_bytes());
+        }
         let mut n = 0;
         while n < buf.len() {
             n += h.write_at((i * buf.len() + n) as u64, &buf[n..]).unwrap();

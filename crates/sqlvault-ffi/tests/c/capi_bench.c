@@ -45,8 +45,11 @@ int main(int argc, char **argv) {
     sqlvault_file *f;
     double t0 = now(), c0 = cpu();
     if (sqlvault_file_open(v, "/big", 4, SQLVAULT_OPEN_WRITE | SQLVAULT_OPEN_CREATE, &f)) die("open");
-    for (long i = 0; i < pieces; i++)
+    for (long i = 0; i < pieces; i++) {
+        /* Distinct content in every 4 KiB, so no chunk is stored once for many. */
+        for (int k = 0; k < PIECE; k += 4096) memcpy(buf + k, &i, sizeof i);
         if (sqlvault_file_write_at(f, i * PIECE, buf, PIECE)) die("write");
+    }
     if (sqlvault_file_close(f)) die("close");
     sqlvault_file_free(f);
     printf("c write %ld %.3f %.3f\n", mib, now() - t0, cpu() - c0);
