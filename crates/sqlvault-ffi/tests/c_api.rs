@@ -50,6 +50,23 @@ fn run(exe: &Path, env: &[(&str, &str)]) -> String {
 }
 
 #[test]
+fn the_c_program_calls_every_function_of_the_header() {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let header = std::fs::read_to_string(crate_dir.join("include/sqlvault.h")).unwrap();
+    let program = std::fs::read_to_string(crate_dir.join("tests/c/capi_test.c")).unwrap();
+    let declared: Vec<&str> = header
+        .lines()
+        .filter(|l| !l.starts_with([' ', '/', '#', '}']))
+        .filter_map(|l| l.split('(').next().filter(|_| l.contains('(')))
+        .filter_map(|d| d.rsplit([' ', '*']).next())
+        .filter(|name| name.starts_with("sqlvault_"))
+        .collect();
+    assert!(declared.len() > 80, "{declared:?}");
+    let missing: Vec<_> = declared.iter().filter(|f| !program.contains(&format!("{f}("))).collect();
+    assert!(missing.is_empty(), "tests/c/capi_test.c never calls {missing:?}");
+}
+
+#[test]
 fn the_c_program_passes() {
     assert!(
         lib_dir().join("libsqlvault_ffi.so").exists(),
