@@ -155,8 +155,10 @@ static void test_secrets(void) {
 static void test_damage(void) {
     const char *p = in_dir("damaged.vault");
     sqlvault_vault *v = new_vault("damaged.vault");
+    /* Content that does not repeat, so that most pages of the file hold it. */
     static uint8_t data[200000];
-    memset(data, 7, sizeof data);
+    uint32_t x = 1;
+    for (size_t i = 0; i < sizeof data; i++) data[i] = (uint8_t)((x = x * 1103515245u + 12345u) >> 24);
     OK(sqlvault_write_file(v, S("/f"), data, sizeof data));
     OK(sqlvault_vault_close(v));
     sqlvault_vault_free(v);
