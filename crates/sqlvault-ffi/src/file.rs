@@ -79,44 +79,39 @@ impl FileHandle {
     }
 }
 
-#[uniffi::export]
+/// The calls behind `read_at`, `write_at` and `append` on borrowed buffers, for the C
+/// API (`crate::capi`), which reads into and writes from the caller's memory.
 impl FileHandle {
-    /// Up to `len` bytes at `offset` (fewer only at the end of the file; empty at or
-    /// past it). The cursor the foreign side keeps is not touched.
-    pub fn read_at(&self, offset: i64, len: i32) -> Result<Vec<u8>> {
-        let offset = non_negative(offset, "offset")?;
-        let len = non_negative(len as i64, "length")? as usize;
+    /// Reads into all of `buf` from `offset` (less only at the end of the file);
+    /// returns how many bytes it read.
+    pub(crate) fn read_into(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
         self.with(|h| {
-            let mut buf = vec![0u8; len];
             let mut n = 0;
-            while n < len {
+            while n < buf.len() {
                 let got = h.read_at(offset + n as u64, &mut buf[n..])?;
                 if got == 0 {
                     break;
                 }
                 n += got;
             }
-            buf.truncate(n);
-            Ok(buf)
+            Ok(n)
         })
     }
 
-    /// Writes all of `data` at `offset`; returns its length.
-    pub fn write_at(&self, offset: i64, data: Vec<u8>) -> Result<i32> {
-        let offset = non_negative(offset, "offset")?;
+    /// Writes all of `data` at `offset`.
+    pub(crate) fn write_all_at(&self, offset: u64, data: &[u8]) -> Result<()> {
         self.check_write()?;
-        let len = i32::try_from(data.len()).map_err(|_| VaultError::invalid("a write of 2 GiB or more"))?;
         self.with(|h| {
             let mut n = 0;
             while n < data.len() {
                 n += h.write_at(offset + n as u64, &data[n..])?;
             }
-            Ok(len)
+            Ok(())
         })
     }
 
-    /// Writes all of `data` at the end of the file; returns the new end (the size).
-    pub fn append(&self, data: Vec<u8>) -> Result<i64> {
+    /// Writes all of `data` at the end of the file; returns the new size.
+    pub(crate) fn append_all(&self, data: &[u8]) -> Result<i64> {
         self.check_write()?;
         if !self.writable {
             return Err(VaultError::invalid("file is not open for writing"));
@@ -129,6 +124,33 @@ impl FileHandle {
             }
             Ok((end + n as u64) as i64)
         })
+    }
+}
+
+#[uniffi::export]
+impl FileHandle {
+    /// Up to `len` bytes at `offset` (fewer only at the end of the file; empty at or
+    /// past it). The cursor the foreign side keeps is not touched.
+    pub fn read_at(&self, offset: i64, len: i32) -> Result<Vec<u8>> {
+        let offset = non_negative(offset, "offset")?;
+        let len = non_negative(len as i64, "length")? as usize;
+        let mut buf = vec![0u8; len];
+        let n = self.read_into(offset, &mut buf)?;
+        buf.truncate(n);
+        Ok(buf)
+    }
+
+    /// Writes all of `data` at `offset`; returns its length.
+    pub fn write_at(&self, offset: i64, data: Vec<u8>) -> Result<i32> {
+        let offset = non_negative(offset, "offset")?;
+        let len = i32::try_from(data.len()).map_err(|_| VaultError::invalid("a write of 2 GiB or more"))?;
+        self.write_all_at(offset, &data)?;
+        Ok(len)
+    }
+
+    /// Writes all of `data` at the end of the file; returns the new end (the size).
+    pub fn append(&self, data: Vec<u8>) -> Result<i64> {
+        self.append_all(&data)
     }
 
     /// The file's size, including writes still buffered.

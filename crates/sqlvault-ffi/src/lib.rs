@@ -12,7 +12,13 @@
 //!
 //! Each foreign call is a plain C call: Python's ctypes releases the GIL around it, the
 //! JVM's JNA runs it on the calling thread.
+//!
+//! The same library also exports a C API (`sqlvault_*`, module `capi`, header
+//! `include/sqlvault.h` generated from it by cbindgen) over the same objects, for C and
+//! the languages that call C directly (.NET's P/Invoke among them): it moves bulk data
+//! through the caller's buffers and returns lists and query rows as one result table.
 
+mod capi;
 mod error;
 mod file;
 mod shared;

@@ -81,7 +81,7 @@ impl Transaction {
     }
 
     /// Runs `f` on the worker, inside the transaction, and returns its result.
-    fn run<T: Send + 'static>(
+    pub(crate) fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce(&sqlvault::Tx<'_>) -> sqlvault::Result<T> + Send + 'static,
     ) -> Result<T> {

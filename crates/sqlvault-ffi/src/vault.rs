@@ -56,6 +56,11 @@ impl Vault {
         Arc::new(Vault { shared: Arc::new(Shared::new(v)), path })
     }
 
+    /// The state its files and transactions share (the C API runs SQL on it directly).
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
     fn do_create(path: String, secret: Secret) -> Result<Arc<Self>> {
         Self::do_create_with(path, secret, &CreateOptions::default())
     }

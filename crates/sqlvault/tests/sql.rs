@@ -263,6 +263,35 @@ fn read_only_pragmas_on_app_tables_are_allowed() {
 }
 
 #[test]
+fn describe_names_parameters_and_typed_columns_without_running() {
+    let (_t, v) = vault();
+    photos(&v);
+    let info = v
+        .describe("SELECT id, path AS p, iso + 1 FROM photos WHERE iso >= :min AND path <> @p AND iso < :min")
+        .unwrap();
+    assert_eq!(info.parameters, [Some(":min".to_string()), Some("@p".to_string())]);
+    let cols: Vec<(&str, Option<&str>)> =
+        info.columns.iter().map(|c| (c.name.as_str(), c.decl_type.as_deref())).collect();
+    assert_eq!(cols, [("id", Some("INTEGER")), ("p", Some("TEXT")), ("iso + 1", None)]);
+    assert!(info.readonly);
+    // Bare and numbered parameters; a writing statement is described, not run.
+    let info = v.describe("INSERT INTO photos(path, iso, ratio) VALUES (?, ?3, $r)").unwrap();
+    assert_eq!(info.parameters, [None, None, Some("?3".to_string()), Some("$r".to_string())]);
+    assert!(info.columns.is_empty() && !info.readonly);
+    assert!(all_photos(&v).is_empty());
+    // Refused and broken SQL fail as they would in execute.
+    assert!(matches!(v.describe("SELECT * FROM inodes"), Err(Error::SqlRefused { .. })));
+    assert!(matches!(v.describe("SELEC 1"), Err(Error::Sql { .. })));
+    // A transaction describes the tables it created.
+    v.transaction(|tx| {
+        tx.execute("CREATE TABLE t(a BLOB)", &[])?;
+        assert_eq!(tx.describe("SELECT a FROM t")?.columns[0].decl_type.as_deref(), Some("BLOB"));
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
 fn a_transaction_commits_files_and_app_rows_together_or_not_at_all() {
     let (_t, v) = vault();
     photos(&v);

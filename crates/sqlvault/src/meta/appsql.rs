@@ -377,6 +377,43 @@ pub(crate) fn is_read_only(conn: &Connection, sql: &str) -> Result<bool> {
     Ok(prepare(conn, sql, &mut post)?.readonly())
 }
 
+/// A statement as SQLite compiled it, before it runs: what [`crate::Vault::describe`]
+/// returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatementInfo {
+    /// Its parameters in binding order (`params[i]` of `execute` and `query` binds
+    /// parameter `i`), each named as the SQL writes it, prefix included (`:id`, `@id`,
+    /// `$id`, `?3`), or `None` for a bare `?`. A name written twice is one parameter.
+    pub parameters: Vec<Option<String>>,
+    /// Its result columns, in order (none for a statement that returns no rows).
+    pub columns: Vec<ColumnInfo>,
+    /// Whether it only reads.
+    pub readonly: bool,
+}
+
+/// One result column of a statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnInfo {
+    /// Its name, as `AS` gives it or SQLite makes it up.
+    pub name: String,
+    /// The declared type of the table column it reads (`INTEGER`, `TEXT`, ... as the
+    /// `CREATE TABLE` wrote it), `None` for an expression.
+    pub decl_type: Option<String>,
+}
+
+/// Compiles `sql` (under the guard, into the connection's cache) and says what it takes
+/// and returns, without running it.
+pub(crate) fn describe(conn: &Connection, sql: &str) -> Result<StatementInfo> {
+    let mut post = Post::default();
+    let stmt = prepare(conn, sql, &mut post)?;
+    let parameters = (1..=stmt.parameter_count()).map(|i| stmt.parameter_name(i).map(str::to_owned)).collect();
+    let columns = stmt
+        .columns()
+        .map(|c| ColumnInfo { name: c.name().to_owned(), decl_type: c.decl_type().map(str::to_owned) })
+        .collect();
+    Ok(StatementInfo { parameters, columns, readonly: stmt.readonly() })
+}
+
 /// Runs one statement with `params`; returns the rows it inserted, updated or deleted
 /// (0 for any other statement). Rows it returns are read and dropped.
 pub(crate) fn execute(conn: &Connection, sql: &str, params: &[SqlValue]) -> Result<usize> {

@@ -1,6 +1,6 @@
 //! An application's own SQL tables in the vault: [`Vault::execute`], [`Vault::query`],
-//! [`Vault::execute_batch`], [`Vault::migrate`], and the same on [`Tx`] so that app rows
-//! commit together with files, tags and records.
+//! [`Vault::execute_batch`], [`Vault::migrate`], [`Vault::describe`], and the same on
+//! [`Tx`] so that app rows commit together with files, tags and records.
 //!
 //! Writes go through the group commit (each call one all-or-nothing operation, sharing
 //! a commit with concurrent writers); reads run on the pooled readers; a `query` whose
@@ -12,7 +12,7 @@
 
 use crate::error::{Error, Result};
 use crate::fs::tree;
-use crate::meta::appsql::{self, Row, SqlValue};
+use crate::meta::appsql::{self, Row, SqlValue, StatementInfo};
 use crate::vault::transaction::Tx;
 use crate::vault::Vault;
 
@@ -59,6 +59,14 @@ impl Vault {
             Some(rows) => Ok(rows),
             None => self.engine().write(|tx| appsql::query(tx, sql, params, &mut f)),
         }
+    }
+
+    /// How SQLite compiles `sql`, without running it: its parameters by name (so a
+    /// caller holding named values, `:id` or `@id`, can pass them by position), its
+    /// result columns with their declared types (known even when it returns no rows),
+    /// and whether it only reads. Refused SQL is refused here as in `execute`.
+    pub fn describe(&self, sql: &str) -> Result<StatementInfo> {
+        self.engine().read(|c| appsql::describe(c, sql))
     }
 
     /// Applies the migrations of application `app` that this vault has not seen yet,
@@ -114,6 +122,11 @@ impl Tx<'_> {
     /// The rowid of the last row an INSERT in this transaction added (0 if none).
     pub fn last_insert_rowid(&self) -> i64 {
         self.conn.last_insert_rowid()
+    }
+
+    /// [`Vault::describe`] inside this transaction: sees tables it created.
+    pub fn describe(&self, sql: &str) -> Result<StatementInfo> {
+        appsql::describe(self.conn, sql)
     }
 
     /// [`Vault::query`] inside this transaction: sees the transaction's own writes.
