@@ -1002,6 +1002,40 @@ mod tests {
     }
 
     #[test]
+    fn split_sql_skips_quoted_semicolons_without_asking_sqlite_at_each() {
+        // A dump's long text full of semicolons, a quoted identifier with one, a
+        // bracketed name, a block comment: one statement each.
+        let long = "x;".repeat(50_000);
+        let s = format!(
+            "INSERT INTO t VALUES ('{long}', 'it''s;'); CREATE TABLE \"a;b\"([c;d]); /* ; */ SELECT `e;f` FROM g;"
+        );
+        let parts = split_sql(&s);
+        assert_eq!(parts.len(), 3, "{:?}", parts.iter().map(|p| &p[..p.len().min(40)]).collect::<Vec<_>>());
+        assert!(parts[1].starts_with("CREATE TABLE \"a;b\""));
+        assert!(parts[2].starts_with("/* ; */ SELECT"));
+    }
+
+    #[test]
+    fn tokens_read_the_dump_lines_the_script_answers_itself() {
+        assert_eq!(tokens("PRAGMA foreign_keys=OFF;"), ["pragma", "foreign_keys", "=", "off"]);
+        assert_eq!(
+            tokens("-- c\nINSERT INTO sqlite_sequence VALUES('it''s',-4);"),
+            ["insert", "into", "sqlite_sequence", "values", "(", "'it''s'", ",", "-4", ")"]
+        );
+        assert!(tokens("INSERT INTO x VALUES('unterminated").is_empty());
+        let c = conn();
+        execute_batch(&c, "CREATE TABLE \"it's\"(id INTEGER PRIMARY KEY AUTOINCREMENT)").unwrap();
+        execute_batch(
+            &c,
+            "PRAGMA main.foreign_keys = 0; BEGIN; DELETE FROM sqlite_sequence; \
+             INSERT INTO sqlite_sequence VALUES('it''s',41); COMMIT",
+        )
+        .unwrap();
+        execute_batch(&c, "INSERT INTO \"it's\" DEFAULT VALUES").unwrap();
+        assert_eq!(query(&c, "SELECT id FROM \"it's\"", &[], |r| r.get::<i64>(0)).unwrap(), vec![42]);
+    }
+
+    #[test]
     fn values_round_trip_with_their_types() {
         let c = conn();
         execute_batch(&c, "CREATE TABLE t(v)").unwrap();
