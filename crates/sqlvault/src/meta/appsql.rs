@@ -2,6 +2,11 @@
 //! typed values ([`SqlValue`]) and bound parameters, under the guard of
 //! [`crate::storage::authorizer`], and its schema migrations.
 //!
+//! A script ([`run_script`]) runs in the caller's transaction; the `BEGIN ... COMMIT`,
+//! savepoints and dump lines tools write around and inside a script are checked and
+//! carried out by `Script`, which refuses what would leave that transaction. [`import`]
+//! copies a plain SQLite database's schema and rows in, as application SQL.
+//!
 //! Functions here run on a connection the caller chose (a reader, the writer inside a
 //! group-commit savepoint, or a `Tx`'s): the facade (`vault/sql.rs`) decides. Single
 //! statements are prepared through the connection's statement cache under a private
@@ -462,7 +467,7 @@ pub(crate) fn run_script(
             n += 1;
         }
     }
-    script.finish(conn)
+    script.finish()
 }
 
 /// Where a script is in the transaction it wraps itself in (`BEGIN ... COMMIT`, what
@@ -600,7 +605,7 @@ impl Script {
     }
 
     /// After the last statement.
-    fn finish(self, _conn: &Connection) -> Result<()> {
+    fn finish(self) -> Result<()> {
         if self.began && !self.committed {
             return Err(refused(format!("the script's BEGIN has no COMMIT (or END) at its end ({OWNS})")));
         }
