@@ -13,6 +13,8 @@
 //! prefix, so an application statement never shares a cache entry with one of ours
 //! (ours are compiled without the guard).
 
+use std::borrow::Cow;
+
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::Connection;
 
@@ -578,10 +580,25 @@ impl Script {
     ///   each of its tables' sequence.
     /// * `INSERT INTO sqlite_sequence VALUES('t',N)`: sets the sequence of the
     ///   application's table `t` to N (an upsert: the dump's rows have set one already).
+    /// * `ANALYZE sqlite_schema` and `INSERT INTO sqlite_stat1/4 VALUES(...)` (the
+    ///   dump of a database that ran `ANALYZE` or `PRAGMA optimize`): ignored. Planner
+    ///   statistics would change the plans of sqlvault's own statements (why `ANALYZE`
+    ///   is refused); they are hints, no data is lost.
+    ///
+    /// `piece` is one statement ([`split_sql`]), unless it holds a NUL byte, where
+    /// splitting stops: then nothing is answered here.
     fn special(&mut self, conn: &Connection, piece: &str) -> Result<bool> {
-        let t = tokens(piece);
-        let t: Vec<&str> = t.iter().map(String::as_str).collect();
+        if piece.contains('\0') {
+            return Ok(false);
+        }
+        let t = tokens(piece, 12);
+        let t: Vec<&str> = t.iter().map(|t| t.as_ref()).collect();
         match t.as_slice() {
+            ["analyze", "sqlite_schema" | "sqlite_master"]
+            | ["insert", "into", "sqlite_stat1" | "sqlite_stat4", "values", "(", ..] => {
+                self.statement()?;
+                Ok(true)
+            }
             ["pragma", "foreign_keys", "=", off] | ["pragma", "main", ".", "foreign_keys", "=", off]
                 if ["off", "0", "false", "no"].contains(off) =>
             {
@@ -637,17 +654,15 @@ pub(crate) fn set_sequence(conn: &Connection, table: &str, seq: i64) -> Result<(
     Ok(())
 }
 
-/// The tokens of a short statement: words and numbers lowercased, strings kept with
-/// their quotes, punctuation one character each, comments and `;` dropped. Only read
-/// for the few fixed forms [`Script::special`] recognizes (longer input: empty).
-fn tokens(sql: &str) -> Vec<String> {
+/// The first `max` tokens of a statement: words and numbers lowercased, strings kept
+/// with their quotes, punctuation one character each, comments and `;` dropped. Only
+/// read for the few fixed forms [`Script::special`] recognizes; an unterminated string
+/// gives no tokens.
+fn tokens(sql: &str, max: usize) -> Vec<Cow<'_, str>> {
     let mut out = Vec::new();
-    if sql.len() > 1024 {
-        return out;
-    }
     let b = sql.as_bytes();
     let mut i = 0;
-    while i < b.len() {
+    while i < b.len() && out.len() < max {
         let c = b[i];
         if c.is_ascii_whitespace() || c == b';' {
             i += 1;
@@ -665,17 +680,17 @@ fn tokens(sql: &str) -> Vec<String> {
                     Some(_) => j += 1,
                 }
             }
-            out.push(sql[i..=j].to_string());
+            out.push(Cow::Borrowed(&sql[i..=j]));
             i = j + 1;
         } else if c.is_ascii_alphanumeric() || c == b'_' || c == b'-' || c == b'+' {
             let j =
                 sql[i + 1..].find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_')).map_or(b.len(), |n| i + 1 + n);
-            out.push(sql[i..j].to_ascii_lowercase());
+            out.push(Cow::Owned(sql[i..j].to_ascii_lowercase()));
             i = j;
         } else {
-            let ch = sql[i..].chars().next().unwrap_or(' ');
-            out.push(ch.to_string());
-            i += ch.len_utf8();
+            let n = sql[i..].chars().next().map_or(1, char::len_utf8);
+            out.push(Cow::Borrowed(&sql[i..i + n]));
+            i += n;
         }
     }
     out
@@ -1022,12 +1037,13 @@ mod tests {
 
     #[test]
     fn tokens_read_the_dump_lines_the_script_answers_itself() {
-        assert_eq!(tokens("PRAGMA foreign_keys=OFF;"), ["pragma", "foreign_keys", "=", "off"]);
+        assert_eq!(tokens("PRAGMA foreign_keys=OFF;", 12), ["pragma", "foreign_keys", "=", "off"]);
         assert_eq!(
-            tokens("-- c\nINSERT INTO sqlite_sequence VALUES('it''s',-4);"),
+            tokens("-- c\nINSERT INTO sqlite_sequence VALUES('it''s',-4);", 12),
             ["insert", "into", "sqlite_sequence", "values", "(", "'it''s'", ",", "-4", ")"]
         );
-        assert!(tokens("INSERT INTO x VALUES('unterminated").is_empty());
+        assert_eq!(tokens("/* x */ INSERT INTO t VALUES ('a', 'b')", 3), ["insert", "into", "t"]);
+        assert!(tokens("INSERT INTO x VALUES('unterminated", 12).is_empty());
         let c = conn();
         execute_batch(&c, "CREATE TABLE \"it's\"(id INTEGER PRIMARY KEY AUTOINCREMENT)").unwrap();
         execute_batch(
