@@ -3,9 +3,13 @@
 //! returns as an aligned table, JSON lines (`--json`, one object per row) or CSV (`--csv`).
 //!
 //! Several statements (in several arguments, or in one, or a script read from standard
-//! input with `-`) run in one transaction: all of them or none. A single statement that
-//! only reads runs on a reader. A SQL error or a refused statement is exit code 1 with
-//! one line that says why; damage is exit code 3.
+//! input with `-`) run in one transaction: all of them or none. A script may wrap
+//! itself in `BEGIN ... COMMIT` and use savepoints (`sqlite3 app.db .dump | sqlvault sql
+//! VAULT -` works; see `Vault::execute_batch`). A single statement that only reads runs
+//! on a reader. `--import app.db` copies a plain SQLite database's tables, rows,
+//! indexes, views and triggers in one transaction (`Vault::import_sqlite`; Ctrl-C
+//! leaves the vault as it was, exit 130). A SQL error or a refused statement is exit
+//! code 1 with one line that says why; damage is exit code 3.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -19,8 +23,12 @@ pub struct SqlArgs {
     /// The vault file.
     vault: PathBuf,
     /// SQL statements (an argument may hold several); `-` reads a script from standard input.
-    #[arg(required = true, value_name = "SQL")]
+    #[arg(required_unless_present = "import", value_name = "SQL")]
     sql: Vec<String>,
+    /// Copy a plain (unencrypted) SQLite database's tables, rows, indexes, views and
+    /// triggers into the vault, in one transaction.
+    #[arg(long, value_name = "DB", conflicts_with_all = ["sql", "json", "csv"])]
+    import: Option<PathBuf>,
     /// One JSON object per result row (blobs as lowercase hex strings).
     #[arg(long, conflicts_with = "csv")]
     json: bool,
@@ -36,6 +44,9 @@ struct ResultSet {
 }
 
 pub fn run(ctx: &Ctx, a: SqlArgs) -> Result<(), CliError> {
+    if let Some(db) = &a.import {
+        return import(ctx, &a.vault, db);
+    }
     let mut scripts = Vec::with_capacity(a.sql.len());
     for s in &a.sql {
         if s == "-" {
@@ -53,7 +64,13 @@ pub fn run(ctx: &Ctx, a: SqlArgs) -> Result<(), CliError> {
         return Err(CliError::usage("no SQL statement given"));
     }
     let v = ctx.open(&a.vault)?;
-    let sets = execute(&v, &statements).map_err(sql_error)?;
+    let sets = if let [one] = statements.as_slice() {
+        collect(v.query(one, &[], row).map_err(sql_error)?).into_iter().collect()
+    } else {
+        // One script (arguments apart: a `;` after each), so that a BEGIN in one and the
+        // COMMIT in another are seen as the same script's.
+        execute(&v, &scripts.join("\n;\n")).map_err(sql_error)?
+    };
     if a.json {
         print_json(&sets)
     } else if a.csv {
@@ -63,17 +80,46 @@ pub fn run(ctx: &Ctx, a: SqlArgs) -> Result<(), CliError> {
     }
 }
 
-fn execute(v: &Vault, statements: &[&str]) -> sqlvault::Result<Vec<ResultSet>> {
-    if let [one] = statements {
-        return Ok(collect(v.query(one, &[], row)?).into_iter().collect());
-    }
-    v.transaction(|tx| {
-        let mut sets = Vec::new();
-        for s in statements {
-            sets.extend(collect(tx.query(s, &[], row)?));
+fn execute(v: &Vault, script: &str) -> sqlvault::Result<Vec<ResultSet>> {
+    let mut sets: Vec<(usize, ResultSet)> = Vec::new();
+    v.query_batch(script, |i, r| {
+        let (columns, values) = row(r)?;
+        match sets.last_mut() {
+            Some((n, set)) if *n == i => set.rows.push(values),
+            _ => sets.push((i, ResultSet { columns, rows: vec![values] })),
         }
-        Ok(sets)
-    })
+        Ok(())
+    })?;
+    Ok(sets.into_iter().map(|(_, set)| set).collect())
+}
+
+fn import(ctx: &Ctx, vault: &std::path::Path, db: &std::path::Path) -> Result<(), CliError> {
+    let v = ctx.open(vault)?;
+    let stop = crate::progress::interrupt();
+    let bar = crate::progress::spinner("importing");
+    let r = v.import_sqlite(db, |n, total| {
+        bar.set_message(format!("{n}/{total} rows"));
+        stop.check()
+    });
+    bar.finish_and_clear();
+    let done = match r {
+        Err(e) if sqlvault::is_interrupted(&e) => {
+            return Err(crate::progress::interrupted("nothing was imported, the vault is as it was"))
+        }
+        r => r.map_err(sql_error)?,
+    };
+    let n = |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
+    outln!(
+        "imported {} ({} rows), {}, {}, {}, {} from {}",
+        n(done.tables, "table", "tables"),
+        done.rows,
+        n(done.indexes, "index", "indexes"),
+        n(done.views, "view", "views"),
+        n(done.triggers, "trigger", "triggers"),
+        n(done.sequences, "AUTOINCREMENT sequence", "AUTOINCREMENT sequences"),
+        db.display()
+    );
+    Ok(())
 }
 
 type NamedRow = (Vec<String>, Vec<SqlValue>);
@@ -88,10 +134,13 @@ fn collect(rows: Vec<NamedRow>) -> Option<ResultSet> {
     Some(ResultSet { columns, rows: rows.into_iter().map(|r| r.1).collect() })
 }
 
-/// A SQL error or refusal is the caller's mistake: exit code 1.
+/// A SQL error or refusal (or an import source that is not a SQLite database) is the
+/// caller's mistake: exit code 1.
 fn sql_error(e: sqlvault::Error) -> CliError {
     match e {
-        e @ (sqlvault::Error::Sql { .. } | sqlvault::Error::SqlRefused { .. }) => CliError::usage(e.to_string()),
+        e @ (sqlvault::Error::Sql { .. }
+        | sqlvault::Error::SqlRefused { .. }
+        | sqlvault::Error::InvalidArgument { .. }) => CliError::usage(e.to_string()),
         e => CliError::from(e),
     }
 }

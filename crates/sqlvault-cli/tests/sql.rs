@@ -138,3 +138,107 @@ fn damage_is_exit_3() {
     let out = e.run(&["sql", e.v(), "SELECT count(*) FROM photos"]);
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A plain SQLite database made by the `sqlite3` program: an AUTOINCREMENT table whose
+/// sequence is above its last row, an index, a view, a trigger, blobs and NULLs.
+fn app_db(e: &Env) -> std::path::PathBuf {
+    let db = e.path("app.db");
+    let out = std::process::Command::new("sqlite3")
+        .arg(&db)
+        .arg(
+            "CREATE TABLE notes(id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT, body BLOB);
+             CREATE TABLE audit(note INTEGER, what TEXT);
+             CREATE INDEX notes_by_title ON notes(title);
+             CREATE VIEW titled AS SELECT id, title FROM notes WHERE title IS NOT NULL;
+             INSERT INTO notes(title, body) VALUES ('one', x'0001'), (NULL, NULL), ('a;b', x''), ('last', NULL);
+             DELETE FROM notes WHERE title = 'last';
+             CREATE TRIGGER notes_audit AFTER INSERT ON notes BEGIN INSERT INTO audit VALUES (new.id, 'added'); END;",
+        )
+        .output()
+        .expect("the sqlite3 program (Debian package sqlite3) is needed for this test");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    db
+}
+
+/// What the vault holds of `app_db`, and that its sequence, trigger and view work.
+fn check_app(e: &Env) {
+    assert_eq!(
+        e.ok(&["sql", e.v(), "--csv", "SELECT id, title, hex(body) FROM notes ORDER BY id"]),
+        "id,title,hex(body)\n1,one,0001\n2,,\n3,a;b,\n"
+    );
+    e.ok(&["sql", e.v(), "INSERT INTO notes(title) VALUES ('new')"]);
+    assert_eq!(
+        e.ok(&["sql", e.v(), "--csv", "SELECT note, what FROM audit; SELECT count(*) AS n FROM titled"]),
+        "note,what\n5,added\nn\n3\n"
+    );
+    assert_eq!(
+        e.ok(&["sql", e.v(), "--csv", "PRAGMA index_list(notes)"]).lines().nth(1).unwrap().split(',').nth(1),
+        Some("notes_by_title")
+    );
+    e.fsck_clean();
+}
+
+#[test]
+fn a_sqlite3_dump_piped_in_loads() {
+    let e = Env::new();
+    let db = app_db(&e);
+    let dump = std::process::Command::new("sqlite3").arg(&db).arg(".dump").output().unwrap();
+    assert!(dump.status.success());
+    assert!(dump.stdout.starts_with(b"PRAGMA foreign_keys=OFF;\nBEGIN TRANSACTION;\n"));
+    let out = e.run_stdin(&["sql", e.v(), "-"], &dump.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty());
+    check_app(&e);
+}
+
+#[test]
+fn a_script_in_begin_and_commit_prints_its_rows_and_refuses_a_rollback() {
+    let e = Env::new();
+    let out = e.run_stdin(
+        &["sql", e.v(), "-"],
+        b"BEGIN TRANSACTION;\nCREATE TABLE t(x);\nSAVEPOINT s;\nINSERT INTO t VALUES (1), (2);\nROLLBACK TO s;\nINSERT INTO t VALUES (3);\nRELEASE s;\nSELECT x FROM t;\nCOMMIT;\n",
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "x\n-\n3\n");
+    // BEGIN in one argument, COMMIT in another: one script.
+    e.ok(&["sql", e.v(), "BEGIN", "INSERT INTO t VALUES (4)", "COMMIT"]);
+    let out = e.run_stdin(&["sql", e.v(), "-"], b"BEGIN; INSERT INTO t VALUES (5); ROLLBACK;");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.starts_with("sqlvault: SQL refused: ROLLBACK would end the transaction") && err.lines().count() == 1,
+        "{err}"
+    );
+    let err = e.fails(1, &["sql", e.v(), "BEGIN; INSERT INTO t VALUES (5); COMMIT; INSERT INTO t VALUES (6)"]);
+    assert!(err.contains("a statement after COMMIT"), "{err}");
+    assert_eq!(e.ok(&["sql", e.v(), "--csv", "SELECT count(*) FROM t"]), "count(*)\n2\n");
+}
+
+#[test]
+fn import_copies_a_plain_sqlite_database() {
+    let e = Env::new();
+    let db = app_db(&e);
+    let out = e.ok(&["sql", e.v(), "--import", db.to_str().unwrap()]);
+    assert_eq!(
+        out,
+        format!(
+            "imported 2 tables (3 rows), 1 index, 1 view, 1 trigger, 1 AUTOINCREMENT sequence from {}\n",
+            db.display()
+        )
+    );
+    check_app(&e);
+    // Again: every name is there already; nothing more is imported.
+    let err = e.fails(1, &["sql", e.v(), "--import", db.to_str().unwrap()]);
+    assert_eq!(
+        err,
+        "sqlvault: SQL error: cannot import table notes: the vault has a table notes already (nothing was imported)\n"
+    );
+    assert_eq!(e.ok(&["sql", e.v(), "--csv", "SELECT count(*) FROM notes"]), "count(*)\n4\n");
+    // A vault is not a plain SQLite database; a missing file is no database at all.
+    let err = e.fails(1, &["sql", e.v(), "--import", e.v()]);
+    assert!(err.contains("is not a plain SQLite database"), "{err}");
+    let err = e.fails(1, &["sql", e.v(), "--import", e.path("nope.db").to_str().unwrap()]);
+    assert!(err.contains("is not a file"), "{err}");
+    let err = e.fails(1, &["sql", e.v(), "--import", db.to_str().unwrap(), "SELECT 1"]);
+    assert!(err.contains("cannot be used with"), "{err}");
+}

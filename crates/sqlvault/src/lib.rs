@@ -43,7 +43,7 @@ pub use fs::path::{check_name, join as join_path, VaultPath};
 pub use fs::tree::{Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
 pub use fsck::{FsckPhase, FsckProgress, FsckReport};
 pub use keys::{generate_key_file, CipherSettings, HmacAlgorithm, KdfParams, Secret, SlotInfo, SlotKind};
-pub use meta::appsql::{split_sql, ColumnInfo, FromSqlValue, Row, SqlValue, SqlValueRef, StatementInfo};
+pub use meta::appsql::{split_sql, ColumnInfo, FromSqlValue, Row, SqlImport, SqlValue, SqlValueRef, StatementInfo};
 pub use meta::records::{prefix_range, KeyRange};
 pub use meta::tags::{Condition, Found, Op, Query, TagValue};
 pub use meta::xattr::XattrMode;

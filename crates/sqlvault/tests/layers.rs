@@ -221,6 +221,12 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
     ),
     ("vault::whole", &["sqlite_sequence"], "reserving inode numbers for whole-file imports"),
     (
+        "meta::appsql",
+        &["sqlite_sequence"],
+        "the AUTOINCREMENT sequence of an application table, set by a dump's line or an import \
+         (never a name of sqlvault's)",
+    ),
+    (
         "remote::pull",
         &["chunks", "sqlite_sequence"],
         "a pull replaces every replicated table by the commit's (the rows through remote::dump)",
@@ -244,6 +250,7 @@ const DYNAMIC: &[(&str, &str)] = &[
     ("remote::merge", "scratch tables, and every replicated table replaced by the result"),
     ("remote::restore", "the snapshot table each dump table's rows go to"),
     ("remote::apps", "application tables of a commit (created, filled, dropped)"),
+    ("meta::appsql", "`import`: the rows of a plain SQLite database into the application table it names"),
     ("snapshot", "the snap_* tables of a snapshot being removed"),
 ];
 

@@ -2,11 +2,18 @@
 //! typed values ([`SqlValue`]) and bound parameters, under the guard of
 //! [`crate::storage::authorizer`], and its schema migrations.
 //!
+//! A script ([`run_script`]) runs in the caller's transaction; the `BEGIN ... COMMIT`,
+//! savepoints and dump lines tools write around and inside a script are checked and
+//! carried out by `Script`, which refuses what would leave that transaction. [`import`]
+//! copies a plain SQLite database's schema and rows in, as application SQL.
+//!
 //! Functions here run on a connection the caller chose (a reader, the writer inside a
 //! group-commit savepoint, or a `Tx`'s): the facade (`vault/sql.rs`) decides. Single
 //! statements are prepared through the connection's statement cache under a private
 //! prefix, so an application statement never shares a cache entry with one of ours
 //! (ours are compiled without the guard).
+
+use std::borrow::Cow;
 
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::Connection;
@@ -453,19 +460,277 @@ pub(crate) fn query<T>(
 /// Runs a script of statements without parameters, in order (rows returned are read
 /// and dropped). Not cached: a script is compiled statement by statement as it runs.
 pub(crate) fn execute_batch(conn: &Connection, sql: &str) -> Result<()> {
+    run_script(conn, sql, &mut |_, _| Ok(()))
+}
+
+/// Runs a script like [`execute_batch`] and calls `on_row(statement, row)` for each row
+/// a statement returns (`statement` counts the statements run, from 0).
+///
+/// The script is already one transaction (the caller's); what tools write around a
+/// script to make it one is accepted and checked, never run as such ([`Script`]).
+pub(crate) fn run_script(
+    conn: &Connection,
+    sql: &str,
+    on_row: &mut dyn FnMut(usize, &Row<'_>) -> Result<()>,
+) -> Result<()> {
     use rusqlite::fallible_iterator::FallibleIterator;
-    let mut batch = rusqlite::Batch::new(conn, sql);
-    loop {
-        // Each statement is checked after it ran, before the next one can use what it made.
-        let mut post = Post::default();
-        let Some(mut stmt) = guard(&mut post, || batch.next())? else { return Ok(()) };
-        {
-            let mut rows = stmt.raw_query();
-            while guard(&mut post, || rows.next())?.is_some() {}
+    let mut script = Script::default();
+    let mut n = 0;
+    for piece in split_sql(sql) {
+        if script.special(conn, piece)? {
+            continue;
         }
-        drop(stmt);
-        check_post(conn, post)?;
+        let mut batch = rusqlite::Batch::new(conn, piece);
+        loop {
+            // Each statement is checked after it ran, before the next one can use what it made.
+            let mut post = Post::default();
+            let g = authorizer::guarded_script(|| batch.next());
+            post.altered |= g.altered;
+            post.views.extend(g.views);
+            let Some(mut stmt) = g.value.map_err(|e| app_error(e, g.refusal))? else { break };
+            if let Some(control) = g.control {
+                // Compiled, never stepped: the script runner carries it out.
+                drop(stmt);
+                script.control(conn, control)?;
+                continue;
+            }
+            script.statement()?;
+            {
+                let mut rows = stmt.raw_query();
+                while let Some(row) = guard(&mut post, || rows.next())? {
+                    on_row(n, &Row { row })?;
+                }
+            }
+            drop(stmt);
+            check_post(conn, post)?;
+            n += 1;
+        }
     }
+    script.finish()
+}
+
+/// Where a script is in the transaction it wraps itself in (`BEGIN ... COMMIT`, what
+/// `sqlite3 .dump`, migration tools and most editors write), and its own savepoints.
+///
+/// The caller's transaction already holds the whole script, so `BEGIN` (only as the
+/// first statement) and `COMMIT`/`END` (only as the last) mark it and do nothing;
+/// `SAVEPOINT`, `RELEASE` and `ROLLBACK TO` run as nested savepoints under names of
+/// ours (so a script cannot release or roll back to a savepoint of sqlvault's).
+/// Refused, as [`Error::SqlRefused`]: what would leave the caller's transaction (a
+/// bare `ROLLBACK`, a statement after `COMMIT`, a second `BEGIN`, `COMMIT` without
+/// `BEGIN`, a `BEGIN` never committed, a savepoint never released outside `BEGIN`) and
+/// `RELEASE`/`ROLLBACK TO` of a savepoint the script did not open.
+#[derive(Default)]
+struct Script {
+    /// A statement (not a transaction statement, not an ignored pragma) ran.
+    ran: bool,
+    began: bool,
+    committed: bool,
+    /// The script's open savepoints, by the names it gave them (outermost first).
+    savepoints: Vec<String>,
+}
+
+const OWNS: &str = "sqlvault owns the transaction: a script runs as one, all or nothing";
+
+fn refused(reason: String) -> Error {
+    Error::SqlRefused { reason }
+}
+
+impl Script {
+    /// Our name of the script's savepoint at depth `i`.
+    fn savepoint(i: usize) -> String {
+        format!("sqlvault_script_{i}")
+    }
+
+    /// Before a statement that does something runs.
+    fn statement(&mut self) -> Result<()> {
+        if self.committed {
+            return Err(refused(format!(
+                "a statement after COMMIT would run outside the script's transaction ({OWNS}; end the script with COMMIT)"
+            )));
+        }
+        self.ran = true;
+        Ok(())
+    }
+
+    /// Carries out a transaction statement of the script.
+    fn control(&mut self, conn: &Connection, c: authorizer::Control) -> Result<()> {
+        use authorizer::Control as C;
+        if self.committed {
+            return self.statement();
+        }
+        let find = |name: &str, what: &str| {
+            self.savepoints
+                .iter()
+                .rposition(|s| s.eq_ignore_ascii_case(name))
+                .ok_or_else(|| refused(format!("{what} {name}: the script opened no savepoint {name} ({OWNS})")))
+        };
+        match c {
+            C::Begin if self.began => {
+                return Err(refused(format!("a second BEGIN: the script is in its transaction already ({OWNS})")))
+            }
+            C::Begin if self.ran || !self.savepoints.is_empty() => {
+                return Err(refused(format!("BEGIN is allowed only as the script's first statement ({OWNS})")))
+            }
+            C::Begin => self.began = true,
+            C::Commit if !self.began => {
+                return Err(refused(format!("COMMIT (or END) without BEGIN at the script's start ({OWNS})")))
+            }
+            C::Commit => {
+                if !self.savepoints.is_empty() {
+                    conn.execute_batch(&format!("RELEASE {}", Self::savepoint(0)))?;
+                    self.savepoints.clear();
+                }
+                self.committed = true;
+            }
+            C::Rollback => {
+                return Err(refused(format!(
+                    "ROLLBACK would end the transaction the script runs in ({OWNS}: an error undoes all of it; \
+                     ROLLBACK TO a savepoint is allowed)"
+                )))
+            }
+            C::Savepoint(name) => {
+                conn.execute_batch(&format!("SAVEPOINT {}", Self::savepoint(self.savepoints.len())))?;
+                self.savepoints.push(name);
+            }
+            C::Release(name) => {
+                let i = find(&name, "RELEASE")?;
+                conn.execute_batch(&format!("RELEASE {}", Self::savepoint(i)))?;
+                self.savepoints.truncate(i);
+            }
+            C::RollbackTo(name) => {
+                let i = find(&name, "ROLLBACK TO")?;
+                conn.execute_batch(&format!("ROLLBACK TO {}", Self::savepoint(i)))?;
+                self.savepoints.truncate(i + 1);
+            }
+        }
+        Ok(())
+    }
+
+    /// Statements a dump writes that the vault answers itself; true if `piece` was one.
+    ///
+    /// * `PRAGMA foreign_keys=OFF` (first line of every `sqlite3 .dump`): ignored. The
+    ///   vault's connections run with foreign keys off, and inside a transaction SQLite
+    ///   ignores the pragma anyway. Any other pragma stays refused.
+    /// * `DELETE FROM sqlite_sequence`: ignored. The table also holds sqlvault's own
+    ///   sequences and other tables' of the application; the dump's next lines set
+    ///   each of its tables' sequence.
+    /// * `INSERT INTO sqlite_sequence VALUES('t',N)`: sets the sequence of the
+    ///   application's table `t` to N (an upsert: the dump's rows have set one already).
+    /// * `ANALYZE sqlite_schema` and `INSERT INTO sqlite_stat1/4 VALUES(...)` (the
+    ///   dump of a database that ran `ANALYZE` or `PRAGMA optimize`): ignored. Planner
+    ///   statistics would change the plans of sqlvault's own statements (why `ANALYZE`
+    ///   is refused); they are hints, no data is lost.
+    ///
+    /// `piece` is one statement ([`split_sql`]), unless it holds a NUL byte, where
+    /// splitting stops: then nothing is answered here.
+    fn special(&mut self, conn: &Connection, piece: &str) -> Result<bool> {
+        if piece.contains('\0') {
+            return Ok(false);
+        }
+        let t = tokens(piece, 12);
+        let t: Vec<&str> = t.iter().map(|t| t.as_ref()).collect();
+        match t.as_slice() {
+            ["analyze", "sqlite_schema" | "sqlite_master"]
+            | ["insert", "into", "sqlite_stat1" | "sqlite_stat4", "values", "(", ..] => {
+                self.statement()?;
+                Ok(true)
+            }
+            ["pragma", "foreign_keys", "=", off] | ["pragma", "main", ".", "foreign_keys", "=", off]
+                if ["off", "0", "false", "no"].contains(off) =>
+            {
+                Ok(true)
+            }
+            ["delete", "from", "sqlite_sequence"] => {
+                self.statement()?;
+                Ok(true)
+            }
+            ["insert", "into", "sqlite_sequence", "values", "(", name, ",", seq, ")"] => {
+                self.statement()?;
+                let bad = || Error::Sql { message: format!("cannot read the sequence in: {}", piece.trim()) };
+                let name = name.strip_prefix('\'').and_then(|n| n.strip_suffix('\'')).ok_or_else(bad)?;
+                let name = name.replace("''", "'");
+                let seq: i64 = seq.parse().map_err(|_| bad())?;
+                set_sequence(conn, &name, seq)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// After the last statement.
+    fn finish(self) -> Result<()> {
+        if self.began && !self.committed {
+            return Err(refused(format!("the script's BEGIN has no COMMIT (or END) at its end ({OWNS})")));
+        }
+        if let Some(name) = self.savepoints.first() {
+            return Err(refused(format!("savepoint {name} is never released (RELEASE it; {OWNS})")));
+        }
+        Ok(())
+    }
+}
+
+/// Sets the AUTOINCREMENT sequence of the application's table `table` to `seq`.
+pub(crate) fn set_sequence(conn: &Connection, table: &str, seq: i64) -> Result<()> {
+    if authorizer::reserved(table) {
+        return Err(refused(format!("the sequence of table {table} belongs to sqlvault")));
+    }
+    let exists: bool = conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1)")?
+        .query_row([table], |r| r.get(0))?;
+    if !exists {
+        return Err(Error::Sql { message: format!("no such table for sqlite_sequence: {table}") });
+    }
+    let updated = conn
+        .prepare_cached("UPDATE sqlite_sequence SET seq = ?2 WHERE name = ?1")?
+        .execute(rusqlite::params![table, seq])?;
+    if updated == 0 {
+        conn.prepare_cached("INSERT INTO sqlite_sequence(name, seq) VALUES (?1, ?2)")?
+            .execute(rusqlite::params![table, seq])?;
+    }
+    Ok(())
+}
+
+/// The first `max` tokens of a statement: words and numbers lowercased, strings kept
+/// with their quotes, punctuation one character each, comments and `;` dropped. Only
+/// read for the few fixed forms [`Script::special`] recognizes; an unterminated string
+/// gives no tokens.
+fn tokens(sql: &str, max: usize) -> Vec<Cow<'_, str>> {
+    let mut out = Vec::new();
+    let b = sql.as_bytes();
+    let mut i = 0;
+    while i < b.len() && out.len() < max {
+        let c = b[i];
+        if c.is_ascii_whitespace() || c == b';' {
+            i += 1;
+        } else if sql[i..].starts_with("--") {
+            i = sql[i..].find('\n').map_or(b.len(), |n| i + n);
+        } else if sql[i..].starts_with("/*") {
+            i = sql[i + 2..].find("*/").map_or(b.len(), |n| i + 2 + n + 2);
+        } else if c == b'\'' {
+            let mut j = i + 1;
+            loop {
+                match b.get(j) {
+                    None => return Vec::new(),
+                    Some(b'\'') if b.get(j + 1) == Some(&b'\'') => j += 2,
+                    Some(b'\'') => break,
+                    Some(_) => j += 1,
+                }
+            }
+            out.push(Cow::Borrowed(&sql[i..=j]));
+            i = j + 1;
+        } else if c.is_ascii_alphanumeric() || c == b'_' || c == b'-' || c == b'+' {
+            let j =
+                sql[i + 1..].find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_')).map_or(b.len(), |n| i + 1 + n);
+            out.push(Cow::Owned(sql[i..j].to_ascii_lowercase()));
+            i = j;
+        } else {
+            let n = sql[i..].chars().next().map_or(1, char::len_utf8);
+            out.push(Cow::Borrowed(&sql[i..i + n]));
+            i += n;
+        }
+    }
+    out
 }
 
 /// Splits a script into its statements (each with its `;`), as SQLite's own parser
@@ -480,13 +745,30 @@ pub fn split_sql(script: &str) -> Vec<&str> {
     };
     let mut out = Vec::new();
     let mut start = 0;
-    for (i, b) in script.bytes().enumerate() {
-        if b == b';' && complete(&script[start..=i]) {
-            let piece = script[start..=i].trim();
-            if piece != ";" {
-                out.push(piece);
+    // SQLite's parser decides (`sqlite3_complete`); a scan for quotes and comments only
+    // keeps it from being asked at every `;` inside a long string (a dump's text).
+    let b = script.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let skip_to = |from: usize, end: &str| script[from..].find(end).map_or(b.len(), |n| from + n + end.len());
+        match b[i] {
+            b'\'' => i = skip_to(i + 1, "'"),
+            b'"' => i = skip_to(i + 1, "\""),
+            b'`' => i = skip_to(i + 1, "`"),
+            b'[' => i = skip_to(i + 1, "]"),
+            b'-' if b.get(i + 1) == Some(&b'-') => i = skip_to(i + 2, "\n"),
+            b'/' if b.get(i + 1) == Some(&b'*') => i = skip_to(i + 2, "*/"),
+            b';' => {
+                if complete(&script[start..=i]) {
+                    let piece = script[start..=i].trim();
+                    if piece != ";" {
+                        out.push(piece);
+                    }
+                    start = i + 1;
+                }
+                i += 1;
             }
-            start = i + 1;
+            _ => i += 1,
         }
     }
     let rest = script[start..].trim();
@@ -494,6 +776,182 @@ pub fn split_sql(script: &str) -> Vec<&str> {
         out.push(rest);
     }
     out
+}
+
+/// What [`crate::Vault::import_sqlite`] copied.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SqlImport {
+    /// Tables created (with their rows).
+    pub tables: usize,
+    /// Indexes created (besides those of UNIQUE and PRIMARY KEY constraints).
+    pub indexes: usize,
+    /// Views created.
+    pub views: usize,
+    /// Triggers created.
+    pub triggers: usize,
+    /// Rows copied.
+    pub rows: u64,
+    /// AUTOINCREMENT sequences set.
+    pub sequences: usize,
+}
+
+/// Opens a plain (unencrypted) SQLite database to import, read-only.
+pub(crate) fn open_plain(path: &std::path::Path) -> Result<Connection> {
+    use rusqlite::OpenFlags;
+    let not_plain = |e: rusqlite::Error| Error::InvalidArgument {
+        what: format!("{} is not a plain SQLite database ({e})", path.display()),
+    };
+    if !path.is_file() {
+        return Err(Error::InvalidArgument { what: format!("{} is not a file", path.display()) });
+    }
+    let src = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(not_plain)?;
+    src.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get::<_, i64>(0)).map_err(not_plain)?;
+    Ok(src)
+}
+
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Copies the application schema and rows of `src` (a plain SQLite database) into the
+/// vault on `conn`, which must be inside a write transaction that the caller rolls back
+/// on an error. Tables and their rows first (their own constraint indexes come with
+/// them), then the AUTOINCREMENT sequences, indexes, views, and triggers last, so that
+/// no trigger fires on the copied rows. Every statement runs under the guard, as
+/// application SQL. A name the vault has already (any of its tables, indexes, views or
+/// triggers) is an error naming it, before anything is copied. `progress(rows copied,
+/// rows in all)` is called now and then; its error stops the import.
+pub(crate) fn import(
+    conn: &Connection,
+    src: &Connection,
+    progress: &mut dyn FnMut(u64, u64) -> Result<()>,
+) -> Result<SqlImport> {
+    let objects: Vec<(String, String, String)> = {
+        let mut stmt = src.prepare(
+            "SELECT type, name, sql FROM sqlite_schema \
+             WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    for (kind, name, _) in &objects {
+        if authorizer::reserved(name) {
+            return Err(refused(format!(
+                "cannot import {kind} {name}: the name belongs to sqlvault (its own tables, and names starting with sqlvault_ or sqlite_, are reserved)"
+            )));
+        }
+        let taken: Option<String> = conn
+            .prepare_cached("SELECT type FROM sqlite_schema WHERE name = ?1 COLLATE NOCASE")?
+            .query_row([name], |r| r.get(0))
+            .map(Some)
+            .or_else(|e| if e == rusqlite::Error::QueryReturnedNoRows { Ok(None) } else { Err(e) })?;
+        if let Some(other) = taken {
+            return Err(Error::Sql {
+                message: format!(
+                    "cannot import {kind} {name}: the vault has a {other} {name} already (nothing was imported)"
+                ),
+            });
+        }
+    }
+    let tables: Vec<&str> = objects.iter().filter(|o| o.0 == "table").map(|o| o.1.as_str()).collect();
+    let mut total = 0u64;
+    for t in &tables {
+        let n: i64 = src.query_row(&format!("SELECT count(*) FROM {}", quote(t)), [], |r| r.get(0))?;
+        total += n as u64;
+    }
+    let mut done = SqlImport::default();
+    progress(0, total)?;
+    for (kind, name, sql) in objects.iter().filter(|o| o.0 == "table") {
+        execute_batch(conn, sql).map_err(|e| in_object(e, kind, name))?;
+        done.tables += 1;
+        done.rows += copy_rows(conn, src, name, &mut |n| progress(done.rows + n, total))
+            .map_err(|e| in_object(e, kind, name))?;
+    }
+    let has_sequences: bool =
+        src.query_row("SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'sqlite_sequence')", [], |r| r.get(0))?;
+    if has_sequences {
+        let mut stmt = src.prepare("SELECT name, seq FROM sqlite_sequence")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let (name, seq): (String, i64) = (r.get(0)?, r.get(1)?);
+            if tables.contains(&name.as_str()) {
+                set_sequence(conn, &name, seq)?;
+                done.sequences += 1;
+            }
+        }
+    }
+    for wanted in ["index", "view", "trigger"] {
+        for (kind, name, sql) in objects.iter().filter(|o| o.0 == wanted) {
+            execute_batch(conn, sql).map_err(|e| in_object(e, kind, name))?;
+            match wanted {
+                "index" => done.indexes += 1,
+                "view" => done.views += 1,
+                _ => done.triggers += 1,
+            }
+        }
+    }
+    progress(done.rows, total)?;
+    Ok(done)
+}
+
+/// Names the object an import failed at in a SQL error or refusal.
+fn in_object(e: Error, kind: &str, name: &str) -> Error {
+    match e {
+        Error::Sql { message } => Error::Sql { message: format!("importing {kind} {name}: {message}") },
+        Error::SqlRefused { reason } => Error::SqlRefused { reason: format!("importing {kind} {name}: {reason}") },
+        e => e,
+    }
+}
+
+/// Copies the rows of table `table` from `src`, with their rowids (unless the table
+/// has none, or columns named like every alias of it); returns how many.
+fn copy_rows(
+    conn: &Connection,
+    src: &Connection,
+    table: &str,
+    progress: &mut dyn FnMut(u64) -> Result<()>,
+) -> Result<u64> {
+    // Generated columns (hidden 2 and 3) are computed, not inserted.
+    let columns: Vec<String> = {
+        let mut stmt = src.prepare(&format!("SELECT name, hidden FROM pragma_table_xinfo({})", quote_text(table)))?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+        rows.filter_map(|r| match r {
+            Ok((name, 0)) => Some(Ok(name)),
+            Ok(_) => None,
+            Err(e) => Some(Err(e)),
+        })
+        .collect::<rusqlite::Result<_>>()?
+    };
+    let alias = ["rowid", "_rowid_", "oid"]
+        .into_iter()
+        .find(|a| !columns.iter().any(|c| c.eq_ignore_ascii_case(a)))
+        .filter(|a| src.prepare(&format!("SELECT {a} FROM {} LIMIT 0", quote(table))).is_ok());
+    let mut names: Vec<String> = alias.map(str::to_string).into_iter().collect();
+    names.extend(columns.iter().map(|c| quote(c)));
+    let list = names.join(", ");
+    let marks = (1..=names.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+    let mut read = src.prepare(&format!("SELECT {list} FROM {}", quote(table)))?;
+    let insert = format!("INSERT INTO {}({list}) VALUES ({marks})", quote(table));
+    let mut post = Post::default();
+    let mut write = prepare(conn, &insert, &mut post)?;
+    let mut rows = read.query([])?;
+    let mut n = 0u64;
+    while let Some(row) = rows.next()? {
+        for i in 0..names.len() {
+            write.raw_bind_parameter(i + 1, ToSqlOutput::Borrowed(row.get_ref(i)?)).map_err(|e| app_error(e, None))?;
+        }
+        guard(&mut post, || write.raw_execute())?;
+        n += 1;
+        if n % 1024 == 0 {
+            progress(n)?;
+        }
+    }
+    Ok(n)
+}
+
+fn quote_text(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
 }
 
 /// Migrations of `app` recorded in the vault: (version, hash of its SQL), in order.
@@ -598,6 +1056,41 @@ mod tests {
         assert!(parts[2].ends_with("END;"));
         assert_eq!(parts[3], "SELECT 1");
         assert!(split_sql(" ; ;").is_empty());
+    }
+
+    #[test]
+    fn split_sql_skips_quoted_semicolons_without_asking_sqlite_at_each() {
+        // A dump's long text full of semicolons, a quoted identifier with one, a
+        // bracketed name, a block comment: one statement each.
+        let long = "x;".repeat(50_000);
+        let s = format!(
+            "INSERT INTO t VALUES ('{long}', 'it''s;'); CREATE TABLE \"a;b\"([c;d]); /* ; */ SELECT `e;f` FROM g;"
+        );
+        let parts = split_sql(&s);
+        assert_eq!(parts.len(), 3, "{:?}", parts.iter().map(|p| &p[..p.len().min(40)]).collect::<Vec<_>>());
+        assert!(parts[1].starts_with("CREATE TABLE \"a;b\""));
+        assert!(parts[2].starts_with("/* ; */ SELECT"));
+    }
+
+    #[test]
+    fn tokens_read_the_dump_lines_the_script_answers_itself() {
+        assert_eq!(tokens("PRAGMA foreign_keys=OFF;", 12), ["pragma", "foreign_keys", "=", "off"]);
+        assert_eq!(
+            tokens("-- c\nINSERT INTO sqlite_sequence VALUES('it''s',-4);", 12),
+            ["insert", "into", "sqlite_sequence", "values", "(", "'it''s'", ",", "-4", ")"]
+        );
+        assert_eq!(tokens("/* x */ INSERT INTO t VALUES ('a', 'b')", 3), ["insert", "into", "t"]);
+        assert!(tokens("INSERT INTO x VALUES('unterminated", 12).is_empty());
+        let c = conn();
+        execute_batch(&c, "CREATE TABLE \"it's\"(id INTEGER PRIMARY KEY AUTOINCREMENT)").unwrap();
+        execute_batch(
+            &c,
+            "PRAGMA main.foreign_keys = 0; BEGIN; DELETE FROM sqlite_sequence; \
+             INSERT INTO sqlite_sequence VALUES('it''s',41); COMMIT",
+        )
+        .unwrap();
+        execute_batch(&c, "INSERT INTO \"it's\" DEFAULT VALUES").unwrap();
+        assert_eq!(query(&c, "SELECT id FROM \"it's\"", &[], |r| r.get::<i64>(0)).unwrap(), vec![42]);
     }
 
     #[test]

@@ -15,7 +15,9 @@
 //!   object created under one of our names or reserved prefixes
 //!   ([`crate::storage::schema::OUR_NAMES`], [`crate::storage::schema::RESERVED_PREFIXES`]);
 //! * `ATTACH`/`DETACH`, `BEGIN`/`COMMIT`/`ROLLBACK`/`SAVEPOINT` (our group commit owns the
-//!   transaction; use `Vault::transaction`), temporary objects (a `TEMP` table named
+//!   transaction; use `Vault::transaction`) in a single statement; in a script
+//!   ([`guarded_script`]) they are compiled but not run, and reported ([`Control`]) for
+//!   the script runner (`meta::appsql`) to check and carry out, temporary objects (a `TEMP` table named
 //!   like one of ours would shadow it on the shared connection), virtual tables, and
 //!   the `sqlcipher_*` and `load_extension` functions;
 //! * every pragma except the read-only ones listed in `READ_ONLY_PRAGMAS` (and those
@@ -114,6 +116,47 @@ thread_local! {
     static VIEWS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
     /// Schema-change state of the statement being compiled (reset by [`guarded`]).
     static DDL: Cell<Ddl> = const { Cell::new(Ddl::None) };
+    /// Transaction statements are reported, not refused ([`guarded_script`]).
+    static SCRIPT: Cell<bool> = const { Cell::new(false) };
+    /// The transaction statement compiled while [`SCRIPT`] was set.
+    static CONTROL: RefCell<Option<Control>> = const { RefCell::new(None) };
+}
+
+/// A transaction statement of a script, as SQLite compiled it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Control {
+    /// `BEGIN` in any of its forms.
+    Begin,
+    /// `COMMIT` or `END`.
+    Commit,
+    /// `ROLLBACK` (of the whole transaction).
+    Rollback,
+    /// `SAVEPOINT name`.
+    Savepoint(String),
+    /// `RELEASE [SAVEPOINT] name`.
+    Release(String),
+    /// `ROLLBACK TO [SAVEPOINT] name`.
+    RollbackTo(String),
+}
+
+fn control(action: &AuthAction<'_>) -> Option<Control> {
+    use rusqlite::hooks::TransactionOperation as Op;
+    Some(match action {
+        AuthAction::Transaction { operation: Op::Begin } => Control::Begin,
+        AuthAction::Transaction { operation: Op::Rollback } => Control::Rollback,
+        // SQLite reports COMMIT (and END) as "COMMIT", which rusqlite does not name.
+        AuthAction::Transaction { .. } => Control::Commit,
+        AuthAction::Savepoint { operation: Op::Begin, savepoint_name } => {
+            Control::Savepoint(savepoint_name.to_string())
+        }
+        AuthAction::Savepoint { operation: Op::Release, savepoint_name } => {
+            Control::Release(savepoint_name.to_string())
+        }
+        AuthAction::Savepoint { operation: Op::Rollback, savepoint_name } => {
+            Control::RollbackTo(savepoint_name.to_string())
+        }
+        _ => return None,
+    })
 }
 
 /// Installs the authorizer on `conn` (every connection of the engine).
@@ -121,6 +164,12 @@ pub(crate) fn install(conn: &mut Connection) -> Result<()> {
     conn.authorizer(Some(|ctx: AuthContext<'_>| {
         if !ACTIVE.with(|a| a.get()) {
             return Authorization::Allow;
+        }
+        if SCRIPT.with(|s| s.get()) {
+            if let Some(c) = control(&ctx.action) {
+                CONTROL.with(|x| *x.borrow_mut() = Some(c));
+                return Authorization::Allow;
+            }
         }
         match decide(&ctx) {
             Ok(()) => {
@@ -155,20 +204,36 @@ pub(crate) struct Guarded<T> {
     pub altered: bool,
     /// Views created: compile a query of each under the guard to check what they read.
     pub views: Vec<String>,
+    /// The transaction statement compiled ([`guarded_script`] only): the caller must
+    /// not run it, but carry it out itself.
+    pub control: Option<Control>,
 }
 
 /// Runs `f`, which compiles and runs application SQL on this thread, under the guard.
 pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> Guarded<T> {
+    guarded_as(false, f)
+}
+
+/// [`guarded`] for a statement of a script: a transaction statement compiles (and is
+/// reported in [`Guarded::control`]) instead of being refused.
+pub(crate) fn guarded_script<T>(f: impl FnOnce() -> T) -> Guarded<T> {
+    guarded_as(true, f)
+}
+
+fn guarded_as<T>(script: bool, f: impl FnOnce() -> T) -> Guarded<T> {
     struct Off;
     impl Drop for Off {
         fn drop(&mut self) {
             ACTIVE.with(|a| a.set(false));
+            SCRIPT.with(|s| s.set(false));
         }
     }
     REFUSAL.with(|r| r.borrow_mut().take());
     ALTERED.with(|a| a.set(false));
     VIEWS.with(|v| v.borrow_mut().clear());
+    CONTROL.with(|c| c.borrow_mut().take());
     DDL.with(|d| d.set(Ddl::None));
+    SCRIPT.with(|s| s.set(script));
     ACTIVE.with(|a| a.set(true));
     let off = Off;
     let value = f();
@@ -178,6 +243,7 @@ pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> Guarded<T> {
         refusal: REFUSAL.with(|r| r.borrow_mut().take()),
         altered: ALTERED.with(|a| a.replace(false)),
         views: VIEWS.with(|v| std::mem::take(&mut *v.borrow_mut())),
+        control: CONTROL.with(|c| c.borrow_mut().take()),
     }
 }
 

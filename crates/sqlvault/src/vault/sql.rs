@@ -8,11 +8,14 @@
 //! once per connection and cached; parameters are always bound. What application SQL
 //! may not do (our tables, the schema, `ATTACH`, engine pragmas, transactions) is
 //! refused with [`Error::SqlRefused`] before anything runs; see `storage::authorizer`.
-//! Snapshots do not include application tables (see docs/format.md).
+//! A script may wrap itself in `BEGIN ... COMMIT` and use savepoints inside, as tools
+//! write scripts: the script is one transaction already (`meta::appsql`'s `Script` says
+//! what is accepted). [`Vault::import_sqlite`] copies a plain SQLite database's tables
+//! in. Snapshots do not include application tables (see docs/format.md).
 
 use crate::error::{Error, Result};
 use crate::fs::tree;
-use crate::meta::appsql::{self, Row, SqlValue, StatementInfo};
+use crate::meta::appsql::{self, Row, SqlImport, SqlValue, StatementInfo};
 use crate::vault::transaction::Tx;
 use crate::vault::Vault;
 
@@ -32,9 +35,33 @@ impl Vault {
     }
 
     /// Runs a script of statements (no parameters) as one write: all of it commits, or
-    /// on the first error none of it.
+    /// on the first error none of it. The script may be wrapped in `BEGIN; ... COMMIT;`
+    /// and use `SAVEPOINT`, `RELEASE` and `ROLLBACK TO` inside (what `sqlite3 .dump`
+    /// and migration tools write); a statement that would leave the script's
+    /// transaction (a bare `ROLLBACK`, anything after `COMMIT`) is refused.
     pub fn execute_batch(&self, sql: &str) -> Result<()> {
         self.engine().write(|tx| appsql::execute_batch(tx, sql))
+    }
+
+    /// [`Vault::execute_batch`] that also calls `f(statement, row)` on every row a
+    /// statement of the script returns (`statement` counts the statements run, from 0).
+    pub fn query_batch(&self, sql: &str, mut f: impl FnMut(usize, &Row<'_>) -> Result<()>) -> Result<()> {
+        self.engine().write(|tx| appsql::run_script(tx, sql, &mut f))
+    }
+
+    /// Copies the tables (with their rows and AUTOINCREMENT sequences), indexes, views
+    /// and triggers of the plain (unencrypted) SQLite database at `path` into the
+    /// vault's application tables, as one write: all of it or, on any error, nothing.
+    /// A name the vault has already is an error naming it. `progress(rows copied,
+    /// rows in all)` is called now and then; an error it returns stops the import
+    /// (nothing imported), e.g. [`crate::Interrupt::check`].
+    pub fn import_sqlite(
+        &self,
+        path: &std::path::Path,
+        mut progress: impl FnMut(u64, u64) -> Result<()>,
+    ) -> Result<SqlImport> {
+        let src = appsql::open_plain(path)?;
+        self.engine().write(|tx| appsql::import(tx, &src, &mut progress))
     }
 
     /// Runs one statement with bound `params` and calls `f` on each row in order,
@@ -112,8 +139,14 @@ impl Tx<'_> {
     /// [`Vault::execute_batch`] inside this transaction: on an error, none of the
     /// script's statements stays (the rest of the transaction does).
     pub fn execute_batch(&self, sql: &str) -> Result<()> {
+        self.query_batch(sql, |_, _| Ok(()))
+    }
+
+    /// [`Vault::query_batch`] inside this transaction: on an error, none of the script's
+    /// statements stays (the rest of the transaction does).
+    pub fn query_batch(&self, sql: &str, mut f: impl FnMut(usize, &Row<'_>) -> Result<()>) -> Result<()> {
         self.conn.execute_batch("SAVEPOINT app_batch")?;
-        let r = appsql::execute_batch(self.conn, sql);
+        let r = appsql::run_script(self.conn, sql, &mut f);
         let end = if r.is_ok() { "RELEASE app_batch" } else { "ROLLBACK TO app_batch; RELEASE app_batch" };
         self.conn.execute_batch(end)?;
         r
