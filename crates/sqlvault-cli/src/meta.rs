@@ -66,7 +66,7 @@ pub enum MetaCommand {
         /// Only entries whose name matches this glob (`*.jpg`; case-sensitive).
         #[arg(long, value_name = "GLOB")]
         name: Option<String>,
-        /// Only entries modified after WHEN: an age (30m, 2h, 7d, 2w) or a local date (2026-11-01[ 08:00]).
+        /// Only entries modified after WHEN: an age (30m, 2h, 7d, 2w) or a local date (2026-11-01, or 2026-11-01 08:00).
         #[arg(long, value_name = "WHEN")]
         newer: Option<String>,
         /// Only entries modified before WHEN (same forms as --newer).

@@ -1,5 +1,5 @@
 //! Standard output for listings, one line at a time. A closed pipe (`sqlvault ls -R |
-//! head`) is not an error: [`line`] reports it as `Ok(false)` so a listing stops early,
+//! head`) is not an error: [`line()`] reports it as `Ok(false)` so a listing stops early,
 //! and [`write_line`] (behind `outln!`) drops the rest of the output; any other write
 //! error (a full disk behind `>`) is exit code 5.
 
