@@ -57,16 +57,17 @@ stage_rust() {
     step "cargo fmt --check, cargo clippy -D warnings"
     cargo fmt --all --check
     build_workspace
-    # Every item's docs, links included. rustdoc needs check-mode metadata of the
-    # dependencies, which the build above does not make: this is a check build of them.
+    step "cargo test --workspace"
+    cargo test --workspace --locked
+    # Every item's docs, links included (after the tests, which say more when both fail).
+    # rustdoc needs check-mode metadata of the dependencies, which the build above does
+    # not make: this is a check build of them.
     # Two calls, the CLI first: its binary is also named `sqlvault`, and one call would
     # write both into target/doc/sqlvault/ (a collision cargo warns about), leaving the
     # CLI's page where the library's belongs.
     step "cargo doc -D warnings"
     RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p sqlvault-cli
     RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked --workspace --exclude sqlvault-cli
-    step "cargo test --workspace"
-    cargo test --workspace --locked
 }
 
 # The Python binding: venv, maturin and pytest from PyPI, pytest (scripts/python-tests.sh).
