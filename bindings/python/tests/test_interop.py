@@ -149,6 +149,6 @@ def test_readme_tour_python_example_runs(tmp_path, monkeypatch):
 
 def test_bindings_python_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code = _python_block("docs/bindings.md", "## Python (`bindings/python`)\n\n")
+    code = _python_block("docs/bindings.md", "## Python (`bindings/python`)")
     exec(compile(code, "docs/bindings.md (Python)", "exec"), {"__name__": "readme"})
     assert pathlib.Path("my.vault").exists()
