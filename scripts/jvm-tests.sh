@@ -3,15 +3,17 @@
 # `mvn verify`: builds the native library (cargo, dev profile: what `cargo test` built),
 # generates and compiles the Kotlin bindings and the Java API, runs the JUnit suites,
 # packages bindings/jvm/target/sqlvault-jvm-*.jar and runs the integration tests against
-# it in fresh JVMs (README example, IOCipher-style app, CLI and Python interop). Maven
+# it in fresh JVMs (docs/bindings.md's example, IOCipher-style app, CLI and Python interop). Maven
 # downloads its plugins and dependencies from Maven Central.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends maven openjdk-17-jdk-headless >/dev/null
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    echo "installing Debian packages: maven openjdk-17-jdk-headless"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends maven openjdk-17-jdk-headless >/dev/null
 fi
 
 # The Python binding that scripts/python-tests.sh installed, for the interop test: when it

@@ -2,7 +2,7 @@
 # The Python binding's tests (called by scripts/test.sh): a venv under target/pyenv with
 # maturin and pytest from PyPI, the binding built by maturin (dev profile, reusing what
 # `cargo test` built) and installed as `pip install ./bindings/python` does, then pytest
-# over bindings/python/tests, which also runs the README's Python example and the
+# over bindings/python/tests, which also runs the Python examples of README.md and docs/bindings.md and the
 # cross checks with the CLI (target/debug/sqlvault, or under $CARGO_TARGET_DIR when set). The benchmark's `bindings` scenario
 # uses the same venv.
 set -euo pipefail

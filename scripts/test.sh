@@ -1,66 +1,123 @@
 #!/usr/bin/env bash
-# Runs every test of the workspace, after installing the Debian packages it needs;
-# then the fuzz targets for a bounded time (scripts/fuzz.sh); then the benchmark
-# suite in quick mode. This is what CI runs (.ci/run).
+# Everything CI runs (.ci/run), in stages a developer can also run alone:
+#
+#   scripts/test.sh                 all stages: rust, python, jvm, fuzz, bench
+#   scripts/test.sh rust            fmt, clippy -D warnings, cargo doc -D warnings, cargo test
+#   scripts/test.sh python jvm      several stages (run in the order above)
+#
+# Each stage prints its wall time at its end; a table of stages, seconds and pass/fail
+# ends the run. The first failing stage stops the run (the rest show as skipped).
+# What each stage needs: docs/testing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+all=(rust python jvm fuzz bench)
+usage() { echo "usage: scripts/test.sh [rust|python|jvm|fuzz|bench]..." >&2; exit 1; }
+for s in "$@"; do [[ " ${all[*]} " == *" $s "* ]] || usage; done
+stages=()
+for s in "${all[@]}"; do
+    if [[ $# -eq 0 || " $* " == *" $s "* ]]; then stages+=("$s"); fi
+done
+
 started=$(date +%s)
-stage() { echo "== test.sh: $1 ($(( $(date +%s) - started )) s so far)"; }
+step() { echo "== test.sh: $1 ($(( $(date +%s) - started )) s so far)"; }
 
-bash scripts/ensure-packages.sh
-bash scripts/ensure-pjdfstest.sh
-
-# The S3-compatible server the replication tests start on loopback (tests/common/s3.rs):
-# VersityGW from the Go module proxy, built once into $GOBIN (default ~/go/bin); a
-# re-run finds it there. The tests fail, they do not skip, when it is missing.
-stage "versitygw (S3 server for the replication tests)"
-VERSITYGW_VERSION=v1.8.0
-gobin="${GOBIN:-$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin}"
-if ! go version -m "$gobin/versitygw" 2>/dev/null | grep -q "mod[[:space:]]*github.com/versity/versitygw[[:space:]]*$VERSITYGW_VERSION"; then
-    command -v go >/dev/null || { echo "test.sh: Go is needed to install versitygw (S3 test server)" >&2; exit 1; }
-    GOBIN="$gobin" nice go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
-fi
-export SQLVAULT_VERSITYGW="$gobin/versitygw"
-stage "cargo fmt --check, cargo clippy -D warnings"
-cargo fmt --all --check
 # Clippy as the compiler of the workspace's own crates for the test build, instead of a
 # separate `cargo clippy`, whose check-mode (metadata-only) build of every dependency the
 # test build cannot reuse. This is what `cargo clippy -- -D warnings` does under the hood
 # (clippy-driver as RUSTC_WORKSPACE_WRAPPER, its arguments in CLIPPY_ARGS separated by
 # __CLIPPY_HACKERY__), with cargo build instead of cargo check: the same lints, the same
 # -D warnings on rustc's warnings, the same targets as --all-targets (lib, bins, tests,
-# examples, each in test and non-test mode). Exported for every later cargo call (the
-# Python and JVM builds, the bench) so they reuse these artifacts; a changed CLIPPY_ARGS
-# would rebuild the workspace's crates. The nightly fuzz build runs without it.
+# examples, each in test and non-test mode). Exported for every cargo call of every stage
+# (the Python and JVM builds, the bench) so they reuse these artifacts, also when a stage
+# runs alone after an earlier run; a changed CLIPPY_ARGS would rebuild the workspace's
+# crates. The nightly fuzz build runs without it.
 export RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
-cargo build --workspace --all-targets --locked
-stage "cargo test --workspace"
-cargo test --workspace --locked
+
+# The workspace as every stage builds it: all targets, so that features resolve as for
+# `cargo test --workspace` (dev-dependencies enable sqlvault's io-counts/testing). Any
+# narrower build (`-p sqlvault-cli`, `--bins`) resolves other features and recompiles
+# sqlvault and what depends on it. A no-op once built.
+build_workspace() { cargo build --workspace --all-targets --locked; }
+
+stage_rust() {
+    bash scripts/ensure-pjdfstest.sh
+    # The S3-compatible server the replication tests start on loopback (tests/common/s3.rs):
+    # VersityGW from the Go module proxy, built once into $GOBIN (default ~/go/bin); a
+    # re-run finds it there. The tests fail, they do not skip, when it is missing.
+    step "versitygw (S3 server for the replication tests)"
+    local version=v1.8.0 gobin
+    gobin="${GOBIN:-$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin}"
+    if ! go version -m "$gobin/versitygw" 2>/dev/null | grep -q "mod[[:space:]]*github.com/versity/versitygw[[:space:]]*$version"; then
+        command -v go >/dev/null || { echo "test.sh: Go is needed to install versitygw (S3 test server)" >&2; return 1; }
+        GOBIN="$gobin" nice go install "github.com/versity/versitygw/cmd/versitygw@$version"
+    fi
+    export SQLVAULT_VERSITYGW="$gobin/versitygw"
+    step "cargo fmt --check, cargo clippy -D warnings"
+    cargo fmt --all --check
+    build_workspace
+    step "cargo test --workspace"
+    cargo test --workspace --locked
+    # Every item's docs, links included (after the tests, which say more when both fail).
+    # rustdoc needs check-mode metadata of the dependencies, which the build above does
+    # not make: this is a check build of them.
+    # Two calls, the CLI first: its binary is also named `sqlvault`, and one call would
+    # write both into target/doc/sqlvault/ (a collision cargo warns about), leaving the
+    # CLI's page where the library's belongs.
+    step "cargo doc -D warnings"
+    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p sqlvault-cli
+    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked --workspace --exclude sqlvault-cli
+}
 
 # The Python binding: venv, maturin and pytest from PyPI, pytest (scripts/python-tests.sh).
-stage "Python binding (pytest)"
-bash scripts/python-tests.sh
+stage_python() { bash scripts/python-tests.sh; }
 
 # The JVM binding: JDK and Maven from Debian if missing, plugins from Maven Central, then
 # mvn verify (JUnit, the packaged jar in fresh JVMs, CLI and Python interop).
-stage "JVM binding (mvn verify)"
-bash scripts/jvm-tests.sh
+stage_jvm() { bash scripts/jvm-tests.sh; }
 
 # Each fuzz target for a bounded time (30 s by default; SQLVAULT_FUZZ=0 skips).
-stage "fuzz"
-env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS bash scripts/fuzz.sh
+stage_fuzz() { env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS bash scripts/fuzz.sh; }
 
 # The benchmark suite in quick mode (about a minute): proves every scenario still runs
-# end to end; its figures are not asserted. It runs the binary the workspace build above
-# made (dev profile; dependencies are optimised there too, see Cargo.toml), not
+# end to end; its figures are not asserted. It runs the binary the workspace build makes
+# (dev profile; dependencies are optimised there too, see Cargo.toml), not
 # `cargo run -p sqlvault-bench`: that resolves features for the bench alone (no
 # dev-dependencies: sqlvault without io-counts/testing) and so recompiled sqlvault,
 # sqlvault-fuse and the bench. Writes under a temporary directory, never into docs/.
 # Real figures: `cargo run --release -p sqlvault-bench -- all`.
-stage "sqlvault-bench all --quick"
-bench_out="$(mktemp -d)"
-trap 'rm -rf "$bench_out"' EXIT
-"${CARGO_TARGET_DIR:-target}/debug/sqlvault-bench" all --quick --out "$bench_out" >"$bench_out/stdout.md"
-sed -n '/^## Targets/,$p' "$bench_out/benchmarks.md"
-stage "done"
+stage_bench() {
+    build_workspace
+    out="$(mktemp -d)"  # not local: the trap runs when the stage's subshell exits
+    trap 'rm -rf "$out"' EXIT
+    "${CARGO_TARGET_DIR:-target}/debug/sqlvault-bench" all --quick --out "$out" >"$out/stdout.md"
+    sed -n '/^## Targets/,$p' "$out/benchmarks.md"
+}
+
+# The summary table, also when a stage fails or the run is interrupted.
+declare -A seconds=() result=()
+summary() {
+    echo "== test.sh: summary ($(( $(date +%s) - started )) s in all)"
+    printf '%-8s %8s  %s\n' stage seconds result
+    for s in "${stages[@]}"; do
+        printf '%-8s %8s  %s\n' "$s" "${seconds[$s]:--}" "${result[$s]:-skipped}"
+    done
+}
+trap summary EXIT
+
+bash scripts/ensure-packages.sh
+for s in "${stages[@]}"; do
+    step "stage $s"
+    t0=$(date +%s)
+    # A subshell, so that `set -e` stops the stage at its first failing command and the
+    # run can still record it (not inside `if`, where bash ignores `set -e`).
+    set +e
+    ( set -e; "stage_$s" )
+    status=$?
+    set -e
+    if [[ $status -eq 0 ]]; then result[$s]=pass; else result[$s]=FAIL; fi
+    seconds[$s]=$(( $(date +%s) - t0 ))
+    echo "== test.sh: stage $s: ${result[$s]} in ${seconds[$s]} s"
+    [[ ${result[$s]} == pass ]] || exit 1
+done

@@ -1,6 +1,7 @@
 """Files inside the vault with the standard library (shutil, zipfile, tarfile, json,
-csv), the CLI reading what Python wrote and the other way round, and the README's
-"From Python" example run as written."""
+csv), the CLI reading what Python wrote and the other way round, and the Python
+examples of README.md ("A tour") and docs/bindings.md ("Python", "Example") run as
+written."""
 
 import csv
 import io
@@ -131,15 +132,23 @@ def test_vault_written_by_the_cli_is_read_by_python(tmp_path, cli):
         sqlvault.Vault.open(vp, "not it")
 
 
-def _readme_python_block() -> str:
-    text = (ROOT / "README.md").read_text()
-    m = re.search(r"### From Python\n.*?```python\n(.*?)```", text, re.S)
-    assert m, "README.md has no '### From Python' section with a python block"
+def _python_block(doc: str, section: str) -> str:
+    """The first python block after the heading `section` of `doc` (from the root)."""
+    text = (ROOT / doc).read_text()
+    m = re.search(re.escape(section) + r"\n.*?```python\n(.*?)```", text, re.S)
+    assert m, f"{doc} has no {section!r} section with a python block"
     return m.group(1)
 
 
-def test_readme_from_python_example_runs(tmp_path, monkeypatch):
+def test_readme_tour_python_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code = _readme_python_block()
-    exec(compile(code, "README.md (From Python)", "exec"), {"__name__": "readme"})
+    code = _python_block("README.md", "## A tour")
+    exec(compile(code, "README.md (A tour)", "exec"), {"__name__": "readme"})
+    assert pathlib.Path("tour.vault").exists()
+
+
+def test_bindings_python_example_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code = _python_block("docs/bindings.md", "## Python (`bindings/python`)")
+    exec(compile(code, "docs/bindings.md (Python)", "exec"), {"__name__": "readme"})
     assert pathlib.Path("my.vault").exists()

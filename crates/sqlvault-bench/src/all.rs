@@ -28,7 +28,7 @@ pub struct AllArgs {
     #[arg(long, value_delimiter = ',')]
     pub skip: Vec<String>,
     /// Scratch directory for every scenario, on the disk to measure [default:
-    /// <results-dir>/tmp].
+    /// RESULTS_DIR/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
     #[command(flatten)]

@@ -33,7 +33,7 @@ pub struct AppSqlArgs {
     /// 200 objects, one repetition.
     #[arg(long)]
     pub quick: bool,
-    /// Scratch directory, on the disk to measure [default: <results-dir>/tmp].
+    /// Scratch directory, on the disk to measure [default: RESULTS_DIR/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
     #[command(flatten)]

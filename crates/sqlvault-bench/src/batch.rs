@@ -38,7 +38,7 @@ pub struct BatchArgs {
     /// The `sqlvault` program [default: `sqlvault` next to this program].
     #[arg(long)]
     pub sqlvault: Option<PathBuf>,
-    /// Directory for the vault (a disk, not tmpfs) [default: <results-dir>/tmp].
+    /// Directory for the vault (a disk, not tmpfs) [default: RESULTS_DIR/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// 200 operations, 10 calls sampled: indicative only (what `all --quick` runs).

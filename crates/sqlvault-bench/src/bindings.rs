@@ -43,7 +43,7 @@ pub struct BindingsArgs {
     /// target/pyenv/bin/python, built if missing unless --quick].
     #[arg(long)]
     pub python: Option<PathBuf>,
-    /// Directory for the vaults (a disk, not tmpfs) [default: <results-dir>/tmp].
+    /// Directory for the vaults (a disk, not tmpfs) [default: RESULTS_DIR/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// 16 MiB, one repetition, no venv built: indicative only (what `all --quick` runs).

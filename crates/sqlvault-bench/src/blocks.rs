@@ -53,7 +53,7 @@ pub struct BlocksArgs {
     /// 1e4 rows, fewer operations, one repetition.
     #[arg(long)]
     pub quick: bool,
-    /// Scratch directory, on the disk to measure [default: <results-dir>/tmp].
+    /// Scratch directory, on the disk to measure [default: RESULTS_DIR/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
     #[command(flatten)]

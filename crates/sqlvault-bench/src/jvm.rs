@@ -41,7 +41,7 @@ pub struct JvmArgs {
     /// unless --quick].
     #[arg(long)]
     pub jar: Option<PathBuf>,
-    /// Directory for the vaults (a disk, not tmpfs) [default: <results-dir>/tmp].
+    /// Directory for the vaults (a disk, not tmpfs) [default: RESULTS_DIR/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// 16 MiB, one repetition, the jar as it is: indicative only (what `all --quick` runs).

@@ -34,7 +34,7 @@ pub struct OpenArgs {
     /// One repetition, well under a minute.
     #[arg(long)]
     pub quick: bool,
-    /// Scratch directory, on the disk to measure [default: <results-dir>/tmp].
+    /// Scratch directory, on the disk to measure [default: RESULTS_DIR/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
     #[command(flatten)]

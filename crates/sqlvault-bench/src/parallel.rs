@@ -62,7 +62,7 @@ pub struct ParallelArgs {
     #[arg(long)]
     pub quick: bool,
     /// Directory for the vaults and plain files; must be on the disk to measure
-    /// [default: <results-dir>/tmp].
+    /// [default: RESULTS_DIR/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
     #[command(flatten)]

@@ -62,7 +62,7 @@ pub struct PeersArgs {
     /// --commit-window-ms`; 0 commits every operation before answering it).
     #[arg(long, value_name = "MS", default_value_t = sqlvault_fuse::SUGGESTED_COMMIT_WINDOW.as_millis() as u64)]
     pub commit_window_ms: u64,
-    /// Scratch directory, on the disk to measure (not tmpfs) [default: <results-dir>/tmp].
+    /// Scratch directory, on the disk to measure (not tmpfs) [default: RESULTS_DIR/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
     #[command(flatten)]

@@ -58,7 +58,7 @@ pub struct RemoteArgs {
     /// 16 MiB and 500 files, one repetition: indicative only (what `all --quick` runs).
     #[arg(long)]
     pub quick: bool,
-    /// Scratch directory, on the disk to measure [default: <results-dir>/tmp].
+    /// Scratch directory, on the disk to measure [default: RESULTS_DIR/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
     #[command(flatten)]

@@ -36,7 +36,7 @@ pub struct SnapshotArgs {
     /// Repetitions (a fresh vault each; medians are reported).
     #[arg(long, default_value_t = 3)]
     pub reps: u32,
-    /// Directory for the vaults (a disk, not tmpfs) [default: <results-dir>/tmp].
+    /// Directory for the vaults (a disk, not tmpfs) [default: RESULTS_DIR/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// 1,000 files, one repetition: indicative only (what `all --quick` runs).

@@ -44,7 +44,7 @@ pub struct StreamArgs {
     /// 2 MiB and 16 MiB files, one repetition.
     #[arg(long)]
     pub quick: bool,
-    /// Scratch directory, on the disk to measure [default: <results-dir>/tmp].
+    /// Scratch directory, on the disk to measure [default: RESULTS_DIR/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
     #[command(flatten)]

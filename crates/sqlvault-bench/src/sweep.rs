@@ -64,7 +64,7 @@ pub struct SweepArgs {
     #[arg(long, default_value_t = 3)]
     pub reps: u32,
     /// Directory for the vaults and baseline files; must be on the disk to measure,
-    /// not tmpfs [default: <results-dir>/tmp].
+    /// not tmpfs [default: RESULTS_DIR/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// 32 MiB and 1 repetition, well under a minute; writes chunk-sweep-quick.json

@@ -47,7 +47,7 @@ pub struct TreeArgs {
     /// Bytes per file (the tree: 50,000 files, 218 MB).
     #[arg(long, default_value_t = 4096)]
     pub file_bytes: usize,
-    /// Directory for the vaults and host trees (a disk, not tmpfs) [default: <results-dir>/tmp].
+    /// Directory for the vaults and host trees (a disk, not tmpfs) [default: RESULTS_DIR/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// 500 and 5,000 files: indicative only (what `all --quick` runs).

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::meta::{MetaCommand, RecCommand};
-use crate::{CliError, Command, Ctx, KeyCommand};
+use crate::{CliError, Command, Ctx, Exit, KeyCommand};
 
 #[derive(Args, Debug)]
 pub struct BatchArgs {
@@ -84,14 +84,14 @@ fn parse_line(line: &str, vault: &std::ffi::OsStr) -> Result<Command, CliError> 
     Ok(cli.command)
 }
 
-pub fn run(ctx: &Ctx, args: BatchArgs) -> Result<u8, CliError> {
+pub fn run(ctx: &Ctx, args: BatchArgs) -> Result<Exit, CliError> {
     let v = ctx.open(&args.vault)?;
     let batch_ctx =
         Ctx { secret: ctx.secret.clone(), config: ctx.config.clone(), opened: Some((args.vault.clone(), v.clone())) };
-    let (mut ran, mut failed, mut first_code) = (0u64, 0u64, 0u8);
+    let (mut ran, mut failed, mut first_code) = (0u64, 0u64, Exit::Success);
     let stdin = std::io::stdin();
     for (i, text) in stdin.lock().lines().enumerate() {
-        let text = text.map_err(|e| CliError { code: 5, message: format!("standard input: {e}") })?;
+        let text = text.map_err(|e| CliError { code: Exit::Environment, message: format!("standard input: {e}") })?;
         let trimmed = text.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
@@ -106,9 +106,9 @@ pub fn run(ctx: &Ctx, args: BatchArgs) -> Result<u8, CliError> {
                 e.code
             }
         };
-        if code != 0 {
+        if code != Exit::Success {
             failed += 1;
-            if first_code == 0 {
+            if first_code == Exit::Success {
                 first_code = code;
             }
             if !args.keep_going {
@@ -147,9 +147,9 @@ mod tests {
     fn refuses_what_cannot_run_in_a_batch() {
         let v = std::ffi::OsStr::new("V");
         assert!(parse_line("tag /a x=1", v).is_ok());
-        assert_eq!(parse_line("rec put c k", v).unwrap_err().code, 1);
-        assert_eq!(parse_line("init", v).unwrap_err().code, 1);
-        assert_eq!(parse_line("tag '/a x=1", v).unwrap_err().code, 1);
-        assert_eq!(parse_line("frobnicate", v).unwrap_err().code, 1);
+        assert_eq!(parse_line("rec put c k", v).unwrap_err().code, Exit::Usage);
+        assert_eq!(parse_line("init", v).unwrap_err().code, Exit::Usage);
+        assert_eq!(parse_line("tag '/a x=1", v).unwrap_err().code, Exit::Usage);
+        assert_eq!(parse_line("frobnicate", v).unwrap_err().code, Exit::Usage);
     }
 }

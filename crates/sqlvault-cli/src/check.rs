@@ -7,10 +7,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::progress::{self, took};
-use crate::{print_json, CliError, Ctx};
+use crate::{print_json, CliError, Ctx, Exit};
 
 /// Runs `sqlvault fsck`; exit 3 if problems remain.
-pub fn fsck_command(ctx: &Ctx, vault: &Path, json: bool, repair: bool) -> Result<u8, CliError> {
+pub fn fsck_command(ctx: &Ctx, vault: &Path, json: bool, repair: bool) -> Result<Exit, CliError> {
     let start = Instant::now();
     progress::exit_on_interrupt("fsck stopped before it finished; it changes nothing, the vault is as it was".into());
     let v = ctx.open(vault)?;
@@ -40,5 +40,5 @@ pub fn fsck_command(ctx: &Ctx, vault: &Path, json: bool, repair: bool) -> Result
             took(start)
         );
     }
-    Ok(if r.is_clean() { 0 } else { 3 })
+    Ok(if r.is_clean() { Exit::Success } else { Exit::Damaged })
 }

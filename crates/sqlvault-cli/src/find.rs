@@ -1,12 +1,12 @@
-//! `find` without a tag: walks the tree below a directory and filters by name (glob)
-//! and modification time. With a tag, `meta::find` asks the tag index and filters its
-//! hits by time with [`Times`].
+//! `sqlvault find`'s two ways: with a tag, [`by_tags`] asks the tag index and filters
+//! its hits by modification time ([`Times`]); without one, [`walk`] walks the tree below
+//! a directory and filters by name (glob) and modification time.
 
 use serde_json::json;
-use sqlvault::{FileType, InodeId, Vault};
+use sqlvault::{FileType, InodeId, Query, Vault};
 
-use crate::meta::{line, JsonArray};
-use crate::CliError;
+use crate::output::{line, JsonArray};
+use crate::{CliError, Exit};
 
 /// Entries read per page while walking a directory.
 const PAGE: usize = 512;
@@ -47,7 +47,7 @@ pub fn walk(
 ) -> Result<(), CliError> {
     let top = v.metadata(dir)?;
     if top.kind != FileType::Dir {
-        return Err(CliError { code: 4, message: format!("{dir}: not a directory") });
+        return Err(CliError { code: Exit::Tree, message: format!("{dir}: not a directory") });
     }
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
@@ -98,6 +98,42 @@ fn walk_dir(
             return Ok(true);
         }
     }
+}
+
+/// Prints the hits of the tag query `q` below `dir` whose modification time is within
+/// `times`, in the index's order, streamed.
+pub fn by_tags(v: &Vault, dir: &str, q: &Query, times: Times, json: bool) -> Result<(), CliError> {
+    let stdout = std::io::stdout();
+    let mut w = stdout.lock();
+    let mut arr = JsonArray::default();
+    if json && !JsonArray::start(&mut w)? {
+        return Ok(());
+    }
+    let mut failed = None;
+    let mut open = true;
+    v.find_each(dir, q, |f| {
+        if !times.is_empty() && !times.matches(v.attr(f.ino)?.mtime_ns) {
+            return Ok(true);
+        }
+        let written = if json {
+            arr.push(&mut w, &json!({ "path": f.path, "ino": f.ino.0, "kind": f.kind }))
+        } else {
+            line(&mut w, &f.path)
+        };
+        // A closed pipe just stops the listing; another write error is reported.
+        open = written.unwrap_or_else(|e| {
+            failed = Some(e);
+            false
+        });
+        Ok(open)
+    })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if json && open {
+        arr.finish(&mut w)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

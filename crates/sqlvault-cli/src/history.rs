@@ -8,8 +8,8 @@ use clap::Args;
 use serde_json::json;
 use sqlvault::{ChangeKind, ForgetPolicy};
 
-use crate::meta::{line, JsonArray};
-use crate::{ui, CliError, Ctx};
+use crate::output::{line, JsonArray};
+use crate::{ui, CliError, Ctx, Exit};
 
 #[derive(Args, Debug)]
 pub struct DiffArgs {
@@ -65,13 +65,13 @@ pub struct KeepArgs {
 
 /// `snapshot diff VAULT A [B]`: `+ path`, `- path`, `M path` lines (a trailing `/` for
 /// directories), streamed in path order.
-pub fn diff(ctx: &Ctx, a: DiffArgs) -> Result<u8, CliError> {
+pub fn diff(ctx: &Ctx, a: DiffArgs) -> Result<Exit, CliError> {
     let v = ctx.open(&a.vault)?;
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
     let mut arr = JsonArray::default();
     if a.json && !JsonArray::start(&mut w)? {
-        return Ok(0);
+        return Ok(Exit::Success);
     }
     let (mut counts, mut failed, mut open) = ([0u64; 3], None, true);
     v.diff(&a.a, a.b.as_deref(), |c| {
@@ -101,12 +101,12 @@ pub fn diff(ctx: &Ctx, a: DiffArgs) -> Result<u8, CliError> {
     }
     let to = a.b.as_deref().unwrap_or("the live tree");
     note!("{} to {to}: {} added, {} removed, {} changed", a.a, counts[0], counts[1], counts[2]);
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 /// `snapshot forget`: one line per snapshot (`keep` with its reasons, or `remove`),
 /// newest first, then removes (unless `--dry-run`) in one transaction.
-pub fn forget(ctx: &Ctx, a: ForgetArgs) -> Result<u8, CliError> {
+pub fn forget(ctx: &Ctx, a: ForgetArgs) -> Result<Exit, CliError> {
     let policy = ForgetPolicy {
         last: a.keep.keep_last,
         hourly: a.keep.keep_hourly,
@@ -127,7 +127,7 @@ pub fn forget(ctx: &Ctx, a: ForgetArgs) -> Result<u8, CliError> {
     let mut w = stdout.lock();
     let mut arr = JsonArray::default();
     if a.json && !JsonArray::start(&mut w)? {
-        return Ok(0);
+        return Ok(Exit::Success);
     }
     for d in &plan {
         let open = if a.json {
@@ -152,5 +152,5 @@ pub fn forget(ctx: &Ctx, a: ForgetArgs) -> Result<u8, CliError> {
         v.close()?;
         note!("kept {}, removed {removed} snapshots, {} freed", plan.len() - removed, ui::human(freed));
     }
-    Ok(0)
+    Ok(Exit::Success)
 }

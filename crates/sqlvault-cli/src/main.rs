@@ -2,26 +2,15 @@
 //!
 //! Parses arguments (clap), gets the secret (see `secret`), opens the vault once per
 //! run and calls the library. Every failure ends as one line on stderr and an exit
-//! code from the table below (also in README.md):
-//!
-//! | code | meaning |
-//! |---|---|
-//! | 0 | success |
-//! | 1 | usage error (bad arguments, malformed find condition, no passphrase source, mismatched passphrases); SQL error or refused statement (`sql`) |
-//! | 2 | wrong passphrase or key, a missing key or passphrase file, a failing passphrase command, or not a vault |
-//! | 3 | vault is damaged (fsck found problems, tampered or truncated file) |
-//! | 4 | not found, already exists, not empty, not a directory, invalid path and the like |
-//! | 5 | environment: I/O error, disk full, busy vault; or some entries were skipped by put |
-//! | 6 | `push` refused: the remote has a newer commit (pull first, or `push --pull`) |
-//! | 7 | `replicate`: another replicator holds the remote's lease |
-//! | 130 | interrupted by Ctrl-C or SIGTERM (see `progress`) |
+//! code, an [`exit::Exit`] (the one list of codes; `--help`, the man page and
+//! docs/cli.md show it).
 
 /// `println!` for standard output that a closed pipe (`sqlvault info | head -1`) does
 /// not turn into a panic: the rest of the output is dropped and the command still
 /// succeeds; any other write error (e.g. a full disk behind `>`) is exit code 5.
 /// Use it only in functions returning `Result<_, CliError>`.
 macro_rules! outln {
-    ($($t:tt)*) => { $crate::write_line(format_args!($($t)*))? };
+    ($($t:tt)*) => { $crate::output::write_line(format_args!($($t)*))? };
 }
 
 #[macro_use]
@@ -29,10 +18,12 @@ mod ui;
 mod batch;
 mod check;
 mod completions;
+mod exit;
 mod extract;
 mod find;
 mod history;
 mod meta;
+mod output;
 mod progress;
 mod remote;
 mod secret;
@@ -49,38 +40,39 @@ use clap::{Parser, Subcommand};
 use serde::Serialize;
 use sqlvault::{Attr, CreateOptions, Durability, EngineConfig, ErrorKind, FileOptions, FileType, KdfParams, Vault};
 
+use exit::Exit;
 use secret::SecretArgs;
 
 /// An error on its way to becoming one line on stderr and an exit code.
 #[derive(Debug)]
 pub struct CliError {
-    code: u8,
+    code: Exit,
     message: String,
 }
 
 impl CliError {
     pub fn usage(m: impl Into<String>) -> Self {
-        CliError { code: 1, message: m.into() }
+        CliError { code: Exit::Usage, message: m.into() }
     }
     /// A host file system error: a missing path is "not found" (4) as in the vault,
     /// anything else an environment error (5).
     pub fn host(path: &Path, e: std::io::Error) -> Self {
-        let code = if e.kind() == std::io::ErrorKind::NotFound { 4 } else { 5 };
+        let code = if e.kind() == std::io::ErrorKind::NotFound { Exit::Tree } else { Exit::Environment };
         CliError { code, message: format!("{}: {e}", path.display()) }
     }
     /// A secret that cannot be used: a missing or unreadable key or passphrase file (2).
     pub fn secret(m: impl Into<String>) -> Self {
-        CliError { code: 2, message: m.into() }
+        CliError { code: Exit::Access, message: m.into() }
     }
     /// A failed write to standard output.
     pub fn stdout(e: std::io::Error) -> Self {
-        CliError { code: 5, message: format!("standard output: {e}") }
+        CliError { code: Exit::Environment, message: format!("standard output: {e}") }
     }
     pub fn vault_io(path: &str, e: std::io::Error) -> Self {
         match e.into_inner().map(|inner| inner.downcast::<sqlvault::Error>()) {
             Some(Ok(v)) => CliError::from(*v),
-            Some(Err(other)) => CliError { code: 5, message: format!("{path}: {other}") },
-            None => CliError { code: 5, message: format!("{path}: I/O error") },
+            Some(Err(other)) => CliError { code: Exit::Environment, message: format!("{path}: {other}") },
+            None => CliError { code: Exit::Environment, message: format!("{path}: I/O error") },
         }
     }
 }
@@ -88,37 +80,22 @@ impl CliError {
 impl From<sqlvault::Error> for CliError {
     fn from(e: sqlvault::Error) -> Self {
         let code = match e.kind() {
-            ErrorKind::Access => 2,
-            ErrorKind::Damaged => 3,
-            ErrorKind::Tree => 4,
+            ErrorKind::Access => Exit::Access,
+            ErrorKind::Damaged => Exit::Damaged,
+            ErrorKind::Tree => Exit::Tree,
             // Environment, and any class a newer library adds.
-            _ => 5,
+            _ => Exit::Environment,
         };
         CliError { code, message: e.to_string() }
     }
 }
-
-/// Shown after every `--help`: where the passphrase comes from and what exit codes mean.
-const AFTER_HELP: &str = "\
-Passphrase: --key-file, --passphrase-file, --passphrase-command, else the
-SQLVAULT_PASSPHRASE environment variable, else a prompt on the terminal (/dev/tty).
-
-Exit codes: 0 success; 1 usage error; 2 wrong passphrase or key, missing key or
-passphrase file, failing passphrase command, not a vault; 3 vault damaged; 4 not
-found, already exists, not empty, invalid path and the like; 5 environment (I/O
-error, disk full, busy vault) or entries skipped by put; 6 push refused, the
-remote has newer commits (pull first); 7 remote locked by another device's
-remote prune (try again later).
-
-Times are shown in the local time zone (TZ) with their UTC offset; --json gives
-nanoseconds since the epoch and ISO 8601 UTC strings.";
 
 #[derive(Parser, Debug)]
 #[command(
     name = "sqlvault",
     version,
     about = "Encrypted files, tags and records in one SQLCipher file",
-    after_help = AFTER_HELP
+    after_help = exit::after_help()
 )]
 pub(crate) struct Cli {
     #[command(flatten)]
@@ -420,27 +397,27 @@ fn main() -> ExitCode {
             return match e.kind() {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                     let _ = e.print();
-                    ExitCode::SUCCESS
+                    Exit::Success.into()
                 }
                 clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
                     // `sqlvault` or `sqlvault rec` alone: a usage error, not a page of help.
                     let help = e.render().to_string();
                     let usage = help.lines().find_map(|l| l.strip_prefix("Usage: ")).unwrap_or("sqlvault <COMMAND>");
                     eprintln!("sqlvault: a command is missing: {usage} (see --help)");
-                    ExitCode::from(1)
+                    Exit::Usage.into()
                 }
                 _ => {
                     eprintln!("sqlvault: {}", usage_line(&e.render().to_string()));
-                    ExitCode::from(1)
+                    Exit::Usage.into()
                 }
             };
         }
     };
     match run(cli) {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code.into(),
         Err(e) => {
             eprintln!("sqlvault: {}", e.message.replace('\n', " "));
-            ExitCode::from(e.code)
+            e.code.into()
         }
     }
 }
@@ -476,16 +453,6 @@ pub fn print_json<T: Serialize>(v: &T) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Writes one line to standard output; see `outln!`.
-pub fn write_line(args: std::fmt::Arguments<'_>) -> Result<(), CliError> {
-    let mut w = std::io::stdout().lock();
-    match w.write_fmt(args).and_then(|()| w.write_all(b"\n")) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(CliError::stdout(e)),
-    }
-}
-
 /// clap's multi-line usage error as one line: the message, the missing or
 /// offending argument, then where to look (`--help`).
 pub(crate) fn usage_line(rendered: &str) -> String {
@@ -496,7 +463,7 @@ pub(crate) fn usage_line(rendered: &str) -> String {
     format!("{words} (see --help)")
 }
 
-fn run(cli: Cli) -> Result<u8, CliError> {
+fn run(cli: Cli) -> Result<Exit, CliError> {
     ui::set_verbosity(cli.quiet, cli.verbose);
     let config = EngineConfig {
         cache_kib: cli.cache_mib.saturating_mul(1024),
@@ -511,7 +478,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
 }
 
 /// Runs one command; `batch` calls it once per line with the vault already open.
-pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<u8, CliError> {
+pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
     match command {
         Command::Init { vault, chunk_kib, page_kib, kdf_memory_mib, kdf_iterations } => {
             let secret = secret::new_secret(
@@ -570,7 +537,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<u8, CliError> {
             match (a.kind, recursive) {
                 (FileType::Dir, true) => progress::remove_dir_all(&v, &path)?,
                 (FileType::Dir, false) => {
-                    return Err(CliError { code: 4, message: format!("{path} is a directory (use rm -r)") })
+                    return Err(CliError { code: Exit::Tree, message: format!("{path} is a directory (use rm -r)") })
                 }
                 _ => v.remove_file(&path)?,
             }
@@ -733,7 +700,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<u8, CliError> {
             }
         }
     }
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 fn describe_slot(s: &sqlvault::SlotInfo) -> String {
@@ -768,8 +735,8 @@ fn ls(v: &Vault, path: &str, f: LsFormat) -> Result<(), CliError> {
     let top = v.metadata(path)?;
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
-    let mut arr = meta::JsonArray::default();
-    if f.json && !meta::JsonArray::start(&mut w)? {
+    let mut arr = output::JsonArray::default();
+    if f.json && !output::JsonArray::start(&mut w)? {
         return Ok(());
     }
     let mut each = |e: LsEntry| -> Result<bool, CliError> {
@@ -791,7 +758,7 @@ fn ls(v: &Vault, path: &str, f: LsFormat) -> Result<(), CliError> {
         } else {
             shown.to_string()
         };
-        meta::line(&mut w, &line)
+        output::line(&mut w, &line)
     };
     let open = if top.kind != FileType::Dir {
         let name = path.rsplit('/').next().unwrap_or(path).to_string();

@@ -11,9 +11,11 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use serde_json::{json, Value};
-use sqlvault::{Query, TagValue, Vault};
+use sqlvault::{Query, TagValue};
 
-use crate::{CliError, Ctx};
+use crate::find;
+use crate::output::{line, JsonArray};
+use crate::{CliError, Ctx, Exit};
 
 #[derive(Subcommand, Debug)]
 pub enum MetaCommand {
@@ -64,7 +66,7 @@ pub enum MetaCommand {
         /// Only entries whose name matches this glob (`*.jpg`; case-sensitive).
         #[arg(long, value_name = "GLOB")]
         name: Option<String>,
-        /// Only entries modified after WHEN: an age (30m, 2h, 7d, 2w) or a local date (2026-11-01[ 08:00]).
+        /// Only entries modified after WHEN: an age (30m, 2h, 7d, 2w) or a local date (2026-11-01, or 2026-11-01 08:00).
         #[arg(long, value_name = "WHEN")]
         newer: Option<String>,
         /// Only entries modified before WHEN (same forms as --newer).
@@ -181,16 +183,7 @@ pub fn parse_assignment(s: &str, text: bool) -> Result<(String, TagValue), CliEr
     Ok((name.to_string(), value))
 }
 
-/// Writes a line; `Ok(false)` if standard output was closed (`| head`).
-pub(crate) fn line(w: &mut impl Write, s: &str) -> Result<bool, CliError> {
-    match writeln!(w, "{s}") {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
-        Err(e) => Err(CliError::stdout(e)),
-    }
-}
-
-pub fn run(ctx: &Ctx, cmd: MetaCommand) -> Result<u8, CliError> {
+pub fn run(ctx: &Ctx, cmd: MetaCommand) -> Result<Exit, CliError> {
     match cmd {
         MetaCommand::Tag { vault, items, from, text, remove } => {
             let (paths, tags) = split_tag_items(items, from.as_deref())?;
@@ -233,83 +226,21 @@ pub fn run(ctx: &Ctx, cmd: MetaCommand) -> Result<u8, CliError> {
                 q = q.parse_tag(t).map_err(|e| CliError::usage(e.to_string()))?;
             }
             let when = |w: Option<String>| w.map(|w| crate::ui::parse_when(&w).map_err(CliError::usage)).transpose();
-            let times = crate::find::Times { newer: when(newer)?, older: when(older)? };
-            let glob = name.as_deref().map(crate::find::glob).transpose()?;
+            let times = find::Times { newer: when(newer)?, older: when(older)? };
+            let glob = name.as_deref().map(find::glob).transpose()?;
             if let Some(g) = name {
                 q = q.name(g);
             }
             let v = ctx.open(&vault)?;
             if q.conditions.is_empty() {
-                crate::find::walk(&v, &dir, glob.as_ref(), times, json)?;
+                find::walk(&v, &dir, glob.as_ref(), times, json)?;
             } else {
-                find(&v, &dir, &q, times, json)?;
+                find::by_tags(&v, &dir, &q, times, json)?;
             }
         }
         MetaCommand::Rec(cmd) => return rec(ctx, cmd),
     }
-    Ok(0)
-}
-
-/// A JSON array streamed one element a line (`[`, `  {..},`, `  {..}`, `]`): each
-/// element is written when the next one (or the end) shows whether it takes a comma.
-/// Every method returns `Ok(false)` once standard output is closed.
-#[derive(Default)]
-pub(crate) struct JsonArray {
-    pending: Option<String>,
-}
-
-impl JsonArray {
-    pub(crate) fn start(w: &mut impl Write) -> Result<bool, CliError> {
-        line(w, "[")
-    }
-    pub(crate) fn push(&mut self, w: &mut impl Write, v: &Value) -> Result<bool, CliError> {
-        match self.pending.replace(format!("  {v}")) {
-            Some(prev) => line(w, &format!("{prev},")),
-            None => Ok(true),
-        }
-    }
-    pub(crate) fn finish(self, w: &mut impl Write) -> Result<bool, CliError> {
-        if let Some(last) = self.pending {
-            if !line(w, &last)? {
-                return Ok(false);
-            }
-        }
-        line(w, "]")
-    }
-}
-
-fn find(v: &Vault, dir: &str, q: &Query, times: crate::find::Times, json: bool) -> Result<(), CliError> {
-    let stdout = std::io::stdout();
-    let mut w = stdout.lock();
-    let mut arr = JsonArray::default();
-    if json && !JsonArray::start(&mut w)? {
-        return Ok(());
-    }
-    let mut failed = None;
-    let mut open = true;
-    v.find_each(dir, q, |f| {
-        if !times.is_empty() && !times.matches(v.attr(f.ino)?.mtime_ns) {
-            return Ok(true);
-        }
-        let written = if json {
-            arr.push(&mut w, &json!({ "path": f.path, "ino": f.ino.0, "kind": f.kind }))
-        } else {
-            line(&mut w, &f.path)
-        };
-        // A closed pipe just stops the listing; another write error is reported.
-        open = written.unwrap_or_else(|e| {
-            failed = Some(e);
-            false
-        });
-        Ok(open)
-    })?;
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    if json && open {
-        arr.finish(&mut w)?;
-    }
-    Ok(())
+    Ok(Exit::Success)
 }
 
 /// `tag`'s arguments as paths and tags: the first argument is a path (unless `--from`
@@ -335,7 +266,7 @@ fn read_path_list(file: &std::path::Path) -> Result<Vec<String>, CliError> {
         let mut s = String::new();
         std::io::stdin()
             .read_to_string(&mut s)
-            .map_err(|e| CliError { code: 5, message: format!("standard input: {e}") })?;
+            .map_err(|e| CliError { code: Exit::Environment, message: format!("standard input: {e}") })?;
         s
     } else {
         std::fs::read_to_string(file).map_err(|e| CliError::host(file, e))?
@@ -349,10 +280,10 @@ fn read_path_list(file: &std::path::Path) -> Result<Vec<String>, CliError> {
 }
 
 fn not_found(coll: &str, key: &str) -> CliError {
-    CliError { code: 4, message: format!("no record {key:?} in collection {coll:?}") }
+    CliError { code: Exit::Tree, message: format!("no record {key:?} in collection {coll:?}") }
 }
 
-fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
+fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<Exit, CliError> {
     match cmd {
         RecCommand::Put { vault, collection, key, value } => {
             let data = match value.as_deref() {
@@ -367,10 +298,10 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
                         .lock()
                         .take(limit)
                         .read_to_end(&mut buf)
-                        .map_err(|e| CliError { code: 5, message: format!("standard input: {e}") })?;
+                        .map_err(|e| CliError { code: Exit::Environment, message: format!("standard input: {e}") })?;
                     if buf.len() as u64 >= limit {
                         return Err(CliError {
-                            code: 4,
+                            code: Exit::Tree,
                             message: format!(
                                 "record value too large (at most {} MiB)",
                                 sqlvault::Records::MAX_VALUE >> 20
@@ -438,14 +369,14 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
                 } else {
                     outln!("{n}");
                 }
-                return Ok(0);
+                return Ok(Exit::Success);
             }
             let scan = if long || json { r.scan(range) } else { r.scan_keys(range) };
             let stdout = std::io::stdout();
             let mut w = stdout.lock();
             let mut arr = JsonArray::default();
             if json && !JsonArray::start(&mut w)? {
-                return Ok(0);
+                return Ok(Exit::Success);
             }
             for item in scan {
                 let (k, val) = item?;
@@ -457,7 +388,7 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
                     line(&mut w, &bytes_text(&k))?
                 };
                 if !open {
-                    return Ok(0);
+                    return Ok(Exit::Success);
                 }
             }
             if json {
@@ -465,5 +396,5 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<u8, CliError> {
             }
         }
     }
-    Ok(0)
+    Ok(Exit::Success)
 }

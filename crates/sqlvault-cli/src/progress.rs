@@ -16,10 +16,7 @@ use std::time::{Duration, Instant};
 use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sqlvault::Interrupt;
 
-use crate::CliError;
-
-/// Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
-pub const INTERRUPTED: u8 = 130;
+use crate::{CliError, Exit};
 
 /// The process-wide interrupt flag, set by SIGINT and SIGTERM (registered on first use).
 pub fn interrupt() -> Interrupt {
@@ -28,7 +25,11 @@ pub fn interrupt() -> Interrupt {
         let flag = Arc::new(AtomicBool::new(false));
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             // A second signal, once the flag is set, ends the process at once.
-            let _ = signal_hook::flag::register_conditional_shutdown(sig, INTERRUPTED as i32, flag.clone());
+            let _ = signal_hook::flag::register_conditional_shutdown(
+                sig,
+                i32::from(Exit::Interrupted.code()),
+                flag.clone(),
+            );
             let _ = signal_hook::flag::register(sig, flag.clone());
         }
         flag
@@ -47,14 +48,14 @@ pub fn exit_on_interrupt(message: String) {
     std::thread::spawn(move || {
         if signals.forever().next().is_some() {
             eprintln!("\nsqlvault: interrupted: {message}");
-            std::process::exit(INTERRUPTED as i32);
+            std::process::exit(i32::from(Exit::Interrupted.code()));
         }
     });
 }
 
 /// The error a stopped command ends with: one line, exit code 130.
 pub fn interrupted(what: impl Into<String>) -> CliError {
-    CliError { code: INTERRUPTED, message: format!("interrupted: {}", what.into()) }
+    CliError { code: Exit::Interrupted, message: format!("interrupted: {}", what.into()) }
 }
 
 fn draw(pb: ProgressBar) -> ProgressBar {

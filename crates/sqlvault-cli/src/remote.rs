@@ -13,15 +13,7 @@ use std::time::Duration;
 use sqlvault::remote::{At, Progress, PullOutcome, PushOutcome};
 use sqlvault::{ReplicatorStart, Vault};
 
-use crate::{print_json, progress, secret, ui, CliError, Ctx};
-
-/// Exit code of a push refused because the remote moved ahead (pull first).
-const BEHIND: u8 = 6;
-/// Exit code of a push or prune refused because another device's prune holds the
-/// remote's lock (try again later).
-const LOCKED: u8 = 7;
-/// Exit code of `replicate` when another replicator holds the remote's lease.
-const LEASED: u8 = 7;
+use crate::{print_json, progress, secret, ui, CliError, Ctx, Exit};
 
 #[derive(Subcommand, Debug)]
 pub enum RemoteTop {
@@ -163,11 +155,11 @@ pub struct PruneArgs {
 }
 
 /// Exit code 7 and one line for a remote locked by a prune; any other error as usual.
-fn locked_or(e: sqlvault::Error) -> Result<u8, CliError> {
+fn locked_or(e: sqlvault::Error) -> Result<Exit, CliError> {
     match e {
         sqlvault::Error::RemoteLocked { .. } => {
             eprintln!("sqlvault: {e}");
-            Ok(LOCKED)
+            Ok(Exit::RemoteBusy)
         }
         e => Err(e.into()),
     }
@@ -192,7 +184,7 @@ fn on_progress(pb: &ProgressBar) -> impl Fn(Progress) + '_ {
     }
 }
 
-pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
+pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<Exit, CliError> {
     match cmd {
         RemoteTop::Remote(RemoteCommand::Add { vault, name, url, endpoint }) => {
             let v = ctx.open(&vault)?;
@@ -268,7 +260,7 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
                     } else {
                         eprintln!("sqlvault: remote {name} has a newer commit {remote}: pull (or push --pull), then push again");
                     }
-                    return Ok(BEHIND);
+                    return Ok(Exit::Behind);
                 }
             }
         }
@@ -313,10 +305,10 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
             note!("cloned {url} into {} (remote {})", dest.display(), sqlvault::remote::ORIGIN);
         }
     }
-    Ok(0)
+    Ok(Exit::Success)
 }
 
-fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8, CliError> {
+fn prune(ctx: &Ctx, a: PruneArgs) -> Result<Exit, CliError> {
     let options = sqlvault::remote::PruneOptions {
         keep_last: a.keep.keep_last,
         keep_hourly: a.keep.keep_hourly,
@@ -367,7 +359,7 @@ fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8, CliError> {
         s.objects_in_grace,
         crate::progress::bytes(s.bytes_in_grace)
     );
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 /// `restore VAULT --at TIME | --commit ID [PATH] [--to DEST] [--remote NAME]`.
@@ -379,7 +371,7 @@ pub fn restore_at(
     path: &str,
     to: Option<&str>,
     json: bool,
-) -> Result<u8, CliError> {
+) -> Result<Exit, CliError> {
     let v = ctx.open(vault)?;
     let stop = crate::progress::interrupt();
     let pb = bar(json);
@@ -412,7 +404,7 @@ pub fn restore_at(
         crate::progress::bytes(s.bytes),
         r.chunks_downloaded
     );
-    Ok(0)
+    Ok(Exit::Success)
 }
 /// Tells on standard error what a pull did.
 fn note_pull(outcome: &PullOutcome, name: &str) {
@@ -473,7 +465,7 @@ fn replicate(
     every: Duration,
     once: bool,
     json: bool,
-) -> Result<u8, CliError> {
+) -> Result<Exit, CliError> {
     let stop = progress::interrupt();
     let v = ctx.open(vault)?;
     let mut rep = match v.replicator(name, every)? {
@@ -484,7 +476,7 @@ fn replicate(
                 h.device,
                 ui::local_time(h.expires_ns)
             );
-            return Ok(LEASED);
+            return Ok(Exit::RemoteBusy);
         }
     };
     note!("replicating to {name} every {every:?} (Ctrl-C to stop)");
@@ -551,7 +543,7 @@ fn replicate(
         return Err(progress::interrupted(format!("replicate stopped after {text}")));
     }
     note!("replicated: {text}");
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 fn sqlvault_now() -> i64 {

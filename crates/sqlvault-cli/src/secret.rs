@@ -117,7 +117,7 @@ fn prompt(label: &str) -> Result<Zeroizing<String>, CliError> {
 }
 
 /// A key file that is missing, unreadable or not 32 bytes is a missing key: exit 2,
-/// like a wrong one (README's exit codes).
+/// like a wrong one (`Exit::Access`).
 fn key_file(path: &Path) -> Result<Secret, CliError> {
     Secret::from_key_file(path).map_err(|e| CliError::secret(e.to_string()))
 }

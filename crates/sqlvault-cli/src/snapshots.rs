@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use sqlvault::{SnapshotInfo, Vault};
 
-use crate::{fmt_time, ui, CliError, Ctx};
+use crate::{fmt_time, ui, CliError, Ctx, Exit};
 
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -84,11 +84,11 @@ pub struct RestoreArgs {
     json: bool,
 }
 
-pub fn snapshot(ctx: &Ctx, args: SnapshotArgs) -> Result<u8, CliError> {
+pub fn snapshot(ctx: &Ctx, args: SnapshotArgs) -> Result<Exit, CliError> {
     match args.action {
         Some(SnapshotAction::Diff(a)) => crate::history::diff(ctx, a),
         Some(SnapshotAction::Forget(a)) => crate::history::forget(ctx, a),
-        other => snapshot_basic(ctx, other, args.vault, args.name).map(|()| 0),
+        other => snapshot_basic(ctx, other, args.vault, args.name).map(|()| Exit::Success),
     }
 }
 
@@ -152,8 +152,8 @@ pub fn list(ctx: &Ctx, vault: PathBuf, json: bool) -> Result<(), CliError> {
     if json {
         let stdout = std::io::stdout();
         let mut w = stdout.lock();
-        let mut arr = crate::meta::JsonArray::default();
-        if !crate::meta::JsonArray::start(&mut w)? {
+        let mut arr = crate::output::JsonArray::default();
+        if !crate::output::JsonArray::start(&mut w)? {
             return Ok(());
         }
         for info in all {
@@ -180,7 +180,7 @@ pub fn list(ctx: &Ctx, vault: PathBuf, json: bool) -> Result<(), CliError> {
     Ok(())
 }
 
-pub fn restore(ctx: &Ctx, args: RestoreArgs) -> Result<u8, CliError> {
+pub fn restore(ctx: &Ctx, args: RestoreArgs) -> Result<Exit, CliError> {
     let at = match (&args.commit, &args.at) {
         (Some(id), _) => Some(sqlvault::remote::At::Commit(id.clone())),
         (None, Some(t)) => Some(sqlvault::remote::At::Time(ui::parse_when(t).map_err(CliError::usage)?)),
@@ -221,7 +221,7 @@ pub fn restore(ctx: &Ctx, args: RestoreArgs) -> Result<u8, CliError> {
         ui::human(s.bytes),
         crate::progress::took(start)
     );
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 pub fn compact(ctx: &Ctx, vault: PathBuf) -> Result<(), CliError> {

@@ -35,7 +35,7 @@ use sqlvault::{FileOptions, FileType, Interrupt, SetAttr, Vault};
 use walkdir::WalkDir;
 
 use crate::progress::{self, bytes, took};
-use crate::{CliError, Ctx};
+use crate::{CliError, Ctx, Exit};
 
 const COPY_BUF: usize = 1 << 20;
 /// Files whose extracted tags are committed together.
@@ -225,15 +225,15 @@ fn interrupted(what: &str, s: &Summary, current: Option<&str>, dry_run: bool, st
     ))
 }
 
-fn finish(what: &str, s: &Summary, dry_run: bool, start: Instant) -> u8 {
+fn finish(what: &str, s: &Summary, dry_run: bool, start: Instant) -> Exit {
     note!("{}", summary_line(what, s, dry_run, start));
     if s.skipped.is_empty() {
-        0
+        Exit::Success
     } else {
         // Always shown: it explains the exit code, even under `-q` (which hid the warnings).
         let see = if crate::ui::notes() { "see warnings above" } else { "run without -q to list them" };
         eprintln!("sqlvault: {} entries skipped ({see})", s.skipped.len());
-        5
+        Exit::Environment
     }
 }
 
@@ -285,7 +285,7 @@ struct Put<'a> {
 }
 
 /// Runs `sqlvault put`.
-pub fn put_command(ctx: &Ctx, args: PutArgs) -> Result<u8, CliError> {
+pub fn put_command(ctx: &Ctx, args: PutArgs) -> Result<Exit, CliError> {
     let start = Instant::now();
     let stop = progress::interrupt();
     let ex = matcher(&args.exclude)?;
@@ -310,7 +310,7 @@ pub fn put_command(ctx: &Ctx, args: PutArgs) -> Result<u8, CliError> {
     });
     p.pb.finish_and_clear();
     if let Err(e) = r {
-        let stopped = e.code == progress::INTERRUPTED || p.stop.is_set();
+        let stopped = e.code == Exit::Interrupted || p.stop.is_set();
         return Err(if stopped { interrupted("copied", &p.s, p.current.as_deref(), args.dry_run, start) } else { e });
     }
     let code = finish("copied", &p.s, args.dry_run, start);
@@ -349,7 +349,7 @@ impl Put<'_> {
     }
 
     fn note(&self, line: String) -> Result<(), CliError> {
-        self.pb.suspend(|| crate::write_line(format_args!("{line}")))
+        self.pb.suspend(|| crate::output::write_line(format_args!("{line}")))
     }
 
     /// Removes whatever is at vault path `dest` (for a type change or `--delete`).
@@ -658,7 +658,7 @@ fn vault_total(vault: &Vault, ino: sqlvault::InodeId, rel: &str, ex: &GlobSet, a
 }
 
 /// Runs `sqlvault get`.
-pub fn get_command(ctx: &Ctx, args: GetArgs) -> Result<u8, CliError> {
+pub fn get_command(ctx: &Ctx, args: GetArgs) -> Result<Exit, CliError> {
     let start = Instant::now();
     let stop = progress::interrupt();
     let ex = matcher(&args.exclude)?;
@@ -671,8 +671,8 @@ pub fn get_command(ctx: &Ctx, args: GetArgs) -> Result<u8, CliError> {
         let mut f = vault.open_file(&args.source, &FileOptions::new().read(true))?;
         let mut out = io::stdout().lock();
         return match io::copy(&mut f, &mut out).and_then(|_| out.flush()) {
-            Ok(_) => Ok(0),
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
+            Ok(_) => Ok(Exit::Success),
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(Exit::Success),
             Err(e) => Err(CliError::vault_io(&args.source, e)),
         };
     }
@@ -695,7 +695,7 @@ pub fn get_command(ctx: &Ctx, args: GetArgs) -> Result<u8, CliError> {
     let r = g.run(attr.kind);
     g.pb.finish_and_clear();
     if let Err(e) = r {
-        let stopped = e.code == progress::INTERRUPTED || g.stop.is_set();
+        let stopped = e.code == Exit::Interrupted || g.stop.is_set();
         return Err(if stopped { interrupted("wrote", &g.s, g.current.as_deref(), args.dry_run, start) } else { e });
     }
     if !args.dry_run && !args.fsync {
@@ -735,7 +735,7 @@ impl Get<'_> {
     }
 
     fn note(&self, line: String) -> Result<(), CliError> {
-        self.pb.suspend(|| crate::write_line(format_args!("{line}")))
+        self.pb.suspend(|| crate::output::write_line(format_args!("{line}")))
     }
 
     fn entry(&mut self, src: &str, kind: FileType, dest: &Path, rel: &str) -> Result<(), CliError> {
@@ -764,7 +764,10 @@ impl Get<'_> {
         match fs::symlink_metadata(dest) {
             Ok(m) if m.is_dir() => {}
             Ok(_) => {
-                return Err(CliError { code: 4, message: format!("{}: exists and is not a directory", dest.display()) })
+                return Err(CliError {
+                    code: Exit::Tree,
+                    message: format!("{}: exists and is not a directory", dest.display()),
+                })
             }
             Err(_) if self.args.dry_run => self.note(format!("would create {}/", dest.display()))?,
             Err(_) => fs::create_dir_all(dest).map_err(|e| CliError::host(dest, e))?,
@@ -813,7 +816,7 @@ impl Get<'_> {
                 }
             }
             if m.is_dir() {
-                return Err(CliError { code: 4, message: format!("{}: is a directory", dest.display()) });
+                return Err(CliError { code: Exit::Tree, message: format!("{}: is a directory", dest.display()) });
             }
         }
         if self.args.dry_run {
@@ -874,7 +877,7 @@ impl Get<'_> {
                 return Ok(());
             }
             if m.is_dir() {
-                return Err(CliError { code: 4, message: format!("{}: is a directory", dest.display()) });
+                return Err(CliError { code: Exit::Tree, message: format!("{}: is a directory", dest.display()) });
             }
             if self.args.dry_run {
                 self.note(format!("would replace {}", dest.display()))?;

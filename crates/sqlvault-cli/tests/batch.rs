@@ -118,12 +118,12 @@ fn tag_takes_several_paths_or_a_list() {
     e.fails(1, &["tag", e.v(), "/p/a.jpg", "/p/b.jpg"]);
 }
 
-/// The batch example of README.md ("Scripts"), run as written.
+/// The batch example of docs/cli.md ("Scripts: batch"), run as written.
 #[test]
-fn the_readme_batch_example_runs() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
-    let start = readme.find("sqlvault batch my.vault <<'END'\n").expect("README has the batch example");
-    let body = &readme[start..].split_once('\n').unwrap().1;
+fn the_documented_batch_example_runs() {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/cli.md")).unwrap();
+    let start = docs.find("sqlvault batch my.vault <<'END'\n").expect("docs/cli.md has the batch example");
+    let body = &docs[start..].split_once('\n').unwrap().1;
     let script = &body[..body.find("\nEND\n").expect("the example ends with END")];
     let e = Env::new();
     e.ok(&["mkdir", e.v(), "/photos"]);

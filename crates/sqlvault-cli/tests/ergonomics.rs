@@ -51,6 +51,8 @@ fn man_page_covers_every_command() {
         assert!(man.contains(&format!(".SH \"{section}\"")), "no section {section}");
     }
     assert!(man.contains("SQLVAULT_PASSPHRASE") && man.contains("Exit codes"));
+    // Every exit code (enum Exit), 7 and 130 included.
+    assert!(man.contains("replicator holds its lease") && man.contains("130"));
     // Rendered by the real man(1) when it is installed (it fails on broken roff).
     if Command::new("man").arg("--version").output().is_ok_and(|o| o.status.success()) {
         let dir = tempfile::tempdir().unwrap();
@@ -66,6 +68,7 @@ fn man_page_covers_every_command() {
 fn help_says_what_everything_is() {
     let help = stdout_of(&["--help"]);
     assert!(help.contains("Exit codes:") && help.contains("SQLVAULT_PASSPHRASE") && help.contains("/dev/tty"));
+    assert!(help.contains("  7   the remote is busy") && help.contains("  130 interrupted"), "{help}");
     // Arguments that had no help before.
     let ls = stdout_of(&["ls", "--help"]);
     assert!(ls.contains("<VAULT>  The vault file") && ls.contains("--json") && ls.contains("One JSON object"), "{ls}");

@@ -8,7 +8,7 @@
 //! taking `ULong`, so Java could not call them); data moves in large calls (a whole
 //! buffer per `read_at`/`write_at`), never byte by byte; every object is `Send + Sync`
 //! and may be shared between threads; no closures cross the boundary (a transaction is
-//! an object the foreign side commits or rolls back, see [`transaction`]).
+//! an object the foreign side commits or rolls back, see [`Transaction`]).
 //!
 //! Each foreign call is a plain C call: Python's ctypes releases the GIL around it, the
 //! JVM's JNA runs it on the calling thread.

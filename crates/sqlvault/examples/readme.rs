@@ -1,5 +1,5 @@
-//! The Rust examples of README.md, line for line, so that `cargo test` (which builds
-//! every example) fails when the README stops matching the API. Run it with
+//! The Rust examples of README.md ("A tour") and docs/library.md, line for line, so
+//! that `cargo test` (which builds every example) fails when they stop matching the API. Run it with
 //! `cargo run -p sqlvault --example readme`: it works in a temporary directory.
 //!
 //! Only the setup around the README's lines is added here: a temporary directory, the
@@ -19,7 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// README "As a library".
+/// README "A tour" (the Rust block).
 fn as_a_library() -> Result<Vault, Box<dyn std::error::Error>> {
     let _ = FileOptions::new(); // imported by the README's `use` line
     let vault = Vault::create("my.vault", &Secret::passphrase("correct horse"), &CreateOptions::default())?;
@@ -39,7 +39,7 @@ fn as_a_library() -> Result<Vault, Box<dyn std::error::Error>> {
     Ok(again)
 }
 
-/// README "Tags, find and records".
+/// docs/library.md "Tags, find and records".
 fn tags_and_records(vault: &Vault) -> Result<(), Box<dyn std::error::Error>> {
     vault.create_dir_all("/photos")?;
     vault.write_file("/photos/a.jpg", b"not really a jpeg")?;
@@ -71,7 +71,7 @@ fn tags_and_records(vault: &Vault) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// README "Application tables (SQL)".
+/// docs/library.md "Application tables (SQL)".
 fn application_tables(vault: &Vault) -> Result<(), Box<dyn std::error::Error>> {
     use sqlvault::params;
     vault.migrate("gallery", &["CREATE TABLE photos(id INTEGER PRIMARY KEY, path TEXT UNIQUE, iso INTEGER)"])?;

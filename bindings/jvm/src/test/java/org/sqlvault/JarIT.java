@@ -22,8 +22,8 @@ import org.sqlvault.iocipher.NotesAppExpected;
 
 /**
  * The packaged jar as a user gets it: programs run in fresh {@code java} processes with
- * only the jar and target/lib/ on the class path (no java.library.path): the README's
- * "From Java" example, extracted from README.md, compiled and run; the IOCipher-style app.
+ * only the jar and target/lib/ on the class path (no java.library.path): the JVM example
+ * of docs/bindings.md, extracted from it, compiled and run; the IOCipher-style app.
  */
 class JarIT {
     static final Path JAR = Paths.get(System.getProperty("sqlvault.jar"));
@@ -80,12 +80,12 @@ class JarIT {
     }
 
     @Test
-    void theReadmeExampleCompilesAndRuns() throws Exception {
-        String readme = Files.readString(WORKSPACE.resolve("README.md"));
-        int section = readme.indexOf("## From Java");
-        assertTrue(section >= 0, "README.md has no \"## From Java\" section");
-        Matcher m = Pattern.compile("```java\n(.*?)```", Pattern.DOTALL).matcher(readme.substring(section));
-        assertTrue(m.find(), "no java block in the From Java section");
+    void theDocumentedExampleCompilesAndRuns() throws Exception {
+        String docs = Files.readString(WORKSPACE.resolve("docs/bindings.md"));
+        int section = docs.indexOf("## JVM (Java, Kotlin)");
+        assertTrue(section >= 0, "docs/bindings.md has no \"## JVM (Java, Kotlin)\" section");
+        Matcher m = Pattern.compile("```java\n(.*?)```", Pattern.DOTALL).matcher(docs.substring(section));
+        assertTrue(m.find(), "no java block in the JVM section");
         String source = m.group(1);
         Matcher cls = Pattern.compile("public class (\\w+)").matcher(source);
         assertTrue(cls.find(), "the example is not a public class");
