@@ -29,6 +29,7 @@
 mod error;
 mod fs;
 mod fsck;
+mod interrupt;
 mod keys;
 mod meta;
 #[cfg(feature = "remote")]
@@ -38,23 +39,25 @@ mod storage;
 mod vault;
 
 pub use error::{Error, ErrorKind, Result};
+pub use fs::bulk::RemoveSummary;
 pub use fs::handle::{FileHandle, FileOptions};
 pub use fs::path::{check_name, join as join_path, VaultPath};
 pub use fs::tree::{Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
 pub use fsck::{FsckPhase, FsckProgress, FsckReport};
+pub use interrupt::{is_interrupted, Interrupt};
 pub use keys::{generate_key_file, CipherSettings, HmacAlgorithm, KdfParams, Secret, SlotInfo, SlotKind};
 pub use meta::appsql::{split_sql, FromSqlValue, Row, SqlValue, SqlValueRef};
 pub use meta::records::{prefix_range, KeyRange};
 pub use meta::tags::{Condition, Found, Op, Query, TagValue};
 pub use meta::xattr::XattrMode;
+pub use snapshot::diff::{Change, ChangeKind};
+pub use snapshot::forget::{forget_plan, ForgetDecision, ForgetPolicy};
 pub use snapshot::{RestoreSummary, SnapshotId, SnapshotInfo};
 pub use storage::commit::CommitStats;
 pub use storage::compact::CompactReport;
 pub use storage::engine::{Durability, EngineConfig};
 #[cfg(feature = "io-counts")]
 pub use storage::vfs::{io_counts, IoCounts};
-pub use vault::bulk::{is_interrupted, Interrupt, RemoveSummary};
-pub use vault::history::{forget_plan, Change, ChangeKind, ForgetDecision, ForgetPolicy};
 pub use vault::import::PART_PREFIX;
 pub use vault::metadata::{RecordScan, Records};
 #[cfg(feature = "remote")]

@@ -9,12 +9,12 @@
 
 use std::io::Read;
 
-use super::bulk::Interrupt;
 use super::Vault;
 use crate::error::{Error, Result};
 use crate::fs::handle::FileOptions;
 use crate::fs::path::VaultPath;
 use crate::fs::tree::{self, SetAttr};
+use crate::interrupt::Interrupt;
 
 /// Names of the temporary files of an import in progress start with this.
 pub const PART_PREFIX: &str = ".sqlvault-part-";

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use crate::error::{Error, Result};
 use crate::fs::chunks;
 use crate::fs::handle::Files;
+use crate::fs::reclaim;
 use crate::fs::tree::{self, FileType, InodeId};
 use crate::keys::{CipherSettings, Header, HmacAlgorithm, KdfParams, Secret, SlotInfo};
 use crate::storage::commit::CommitStats;
@@ -28,7 +29,6 @@ mod nodes;
 mod paths;
 #[cfg(feature = "remote")]
 mod prune;
-mod reclaim;
 #[cfg(feature = "remote")]
 mod remote;
 #[cfg(feature = "remote")]
@@ -338,6 +338,41 @@ impl Vault {
         }
         let rows = reclaim::batch_rows(self.chunk_size());
         reclaim::drain(&self.inner.files, &|left| progress(left.div_ceil(rows)))
+    }
+
+    /// Gives free database pages back to the file system; see [`crate::storage::compact`] for
+    /// the two ways (a first `VACUUM` rebuild, then incremental steps). `progress(done,
+    /// total)` is called from time to time, possibly from another thread, in pages.
+    ///
+    /// First, the bytes of deleted content still waiting for the background reclaimer
+    /// are wiped; then chunk bytes a vault written before schema version 8 keeps in the chunks'
+    /// own rows move to `chunk_data` (see `fs::chunks`), a bounded batch per
+    /// transaction, so stopping at any moment loses nothing.
+    pub fn compact(&self, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<crate::storage::compact::CompactReport> {
+        const BATCH: u64 = 32 << 20;
+        self.files().flush_all()?;
+        let page = self.inner.header.cipher.page_size as u64;
+        // Deleted content first, so its pages are free ones the rebuild drops. Progress
+        // in pages of content wiped, as the rest of compact counts.
+        let trash = self.engine().read(chunks::trash)?;
+        if trash.rows > 0 {
+            let total = trash.bytes.div_ceil(page);
+            progress(0, total);
+            crate::fs::reclaim::drain(self.files(), &|left| {
+                progress(total - total * left.min(trash.rows) / trash.rows, total);
+            })?;
+        }
+        let inline = self.engine().read(chunks::totals)?.inline_bytes;
+        let (mut done, mut after) = (0u64, i64::MIN);
+        while done < inline {
+            progress(done / page, inline.div_ceil(page));
+            let (moved, last) = self.engine().write_alone(|tx| chunks::move_inline(tx, after, BATCH))?;
+            if moved == 0 {
+                break;
+            }
+            (done, after) = (done + moved, last);
+        }
+        crate::storage::compact::compact(self.engine(), self.path(), progress)
     }
 
     pub(crate) fn is_open(&self, ino: InodeId) -> bool {

@@ -206,7 +206,7 @@ impl Vault {
     /// which also reports progress and can be interrupted. Memory: at most the
     /// dirty-buffer limit.
     pub fn import_file(&self, path: &str, reader: impl Read, attrs: &SetAttr) -> Result<u64> {
-        self.replace_file(path, 0, reader, attrs, &super::bulk::Interrupt::new(), &mut |_| {})
+        self.replace_file(path, 0, reader, attrs, &crate::interrupt::Interrupt::new(), &mut |_| {})
     }
 
     /// The one-operation path of [`Vault::write_file`]; `false` if the file is open here.
@@ -327,7 +327,7 @@ impl Vault {
     /// Removes `path` and everything below it, in one transaction whose cost grows
     /// linearly with the subtree (see [`Vault::remove_dir_all_with`]).
     pub fn remove_dir_all(&self, path: &str) -> Result<()> {
-        self.remove_dir_all_with(path, &super::bulk::Interrupt::new(), &|_, _| {}).map(|_| ())
+        self.remove_dir_all_with(path, &crate::interrupt::Interrupt::new(), &|_, _| {}).map(|_| ())
     }
 
     /// Renames `from` to `to`, atomically replacing `to` if it exists (POSIX rules).

@@ -4,12 +4,12 @@
 
 use std::collections::HashSet;
 
-use super::bulk::Interrupt;
-use super::history::{forget_plan, ForgetPolicy};
 use super::Vault;
 use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
 use crate::remote::prune::{self, PruneParams};
 use crate::remote::{Progress, PruneOptions, PruneSummary};
+use crate::snapshot::forget::{forget_plan, ForgetPolicy};
 
 impl Vault {
     /// Deletes the commits of remote `name` that `options` does not keep (the head is

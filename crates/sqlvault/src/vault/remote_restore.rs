@@ -4,12 +4,12 @@
 //! (`crate::remote::restore`), restored by the snapshot restore and removed, all in
 //! one transaction.
 
-use super::bulk::Interrupt;
 use super::remote::pick;
 use super::Vault;
 use crate::error::{Error, Result};
 use crate::fs::path::VaultPath;
 use crate::fs::tree::InodeId;
+use crate::interrupt::Interrupt;
 use crate::remote::restore::{self, RemoteRestore};
 use crate::remote::{self as remote_mod, push, At, Progress};
 use crate::snapshot::{self, Dest, RestoreHooks, RestoreSummary};

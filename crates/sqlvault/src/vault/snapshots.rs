@@ -1,14 +1,12 @@
 //! The snapshot part of the [`Vault`] facade: take, list, remove and restore
-//! snapshots by name and path, read a snapshot's tree by inode (for the mount), and
-//! give freed space back to the disk (`compact`).
+//! snapshots by name and path, read a snapshot's tree by inode (for the mount).
 //! The tables and the restore algorithm live in [`crate::snapshot`].
 
-use super::bulk::Interrupt;
 use super::Vault;
 use crate::error::{Error, Result};
-use crate::fs::chunks;
 use crate::fs::path::VaultPath;
 use crate::fs::tree::{self, Attr, Entry, InodeId};
+use crate::interrupt::Interrupt;
 use crate::snapshot::{self, Dest, RestoreHooks, RestoreSummary, SnapshotId, SnapshotInfo};
 
 impl Vault {
@@ -87,41 +85,6 @@ impl Vault {
             let hooks = RestoreHooks { is_open: &|i| self.is_open(i), empty_dir: &empty, step: &step };
             snapshot::restore(tx, snap, src_ino, dest, &hooks).map_err(|e| e.with_path(dest_path))
         })
-    }
-
-    /// Gives free database pages back to the file system; see [`crate::storage::compact`] for
-    /// the two ways (a first `VACUUM` rebuild, then incremental steps). `progress(done,
-    /// total)` is called from time to time, possibly from another thread, in pages.
-    ///
-    /// First, the bytes of deleted content still waiting for the background reclaimer
-    /// are wiped; then chunk bytes a vault written before schema version 8 keeps in the chunks'
-    /// own rows move to `chunk_data` (see `fs::chunks`), a bounded batch per
-    /// transaction, so stopping at any moment loses nothing.
-    pub fn compact(&self, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<crate::storage::compact::CompactReport> {
-        const BATCH: u64 = 32 << 20;
-        self.flush_open()?;
-        let page = self.inner.header.cipher.page_size as u64;
-        // Deleted content first, so its pages are free ones the rebuild drops. Progress
-        // in pages of content wiped, as the rest of compact counts.
-        let trash = self.engine().read(chunks::trash)?;
-        if trash.rows > 0 {
-            let total = trash.bytes.div_ceil(page);
-            progress(0, total);
-            crate::vault::reclaim::drain(self.files(), &|left| {
-                progress(total - total * left.min(trash.rows) / trash.rows, total);
-            })?;
-        }
-        let inline = self.engine().read(chunks::totals)?.inline_bytes;
-        let (mut done, mut after) = (0u64, i64::MIN);
-        while done < inline {
-            progress(done / page, inline.div_ceil(page));
-            let (moved, last) = self.engine().write_alone(|tx| chunks::move_inline(tx, after, BATCH))?;
-            if moved == 0 {
-                break;
-            }
-            (done, after) = (done + moved, last);
-        }
-        crate::storage::compact::compact(self.engine(), self.path(), progress)
     }
 
     /// Commits the buffered writes of every file open in this process.

@@ -9,8 +9,6 @@
 
 use std::ops::Range;
 
-use rusqlite::OptionalExtension;
-
 use crate::error::{Error, Result};
 use crate::fs::chunks;
 use crate::fs::tree::{self, Attr, InodeId, NewNode};
@@ -44,21 +42,7 @@ impl Vault {
         if n == 0 || n > 1 << 20 {
             return Err(Error::InvalidArgument { what: format!("cannot reserve {n} inode numbers") });
         }
-        self.engine().write(|tx| {
-            let seq: Option<i64> =
-                tx.query_row("SELECT seq FROM sqlite_sequence WHERE name = 'inodes'", [], |r| r.get(0)).optional()?;
-            let last = match seq {
-                Some(s) => s,
-                None => {
-                    let max: i64 = tx.query_row("SELECT coalesce(max(ino), 0) FROM inodes", [], |r| r.get(0))?;
-                    tx.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('inodes', ?1)", [max])?;
-                    max
-                }
-            };
-            let end = last + n as i64;
-            tx.execute("UPDATE sqlite_sequence SET seq = ?1 WHERE name = 'inodes'", [end])?;
-            Ok((last as u64 + 1)..(end as u64 + 1))
-        })
+        self.engine().write(|tx| tree::reserve_inodes(tx, n))
     }
 
     /// Creates the file `f.name` in `f.parent` with inode number `f.ino`, its whole
