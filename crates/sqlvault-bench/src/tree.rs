@@ -135,7 +135,7 @@ fn put(v: &Vault, src: &Path, dest: &str) -> Result<u64> {
                 ..Default::default()
             };
             let input = fs::File::open(f.path()).context("open")?;
-            v.replace_file(&vpath, m.len(), input, &stamp, &stop, &mut |_| {})?;
+            v.replace_file(&vpath, m.len(), input, &stamp, &sqlvault::Ops::default().interrupt(&stop))?;
             copied += 1;
         }
     }
@@ -253,7 +253,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     finish(&mut out, "restore_replace", m, n)?;
     check("restore", r.files, spec.files)?;
     let m = start()?;
-    let r = v.remove_dir_all_with("/t", &Interrupt::new(), &|_, _| {})?;
+    let r = v.remove_dir_all("/t", &sqlvault::Ops::default())?;
     finish(&mut out, "rm_r", m, n)?;
     check("rm -r", r.files, spec.files)?;
     let m = start()?;

@@ -288,7 +288,7 @@ fn find(v: &Vault, dir: &str, q: &Query, times: crate::find::Times, json: bool) 
     let mut failed = None;
     let mut open = true;
     v.find_each(dir, q, |f| {
-        if !times.is_empty() && !times.matches(v.attr(f.ino)?.mtime_ns) {
+        if !times.is_empty() && !times.matches(v.inodes().attr(f.ino)?.mtime_ns) {
             return Ok(true);
         }
         let written = if json {

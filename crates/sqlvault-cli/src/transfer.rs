@@ -157,11 +157,11 @@ fn is_not_found(e: &sqlvault::Error) -> bool {
 }
 
 /// Every entry of directory `dir` with its raw name bytes, in name order.
-pub fn list_all(vault: &Vault, dir: sqlvault::InodeId) -> Result<Vec<sqlvault::Entry>, CliError> {
+pub fn list_all(vault: &Vault, dir: sqlvault::InodeId) -> Result<Vec<sqlvault::inodes::Entry>, CliError> {
     const PAGE: usize = 512;
-    let mut out: Vec<sqlvault::Entry> = Vec::new();
+    let mut out: Vec<sqlvault::inodes::Entry> = Vec::new();
     loop {
-        let page = vault.list(dir, out.last().map(|e| e.name.as_slice()), PAGE)?;
+        let page = vault.inodes().list(dir, out.last().map(|e| e.name.as_slice()), PAGE)?;
         let done = page.len() < PAGE;
         out.extend(page);
         if done {
@@ -649,7 +649,7 @@ fn vault_total(vault: &Vault, ino: sqlvault::InodeId, rel: &str, ex: &GlobSet, a
         match e.kind {
             FileType::Dir => vault_total(vault, e.ino, &r, ex, acc),
             FileType::File => {
-                acc.0 += vault.attr(e.ino).map(|a| a.size).unwrap_or(0);
+                acc.0 += vault.inodes().attr(e.ino).map(|a| a.size).unwrap_or(0);
                 acc.1 += 1;
             }
             _ => {}

@@ -77,8 +77,6 @@ pub const DEFAULT_THREADS: u16 = 4;
 /// error (`ENOSPC`, `EIO`) at their next write, close or fsync (see
 /// `sqlvault::FileHandle`). Zero turns it off.
 pub const DEFAULT_COMMIT_WINDOW: Duration = Duration::from_millis(100);
-/// The commit window the benchmarks and tests of the window use (the default).
-pub const SUGGESTED_COMMIT_WINDOW: Duration = DEFAULT_COMMIT_WINDOW;
 
 fn io_error(context: impl Into<String>, source: io::Error) -> Error {
     Error::Io { context: context.into(), source }

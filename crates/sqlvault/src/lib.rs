@@ -32,6 +32,7 @@ mod fsck;
 mod interrupt;
 mod keys;
 mod meta;
+mod ops;
 #[cfg(feature = "remote")]
 pub mod remote;
 mod snapshot;
@@ -41,18 +42,18 @@ mod vault;
 pub use error::{Error, ErrorKind, Result};
 pub use fs::bulk::RemoveSummary;
 pub use fs::handle::{FileHandle, FileOptions};
-pub use fs::path::{check_name, join as join_path, VaultPath};
-pub use fs::tree::{Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
-pub use fsck::{FsckPhase, FsckProgress, FsckReport};
+pub use fs::path::{join as join_path, VaultPath};
+pub use fs::tree::{Attr, FileType, InodeId, SetAttr};
+pub use fsck::FsckReport;
 pub use interrupt::{is_interrupted, Interrupt};
 pub use keys::{generate_key_file, CipherSettings, HmacAlgorithm, KdfParams, Secret, SlotInfo, SlotKind};
 pub use meta::appsql::{split_sql, FromSqlValue, Row, SqlValue, SqlValueRef};
 pub use meta::records::{prefix_range, KeyRange};
 pub use meta::tags::{Condition, Found, Op, Query, TagValue};
-pub use meta::xattr::XattrMode;
+pub use ops::{Ops, Progress};
 pub use snapshot::diff::{Change, ChangeKind};
 pub use snapshot::forget::{forget_plan, ForgetDecision, ForgetPolicy};
-pub use snapshot::{RestoreSummary, SnapshotId, SnapshotInfo};
+pub use snapshot::{RestoreSummary, SnapshotInfo};
 pub use storage::commit::CommitStats;
 pub use storage::compact::CompactReport;
 pub use storage::engine::{Durability, EngineConfig};
@@ -63,9 +64,20 @@ pub use vault::metadata::{RecordScan, Records};
 #[cfg(feature = "remote")]
 pub use vault::replicate::{Replicator, ReplicatorStart, Round};
 pub use vault::transaction::{Tx, TxRecords};
-pub use vault::whole::WholeFile;
-pub use vault::{Allocate, SeekHole};
 pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
+
+/// The vault by inode number, for a file-system frontend: [`Vault::inodes`] returns an
+/// [`Inodes`](inodes::Inodes) handle, and the types its methods take and return live
+/// here. Applications use the path API on [`Vault`] instead.
+pub mod inodes {
+    pub use crate::fs::path::check_name;
+    pub use crate::fs::tree::{Entry, NewNode, RenameMode};
+    pub use crate::meta::xattr::XattrMode;
+    pub use crate::snapshot::SnapshotId;
+    pub use crate::vault::inodes::{Inodes, SnapshotInodes};
+    pub use crate::vault::whole::WholeFile;
+    pub use crate::vault::{Allocate, SeekHole};
+}
 
 /// Internals the benchmark suite times directly (feature `bench` only).
 #[cfg(feature = "bench")]

@@ -51,7 +51,7 @@ fn eight_threads_of_durable_small_writes_share_commits() {
             assert_eq!(v.read_file(&format!("/t{t}/f{i}")).unwrap(), content(t, i));
         }
     }
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -85,7 +85,7 @@ fn failing_operations_leave_the_rest_of_their_batch_alone() {
         }
         assert!(!v.exists(&format!("/missing{t}")).unwrap());
     }
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -167,7 +167,7 @@ fn sigkill_during_group_commit_loses_no_acknowledged_write() {
     for (t, i) in &acked {
         assert_eq!(v.read_file(&format!("/t{t}-{i}")).unwrap(), content(*t, *i), "acknowledged write /t{t}-{i}");
     }
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 /// `sync` from many threads at once (what fsync through a threaded mount does): one
@@ -301,6 +301,6 @@ fn a_window_lost_on_a_full_disk_reaches_every_handle_that_depended_on_it() {
         assert_eq!(v.read_file(name).unwrap(), content(i, 3).repeat(200), "{name}");
         assert_eq!(v.metadata(name).unwrap().ino, *ino);
     }
-    let report = v.fsck().unwrap();
+    let report = v.fsck(&sqlvault::Ops::default()).unwrap();
     assert!(report.is_clean(), "{:?}", report.problems);
 }

@@ -10,6 +10,7 @@ use std::path::Path;
 const LAYERS: &[(&str, usize)] = &[
     ("error", 0),
     ("interrupt", 0),
+    ("ops", 0),
     ("keys", 1),
     ("storage", 2),
     ("fs", 3),

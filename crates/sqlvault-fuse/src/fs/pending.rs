@@ -30,7 +30,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use fuser::{FileHandle as Fh, OpenFlags};
-use sqlvault::{Attr, FileType, InodeId, NewNode, SetAttr, Vault, WholeFile};
+use sqlvault::inodes::{NewNode, WholeFile};
+use sqlvault::{Attr, FileType, InodeId, SetAttr, Vault};
 
 use super::{FsError, Result, VaultFs};
 
@@ -160,7 +161,7 @@ impl Pending {
     fn next_ino(&self, vault: &Vault) -> Result<InodeId> {
         let mut r = lock(&self.inos);
         if r.is_empty() {
-            *r = vault.reserve_inodes(RESERVE)?;
+            *r = vault.inodes().reserve(RESERVE)?;
         }
         let ino = r.start;
         r.start += 1;
@@ -182,8 +183,8 @@ impl VaultFs {
             return Ok(None);
         }
         let vault = self.vault()?;
-        sqlvault::check_name(name)?;
-        match vault.lookup(parent, name) {
+        sqlvault::inodes::check_name(name)?;
+        match vault.inodes().lookup(parent, name) {
             Err(e) if e.errno() == libc::ENOENT => {}
             Ok(_) => return Ok(None),
             Err(e) => return Err(e.into()),
@@ -339,7 +340,7 @@ impl VaultFs {
         }
         self.commit_state(&mut st)?;
         if let State::Committed { ino, flags, losses } = &*st {
-            let handle = self.vault()?.open_ino(*ino, &Self::open_options(OpenFlags(*flags & !libc::O_TRUNC)));
+            let handle = self.vault()?.inodes().open(*ino, &Self::open_options(OpenFlags(*flags & !libc::O_TRUNC)));
             match handle {
                 Ok(h) => {
                     self.files.insert_at(fh, h);
@@ -389,7 +390,9 @@ impl VaultFs {
             content: &f.content,
         };
         // Its directory may have been created in a commit-window batch lost since.
-        let r = self.vault().and_then(|v| v.create_whole_file(&whole).map_err(|e| self.lost_or(f.losses, e).into()));
+        let r = self
+            .vault()
+            .and_then(|v| v.inodes().create_whole_file(&whole).map_err(|e| self.lost_or(f.losses, e).into()));
         self.pending.bytes.fetch_sub(f.content.len() as u64, Ordering::SeqCst);
         if let Err(FsError::Vault(e)) = &r {
             eprintln!("sqlvault-fuse: cannot store the new file {}: {e}", String::from_utf8_lossy(&f.name));

@@ -47,7 +47,10 @@ use crate::error::{Error, Result};
 pub use lease::LeaseHolder;
 pub use prune::{PruneOptions, PruneSummary};
 pub use restore::RemoteRestore;
-pub use store::{RemoteUrl, PARALLEL};
+pub use store::RemoteUrl;
+/// Requests a push or pull keeps in flight (exported for the benchmark only).
+#[doc(hidden)]
+pub use store::PARALLEL;
 
 /// The name `Vault::clone_remote` gives the remote it cloned from.
 pub const ORIGIN: &str = "origin";

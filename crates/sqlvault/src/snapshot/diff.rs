@@ -9,7 +9,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fs::tree::{FileType, InodeId};
 use crate::snapshot::{self, SnapshotId};
 

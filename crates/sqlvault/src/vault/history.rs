@@ -20,7 +20,8 @@ impl Vault {
 
     /// What `policy` would keep and remove, newest first (see [`forget_plan`]).
     pub fn forget_plan(&self, policy: &ForgetPolicy, tz: &TimeZone) -> Result<Vec<ForgetDecision>> {
-        let snaps: Vec<(String, i64)> = self.snapshot_names()?.into_iter().map(|(_, name, ns)| (name, ns)).collect();
+        let snaps: Vec<(String, i64)> =
+            self.inodes().snapshot_names()?.into_iter().map(|(_, name, ns)| (name, ns)).collect();
         Ok(forget_plan(&snaps, policy, tz))
     }
 

@@ -14,8 +14,11 @@ use crate::fs::chunks;
 use crate::fs::handle::Files;
 use crate::fs::reclaim;
 use crate::fs::tree::{self, FileType, InodeId};
+use crate::fsck::{FsckPhase, FsckProgress, FsckReport};
 use crate::keys::{CipherSettings, Header, HmacAlgorithm, KdfParams, Secret, SlotInfo};
+use crate::ops::{Ops, Progress};
 use crate::storage::commit::CommitStats;
+use crate::storage::compact::CompactReport;
 use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
 
@@ -23,7 +26,7 @@ pub(crate) mod bulk;
 mod clone;
 pub(crate) mod history;
 pub(crate) mod import;
-mod inodes;
+pub(crate) mod inodes;
 pub(crate) mod metadata;
 mod nodes;
 mod paths;
@@ -124,11 +127,14 @@ pub struct Info {
     pub pending_wipe_bytes: u64,
 }
 
-/// An entry returned by [`Vault::read_dir`].
+/// An entry returned by [`Vault::read_dir`] and [`Vault::read_dir_page`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirEntry {
     /// Entry name (lossy UTF-8).
     pub name: String,
+    /// The name's bytes as stored (names made through a mount need not be UTF-8): the
+    /// cursor of [`Vault::read_dir_page`].
+    pub raw_name: Vec<u8>,
     /// Its inode.
     pub ino: InodeId,
     /// Its type.
@@ -311,7 +317,7 @@ impl Vault {
         }
         if !self.engine().is_read_only() && Arc::strong_count(&self.inner) == 1 {
             self.stop_reclaimer();
-            match self.wipe_deleted(&|_| {}) {
+            match self.wipe_deleted(&Ops::default()) {
                 // Wiping needs room in the WAL; what is left waits for the next open,
                 // encrypted as everything else. The close itself can still succeed.
                 Ok(()) | Err(Error::DiskFull) => {}
@@ -330,25 +336,39 @@ impl Vault {
     }
 
     /// Wipes now the bytes of deleted content that wait for the background reclaimer
-    /// (see [`Info::pending_wipe_bytes`]), a bounded batch per transaction;
-    /// `progress(batches left)` after each.
-    pub fn wipe_deleted(&self, progress: &dyn Fn(u64)) -> Result<()> {
+    /// (see [`Info::pending_wipe_bytes`]), a bounded batch per transaction. Reports
+    /// progress in phase `wipe` (batches done, of all) after each batch.
+    pub fn wipe_deleted(&self, ops: &Ops<'_>) -> Result<()> {
         if self.engine().is_read_only() {
             return Ok(());
         }
         let rows = reclaim::batch_rows(self.chunk_size());
-        reclaim::drain(&self.inner.files, &|left| progress(left.div_ceil(rows)))
+        let total = std::sync::atomic::AtomicU64::new(0);
+        reclaim::drain(&self.inner.files, &|left| {
+            let left = left.div_ceil(rows);
+            // The first report knows how many batches there were: one done, `left` to go.
+            let all = match total.load(std::sync::atomic::Ordering::Relaxed) {
+                0 => {
+                    total.store(left + 1, std::sync::atomic::Ordering::Relaxed);
+                    left + 1
+                }
+                t => t,
+            };
+            ops.report(Progress { phase: "wipe", done: all.saturating_sub(left), total: all, bytes: 0 });
+        })
     }
 
-    /// Gives free database pages back to the file system; see [`crate::storage::compact`] for
-    /// the two ways (a first `VACUUM` rebuild, then incremental steps). `progress(done,
-    /// total)` is called from time to time, possibly from another thread, in pages.
+    /// Gives free database pages back to the file system; see `storage::compact` for
+    /// the two ways (a first `VACUUM` rebuild, then incremental steps). Reports
+    /// progress in phase `compact`, in pages, from time to time, possibly from another
+    /// thread.
     ///
     /// First, the bytes of deleted content still waiting for the background reclaimer
-    /// are wiped; then chunk bytes a vault written before schema version 8 keeps in the chunks'
-    /// own rows move to `chunk_data` (see `fs::chunks`), a bounded batch per
-    /// transaction, so stopping at any moment loses nothing.
-    pub fn compact(&self, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<crate::storage::compact::CompactReport> {
+    /// are wiped; then chunk bytes a vault written before schema version 8 keeps in the
+    /// chunks' own rows move to `chunk_data`, a bounded batch per transaction, so
+    /// stopping at any moment loses nothing.
+    pub fn compact(&self, ops: &Ops<'_>) -> Result<CompactReport> {
+        let progress = |done: u64, total: u64| ops.report(Progress { phase: "compact", done, total, bytes: 0 });
         const BATCH: u64 = 32 << 20;
         self.files().flush_all()?;
         let page = self.inner.header.cipher.page_size as u64;
@@ -372,7 +392,7 @@ impl Vault {
             }
             (done, after) = (done + moved, last);
         }
-        crate::storage::compact::compact(self.engine(), self.path(), progress)
+        crate::storage::compact::compact(self.engine(), self.path(), &progress)
     }
 
     pub(crate) fn is_open(&self, ino: InodeId) -> bool {
@@ -415,16 +435,22 @@ impl Vault {
         Ok(info)
     }
 
-    /// Checks every invariant of the vault; see [`crate::fsck`].
-    pub fn fsck(&self) -> Result<crate::fsck::FsckReport> {
-        self.fsck_with(&|_| {})
-    }
-
-    /// [`Vault::fsck`] that tells `progress` where it is: the phase, units done and in
-    /// all, chunk bytes hashed (for a progress bar with rate and ETA). Read-only: one
-    /// read transaction, so stopping it (ending the process) leaves nothing to undo.
-    pub fn fsck_with(&self, progress: &dyn Fn(&crate::fsck::FsckProgress)) -> Result<crate::fsck::FsckReport> {
-        let mut r = self.engine().read(|c| crate::fsck::check(c, self.chunk_size(), progress))?;
+    /// Checks every invariant of the vault: SQLite's structure (every page read,
+    /// decrypted and authenticated), every chunk's hash, reference counts, the tree,
+    /// the snapshots and the header's two copies. Read-only: one read transaction, so
+    /// stopping it (ending the process) leaves nothing to undo.
+    ///
+    /// Reports progress in phases `structure` (database pages; `done` stays 0 until the
+    /// check ends), `chunks` (content bytes hashed, of all) and `invariants` (checks).
+    pub fn fsck(&self, ops: &Ops<'_>) -> Result<FsckReport> {
+        let progress = |p: &FsckProgress| {
+            ops.report(match p.phase {
+                FsckPhase::Structure => Progress { phase: "structure", done: p.done, total: p.total, bytes: 0 },
+                FsckPhase::Chunks => Progress { phase: "chunks", done: p.bytes, total: p.bytes_total, bytes: p.bytes },
+                FsckPhase::Invariants => Progress { phase: "invariants", done: p.done, total: p.total, bytes: p.bytes },
+            })
+        };
+        let mut r = self.engine().read(|c| crate::fsck::check(c, self.chunk_size(), &progress))?;
         // The header's two copies: a damaged one opens nothing today but is the
         // redundancy a later crash during a key change would need.
         r.problems.extend(crate::keys::header_problems(self.path())?);

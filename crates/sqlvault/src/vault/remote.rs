@@ -8,6 +8,7 @@ use super::{ids, Vault};
 use crate::error::{Error, Result};
 use crate::fs::tree;
 use crate::keys::{Header, Secret};
+use crate::ops::Ops;
 use crate::remote::format::Commit;
 use crate::remote::format::{names, RemoteKeys};
 use crate::remote::merge::{self, Ancestry};
@@ -22,7 +23,14 @@ use crate::storage::schema;
 /// How far `pull` walks back the remote's history looking for this vault's last commit.
 const HISTORY_LIMIT: usize = 100_000;
 
-fn no_progress(_: Progress) {}
+/// The remote modules' progress, reported as the one [`crate::Progress`] shape: in
+/// phase `chunks` the units are bytes, so `bytes` follows `done`.
+pub(super) fn remote_progress<'a>(ops: &'a Ops<'a>) -> impl Fn(Progress) + 'a {
+    move |p: Progress| {
+        let bytes = if p.phase == "chunks" { p.done } else { 0 };
+        ops.report(crate::ops::Progress { phase: p.phase, done: p.done, total: p.total, bytes })
+    }
+}
 
 impl Vault {
     /// Adds remote `name` at `url` (`s3://bucket/prefix`), served by `endpoint` (an
@@ -58,14 +66,13 @@ impl Vault {
     /// Pushes the vault's current state to remote `name` as a new commit. Returns
     /// [`PushOutcome::Behind`] (changing nothing) if someone else pushed since this
     /// vault last pushed or pulled.
-    pub fn push(&self, name: &str) -> Result<PushOutcome> {
-        self.push_with_progress(name, &no_progress)
-    }
-
-    /// [`Vault::push`], reporting progress.
-    pub fn push_with_progress(&self, name: &str, progress: &dyn Fn(Progress)) -> Result<PushOutcome> {
+    ///
+    /// Reports progress in phases `chunks` (bytes) and `metadata` (pieces); `ops`'s
+    /// interrupt is checked before the push starts.
+    pub fn push(&self, name: &str, ops: &Ops<'_>) -> Result<PushOutcome> {
+        ops.check()?;
         let (_, store, keys) = self.remote_parts(name)?;
-        self.push_in(name, &store, &keys, true, progress)
+        self.push_in(name, &store, &keys, true, &remote_progress(ops))
     }
 
     /// One push through an open store; `init`: check (or create) the remote's config first.
@@ -113,9 +120,10 @@ impl Vault {
     /// Pushes; while the remote is ahead, pulls (merging) and pushes again, at most
     /// `rounds` pushes in all. [`PushMerged::outcome`] is still
     /// [`PushOutcome::Behind`] if every round lost the race.
-    pub fn push_or_merge(&self, name: &str, rounds: usize, progress: &dyn Fn(Progress)) -> Result<PushMerged> {
+    /// Progress as [`Vault::push`]'s; `ops`'s interrupt is checked before each round.
+    pub fn push_or_merge(&self, name: &str, rounds: usize, ops: &Ops<'_>) -> Result<PushMerged> {
         let (_, store, keys) = self.remote_parts(name)?;
-        self.push_or_merge_in(name, &store, &keys, true, rounds, progress)
+        self.push_or_merge_in(name, &store, &keys, true, rounds, ops)
     }
 
     pub(super) fn push_or_merge_in(
@@ -125,16 +133,18 @@ impl Vault {
         keys: &RemoteKeys,
         init: bool,
         rounds: usize,
-        progress: &dyn Fn(Progress),
+        ops: &Ops<'_>,
     ) -> Result<PushMerged> {
+        let progress = remote_progress(ops);
         let mut pulls = Vec::new();
         let mut init = init;
         for round in 0..rounds.max(1) {
-            let outcome = self.push_in(name, store, keys, init, progress)?;
+            ops.check()?;
+            let outcome = self.push_in(name, store, keys, init, &progress)?;
             init = false;
             match outcome {
                 PushOutcome::Behind { .. } if round + 1 < rounds.max(1) => {
-                    pulls.push(self.pull_in(name, store, keys, progress)?);
+                    pulls.push(self.pull_in(name, store, keys, &progress)?);
                 }
                 outcome => return Ok(PushMerged { outcome, pulls }),
             }
@@ -147,14 +157,13 @@ impl Vault {
     /// path; see `docs/replication.md`) and the vault is then ahead: the next push
     /// publishes the merge. Refused, changing nothing, if the remote's history does not
     /// contain this vault's last commit (a rollback of the remote).
-    pub fn pull(&self, name: &str) -> Result<PullOutcome> {
-        self.pull_with_progress(name, &no_progress)
-    }
-
-    /// [`Vault::pull`], reporting progress.
-    pub fn pull_with_progress(&self, name: &str, progress: &dyn Fn(Progress)) -> Result<PullOutcome> {
+    ///
+    /// Reports progress as [`Vault::push`] does; `ops`'s interrupt is checked before
+    /// the pull starts.
+    pub fn pull(&self, name: &str, ops: &Ops<'_>) -> Result<PullOutcome> {
+        ops.check()?;
         let (_, store, keys) = self.remote_parts(name)?;
-        self.pull_in(name, &store, &keys, progress)
+        self.pull_in(name, &store, &keys, &remote_progress(ops))
     }
 
     pub(super) fn pull_in(
@@ -259,33 +268,23 @@ impl Vault {
             .collect())
     }
 
-    /// Creates the vault file `dest` (which must not exist) from the newest commit of the
-    /// remote at `url`: the remote's key slots become the new file's, so `secret` (any
-    /// secret that opens the original vault) opens both. The remote is recorded as
-    /// [`remote::ORIGIN`]. A failed clone leaves no file behind.
+    /// Creates the vault file `dest` (which must not exist) from the commit `at` names
+    /// in the remote at `url` ([`At::Newest`]; an older one is a point-in-time restore,
+    /// whose `origin` is then behind the remote: `pull` brings it forward): the remote's
+    /// key slots become the new file's, so `secret` (any secret that opens the original
+    /// vault) opens both. The remote is recorded as [`remote::ORIGIN`]. A failed clone
+    /// leaves no file behind. Reports progress as [`Vault::pull`] does.
     pub fn clone_remote(
         url: &str,
         endpoint: Option<&str>,
         dest: impl AsRef<Path>,
         secret: &Secret,
         config: EngineConfig,
-        progress: &dyn Fn(Progress),
-    ) -> Result<Vault> {
-        Vault::clone_remote_at(url, endpoint, dest, secret, config, &At::Newest, progress)
-    }
-
-    /// [`Vault::clone_remote`] of an older commit (point-in-time restore): by id or the
-    /// newest pushed at or before a time. The clone's `origin` is then behind the remote:
-    /// `pull` brings it forward.
-    pub fn clone_remote_at(
-        url: &str,
-        endpoint: Option<&str>,
-        dest: impl AsRef<Path>,
-        secret: &Secret,
-        config: EngineConfig,
         at: &At,
-        progress: &dyn Fn(Progress),
+        ops: &Ops<'_>,
     ) -> Result<Vault> {
+        let progress = remote_progress(ops);
+        let progress: &dyn Fn(Progress) = &progress;
         use std::os::unix::fs::OpenOptionsExt;
         let dest = dest.as_ref();
         let url = RemoteUrl::parse(url, endpoint)?;

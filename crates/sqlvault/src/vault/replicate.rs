@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use super::Vault;
 use crate::error::{Error, Result};
+use crate::ops::Ops;
 use crate::remote::format::RemoteKeys;
 use crate::remote::lease::{self, Lease, LeaseHolder, Taken};
 use crate::remote::store::Store;
-use crate::remote::{Progress, PullOutcome, PushOutcome};
+use crate::remote::{PullOutcome, PushOutcome};
 
 /// Pushes per round at most (a lost race costs a pull and another push).
 const PUSHES_PER_ROUND: usize = 3;
@@ -86,7 +87,8 @@ impl Replicator<'_> {
     /// One round: renew the lease when a third of its time has passed (an error if it
     /// was lost to another replicator), push, and while the remote is ahead pull
     /// (merge) and push again, up to three pushes.
-    pub fn round(&mut self, progress: &dyn Fn(Progress)) -> Result<Round> {
+    /// Progress as [`Vault::push`]'s.
+    pub fn round(&mut self, ops: &Ops<'_>) -> Result<Round> {
         let lease = self.lease.as_mut().ok_or_else(|| Error::InvalidArgument { what: "lease released".into() })?;
         let now = crate::fs::tree::now_ns();
         let mut renewed = false;
@@ -101,8 +103,7 @@ impl Replicator<'_> {
         }
         let expires = lease.expires_ns;
         let init = !self.initialized;
-        let done =
-            self.vault.push_or_merge_in(&self.name, &self.store, &self.keys, init, PUSHES_PER_ROUND, progress)?;
+        let done = self.vault.push_or_merge_in(&self.name, &self.store, &self.keys, init, PUSHES_PER_ROUND, ops)?;
         self.initialized = true;
         Ok(Round { push: done.outcome, pulls: done.pulls, lease_renewed: renewed, lease_expires_ns: expires })
     }
