@@ -239,7 +239,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     fs::remove_dir_all(&back).context("cannot remove the exported tree")?;
 
     let m = start()?;
-    let f = v.fsck()?;
+    let f = v.fsck(&sqlvault::Ops::default())?;
     finish(&mut out, "fsck", m, n)?;
     if !f.is_clean() {
         crate::bail!("fsck found problems: {:?}", f.problems);
@@ -249,7 +249,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     // Change the live tree a little, then bring the snapshot back over it.
     v.write_file("/t/d0/new", b"new")?;
     let m = start()?;
-    let r = v.restore("s", "/t", None)?;
+    let r = v.restore("s", "/t", None, &sqlvault::Ops::default())?;
     finish(&mut out, "restore_replace", m, n)?;
     check("restore", r.files, spec.files)?;
     let m = start()?;
@@ -257,9 +257,9 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     finish(&mut out, "rm_r", m, n)?;
     check("rm -r", r.files, spec.files)?;
     let m = start()?;
-    v.remove_snapshot("s")?;
+    v.remove_snapshot("s", &sqlvault::Ops::default())?;
     finish(&mut out, "snapshot_rm", m, n)?;
-    let f = v.fsck()?;
+    let f = v.fsck(&sqlvault::Ops::default())?;
     if !f.is_clean() {
         crate::bail!("fsck found problems after the removals: {:?}", f.problems);
     }

@@ -10,7 +10,8 @@ use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::time::Duration;
 
-use sqlvault::remote::{At, Progress, PullOutcome, PushOutcome};
+use sqlvault::remote::{At, PullOutcome, PushOutcome};
+use sqlvault::{Ops, Progress};
 use sqlvault::{ReplicatorStart, Vault};
 
 use crate::{print_json, progress, secret, ui, CliError, Ctx};
@@ -184,8 +185,8 @@ fn bar(quiet: bool) -> ProgressBar {
     pb
 }
 
-fn on_progress(pb: &ProgressBar) -> impl Fn(Progress) + '_ {
-    move |p: Progress| {
+fn on_progress(pb: &ProgressBar) -> impl Fn(&Progress) + Sync + '_ {
+    move |p: &Progress| {
         pb.set_message(p.phase);
         pb.set_length(p.total);
         pb.set_position(p.done);
@@ -237,9 +238,10 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
             let v = ctx.open(&vault)?;
             let pb = bar(json);
             let r = if pull {
-                v.push_or_merge(&name, rounds, &on_progress(&pb)).map(|done| (done.outcome, done.pulls))
+                v.push_or_merge(&name, rounds, &Ops::default().progress(&on_progress(&pb)))
+                    .map(|done| (done.outcome, done.pulls))
             } else {
-                v.push_with_progress(&name, &on_progress(&pb)).map(|o| (o, Vec::new()))
+                v.push(&name, &Ops::default().progress(&on_progress(&pb))).map(|o| (o, Vec::new()))
             };
             pb.finish_and_clear();
             let (outcome, pulls) = match r {
@@ -279,7 +281,7 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
         RemoteTop::Pull { vault, name, json } => {
             let v = ctx.open(&vault)?;
             let pb = bar(json);
-            let outcome = v.pull_with_progress(&name, &on_progress(&pb))?;
+            let outcome = v.pull(&name, &Ops::default().progress(&on_progress(&pb)))?;
             pb.finish_and_clear();
             v.close()?;
             if json {
@@ -295,14 +297,14 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
             };
             let secret = secret::existing(&ctx.secret)?;
             let pb = bar(json);
-            let v = Vault::clone_remote_at(
+            let v = Vault::clone_remote(
                 &url,
                 endpoint.as_deref(),
                 &dest,
                 &secret,
                 ctx.config.clone(),
                 &at,
-                &on_progress(&pb),
+                &Ops::default().progress(&on_progress(&pb)),
             )?;
             pb.finish_and_clear();
             let head = v.remotes()?.into_iter().next().and_then(|r| r.head);
@@ -337,7 +339,7 @@ fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8, CliError> {
     let v = ctx.open(&a.vault)?;
     let stop = crate::progress::interrupt();
     let pb = bar(a.json);
-    let r = v.remote_prune_with(&a.name, &options, &stop, &on_progress(&pb));
+    let r = v.remote_prune(&a.name, &options, &Ops::default().progress(&on_progress(&pb)).interrupt(&stop));
     pb.finish_and_clear();
     v.close()?;
     let s = match r {
@@ -383,7 +385,7 @@ pub fn restore_at(
     let v = ctx.open(vault)?;
     let stop = crate::progress::interrupt();
     let pb = bar(json);
-    let r = v.restore_remote_with(remote, &at, path, to, &stop, &on_progress(&pb));
+    let r = v.restore_remote(remote, &at, path, to, &Ops::default().progress(&on_progress(&pb)).interrupt(&stop));
     pb.finish_and_clear();
     v.close()?;
     let dest = to.unwrap_or(path);
@@ -493,7 +495,7 @@ fn replicate(
         if stop.is_set() {
             break Ok(());
         }
-        let round = match rep.round(&|_| {}) {
+        let round = match rep.round(&Ops::default()) {
             Ok(r) => r,
             Err(e) => break Err(e),
         };

@@ -357,7 +357,7 @@ impl Put<'_> {
         if self.args.dry_run {
             self.note(format!("would delete {dest}{}", if kind == FileType::Dir { "/" } else { "" }))?;
         } else if kind == FileType::Dir {
-            self.vault.remove_dir_all_with(dest, &self.stop, &|_, _| {}).map_err(from_lib)?;
+            self.vault.remove_dir_all(dest, &sqlvault::Ops::default().interrupt(&self.stop)).map_err(from_lib)?;
         } else {
             self.vault.remove_file(dest)?;
         }
@@ -577,9 +577,21 @@ impl Put<'_> {
             ..Default::default()
         };
         let pb = self.pb.clone();
+        // The library reports bytes stored so far in this file; the bar counts all files.
+        let shown = std::sync::atomic::AtomicU64::new(0);
+        let progress = |p: &sqlvault::Progress| {
+            let before = shown.swap(p.done, std::sync::atomic::Ordering::Relaxed);
+            pb.inc(p.done.saturating_sub(before));
+        };
         let n = self
             .vault
-            .replace_file(dest, meta.len(), input, &stamp, &self.stop, &mut |n| pb.inc(n))
+            .replace_file(
+                dest,
+                meta.len(),
+                input,
+                &stamp,
+                &sqlvault::Ops::default().progress(&progress).interrupt(&self.stop),
+            )
             .map_err(from_lib)?;
         self.current = None;
         self.count_file(n);
