@@ -376,7 +376,12 @@ fn a_new_file_imported_as_put_does_costs_one_commit() {
     };
     let content = data(100_000, 7);
     let before = fx.vault.commit_stats();
-    let c = measure(|| assert_eq!(fx.vault.import_file("/d/new", &content[..], &attrs).unwrap(), 100_000));
+    let c = measure(|| {
+        assert_eq!(
+            fx.vault.replace_file("/d/new", 0, &content[..], &attrs, &sqlvault::Ops::default()).unwrap(),
+            100_000
+        )
+    });
     let after = fx.vault.commit_stats();
     assert_eq!(after.commits - before.commits, 1, "one commit for a new file");
     assert_eq!(after.operations - before.operations, 1, "one write operation");
@@ -391,7 +396,13 @@ fn a_new_file_imported_as_put_does_costs_one_commit() {
     // Replacing it costs one commit too, and keeps the new attributes.
     let before = fx.vault.commit_stats();
     fx.vault
-        .import_file("/d/new", &b"short"[..], &sqlvault::SetAttr { perm: Some(0o640), ..Default::default() })
+        .replace_file(
+            "/d/new",
+            0,
+            &b"short"[..],
+            &sqlvault::SetAttr { perm: Some(0o640), ..Default::default() },
+            &sqlvault::Ops::default(),
+        )
         .unwrap();
     assert_eq!(fx.vault.commit_stats().commits - before.commits, 1);
     assert_eq!(fx.vault.read_file("/d/new").unwrap(), b"short");

@@ -775,7 +775,7 @@ impl OpenInode {
     }
 }
 
-/// Options for [`Vault::open_file`], in the manner of `std::fs::OpenOptions`.
+/// Options for [`Vault::open_file`](crate::Vault::open_file), in the manner of `std::fs::OpenOptions`.
 #[derive(Debug, Clone, Default)]
 pub struct FileOptions {
     /// Open for reading.

@@ -28,7 +28,7 @@ impl InodeId {
 }
 
 /// The kinds of node the tree holds. FIFOs, sockets and device nodes are inodes with
-/// no content (a device's number is [`Attr::rdev`]); see [`crate::fs::nodes`].
+/// no content (a device's number is [`Attr::rdev`]); see `fs::nodes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FileType {
@@ -306,7 +306,7 @@ fn touch_dir(conn: &Connection, dir: InodeId, nlink_delta: i64, now: i64) -> Res
     Ok(())
 }
 
-/// What to create with [`create`].
+/// What to create with [`Inodes::create`](crate::inodes::Inodes::create).
 #[derive(Debug, Clone, Copy)]
 pub struct NewNode<'a> {
     /// Node type.

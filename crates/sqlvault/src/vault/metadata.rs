@@ -46,7 +46,7 @@ impl Vault {
         self.transaction(|tx| tx.remove_tags(path, names))
     }
 
-    /// Entries below directory `dir` matching `query` (see [`crate::meta::tags`] for the
+    /// Entries below directory `dir` matching `query` (see [`Query`] for the
     /// rules), in index order. Memory grows with the hits; use [`Vault::find_each`] to
     /// stream them.
     pub fn find(&self, dir: &str, query: &Query) -> Result<Vec<Found>> {
@@ -134,7 +134,8 @@ impl Records {
         self.vault.engine().read(|c| records::count(c, &self.name, range))
     }
 
-    /// Up to `limit` records (at most [`records::PAGE_ROWS`]) in `range`, in key order;
+    /// Up to `limit` records (capped at a fixed page size; [`Records::scan`] has no cap) in
+    /// `range`, in key order;
     /// continue after the last key with `Bound::Excluded(last)`.
     pub fn page(&self, range: &KeyRange, limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         self.vault.engine().read(|c| records::page(c, &self.name, range, limit, true))

@@ -195,20 +195,6 @@ impl Vault {
         f.write_at(0, data)?;
         f.close()
     }
-
-    /// Writes what `reader` yields as the whole content of `path` (created if missing,
-    /// following symlinks) and sets `attrs` (permission bits, owner, times), as an
-    /// import from another file system does. Returns the bytes written.
-    ///
-    /// Atomic: a file that fits the dirty-buffer limit costs one write operation
-    /// (creation, content, mode and times commit together); a larger one is written
-    /// under a temporary name and renamed over `path`. See [`Vault::replace_file`],
-    /// which also reports progress and can be interrupted. Memory: at most the
-    /// dirty-buffer limit.
-    pub fn import_file(&self, path: &str, reader: impl Read, attrs: &SetAttr) -> Result<u64> {
-        self.replace_file(path, 0, reader, attrs, &crate::ops::Ops::default())
-    }
-
     /// The one-operation path of [`Vault::write_file`]; `false` if the file is open here.
     fn write_file_at_once(&self, path: &str, data: &[u8]) -> Result<bool> {
         self.engine()
