@@ -216,7 +216,7 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
         RemoteTop::Remote(RemoteCommand::Prune(args)) => return prune(ctx, args),
         RemoteTop::Remote(RemoteCommand::Log { vault, name, limit, json }) => {
             let v = ctx.open(&vault)?;
-            let log = v.remote_log(&name, limit)?;
+            let log = v.remote(&name).log(limit)?;
             if json {
                 print_json(&log)?;
             } else {
@@ -238,10 +238,11 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
             let v = ctx.open(&vault)?;
             let pb = bar(json);
             let r = if pull {
-                v.push_or_merge(&name, rounds, &Ops::default().progress(&on_progress(&pb)))
+                v.remote(&name)
+                    .push_or_merge(rounds, &Ops::default().progress(&on_progress(&pb)))
                     .map(|done| (done.outcome, done.pulls))
             } else {
-                v.push(&name, &Ops::default().progress(&on_progress(&pb))).map(|o| (o, Vec::new()))
+                v.remote(&name).push(&Ops::default().progress(&on_progress(&pb))).map(|o| (o, Vec::new()))
             };
             pb.finish_and_clear();
             let (outcome, pulls) = match r {
@@ -281,7 +282,7 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<u8, CliError> {
         RemoteTop::Pull { vault, name, json } => {
             let v = ctx.open(&vault)?;
             let pb = bar(json);
-            let outcome = v.pull(&name, &Ops::default().progress(&on_progress(&pb)))?;
+            let outcome = v.remote(&name).pull(&Ops::default().progress(&on_progress(&pb)))?;
             pb.finish_and_clear();
             v.close()?;
             if json {
@@ -339,7 +340,7 @@ fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8, CliError> {
     let v = ctx.open(&a.vault)?;
     let stop = crate::progress::interrupt();
     let pb = bar(a.json);
-    let r = v.remote_prune(&a.name, &options, &Ops::default().progress(&on_progress(&pb)).interrupt(&stop));
+    let r = v.remote(&a.name).prune(&options, &Ops::default().progress(&on_progress(&pb)).interrupt(&stop));
     pb.finish_and_clear();
     v.close()?;
     let s = match r {
@@ -478,7 +479,7 @@ fn replicate(
 ) -> Result<u8, CliError> {
     let stop = progress::interrupt();
     let v = ctx.open(vault)?;
-    let mut rep = match v.replicator(name, every)? {
+    let mut rep = match v.remote(name).replicator(every)? {
         ReplicatorStart::Holding(r) => *r,
         ReplicatorStart::Busy(h) => {
             eprintln!(

@@ -120,7 +120,7 @@ fn a_push_during_a_prune_exits_7_and_goes_through_after() {
                 }
             };
             let options = sqlvault::remote::PruneOptions { keep_last: 1, ..Default::default() };
-            va.remote_prune("r", &options, &sqlvault::Ops::default().progress(&progress))
+            va.remote("r").prune(&options, &sqlvault::Ops::default().progress(&progress))
         });
         entered_rx.recv().unwrap();
         let err = b.fails(7, &["push", bv, "origin"]);

@@ -31,7 +31,8 @@
 //!   [`Interrupt`] to stop them); `&Ops::default()` asks for neither;
 //! * a file-system frontend (the FUSE mount) works by inode: [`Vault::inodes`] and the
 //!   [`inodes`] module;
-//! * replication (feature `remote`): `Vault::push`, `Vault::pull`, the `remote` module.
+//! * replication (feature `remote`): `Vault::remote` (push, pull, log, prune), the
+//!   `remote` module.
 //!
 //! Layers, each depending only on the ones before it in this list (`tests/layers.rs`
 //! checks it):
@@ -91,6 +92,8 @@ pub use storage::engine::{Durability, EngineConfig};
 pub use storage::vfs::{io_counts, IoCounts};
 pub use vault::import::PART_PREFIX;
 pub use vault::metadata::{RecordScan, Records};
+#[cfg(feature = "remote")]
+pub use vault::remote::Remote;
 #[cfg(feature = "remote")]
 pub use vault::replicate::{Replicator, ReplicatorStart, Round};
 pub use vault::transaction::{Tx, TxRecords};

@@ -128,7 +128,7 @@ pub enum PushOutcome {
     },
 }
 
-/// What [`crate::Vault::push_or_merge`] did: the last push's outcome and the pulls
+/// What [`crate::Remote::push_or_merge`] did: the last push's outcome and the pulls
 /// (merges) between its pushes.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PushMerged {

@@ -33,7 +33,7 @@ mod paths;
 #[cfg(feature = "remote")]
 mod prune;
 #[cfg(feature = "remote")]
-mod remote;
+pub(crate) mod remote;
 #[cfg(feature = "remote")]
 mod remote_keys;
 #[cfg(feature = "remote")]

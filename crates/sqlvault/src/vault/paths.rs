@@ -1,8 +1,6 @@
 //! The facade by path, as the library and the CLI use it: resolution (symlinks
 //! followed, `..` inside the vault), files, directories, links and attributes.
 
-use std::io::Read;
-
 use super::{DirEntry, Vault};
 use crate::error::{Error, Result};
 use crate::fs::chunks;

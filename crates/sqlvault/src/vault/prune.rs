@@ -22,7 +22,7 @@ impl Vault {
     /// Reports progress in phases `commits`, `metadata` and `deleting`; `ops`'s
     /// interrupt is checked between steps (the lock is released; what was deleted stays
     /// deleted, and nothing a kept commit needs was).
-    pub fn remote_prune(&self, name: &str, options: &PruneOptions, ops: &Ops<'_>) -> Result<PruneSummary> {
+    pub(super) fn remote_prune(&self, name: &str, options: &PruneOptions, ops: &Ops<'_>) -> Result<PruneSummary> {
         if options.has_no_rule() {
             return Err(Error::InvalidArgument {
                 what: "remote prune needs a retention rule (--keep-last, --keep-within, --keep-daily, ...)".into(),

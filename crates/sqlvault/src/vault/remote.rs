@@ -32,6 +32,92 @@ pub(super) fn remote_progress<'a>(ops: &'a Ops<'a>) -> impl Fn(Progress) + 'a {
     }
 }
 
+/// One remote of a vault, by name: push, pull, history, prune, continuous replication.
+/// Borrow it with [`Vault::remote`]; it holds only the name (nothing is checked or
+/// connected until a method runs).
+#[derive(Clone)]
+pub struct Remote<'a> {
+    vault: &'a Vault,
+    name: String,
+}
+
+impl Vault {
+    /// Remote `name` (added with [`Vault::remote_add`]).
+    pub fn remote(&self, name: &str) -> Remote<'_> {
+        Remote { vault: self, name: name.to_string() }
+    }
+}
+
+impl<'a> Remote<'a> {
+    /// The remote's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Pushes the vault's current state as a new commit. Returns
+    /// [`PushOutcome::Behind`] (changing nothing) if someone else pushed since this
+    /// vault last pushed or pulled. Reports progress in phases `chunks` (bytes) and
+    /// `metadata` (pieces); `ops`'s interrupt is checked before the push starts.
+    pub fn push(&self, ops: &Ops<'_>) -> Result<PushOutcome> {
+        self.vault.push(&self.name, ops)
+    }
+
+    /// Pushes; while the remote is ahead, pulls (merging) and pushes again, at most
+    /// `rounds` pushes in all. [`PushMerged::outcome`] is still
+    /// [`PushOutcome::Behind`] if every round lost the race. Progress as
+    /// [`Remote::push`]'s; `ops`'s interrupt is checked before each round.
+    pub fn push_or_merge(&self, rounds: usize, ops: &Ops<'_>) -> Result<PushMerged> {
+        self.vault.push_or_merge(&self.name, rounds, ops)
+    }
+
+    /// Brings the remote's newest commit into this vault. If this vault changed too
+    /// since it last agreed with the remote, the two are merged (three-way, path by
+    /// path; see `docs/replication.md`) and the vault is then ahead: the next push
+    /// publishes the merge. Refused, changing nothing, if the remote's history does not
+    /// contain this vault's last commit (a rollback of the remote). Progress as
+    /// [`Remote::push`]'s.
+    pub fn pull(&self, ops: &Ops<'_>) -> Result<PullOutcome> {
+        self.vault.pull(&self.name, ops)
+    }
+
+    /// The remote's commits, newest first (at most `limit`).
+    pub fn log(&self, limit: usize) -> Result<Vec<CommitInfo>> {
+        self.vault.remote_log(&self.name, limit)
+    }
+
+    /// Deletes the commits `options` does not keep (the head is always kept), then the
+    /// metadata pieces and chunk objects no kept commit references, sparing any object
+    /// younger than `options.grace`. Holds the remote's exclusive lock meanwhile:
+    /// refused with [`Error::RemoteLocked`] while another device holds it; pushes are
+    /// refused the same way while this runs. Reports progress in phases `commits`,
+    /// `metadata` and `deleting`; `ops`'s interrupt is checked between steps (the lock
+    /// is released; what was deleted stays deleted, and nothing a kept commit needs
+    /// was).
+    pub fn prune(&self, options: &crate::remote::PruneOptions, ops: &Ops<'_>) -> Result<crate::remote::PruneSummary> {
+        self.vault.remote_prune(&self.name, options, ops)
+    }
+
+    /// Takes the remote's lease for continuous replication every `every` (the lease
+    /// lasts six intervals, at least a minute, and is renewed as rounds go), or says
+    /// who holds it.
+    pub fn replicator(&self, every: std::time::Duration) -> Result<super::replicate::ReplicatorStart<'a>> {
+        self.vault.replicator(&self.name, every)
+    }
+
+    /// Who holds the remote's lease now, if anyone.
+    pub fn lease_holder(&self) -> Result<Option<crate::remote::LeaseHolder>> {
+        self.vault.lease_holder(&self.name)
+    }
+
+    /// Creates the remote's `keys` and `config` (if it has none) as a remote of bucket
+    /// layout `layout` (1 to the newest): for tests of older layouts. A first push
+    /// creates a remote of the newest layout; a remote keeps its layout.
+    #[doc(hidden)]
+    pub fn init_layout(&self, layout: u32) -> Result<()> {
+        self.vault.remote_init_layout(&self.name, layout)
+    }
+}
+
 impl Vault {
     /// Adds remote `name` at `url` (`s3://bucket/prefix`), served by `endpoint` (an
     /// S3-compatible server's `http(s)://` URL; AWS when `None`). Only the URL and the
@@ -56,8 +142,7 @@ impl Vault {
     /// Creates remote `name`'s `keys` and `config` (if it has none) as a remote of bucket
     /// layout `layout` (1 to the newest): for tests of older layouts. A first push
     /// creates a remote of the newest layout; a remote keeps its layout.
-    #[doc(hidden)]
-    pub fn remote_init_layout(&self, name: &str, layout: u32) -> Result<()> {
+    pub(super) fn remote_init_layout(&self, name: &str, layout: u32) -> Result<()> {
         let (_, store, keys) = self.remote_parts(name)?;
         let header = Header::read(self.path())?;
         push::ensure_initialized_as(&store, &keys, &header, self.chunk_size(), layout)
@@ -69,7 +154,7 @@ impl Vault {
     ///
     /// Reports progress in phases `chunks` (bytes) and `metadata` (pieces); `ops`'s
     /// interrupt is checked before the push starts.
-    pub fn push(&self, name: &str, ops: &Ops<'_>) -> Result<PushOutcome> {
+    pub(super) fn push(&self, name: &str, ops: &Ops<'_>) -> Result<PushOutcome> {
         ops.check()?;
         let (_, store, keys) = self.remote_parts(name)?;
         self.push_in(name, &store, &keys, true, &remote_progress(ops))
@@ -120,8 +205,8 @@ impl Vault {
     /// Pushes; while the remote is ahead, pulls (merging) and pushes again, at most
     /// `rounds` pushes in all. [`PushMerged::outcome`] is still
     /// [`PushOutcome::Behind`] if every round lost the race.
-    /// Progress as [`Vault::push`]'s; `ops`'s interrupt is checked before each round.
-    pub fn push_or_merge(&self, name: &str, rounds: usize, ops: &Ops<'_>) -> Result<PushMerged> {
+    /// Progress as [`Remote::push`]'s; `ops`'s interrupt is checked before each round.
+    pub(super) fn push_or_merge(&self, name: &str, rounds: usize, ops: &Ops<'_>) -> Result<PushMerged> {
         let (_, store, keys) = self.remote_parts(name)?;
         self.push_or_merge_in(name, &store, &keys, true, rounds, ops)
     }
@@ -158,9 +243,9 @@ impl Vault {
     /// publishes the merge. Refused, changing nothing, if the remote's history does not
     /// contain this vault's last commit (a rollback of the remote).
     ///
-    /// Reports progress as [`Vault::push`] does; `ops`'s interrupt is checked before
+    /// Reports progress as [`Remote::push`] does; `ops`'s interrupt is checked before
     /// the pull starts.
-    pub fn pull(&self, name: &str, ops: &Ops<'_>) -> Result<PullOutcome> {
+    pub(super) fn pull(&self, name: &str, ops: &Ops<'_>) -> Result<PullOutcome> {
         ops.check()?;
         let (_, store, keys) = self.remote_parts(name)?;
         self.pull_in(name, &store, &keys, &remote_progress(ops))
@@ -251,7 +336,7 @@ impl Vault {
     }
 
     /// The commits of remote `name`, newest first (at most `limit`).
-    pub fn remote_log(&self, name: &str, limit: usize) -> Result<Vec<CommitInfo>> {
+    pub(super) fn remote_log(&self, name: &str, limit: usize) -> Result<Vec<CommitInfo>> {
         let (_, store, keys) = self.remote_parts(name)?;
         let Some((head, _)) = push::read_ref(&store, &keys)? else { return Ok(Vec::new()) };
         Ok(pull::log(&store, &keys, &head, limit)?
@@ -273,7 +358,7 @@ impl Vault {
     /// whose `origin` is then behind the remote: `pull` brings it forward): the remote's
     /// key slots become the new file's, so `secret` (any secret that opens the original
     /// vault) opens both. The remote is recorded as [`remote::ORIGIN`]. A failed clone
-    /// leaves no file behind. Reports progress as [`Vault::pull`] does.
+    /// leaves no file behind. Reports progress as [`Remote::pull`] does.
     pub fn clone_remote(
         url: &str,
         endpoint: Option<&str>,

@@ -18,7 +18,7 @@ const PUSHES_PER_ROUND: usize = 3;
 /// The lease lasts this many intervals.
 const LEASE_INTERVALS: u32 = 6;
 
-/// What [`Vault::replicator`] found.
+/// What [`Remote::replicator`](super::remote::Remote::replicator) found.
 pub enum ReplicatorStart<'v> {
     /// The lease is ours: run rounds.
     Holding(Box<Replicator<'v>>),
@@ -56,7 +56,7 @@ impl Vault {
     /// Takes the lease of remote `name` for continuous replication every `every` (the
     /// lease lasts six intervals, at least a minute, and is renewed as rounds go), or
     /// says who holds it.
-    pub fn replicator(&self, name: &str, every: Duration) -> Result<ReplicatorStart<'_>> {
+    pub(super) fn replicator(&self, name: &str, every: Duration) -> Result<ReplicatorStart<'_>> {
         let (state, store, keys) = self.remote_parts(name)?;
         let ttl = (every * LEASE_INTERVALS).max(Duration::from_secs(60));
         let ttl_ns = i64::try_from(ttl.as_nanos()).unwrap_or(i64::MAX / 2);
@@ -77,7 +77,7 @@ impl Vault {
     }
 
     /// Who holds the lease of remote `name` now, if anyone.
-    pub fn lease_holder(&self, name: &str) -> Result<Option<LeaseHolder>> {
+    pub(super) fn lease_holder(&self, name: &str) -> Result<Option<LeaseHolder>> {
         let (_, store, keys) = self.remote_parts(name)?;
         lease::holder(&store, &keys)
     }
@@ -87,7 +87,7 @@ impl Replicator<'_> {
     /// One round: renew the lease when a third of its time has passed (an error if it
     /// was lost to another replicator), push, and while the remote is ahead pull
     /// (merge) and push again, up to three pushes.
-    /// Progress as [`Vault::push`]'s.
+    /// Progress as [`Remote::push`](super::remote::Remote::push)'s.
     pub fn round(&mut self, ops: &Ops<'_>) -> Result<Round> {
         let lease = self.lease.as_mut().ok_or_else(|| Error::InvalidArgument { what: "lease released".into() })?;
         let now = crate::fs::tree::now_ns();
