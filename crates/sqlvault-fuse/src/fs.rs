@@ -673,7 +673,7 @@ impl VaultFs {
         let synced = vault.sync();
         let stream = self.dirs.get(fh)?;
         let seen = stream.losses_seen.load(Ordering::SeqCst);
-        if let Some((now, e)) = vault.deferred_loss_since(seen) {
+        if let Some((now, e)) = vault.inodes().deferred_loss_since(seen) {
             if stream.losses_seen.compare_exchange(seen, now, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
                 return Err(e.into());
             }
@@ -710,7 +710,7 @@ impl VaultFs {
         if self.attr_of(Node::from_id(ino.0))?.kind != FileType::Dir {
             return Err(FsError::Vault(Error::NotADirectory { path: format!("inode {}", ino.0) }));
         }
-        let losses_seen = AtomicU64::new(self.vault()?.deferred_losses());
+        let losses_seen = AtomicU64::new(self.vault()?.inodes().deferred_losses());
         Ok(self.dirs.insert(DirStream { ino, state: Mutex::new(DirState::default()), losses_seen }))
     }
 
@@ -869,7 +869,7 @@ impl VaultFs {
         // What `df` reports includes every change made so far (the commit window's too).
         // A failed commit (a full disk) is not statfs's to report: `df` must still show
         // the full disk; the loss reaches the files and directories that depended on it.
-        let _ = self.vault()?.commit_deferred();
+        let _ = self.vault()?.inodes().commit_deferred();
         let path = CString::new(self.host_dir.as_os_str().as_bytes()).map_err(|_| FsError::Errno(libc::EINVAL))?;
         // SAFETY: an all-zero statvfs is a valid value of this plain C struct.
         let mut st: libc::statvfs = unsafe { std::mem::zeroed() };

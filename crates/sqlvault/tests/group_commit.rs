@@ -243,12 +243,12 @@ fn a_window_lost_on_a_full_disk_reaches_every_handle_that_depended_on_it() {
     // Freed at the end, to show writing continues.
     let filler = fs.0.path().join("filler");
     std::fs::write(&filler, vec![1u8; 2_200_000]).unwrap();
-    v.set_commit_window(Some(Duration::from_secs(600))).unwrap();
+    v.inodes().set_commit_window(Some(Duration::from_secs(600))).unwrap();
 
     let synced = v.create_file("/synced").unwrap();
     synced.write_at(0, b"durable").unwrap();
     synced.sync_all().unwrap();
-    let mark = v.deferred_losses();
+    let mark = v.inodes().deferred_losses();
 
     // Files answered one by one, committed a few at a time, until a commit fails.
     let mut kept = Vec::new();
@@ -259,7 +259,7 @@ fn a_window_lost_on_a_full_disk_reaches_every_handle_that_depended_on_it() {
         let h = v.create_file(&name).unwrap();
         h.write_at(0, &content(i, 3).repeat(200)).unwrap();
         h.commit().unwrap(); // answered: in the open batch, not committed
-        match v.commit_deferred() {
+        match v.inodes().commit_deferred() {
             Ok(()) => kept.push((name, h.ino())),
             Err(e) => {
                 assert!(matches!(e, Error::DiskFull), "{e:?}");
@@ -268,8 +268,8 @@ fn a_window_lost_on_a_full_disk_reaches_every_handle_that_depended_on_it() {
         }
     };
     assert!(!kept.is_empty());
-    assert_eq!(v.deferred_losses(), mark + 1);
-    assert!(v.commit_deferred().is_ok(), "the one-shot report was taken above");
+    assert_eq!(v.inodes().deferred_losses(), mark + 1);
+    assert!(v.inodes().commit_deferred().is_ok(), "the one-shot report was taken above");
 
     // The lost file's handle: gone because of the loss, and says so.
     let lost_ino = lost.ino();

@@ -1,10 +1,10 @@
 //! New files held in memory from `create` to their first `flush`, so that a small file
 //! written through the mount (`create`, `write`s, `close`) costs one commit: its name,
-//! inode, content and times go in together ([`Vault::create_whole_file`]) instead of a
+//! inode, content and times go in together ([`Inodes::create_whole_file`](sqlvault::inodes::Inodes::create_whole_file)) instead of a
 //! commit for the empty file and another for its content.
 //!
 //! The kernel is told the file's attributes and an inode number reserved in advance
-//! (a block of them per commit, [`Vault::reserve_inodes`]); until the commit the file
+//! (a block of them per commit, [`Inodes::reserve`](sqlvault::inodes::Inodes::reserve)); until the commit the file
 //! exists only here. Nothing served by this mount can observe the difference:
 //! * `write`, `flush`, `fsync`, `release` of its own handle, `getattr` and `setattr`
 //!   of its inode (answered from memory, except a size change), `lookup` of other
@@ -202,7 +202,7 @@ impl VaultFs {
             ctime_ns: now,
             flags,
             content: Vec::new(),
-            losses: vault.deferred_losses(),
+            losses: vault.inodes().deferred_losses(),
         };
         let attr = file.attr();
         let fh = self.files.reserve();
@@ -365,7 +365,7 @@ impl VaultFs {
         if !matches!(e, sqlvault::Error::StaleHandle | sqlvault::Error::NotFound { .. }) {
             return e;
         }
-        match self.vault().ok().and_then(|v| v.deferred_loss_since(mark)) {
+        match self.vault().ok().and_then(|v| v.inodes().deferred_loss_since(mark)) {
             Some((_, lost)) => lost,
             None => e,
         }

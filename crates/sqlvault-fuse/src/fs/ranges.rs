@@ -1,6 +1,6 @@
 //! `fallocate`, `lseek` with `SEEK_DATA`/`SEEK_HOLE`, and `copy_file_range` sharing
-//! chunks: the mount's side of the vault's range operations (`Vault::allocate`,
-//! `Vault::seek`, `Vault::clone_range`). Holes cost nothing in a vault, so
+//! chunks: the mount's side of the vault's range operations (`Inodes::allocate`,
+//! `Inodes::seek`, `Inodes::clone_range`). Holes cost nothing in a vault, so
 //! preallocation only sets the size, and punched or zeroed ranges free whole chunks.
 //!
 //! `FICLONE`/`FICLONERANGE` never reach a FUSE file system (the kernel's FUSE client

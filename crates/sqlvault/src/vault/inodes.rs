@@ -167,6 +167,41 @@ impl<'a> Inodes<'a> {
         self.vault.engine().write(|tx| xattr::remove(tx, ino, name))
     }
 
+    /// Lets this vault handle's writes share commits over a time window, as a kernel file
+    /// system delays its metadata writes: with `Some(window)`, a write returns once
+    /// applied (its errors already checked) and commits with the writes that follow it
+    /// within `window`, or earlier at [`Vault::sync`], [`Inodes::commit_deferred`] or
+    /// [`Vault::close`]. Reads through this handle (and its clones) see every returned
+    /// write at once; other processes see it after the commit; a crash may lose the
+    /// last window's writes, never part of one. `None` (the default) commits every
+    /// write before it returns. Has no effect with `Durability::Full` or read-only.
+    /// Used by the FUSE mount.
+    pub fn set_commit_window(&self, window: Option<std::time::Duration>) -> Result<()> {
+        self.vault.engine().set_commit_window(window)
+    }
+
+    /// Commits the writes the commit window holds (see [`Inodes::set_commit_window`])
+    /// now, without waiting for a sync to disk; reports a deferred commit that failed.
+    pub fn commit_deferred(&self) -> Result<()> {
+        self.vault.engine().commit_deferred()
+    }
+
+    /// How many batches of the commit window were lost so far (their commit failed
+    /// after their callers were answered, e.g. on a full disk): a mark to pass to
+    /// [`Inodes::deferred_loss_since`] later. A [`crate::FileHandle`] keeps such marks itself.
+    pub fn deferred_losses(&self) -> u64 {
+        self.vault.engine().deferred_losses()
+    }
+
+    /// If a batch of the commit window was lost after `mark` (a value of
+    /// [`Inodes::deferred_losses`]): the error of the latest one, and the mark to use from
+    /// now on. Unlike the report of [`Vault::sync`], every holder of an older mark hears
+    /// of it, as every descriptor of a file hears of a kernel file system's writeback
+    /// error.
+    pub fn deferred_loss_since(&self, mark: u64) -> Option<(u64, Error)> {
+        self.vault.engine().deferred_loss_since(mark)
+    }
+
     /// Ids, names and creation times of every snapshot (cheap: no sizes), oldest first.
     pub fn snapshot_names(&self) -> Result<Vec<(SnapshotId, String, i64)>> {
         self.vault.engine().read(snapshot::names)

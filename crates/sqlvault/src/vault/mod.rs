@@ -273,41 +273,6 @@ impl Vault {
         self.engine().sync()
     }
 
-    /// Lets this handle's writes share commits over a time window, as a kernel file
-    /// system delays its metadata writes: with `Some(window)`, a write returns once
-    /// applied (its errors already checked) and commits with the writes that follow it
-    /// within `window`, or earlier at [`Vault::sync`], [`Vault::commit_deferred`] or
-    /// [`Vault::close`]. Reads through this handle (and its clones) see every returned
-    /// write at once; other processes see it after the commit; a crash may lose the
-    /// last window's writes, never part of one. `None` (the default) commits every
-    /// write before it returns. Has no effect with `Durability::Full` or read-only.
-    /// Used by the FUSE mount.
-    pub fn set_commit_window(&self, window: Option<std::time::Duration>) -> Result<()> {
-        self.engine().set_commit_window(window)
-    }
-
-    /// Commits the writes the commit window holds (see [`Vault::set_commit_window`])
-    /// now, without waiting for a sync to disk; reports a deferred commit that failed.
-    pub fn commit_deferred(&self) -> Result<()> {
-        self.engine().commit_deferred()
-    }
-
-    /// How many batches of the commit window were lost so far (their commit failed
-    /// after their callers were answered, e.g. on a full disk): a mark to pass to
-    /// [`Vault::deferred_loss_since`] later. A [`crate::FileHandle`] keeps such marks itself.
-    pub fn deferred_losses(&self) -> u64 {
-        self.engine().deferred_losses()
-    }
-
-    /// If a batch of the commit window was lost after `mark` (a value of
-    /// [`Vault::deferred_losses`]): the error of the latest one, and the mark to use from
-    /// now on. Unlike the report of [`Vault::sync`], every holder of an older mark hears
-    /// of it, as every descriptor of a file hears of a kernel file system's writeback
-    /// error.
-    pub fn deferred_loss_since(&self, mark: u64) -> Option<(u64, Error)> {
-        self.engine().deferred_loss_since(mark)
-    }
-
     /// Closes this handle on the vault. The last handle first wipes the bytes of
     /// deleted content still waiting for the background reclaimer (on a full disk, the
     /// next writable open does), then checkpoints the WAL into the vault file.
