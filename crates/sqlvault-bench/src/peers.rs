@@ -60,7 +60,7 @@ pub struct PeersArgs {
     pub no_tools: bool,
     /// The sqlvault mount's commit window in milliseconds (`sqlvault mount
     /// --commit-window-ms`; 0 commits every operation before answering it).
-    #[arg(long, value_name = "MS", default_value_t = sqlvault_fuse::SUGGESTED_COMMIT_WINDOW.as_millis() as u64)]
+    #[arg(long, value_name = "MS", default_value_t = sqlvault_fuse::DEFAULT_COMMIT_WINDOW.as_millis() as u64)]
     pub commit_window_ms: u64,
     /// Scratch directory, on the disk to measure (not tmpfs) [default: RESULTS_DIR/tmp].
     #[arg(long)]
@@ -400,7 +400,7 @@ pub struct ServeMountArgs {
     #[arg(long)]
     pub mountpoint: PathBuf,
     /// The mount's commit window, milliseconds.
-    #[arg(long, default_value_t = sqlvault_fuse::SUGGESTED_COMMIT_WINDOW.as_millis() as u64)]
+    #[arg(long, default_value_t = sqlvault_fuse::DEFAULT_COMMIT_WINDOW.as_millis() as u64)]
     pub commit_window_ms: u64,
 }
 

@@ -258,7 +258,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
             let v = Vault::open(&spec.source, &Secret::passphrase(PASSPHRASE), EngineConfig::default())?;
             let name = spec.bucket.clone();
             v.remote_add(&name, &format!("s3://{}/v", spec.bucket), Some(&spec.endpoint))?;
-            let r = v.push(&name)?;
+            let r = v.remote(&name).push(&sqlvault::Ops::default())?;
             v.close()?;
             out.add("transfer", m.stop(spec.bytes as f64)?);
             out.notes.insert("outcome".into(), format!("{r:?}"));
@@ -272,7 +272,8 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
                 &spec.dest,
                 &Secret::passphrase(PASSPHRASE),
                 EngineConfig::default(),
-                &|_| {},
+                &sqlvault::remote::At::Newest,
+                &sqlvault::Ops::default(),
             )?;
             v.close()?;
             out.add("transfer", m.stop(spec.bytes as f64)?);

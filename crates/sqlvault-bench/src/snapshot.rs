@@ -121,20 +121,20 @@ fn one(args: &SnapshotArgs, dir: &std::path::Path, rep: u32) -> Result<Rep> {
         crate::bail!("the snapshot lists {:?}, expected {} files", listed.first().map(|s| s.files), args.files);
     }
     let t = Instant::now();
-    let restored = v.restore("bench", "/", Some("/restored")).context("restore")?;
+    let restored = v.restore("bench", "/", Some("/restored"), &sqlvault::Ops::default()).context("restore")?;
     let restore_s = t.elapsed().as_secs_f64();
     if restored.files != args.files {
         crate::bail!("restored {} files, expected {}", restored.files, args.files);
     }
-    v.remove_dir_all("/restored").context("rm -r /restored")?;
+    v.remove_dir_all("/restored", &sqlvault::Ops::default()).context("rm -r /restored")?;
     let t = Instant::now();
-    v.remove_snapshot("bench").context("snapshot rm")?;
+    v.remove_snapshot("bench", &sqlvault::Ops::default()).context("snapshot rm")?;
     let remove_s = t.elapsed().as_secs_f64();
-    let fsck = v.fsck().context("fsck")?;
+    let fsck = v.fsck(&sqlvault::Ops::default()).context("fsck")?;
     if !fsck.is_clean() {
         crate::bail!("fsck found problems: {:?}", fsck.problems);
     }
-    v.compact(&|_, _| {}).context("compact")?;
+    v.compact(&sqlvault::Ops::default()).context("compact")?;
     v.close().context("close")?;
     let after = file_len(&path);
     std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;

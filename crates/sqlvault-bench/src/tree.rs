@@ -135,7 +135,7 @@ fn put(v: &Vault, src: &Path, dest: &str) -> Result<u64> {
                 ..Default::default()
             };
             let input = fs::File::open(f.path()).context("open")?;
-            v.replace_file(&vpath, m.len(), input, &stamp, &stop, &mut |_| {})?;
+            v.replace_file(&vpath, m.len(), input, &stamp, &sqlvault::Ops::default().interrupt(&stop))?;
             copied += 1;
         }
     }
@@ -239,7 +239,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     fs::remove_dir_all(&back).context("cannot remove the exported tree")?;
 
     let m = start()?;
-    let f = v.fsck()?;
+    let f = v.fsck(&sqlvault::Ops::default())?;
     finish(&mut out, "fsck", m, n)?;
     if !f.is_clean() {
         crate::bail!("fsck found problems: {:?}", f.problems);
@@ -249,17 +249,17 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     // Change the live tree a little, then bring the snapshot back over it.
     v.write_file("/t/d0/new", b"new")?;
     let m = start()?;
-    let r = v.restore("s", "/t", None)?;
+    let r = v.restore("s", "/t", None, &sqlvault::Ops::default())?;
     finish(&mut out, "restore_replace", m, n)?;
     check("restore", r.files, spec.files)?;
     let m = start()?;
-    let r = v.remove_dir_all_with("/t", &Interrupt::new(), &|_, _| {})?;
+    let r = v.remove_dir_all("/t", &sqlvault::Ops::default())?;
     finish(&mut out, "rm_r", m, n)?;
     check("rm -r", r.files, spec.files)?;
     let m = start()?;
-    v.remove_snapshot("s")?;
+    v.remove_snapshot("s", &sqlvault::Ops::default())?;
     finish(&mut out, "snapshot_rm", m, n)?;
-    let f = v.fsck()?;
+    let f = v.fsck(&sqlvault::Ops::default())?;
     if !f.is_clean() {
         crate::bail!("fsck found problems after the removals: {:?}", f.problems);
     }

@@ -21,7 +21,7 @@ pub fn fsck_command(ctx: &Ctx, vault: &Path, json: bool, repair: bool) -> Result
         }
     }
     let bar = progress::FsckBar::new();
-    let r = v.fsck_with(&|p| bar.show(p));
+    let r = v.fsck(&sqlvault::Ops::default().progress(&|p| bar.show(p)));
     bar.pb.finish_and_clear();
     let r = r?;
     if json {

@@ -80,14 +80,17 @@ fn walk_dir(
 ) -> Result<bool, CliError> {
     let mut after: Option<Vec<u8>> = None;
     loop {
-        let page = v.list(dir, after.as_deref(), PAGE)?;
+        let page = v.inodes().list(dir, after.as_deref(), PAGE)?;
         let Some(last) = page.last() else { return Ok(true) };
         after = Some(last.name.clone());
         for e in &page {
             let n = String::from_utf8_lossy(&e.name);
             let path = format!("{shown}/{n}");
             let name_ok = name.is_none_or(|g| g.is_match(&*n));
-            if name_ok && (times.is_empty() || times.matches(v.attr(e.ino)?.mtime_ns)) && !out(&path, e.ino, e.kind)? {
+            if name_ok
+                && (times.is_empty() || times.matches(v.inodes().attr(e.ino)?.mtime_ns))
+                && !out(&path, e.ino, e.kind)?
+            {
                 return Ok(false);
             }
             if e.kind == FileType::Dir && !walk_dir(v, e.ino, &path, name, times, out)? {
@@ -112,7 +115,7 @@ pub fn by_tags(v: &Vault, dir: &str, q: &Query, times: Times, json: bool) -> Res
     let mut failed = None;
     let mut open = true;
     v.find_each(dir, q, |f| {
-        if !times.is_empty() && !times.matches(v.attr(f.ino)?.mtime_ns) {
+        if !times.is_empty() && !times.matches(v.inodes().attr(f.ino)?.mtime_ns) {
             return Ok(true);
         }
         let written = if json {

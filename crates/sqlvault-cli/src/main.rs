@@ -786,9 +786,9 @@ fn collect(
     for e in transfer::list_all(v, dir)? {
         let name = String::from_utf8_lossy(&e.name).into_owned();
         let p = sqlvault::join_path(shown, &name);
-        let attr = v.attr(e.ino)?;
+        let attr = v.inodes().attr(e.ino)?;
         let target = (e.kind == FileType::Symlink)
-            .then(|| v.read_link_ino(e.ino).map(|t| String::from_utf8_lossy(&t).into_owned()))
+            .then(|| v.inodes().read_link(e.ino).map(|t| String::from_utf8_lossy(&t).into_owned()))
             .transpose()?;
         if !each(LsEntry { path: p.clone(), name, attr, target })? {
             return Ok(false);

@@ -105,39 +105,38 @@ pub fn spinner(what: &str) -> ProgressBar {
 pub struct FsckBar {
     /// The bar itself (cleared when the check ends).
     pub pb: ProgressBar,
-    phase: std::cell::Cell<Option<sqlvault::FsckPhase>>,
+    phase: std::sync::Mutex<&'static str>,
 }
 
 impl FsckBar {
     /// A bar, hidden unless standard error is a terminal.
     pub fn new() -> FsckBar {
-        FsckBar { pb: spinner("checking"), phase: std::cell::Cell::new(None) }
+        FsckBar { pb: spinner("checking"), phase: std::sync::Mutex::new("") }
     }
 
     /// Shows where `fsck` is: the pages of SQLite's structure check, then chunks and
     /// bytes hashed (rate, ETA), then the reference, tree and snapshot checks.
-    pub fn show(&self, p: &sqlvault::FsckProgress) {
-        use sqlvault::FsckPhase;
+    pub fn show(&self, p: &sqlvault::Progress) {
         let style = |t: &str| ProgressStyle::with_template(t).unwrap_or_else(|_| ProgressStyle::default_bar());
         let pb = &self.pb;
-        let new_phase = self.phase.replace(Some(p.phase)) != Some(p.phase);
+        let new_phase =
+            std::mem::replace(&mut *self.phase.lock().unwrap_or_else(|e| e.into_inner()), p.phase) != p.phase;
         match p.phase {
-            FsckPhase::Structure => {
+            "structure" => {
                 if new_phase {
                     pb.set_style(style("{spinner} checking the database structure: {msg} {elapsed}"));
                 }
                 pb.set_message(format!("{} pages", p.total));
             }
-            FsckPhase::Chunks => {
+            "chunks" => {
                 if new_phase {
                     pb.set_style(style(
-                        "{spinner} checking chunks: {msg} {bytes}/{total_bytes} {bytes_per_sec} [{wide_bar}] {elapsed} ETA {eta}",
+                        "{spinner} checking chunks: {bytes}/{total_bytes} {bytes_per_sec} [{wide_bar}] {elapsed} ETA {eta}",
                     ));
                     pb.reset_eta();
                 }
-                pb.set_length(p.bytes_total);
-                pb.set_position(p.bytes);
-                pb.set_message(format!("{}/{} chunks", p.done, p.total));
+                pb.set_length(p.total);
+                pb.set_position(p.done);
             }
             _ => {
                 if new_phase {
@@ -177,10 +176,11 @@ pub fn remove_dir_all(v: &sqlvault::Vault, path: &str) -> Result<(), CliError> {
     let start = Instant::now();
     let stop = interrupt();
     let pb = count_bar("removing");
-    let r = v.remove_dir_all_with(path, &stop, &|done, total| {
-        pb.set_length(total);
-        pb.set_position(done);
-    });
+    let progress = |p: &sqlvault::Progress| {
+        pb.set_length(p.total);
+        pb.set_position(p.done);
+    };
+    let r = v.remove_dir_all(path, &sqlvault::Ops::default().progress(&progress).interrupt(&stop));
     pb.finish_and_clear();
     match r {
         Ok(s) => {
@@ -210,9 +210,8 @@ pub fn restore(
 ) -> Result<sqlvault::RestoreSummary, CliError> {
     let stop = interrupt();
     let pb = spinner(&format!("restoring {name}:{path}"));
-    let r = v.restore_with(name, path, to, &stop, &|s| {
-        pb.set_message(format!("{} files, {}", s.files + s.directories + s.symlinks, bytes(s.bytes)));
-    });
+    let progress = |p: &sqlvault::Progress| pb.set_message(format!("{} files, {}", p.done, bytes(p.bytes)));
+    let r = v.restore(name, path, to, &sqlvault::Ops::default().progress(&progress).interrupt(&stop));
     pb.finish_and_clear();
     r.map_err(|e| {
         if sqlvault::is_interrupted(&e) {
@@ -230,7 +229,7 @@ pub fn restore(
 pub fn remove_snapshot(v: &sqlvault::Vault, name: &str) -> Result<u64, CliError> {
     let stop = interrupt();
     let pb = spinner(&format!("removing snapshot {name}"));
-    let r = v.remove_snapshot_with(name, &stop);
+    let r = v.remove_snapshot(name, &sqlvault::Ops::default().interrupt(&stop));
     pb.finish_and_clear();
     r.map_err(|e| {
         if sqlvault::is_interrupted(&e) {

@@ -10,7 +10,8 @@ use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::time::Duration;
 
-use sqlvault::remote::{At, Progress, PullOutcome, PushOutcome};
+use sqlvault::remote::{At, PullOutcome, PushOutcome};
+use sqlvault::{Ops, Progress};
 use sqlvault::{ReplicatorStart, Vault};
 
 use crate::{print_json, progress, secret, ui, CliError, Ctx, Exit};
@@ -176,8 +177,8 @@ fn bar(quiet: bool) -> ProgressBar {
     pb
 }
 
-fn on_progress(pb: &ProgressBar) -> impl Fn(Progress) + '_ {
-    move |p: Progress| {
+fn on_progress(pb: &ProgressBar) -> impl Fn(&Progress) + Sync + '_ {
+    move |p: &Progress| {
         pb.set_message(p.phase);
         pb.set_length(p.total);
         pb.set_position(p.done);
@@ -207,7 +208,7 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<Exit, CliError> {
         RemoteTop::Remote(RemoteCommand::Prune(args)) => return prune(ctx, args),
         RemoteTop::Remote(RemoteCommand::Log { vault, name, limit, json }) => {
             let v = ctx.open(&vault)?;
-            let log = v.remote_log(&name, limit)?;
+            let log = v.remote(&name).log(limit)?;
             if json {
                 print_json(&log)?;
             } else {
@@ -229,9 +230,11 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<Exit, CliError> {
             let v = ctx.open(&vault)?;
             let pb = bar(json);
             let r = if pull {
-                v.push_or_merge(&name, rounds, &on_progress(&pb)).map(|done| (done.outcome, done.pulls))
+                v.remote(&name)
+                    .push_or_merge(rounds, &Ops::default().progress(&on_progress(&pb)))
+                    .map(|done| (done.outcome, done.pulls))
             } else {
-                v.push_with_progress(&name, &on_progress(&pb)).map(|o| (o, Vec::new()))
+                v.remote(&name).push(&Ops::default().progress(&on_progress(&pb))).map(|o| (o, Vec::new()))
             };
             pb.finish_and_clear();
             let (outcome, pulls) = match r {
@@ -271,7 +274,7 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<Exit, CliError> {
         RemoteTop::Pull { vault, name, json } => {
             let v = ctx.open(&vault)?;
             let pb = bar(json);
-            let outcome = v.pull_with_progress(&name, &on_progress(&pb))?;
+            let outcome = v.remote(&name).pull(&Ops::default().progress(&on_progress(&pb)))?;
             pb.finish_and_clear();
             v.close()?;
             if json {
@@ -287,14 +290,14 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<Exit, CliError> {
             };
             let secret = secret::existing(&ctx.secret)?;
             let pb = bar(json);
-            let v = Vault::clone_remote_at(
+            let v = Vault::clone_remote(
                 &url,
                 endpoint.as_deref(),
                 &dest,
                 &secret,
                 ctx.config.clone(),
                 &at,
-                &on_progress(&pb),
+                &Ops::default().progress(&on_progress(&pb)),
             )?;
             pb.finish_and_clear();
             let head = v.remotes()?.into_iter().next().and_then(|r| r.head);
@@ -329,7 +332,7 @@ fn prune(ctx: &Ctx, a: PruneArgs) -> Result<Exit, CliError> {
     let v = ctx.open(&a.vault)?;
     let stop = crate::progress::interrupt();
     let pb = bar(a.json);
-    let r = v.remote_prune_with(&a.name, &options, &stop, &on_progress(&pb));
+    let r = v.remote(&a.name).prune(&options, &Ops::default().progress(&on_progress(&pb)).interrupt(&stop));
     pb.finish_and_clear();
     v.close()?;
     let s = match r {
@@ -375,7 +378,7 @@ pub fn restore_at(
     let v = ctx.open(vault)?;
     let stop = crate::progress::interrupt();
     let pb = bar(json);
-    let r = v.restore_remote_with(remote, &at, path, to, &stop, &on_progress(&pb));
+    let r = v.restore_remote(remote, &at, path, to, &Ops::default().progress(&on_progress(&pb)).interrupt(&stop));
     pb.finish_and_clear();
     v.close()?;
     let dest = to.unwrap_or(path);
@@ -468,7 +471,7 @@ fn replicate(
 ) -> Result<Exit, CliError> {
     let stop = progress::interrupt();
     let v = ctx.open(vault)?;
-    let mut rep = match v.replicator(name, every)? {
+    let mut rep = match v.remote(name).replicator(every)? {
         ReplicatorStart::Holding(r) => *r,
         ReplicatorStart::Busy(h) => {
             eprintln!(
@@ -485,7 +488,7 @@ fn replicate(
         if stop.is_set() {
             break Ok(());
         }
-        let round = match rep.round(&|_| {}) {
+        let round = match rep.round(&Ops::default()) {
             Ok(r) => r,
             Err(e) => break Err(e),
         };

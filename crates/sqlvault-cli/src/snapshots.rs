@@ -239,10 +239,10 @@ pub fn compact(ctx: &Ctx, vault: PathBuf) -> Result<(), CliError> {
     if !crate::secret::is_terminal() {
         pb.set_draw_target(ProgressDrawTarget::hidden());
     }
-    let r = v.compact(&|done, total| {
-        pb.set_length(total);
-        pb.set_position(done);
-    });
+    let r = v.compact(&sqlvault::Ops::default().progress(&|p| {
+        pb.set_length(p.total);
+        pb.set_position(p.done);
+    }));
     pb.finish_and_clear();
     let r = r?;
     v.close()?;

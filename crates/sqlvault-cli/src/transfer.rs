@@ -157,11 +157,11 @@ fn is_not_found(e: &sqlvault::Error) -> bool {
 }
 
 /// Every entry of directory `dir` with its raw name bytes, in name order.
-pub fn list_all(vault: &Vault, dir: sqlvault::InodeId) -> Result<Vec<sqlvault::Entry>, CliError> {
+pub fn list_all(vault: &Vault, dir: sqlvault::InodeId) -> Result<Vec<sqlvault::inodes::Entry>, CliError> {
     const PAGE: usize = 512;
-    let mut out: Vec<sqlvault::Entry> = Vec::new();
+    let mut out: Vec<sqlvault::inodes::Entry> = Vec::new();
     loop {
-        let page = vault.list(dir, out.last().map(|e| e.name.as_slice()), PAGE)?;
+        let page = vault.inodes().list(dir, out.last().map(|e| e.name.as_slice()), PAGE)?;
         let done = page.len() < PAGE;
         out.extend(page);
         if done {
@@ -357,7 +357,7 @@ impl Put<'_> {
         if self.args.dry_run {
             self.note(format!("would delete {dest}{}", if kind == FileType::Dir { "/" } else { "" }))?;
         } else if kind == FileType::Dir {
-            self.vault.remove_dir_all_with(dest, &self.stop, &|_, _| {}).map_err(from_lib)?;
+            self.vault.remove_dir_all(dest, &sqlvault::Ops::default().interrupt(&self.stop)).map_err(from_lib)?;
         } else {
             self.vault.remove_file(dest)?;
         }
@@ -577,9 +577,21 @@ impl Put<'_> {
             ..Default::default()
         };
         let pb = self.pb.clone();
+        // The library reports bytes stored so far in this file; the bar counts all files.
+        let shown = std::sync::atomic::AtomicU64::new(0);
+        let progress = |p: &sqlvault::Progress| {
+            let before = shown.swap(p.done, std::sync::atomic::Ordering::Relaxed);
+            pb.inc(p.done.saturating_sub(before));
+        };
         let n = self
             .vault
-            .replace_file(dest, meta.len(), input, &stamp, &self.stop, &mut |n| pb.inc(n))
+            .replace_file(
+                dest,
+                meta.len(),
+                input,
+                &stamp,
+                &sqlvault::Ops::default().progress(&progress).interrupt(&self.stop),
+            )
             .map_err(from_lib)?;
         self.current = None;
         self.count_file(n);
@@ -649,7 +661,7 @@ fn vault_total(vault: &Vault, ino: sqlvault::InodeId, rel: &str, ex: &GlobSet, a
         match e.kind {
             FileType::Dir => vault_total(vault, e.ino, &r, ex, acc),
             FileType::File => {
-                acc.0 += vault.attr(e.ino).map(|a| a.size).unwrap_or(0);
+                acc.0 += vault.inodes().attr(e.ino).map(|a| a.size).unwrap_or(0);
                 acc.1 += 1;
             }
             _ => {}

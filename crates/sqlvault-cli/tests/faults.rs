@@ -255,7 +255,7 @@ fn write_behind_onto_a_full_disk_reports_it_and_loses_no_byte() {
     f.sync_all().unwrap();
     f.close().unwrap();
     assert_eq!(v.read_file("/big").unwrap(), data);
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
     drop(v);
     let v = Vault::open(&vault, &Secret::passphrase("pw"), EngineConfig::default()).unwrap();
     assert_eq!(v.read_file("/big").unwrap(), data);
@@ -288,7 +288,7 @@ fn deleted_content_waits_for_its_wipe_on_a_full_disk_and_close_still_succeeds() 
     std::thread::sleep(std::time::Duration::from_millis(1500)); // the reclaimer tries, and fails
     assert!(v.info().unwrap().pending_wipe_bytes >= 4 << 20, "wiped with no room for it?");
     assert_eq!(v.read_file("/kept").unwrap(), pattern(4, 100_000));
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
     v.close().expect("a close that cannot wipe leaves the rest to the next open");
     std::fs::remove_file(&filler).unwrap();
     let v = Vault::open(&vault, &pass, EngineConfig::default()).unwrap();
@@ -298,7 +298,7 @@ fn deleted_content_waits_for_its_wipe_on_a_full_disk_and_close_still_succeeds() 
     }
     assert_eq!(v.info().unwrap().pending_wipe_bytes, 0);
     assert_eq!(v.read_file("/kept").unwrap(), pattern(4, 100_000));
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 /// Leaves a WAL next to the vault, as a writer that is still running (or was killed)

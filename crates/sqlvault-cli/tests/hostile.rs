@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use sqlvault::{EngineConfig, InodeId, NewNode, Secret, Vault};
+use sqlvault::{EngineConfig, InodeId, Secret, Vault};
+
+use sqlvault::inodes::NewNode;
 
 fn sqlvault() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_sqlvault"));
@@ -213,14 +215,14 @@ fn non_utf8_names_from_the_mount_are_listed_and_skipped_by_get_not_fatal() {
         let lib = Vault::open(&vault, &Secret::passphrase("pw"), EngineConfig::default()).unwrap();
         lib.write_file("/ok.txt", b"fine").unwrap();
         let node = || NewNode { kind: sqlvault::FileType::File, perm: 0o644, uid: 0, gid: 0, target: None };
-        lib.create_node(InodeId::ROOT, b"bad-\xff\xfe", node()).unwrap();
+        lib.inodes().create(InodeId::ROOT, b"bad-\xff\xfe", node()).unwrap();
         // Names with '/' or NUL, '.' and '..' are refused whatever the API.
         for bad in [&b"a/b"[..], b"a\0b", b"..", b".", b""] {
-            let e = lib.create_node(InodeId::ROOT, bad, node()).unwrap_err();
+            let e = lib.inodes().create(InodeId::ROOT, bad, node()).unwrap_err();
             assert!(matches!(e, sqlvault::Error::InvalidPath { .. }), "{bad:?}: {e:?}");
         }
         let long = vec![b'n'; 256];
-        assert!(matches!(lib.create_node(InodeId::ROOT, &long, node()), Err(sqlvault::Error::NameTooLong { .. })));
+        assert!(matches!(lib.inodes().create(InodeId::ROOT, &long, node()), Err(sqlvault::Error::NameTooLong { .. })));
     }
     let v = vault.to_str().unwrap();
     let ls = run(&["ls", v, "/"]);

@@ -193,7 +193,7 @@ fn four_processes_write_at_once_and_the_union_survives() {
     for (p, data) in &acked {
         assert_eq!(&lib.read_file(p).unwrap(), data, "{p}");
     }
-    let report = lib.fsck().unwrap();
+    let report = lib.fsck(&sqlvault::Ops::default()).unwrap();
     assert!(report.is_clean(), "{:?}", report.problems);
     // Exactly the union: nothing else appeared.
     let count = |d: &str| lib.read_dir(d).unwrap().len();

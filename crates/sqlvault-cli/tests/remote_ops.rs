@@ -110,16 +110,17 @@ fn a_push_during_a_prune_exits_7_and_goes_through_after() {
         let va = &va;
         let pruner = s.spawn(move || {
             let once = std::sync::Once::new();
-            let progress = |p: sqlvault::remote::Progress| {
+            let go_rx = std::sync::Mutex::new(go_rx);
+            let progress = |p: &sqlvault::Progress| {
                 if p.phase == "commits" {
                     once.call_once(|| {
                         entered_tx.send(()).unwrap();
-                        go_rx.recv().unwrap();
+                        go_rx.lock().unwrap().recv().unwrap();
                     });
                 }
             };
             let options = sqlvault::remote::PruneOptions { keep_last: 1, ..Default::default() };
-            va.remote_prune_with("r", &options, &sqlvault::Interrupt::new(), &progress)
+            va.remote("r").prune(&options, &sqlvault::Ops::default().progress(&progress))
         });
         entered_rx.recv().unwrap();
         let err = b.fails(7, &["push", bv, "origin"]);

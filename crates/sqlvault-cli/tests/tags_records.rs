@@ -226,7 +226,7 @@ fn a_schema_1_vault_is_migrated_and_its_user_xattrs_become_tags() {
     assert!(info["schema_version"].as_i64().unwrap() >= 2);
     let vault = e.open();
     let ino = vault.metadata("/a.jpg").unwrap().ino;
-    assert_eq!(vault.get_xattr(ino, b"trusted.t").unwrap(), b"\x00\xff");
-    assert_eq!(vault.get_xattr(ino, b"user.zip").unwrap(), b"0400");
-    assert!(vault.fsck().unwrap().is_clean());
+    assert_eq!(vault.inodes().get_xattr(ino, b"trusted.t").unwrap(), b"\x00\xff");
+    assert_eq!(vault.inodes().get_xattr(ino, b"user.zip").unwrap(), b"0400");
+    assert!(vault.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }

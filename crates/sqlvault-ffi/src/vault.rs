@@ -204,7 +204,8 @@ impl Vault {
 
     /// Removes the directory `path` and everything under it.
     pub fn remove_dir_all(&self, path: String) -> Result<()> {
-        Ok(self.shared.writer()?.remove_dir_all(&path)?)
+        self.shared.writer()?.remove_dir_all(&path, &sqlvault::Ops::default())?;
+        Ok(())
     }
 
     /// Renames `from` to `to`, replacing `to` as POSIX `rename` does.
@@ -347,12 +348,12 @@ impl Vault {
     /// (default: the same path), replacing what is there.
     pub fn restore(&self, name: String, path: Option<String>, dest: Option<String>) -> Result<RestoreSummary> {
         let path = path.unwrap_or_else(|| "/".into());
-        Ok(self.shared.writer()?.restore(&name, &path, dest.as_deref())?.into())
+        Ok(self.shared.writer()?.restore(&name, &path, dest.as_deref(), &sqlvault::Ops::default())?.into())
     }
 
     /// Removes snapshot `name`; returns the bytes freed.
     pub fn remove_snapshot(&self, name: String) -> Result<i64> {
-        Ok(self.shared.writer()?.remove_snapshot(&name)? as i64)
+        Ok(self.shared.writer()?.remove_snapshot(&name, &sqlvault::Ops::default())? as i64)
     }
 
     /// Begins a transaction over files, tags and records: the returned object holds

@@ -34,10 +34,9 @@ use fuser::{
     ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite,
     ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
-use sqlvault::{
-    Attr, Entry, Error, ErrorKind, FileHandle, FileOptions, FileType, InodeId, NewNode, RenameMode, SetAttr, Vault,
-    XattrMode,
-};
+use sqlvault::inodes::RenameMode;
+use sqlvault::inodes::{Entry, NewNode, XattrMode};
+use sqlvault::{Attr, Error, ErrorKind, FileHandle, FileOptions, FileType, InodeId, SetAttr, Vault};
 
 use crate::attr::{file_attr, fuse_type, inode, time_ns, time_or_now_ns, ShownOwner};
 use crate::snapnode::{Node, SNAPSHOTS_DIR};
@@ -332,15 +331,15 @@ impl VaultFs {
     fn attr_of(&self, node: Node) -> Result<Attr> {
         let vault = self.vault()?;
         let mut a = match node {
-            Node::Live(ino) => return Ok(vault.attr(ino)?),
+            Node::Live(ino) => return Ok(vault.inodes().attr(ino)?),
             Node::Snapshots => {
-                let mut a = vault.attr(InodeId::ROOT)?;
+                let mut a = vault.inodes().attr(InodeId::ROOT)?;
                 a.perm = 0o555;
                 a.nlink = 2;
                 a.size = 0;
                 a
             }
-            Node::Snap(id, ino) => vault.snapshot_attr(id, ino)?,
+            Node::Snap(id, ino) => vault.inodes().snapshot(id).attr(ino)?,
         };
         a.ino = InodeId(node.id().map_err(FsError::Errno)?);
         Ok(a)
@@ -352,11 +351,11 @@ impl VaultFs {
         match parent {
             Node::Snapshots => {
                 let name = std::str::from_utf8(name.as_bytes()).map_err(|_| FsError::Errno(libc::ENOENT))?;
-                let id = vault.snapshot_id(name)?;
+                let id = vault.inodes().snapshot_id(name)?;
                 self.attr_of(Node::Snap(id, InodeId::ROOT))
             }
             Node::Snap(id, dir) => {
-                let a = vault.snapshot_lookup(id, dir, name.as_bytes())?;
+                let a = vault.inodes().snapshot(id).lookup(dir, name.as_bytes())?;
                 self.attr_of(Node::Snap(id, a.ino))
             }
             Node::Live(_) => Err(FsError::Errno(libc::EINVAL)),
@@ -369,7 +368,7 @@ impl VaultFs {
         match dir {
             Node::Snapshots => {
                 let mut all: Vec<Entry> = Vec::new();
-                for (id, name, _) in vault.snapshot_names()? {
+                for (id, name, _) in vault.inodes().snapshot_names()? {
                     let ino = Node::Snap(id, InodeId::ROOT).id().map_err(FsError::Errno)?;
                     all.push(Entry { name: name.into_bytes(), ino: InodeId(ino), kind: FileType::Dir });
                 }
@@ -379,7 +378,7 @@ impl VaultFs {
                 Ok(all)
             }
             Node::Snap(id, ino) => {
-                let mut page = vault.snapshot_list(id, ino, after, DIR_PAGE)?;
+                let mut page = vault.inodes().snapshot(id).list(ino, after, DIR_PAGE)?;
                 for e in &mut page {
                     e.ino = InodeId(Node::Snap(id, e.ino).id().map_err(FsError::Errno)?);
                 }
@@ -399,7 +398,7 @@ impl VaultFs {
         perm: u32,
         target: Option<&'a [u8]>,
     ) -> Result<NewNode<'a>> {
-        let p = self.vault()?.attr(parent)?;
+        let p = self.vault()?.inodes().attr(parent)?;
         if p.kind != FileType::Dir {
             return Err(FsError::Vault(Error::NotADirectory { path: format!("inode {}", parent.0) }));
         }
@@ -429,7 +428,7 @@ impl VaultFs {
             Node::Live(p) if p == InodeId::ROOT && name.as_bytes() == SNAPSHOTS_DIR => self.attr_of(Node::Snapshots),
             Node::Live(p) => {
                 self.settle_related(p.0, Some(name.as_bytes()))?;
-                Ok(self.vault()?.lookup(p, name.as_bytes())?)
+                Ok(self.vault()?.inodes().lookup(p, name.as_bytes())?)
             }
             _ if name.len() > 255 => Err(FsError::Errno(libc::ENAMETOOLONG)),
             snap => self.snap_lookup(snap, name),
@@ -461,7 +460,7 @@ impl VaultFs {
         if size.is_some() {
             // A new file in memory becomes an ordinary one first (see `pending`).
             self.settle_related(ino.0, None)?;
-            match vault.attr(ino)?.kind {
+            match vault.inodes().attr(ino)?.kind {
                 FileType::File => {}
                 FileType::Dir => return Err(FsError::Vault(Error::IsADirectory { path: format!("inode {}", ino.0) })),
                 _ => return Err(FsError::Errno(libc::EINVAL)),
@@ -479,7 +478,7 @@ impl VaultFs {
             return Ok(a);
         }
         self.settle_related(ino.0, None)?;
-        Ok(vault.set_attr(ino, &set, size)?)
+        Ok(vault.inodes().set_attr(ino, &set, size)?)
     }
 
     fn create_node_inner(
@@ -494,7 +493,7 @@ impl VaultFs {
         self.writable()?;
         let parent = self.live_entry(parent, name, true)?;
         let node = self.new_node(req, parent, kind, perm, target)?;
-        Ok(self.vault()?.create_node(parent, name.as_bytes(), node)?)
+        Ok(self.vault()?.inodes().create(parent, name.as_bytes(), node)?)
     }
 
     fn mknod_inner(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, rdev: u32) -> Result<Attr> {
@@ -517,19 +516,19 @@ impl VaultFs {
         self.writable()?;
         let ino = self.live(ino)?;
         let new_parent = self.live_entry(new_parent, new_name, true)?;
-        Ok(self.vault()?.link_at(ino, new_parent, new_name.as_bytes())?)
+        Ok(self.vault()?.inodes().link(ino, new_parent, new_name.as_bytes())?)
     }
 
     fn unlink_inner(&self, parent: INodeNo, name: &OsStr) -> Result<()> {
         self.writable()?;
         let parent = self.live_entry(parent, name, false)?;
-        Ok(self.vault()?.unlink_at(parent, name.as_bytes())?)
+        Ok(self.vault()?.inodes().unlink(parent, name.as_bytes())?)
     }
 
     fn rmdir_inner(&self, parent: INodeNo, name: &OsStr) -> Result<()> {
         self.writable()?;
         let parent = self.live_entry(parent, name, false)?;
-        Ok(self.vault()?.rmdir_at(parent, name.as_bytes())?)
+        Ok(self.vault()?.inodes().rmdir(parent, name.as_bytes())?)
     }
 
     fn rename_inner(
@@ -553,13 +552,13 @@ impl VaultFs {
             // RENAME_WHITEOUT (overlayfs) or an invalid combination.
             return Err(FsError::Errno(libc::EINVAL));
         };
-        Ok(self.vault()?.rename_at(parent, name.as_bytes(), new_parent, new_name.as_bytes(), mode)?)
+        Ok(self.vault()?.inodes().rename(parent, name.as_bytes(), new_parent, new_name.as_bytes(), mode)?)
     }
 
     fn readlink_inner(&self, ino: INodeNo) -> Result<Vec<u8>> {
         match Node::from_id(ino.0) {
-            Node::Live(i) => Ok(self.vault()?.read_link_ino(i)?),
-            Node::Snap(id, i) => Ok(self.vault()?.snapshot_read_link(id, i)?),
+            Node::Live(i) => Ok(self.vault()?.inodes().read_link(i)?),
+            Node::Snap(id, i) => Ok(self.vault()?.inodes().snapshot(id).read_link(i)?),
             Node::Snapshots => Err(FsError::Errno(libc::EINVAL)),
         }
     }
@@ -583,7 +582,7 @@ impl VaultFs {
                 _ => Err(FsError::Errno(libc::EINVAL)),
             };
         };
-        let handle = self.vault()?.open_ino(ino, &opts)?;
+        let handle = self.vault()?.inodes().open(ino, &opts)?;
         Ok(self.files.insert(handle))
     }
 
@@ -618,14 +617,14 @@ impl VaultFs {
         }
         let fh = self.open_inner(INodeNo(attr.ino.0), OpenFlags(flags))?;
         // Attributes after a possible O_TRUNC of an existing file.
-        let attr = self.vault()?.attr(attr.ino)?;
+        let attr = self.vault()?.inodes().attr(attr.ino)?;
         Ok((attr, fh))
     }
 
     fn read_inner(&self, ino: INodeNo, fh: Fh, offset: u64, size: u32) -> Result<Vec<u8>> {
         let mut buf = vec![0u8; size as usize];
         let n = match Node::from_id(ino.0) {
-            Node::Snap(id, i) => self.vault()?.snapshot_read(id, i, offset, &mut buf)?,
+            Node::Snap(id, i) => self.vault()?.inodes().snapshot(id).read(i, offset, &mut buf)?,
             Node::Snapshots => return Err(FsError::Errno(libc::EISDIR)),
             Node::Live(_) => self.files.get(fh)?.read_at(offset, &mut buf)?,
         };
@@ -674,7 +673,7 @@ impl VaultFs {
         let synced = vault.sync();
         let stream = self.dirs.get(fh)?;
         let seen = stream.losses_seen.load(Ordering::SeqCst);
-        if let Some((now, e)) = vault.deferred_loss_since(seen) {
+        if let Some((now, e)) = vault.inodes().deferred_loss_since(seen) {
             if stream.losses_seen.compare_exchange(seen, now, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
                 return Err(e.into());
             }
@@ -711,7 +710,7 @@ impl VaultFs {
         if self.attr_of(Node::from_id(ino.0))?.kind != FileType::Dir {
             return Err(FsError::Vault(Error::NotADirectory { path: format!("inode {}", ino.0) }));
         }
-        let losses_seen = AtomicU64::new(self.vault()?.deferred_losses());
+        let losses_seen = AtomicU64::new(self.vault()?.inodes().deferred_losses());
         Ok(self.dirs.insert(DirStream { ino, state: Mutex::new(DirState::default()), losses_seen }))
     }
 
@@ -752,7 +751,7 @@ impl VaultFs {
             while st.entries.len() <= idx && !st.complete {
                 let after = st.entries.last().map(|e| e.name.clone());
                 let listed = match Node::from_id(stream.ino.0) {
-                    Node::Live(dir) => vault.list(dir, after.as_deref(), DIR_PAGE).map_err(FsError::Vault),
+                    Node::Live(dir) => vault.inodes().list(dir, after.as_deref(), DIR_PAGE).map_err(FsError::Vault),
                     node => self.snap_list(node, after.as_deref()),
                 };
                 let page = match listed {
@@ -800,16 +799,16 @@ impl VaultFs {
             libc::XATTR_REPLACE => XattrMode::Replace,
             _ => return Err(FsError::Errno(libc::EINVAL)),
         };
-        Ok(self.vault()?.set_xattr(inode(ino), name, value, mode)?)
+        Ok(self.vault()?.inodes().set_xattr(inode(ino), name, value, mode)?)
     }
 
     fn getxattr_inner(&self, ino: INodeNo, name: &OsStr) -> Result<Vec<u8>> {
         match (Self::xattr_name(name), Node::from_id(ino.0)) {
             (Ok(name), Node::Live(i)) => {
                 self.settle_related(i.0, None)?;
-                Ok(self.vault()?.get_xattr(i, name)?)
+                Ok(self.vault()?.inodes().get_xattr(i, name)?)
             }
-            (Ok(name), Node::Snap(id, i)) => Ok(self.vault()?.snapshot_get_xattr(id, i, name)?),
+            (Ok(name), Node::Snap(id, i)) => Ok(self.vault()?.inodes().snapshot(id).get_xattr(i, name)?),
             (Ok(_), Node::Snapshots) => Err(FsError::Errno(libc::ENODATA)),
             // A namespace we never store has no attributes.
             (Err(_), _) => Err(FsError::Errno(libc::ENODATA)),
@@ -819,8 +818,8 @@ impl VaultFs {
     fn listxattr_inner(&self, ino: INodeNo) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         let names = match Node::from_id(ino.0) {
-            Node::Live(i) => self.vault()?.list_xattrs(i)?,
-            Node::Snap(id, i) => self.vault()?.snapshot_xattrs(id, i)?.into_iter().map(|(n, _)| n).collect(),
+            Node::Live(i) => self.vault()?.inodes().list_xattrs(i)?,
+            Node::Snap(id, i) => self.vault()?.inodes().snapshot(id).xattrs(i)?.into_iter().map(|(n, _)| n).collect(),
             Node::Snapshots => Vec::new(),
         };
         for name in names {
@@ -834,7 +833,7 @@ impl VaultFs {
         self.writable()?;
         let ino = INodeNo(self.live(ino)?.0);
         let name = Self::xattr_name(name).map_err(|_| FsError::Errno(libc::ENODATA))?;
-        Ok(self.vault()?.remove_xattr(inode(ino), name)?)
+        Ok(self.vault()?.inodes().remove_xattr(inode(ino), name)?)
     }
 
     // ----- the rest -----
@@ -870,7 +869,7 @@ impl VaultFs {
         // What `df` reports includes every change made so far (the commit window's too).
         // A failed commit (a full disk) is not statfs's to report: `df` must still show
         // the full disk; the loss reaches the files and directories that depended on it.
-        let _ = self.vault()?.commit_deferred();
+        let _ = self.vault()?.inodes().commit_deferred();
         let path = CString::new(self.host_dir.as_os_str().as_bytes()).map_err(|_| FsError::Errno(libc::EINVAL))?;
         // SAFETY: an all-zero statvfs is a valid value of this plain C struct.
         let mut st: libc::statvfs = unsafe { std::mem::zeroed() };

@@ -50,7 +50,5 @@ mod session;
 mod snapnode;
 mod stats;
 
-pub use session::{
-    mount, MountOptions, Mounted, Unmounter, DEFAULT_COMMIT_WINDOW, DEFAULT_THREADS, SUGGESTED_COMMIT_WINDOW,
-};
+pub use session::{mount, MountOptions, Mounted, Unmounter, DEFAULT_COMMIT_WINDOW, DEFAULT_THREADS};
 pub use stats::{OpStats, RequestStats};

@@ -35,7 +35,7 @@ pub struct MountOptions {
     pub ttl: Duration,
     /// Threads serving requests ([`DEFAULT_THREADS`] by default). 1 serialises every
     /// operation. With more, the core keeps open and unlink atomic against each other
-    /// (`Vault::open_ino` registers the handle under the writer lock), and concurrent
+    /// (`Inodes::open` registers the handle under the writer lock), and concurrent
     /// writes share commits (group commit).
     pub threads: usize,
     /// Name shown as the source in `mount` and `df` (default: the vault's path).
@@ -77,8 +77,6 @@ pub const DEFAULT_THREADS: u16 = 4;
 /// error (`ENOSPC`, `EIO`) at their next write, close or fsync (see
 /// `sqlvault::FileHandle`). Zero turns it off.
 pub const DEFAULT_COMMIT_WINDOW: Duration = Duration::from_millis(100);
-/// The commit window the benchmarks and tests of the window use (the default).
-pub const SUGGESTED_COMMIT_WINDOW: Duration = DEFAULT_COMMIT_WINDOW;
 
 fn io_error(context: impl Into<String>, source: io::Error) -> Error {
     Error::Io { context: context.into(), source }
@@ -145,7 +143,7 @@ pub fn mount(vault: Vault, mountpoint: &Path, opts: &MountOptions) -> Result<Mou
     let settings =
         Settings { ttl: opts.ttl, owner: ShownOwner { uid: opts.uid, gid: opts.gid }, read_only: opts.read_only };
     if !opts.read_only {
-        vault.set_commit_window(Some(opts.commit_window))?;
+        vault.inodes().set_commit_window(Some(opts.commit_window))?;
     }
     let closed: Closed = Arc::new(Mutex::new(None));
     let counters = Arc::new(Counters::default());

@@ -14,7 +14,9 @@
 //! snapshots and inode numbers below 2^40 (a trillion) can be shown; beyond that the
 //! mount answers `EOVERFLOW` for those nodes.
 
-use sqlvault::{InodeId, SnapshotId};
+use sqlvault::InodeId;
+
+use sqlvault::inodes::SnapshotId;
 
 /// Name of the snapshot directory in the mount's root. It is not listed by `readdir`
 /// (so `cp -r`, `du` or `find` of the mount do not walk every snapshot), but `lookup`

@@ -132,7 +132,7 @@ fn foreground_mount_unmounts_cleanly_on_signals() {
     let v = tv.open();
     assert_eq!(v.read_file("/a").unwrap(), b"committed on close");
     assert_eq!(v.read_file("/b").unwrap(), b"written while the user pressed Ctrl-C");
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 
     // SIGTERM on an idle mount.
     drop(v);
@@ -164,7 +164,7 @@ fn background_mount_prints_its_pid_and_fusermount_unmounts_it() {
     let v = tv.open();
     assert_eq!(v.read_file("/f").unwrap(), data);
     assert_eq!(v.read_file("/d/g").unwrap(), b"hi\n");
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -233,7 +233,7 @@ fn kill_9_during_exercisers_leaves_a_sound_vault() {
 
     // Reopen: orphans of the dead process are purged, fsck is clean, all files read.
     let v = tv.open();
-    let report = v.fsck().unwrap();
+    let report = v.fsck(&sqlvault::Ops::default()).unwrap();
     assert!(report.is_clean(), "fsck after kill -9: {:#?}", report.problems);
     let files = read_every_file(&v, "/");
     assert!(files >= 10, "the copied tree is there ({files} files)");
@@ -251,7 +251,7 @@ fn kill_9_during_exercisers_leaves_a_sound_vault() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     mounted.unmount().expect("unmount");
     let v = tv.open();
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 /// The commit window may lose the last few milliseconds of unsynced changes in a
@@ -279,7 +279,7 @@ fn kill_9_right_after_fsync_keeps_the_synced_changes() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     cleanup.pid = None;
     let v = tv.open();
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
     assert_eq!(v.read_file("/d/synced").unwrap(), bytes(3, 50_000));
     assert_eq!(v.metadata("/d/sub").unwrap().kind, FileType::Dir);
     if let Ok(back) = v.read_file("/d/unsynced") {

@@ -149,7 +149,7 @@ fn tar_sets_times_owner_and_mode_of_each_new_file_in_the_same_commit() {
 fn fsync_and_fsyncdir_commit_the_window_at_once() {
     require_fuse!();
     let m = TestMount::with_options(sqlvault_fuse::MountOptions {
-        commit_window: sqlvault_fuse::SUGGESTED_COMMIT_WINDOW,
+        commit_window: sqlvault_fuse::DEFAULT_COMMIT_WINDOW,
         ..Default::default()
     });
     let other = m.tv.open();

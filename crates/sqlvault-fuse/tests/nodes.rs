@@ -131,13 +131,13 @@ fn every_node_type_through_the_mount() {
     assert_eq!(fs::read_dir(m.path("d")).unwrap().count(), 0);
     let v = m.unmount_and_check();
     // Restored from the snapshot: same kind, device number, mode, and the hard link.
-    v.restore("s", "/d", None).unwrap();
+    v.restore("s", "/d", None, &sqlvault::Ops::default()).unwrap();
     for (kind, name, rdev) in kinds() {
         let a = v.symlink_metadata(&format!("/d/{name}")).unwrap();
         assert_eq!((a.kind, a.rdev, a.perm, a.nlink, a.mtime_ns), (kind, rdev, 0o604, 2, 2_000_000_000_007));
         assert_eq!(v.symlink_metadata(&format!("/d/{name}.link")).unwrap().ino, a.ino);
     }
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -159,7 +159,7 @@ fn special_nodes_have_no_content_and_keep_their_type() {
     assert!(fs::symlink_metadata(m.path("reg")).unwrap().is_file());
     let v = m.unmount_and_check();
     let ino = v.symlink_metadata("/p").unwrap().ino;
-    assert!(v.open_ino(ino, &sqlvault::FileOptions::new().read(true)).is_err(), "a FIFO has no stored content");
+    assert!(v.inodes().open(ino, &sqlvault::FileOptions::new().read(true)).is_err(), "a FIFO has no stored content");
     assert!(v.truncate("/p", 0).is_err());
     // Made through the library too, by path.
     v.make_node("/made", FileType::Socket, 0o600, 0).unwrap();
@@ -209,7 +209,7 @@ fn a_component_over_255_bytes_is_enametoolong_from_every_call() {
     fs::rename(&ok255, m.path("dir/short")).unwrap();
     let v = m.unmount_and_check();
     // The library's lookup says the same.
-    let e = v.lookup(InodeId::ROOT, "n".repeat(256).as_bytes()).unwrap_err();
+    let e = v.inodes().lookup(InodeId::ROOT, "n".repeat(256).as_bytes()).unwrap_err();
     assert_eq!(e.errno(), libc::ENAMETOOLONG, "{e}");
     assert_eq!(v.metadata(&format!("/{}", "n".repeat(256))).unwrap_err().errno(), libc::ENAMETOOLONG);
 }
@@ -275,7 +275,7 @@ fn fallocate_punch_hole_zero_range_and_seek_data_through_the_mount_and_the_libra
     let v = m.unmount_and_check();
     assert_eq!(v.read_file("/sparse").unwrap(), model, "read back through the library");
     let ino = v.metadata("/sparse").unwrap().ino;
-    assert_eq!(v.seek(ino, 0, sqlvault::SeekHole::Hole).unwrap(), Some(cs as u64));
+    assert_eq!(v.inodes().seek(ino, 0, sqlvault::inodes::SeekHole::Hole).unwrap(), Some(cs as u64));
     // The punched chunks hold no rows: 4 data chunks (0, 3, 4, 5) and 7.
     assert_eq!(v.info().unwrap().chunks, 5);
 }

@@ -283,14 +283,14 @@ fn extended_attributes_set_get_list_remove() {
     assert_eq!(xget(&m.path("h"), "user.color").unwrap(), b"green");
     let ino = sqlvault::InodeId(fs::metadata(m.path("h")).unwrap().ino());
     let v = m.unmount_and_check();
-    assert_eq!(v.get_xattr(ino, b"user.color").unwrap(), b"green");
-    let names = v.list_xattrs(ino).unwrap();
+    assert_eq!(v.inodes().get_xattr(ino, b"user.color").unwrap(), b"green");
+    let names = v.inodes().list_xattrs(ino).unwrap();
     let want: Vec<Vec<u8>> =
         ["trusted.t", "user.big", "user.color", "user.new"].iter().map(|n| n.as_bytes().to_vec()).collect();
     assert_eq!(names, want);
     v.remove_file("/h").unwrap();
     v.remove_dir("/d").unwrap();
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]

@@ -101,7 +101,7 @@ fn statfs(m: &TestMount) -> libc::statvfs {
 fn copying_and_removing_a_tree_of_small_files_shares_commits() {
     require_fuse!();
     let m = TestMount::with_options(sqlvault_fuse::MountOptions {
-        commit_window: sqlvault_fuse::SUGGESTED_COMMIT_WINDOW,
+        commit_window: sqlvault_fuse::DEFAULT_COMMIT_WINDOW,
         ..Default::default()
     });
     let (dirs, per_dir) = (8u64, 50u64);

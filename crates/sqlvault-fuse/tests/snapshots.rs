@@ -83,7 +83,7 @@ fn snapshot_nodes_are_read_only_with_their_own_inode_numbers() {
     }
     assert_eq!(errno_of(&fs::create_dir(mnt.join(".snapshots")).unwrap_err()), libc::EEXIST);
     // Removed snapshots disappear from the mount once the kernel's entry cache (ttl) expires.
-    m.tv.open().remove_snapshot("s").unwrap();
+    m.tv.open().remove_snapshot("s", &sqlvault::Ops::default()).unwrap();
     assert!(wait_until(std::time::Duration::from_secs(5), || !mnt.join(".snapshots/s/dir/f").exists()));
     assert_eq!(fs::read_dir(mnt.join(".snapshots")).unwrap().count(), 0);
     assert_eq!(fs::read_to_string(mnt.join("dir/f")).unwrap(), "hello\n");

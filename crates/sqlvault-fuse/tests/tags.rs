@@ -68,5 +68,5 @@ fn setfattr_sets_tags_that_find_sees_and_getfattr_shows_library_tags() {
     drop(v);
     let v = m.unmount_and_check();
     assert_eq!(find(&v, "/", &["camera"]), ["/photos/b.jpg"]);
-    assert!(v.get_xattr(sqlvault::InodeId(ino), b"user.iso").is_err());
+    assert!(v.inodes().get_xattr(sqlvault::InodeId(ino), b"user.iso").is_err());
 }

@@ -7,7 +7,7 @@
 
 use std::io::Write;
 
-use sqlvault::{CreateOptions, EngineConfig, FileOptions, Query, Secret, TagValue, Vault};
+use sqlvault::{CreateOptions, EngineConfig, FileOptions, Ops, Query, Secret, TagValue, Vault};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
@@ -30,9 +30,9 @@ fn as_a_library() -> Result<Vault, Box<dyn std::error::Error>> {
     let again = Vault::open("my.vault", &Secret::passphrase("correct horse"), EngineConfig::default())?;
     assert_eq!(again.read_file("/notes/today.txt")?, b"hello");
     again.snapshot("before-cleanup")?; // rows only; content is shared
-    again.remove_dir_all("/notes")?;
-    again.restore("before-cleanup", "/notes", None)?; // or Some("/elsewhere"); one transaction
-    let freed = again.remove_snapshot("before-cleanup")?; // bytes no one references any more
+    again.remove_dir_all("/notes", &Ops::default())?; // progress, Ctrl-C: see Ops
+    again.restore("before-cleanup", "/notes", None, &Ops::default())?; // or Some("/elsewhere"); one transaction
+    let freed = again.remove_snapshot("before-cleanup", &Ops::default())?; // bytes no one references any more
     assert_eq!(again.read_file("/notes/today.txt")?, b"hello");
     assert_eq!(freed, 0, "the restored file still uses its chunk");
     drop(vault);

@@ -7,7 +7,7 @@ use common::*;
 use sqlvault::{FileOptions, FileType, Interrupt, SetAttr, TagValue, Vault};
 
 fn clean(v: &Vault) {
-    let r = v.fsck().unwrap();
+    let r = v.fsck(&sqlvault::Ops::default()).unwrap();
     assert!(r.is_clean(), "{:?}", r.problems);
 }
 
@@ -33,7 +33,7 @@ fn remove_dir_all_keeps_every_invariant_and_links_outside() {
     let (_t, v) = TestVault::new(4096);
     tree(&v);
     let outside = v.read_file("/outside").unwrap();
-    let s = v.remove_dir_all_with("/t", &Interrupt::new(), &|_, _| {}).unwrap();
+    let s = v.remove_dir_all("/t", &sqlvault::Ops::default()).unwrap();
     assert_eq!((s.files, s.directories, s.symlinks), (52, 4, 1), "{s:?}");
     assert!(!v.exists("/t").unwrap());
     assert_eq!(v.read_file("/outside").unwrap(), outside);
@@ -50,7 +50,7 @@ fn removed_file_open_in_this_process_stays_readable_as_an_orphan() {
     tree(&v);
     let data = v.read_file("/t/a/b/f2").unwrap();
     let f = v.open_file("/t/a/b/f2", &FileOptions::new().read(true)).unwrap();
-    v.remove_dir_all("/t").unwrap();
+    v.remove_dir_all("/t", &sqlvault::Ops::default()).unwrap();
     clean(&v);
     let mut buf = vec![0u8; data.len()];
     assert_eq!(f.read_at(0, &mut buf).unwrap(), data.len());
@@ -68,23 +68,23 @@ fn an_interrupted_removal_or_restore_changes_nothing() {
     v.snapshot("s").unwrap();
     let stop = Interrupt::new();
     stop.trigger();
-    let e = v.remove_dir_all_with("/t", &stop, &|_, _| {}).unwrap_err();
+    let e = v.remove_dir_all("/t", &sqlvault::Ops::default().interrupt(&stop)).unwrap_err();
     assert!(sqlvault::is_interrupted(&e), "{e}");
     assert_eq!(v.read_dir("/t/a/b/c").unwrap().len(), 13);
     v.write_file("/t/new", b"new").unwrap();
-    let e = v.restore_with("s", "/t", None, &stop, &|_| {}).unwrap_err();
+    let e = v.restore("s", "/t", None, &sqlvault::Ops::default().interrupt(&stop)).unwrap_err();
     assert!(sqlvault::is_interrupted(&e), "{e}");
     assert_eq!(v.read_file("/t/new").unwrap(), b"new");
-    let e = v.remove_snapshot_with("s", &stop).unwrap_err();
+    let e = v.remove_snapshot("s", &sqlvault::Ops::default().interrupt(&stop)).unwrap_err();
     assert!(sqlvault::is_interrupted(&e), "{e}");
     assert_eq!(v.snapshots().unwrap().len(), 1);
     clean(&v);
     // Not interrupted: the restore replaces /t, the removal frees what only it held.
-    v.restore("s", "/t", None).unwrap();
+    v.restore("s", "/t", None, &sqlvault::Ops::default()).unwrap();
     assert!(!v.exists("/t/new").unwrap());
     clean(&v);
-    v.remove_dir_all("/t").unwrap();
-    v.remove_snapshot("s").unwrap();
+    v.remove_dir_all("/t", &sqlvault::Ops::default()).unwrap();
+    v.remove_snapshot("s", &sqlvault::Ops::default()).unwrap();
     clean(&v);
 }
 
@@ -98,7 +98,7 @@ fn replace_file_is_atomic_and_sets_mode_and_times() {
     for (name, len) in [("small", 10_000usize), ("large", 20 << 20)] {
         let path = format!("/d/{name}");
         let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
-        v.replace_file(&path, len as u64, data.as_slice(), &stamp, &Interrupt::new(), &mut |_| {}).unwrap();
+        v.replace_file(&path, len as u64, data.as_slice(), &stamp, &sqlvault::Ops::default()).unwrap();
         let a = v.metadata(&path).unwrap();
         assert_eq!((a.kind, a.perm, a.mtime_ns, a.size), (FileType::File, 0o640, 2_000_000_000, len as u64));
         assert_eq!(v.read_file(&path).unwrap(), data);
@@ -106,7 +106,9 @@ fn replace_file_is_atomic_and_sets_mode_and_times() {
         let stop = Interrupt::new();
         stop.trigger();
         let other = vec![1u8; len];
-        let e = v.replace_file(&path, len as u64, other.as_slice(), &stamp, &stop, &mut |_| {}).unwrap_err();
+        let e = v
+            .replace_file(&path, len as u64, other.as_slice(), &stamp, &sqlvault::Ops::default().interrupt(&stop))
+            .unwrap_err();
         assert!(sqlvault::is_interrupted(&e), "{e}");
         assert_eq!(v.read_file(&path).unwrap(), data);
     }
@@ -130,7 +132,7 @@ fn fsck_reports_a_damaged_header_copy_and_repair_rewrites_it() {
         f.write_all_at(&[b[0] ^ 0x20], at).unwrap();
         drop(f);
         let v = t.reopen();
-        let r = v.fsck().unwrap();
+        let r = v.fsck(&sqlvault::Ops::default()).unwrap();
         assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
         assert!(r.problems[0].starts_with(&format!("header copy {}", copy + 1)), "{:?}", r.problems);
         assert_eq!(Vault::repair_header(&t.path).unwrap(), 1);

@@ -38,7 +38,7 @@ fn a_long_stream_of_commits_keeps_the_wal_near_its_limit() {
         let j = 12345usize;
         assert_eq!(data[(i as usize) << 20 | j], (j as u32).wrapping_mul(31).wrapping_add(i.wrapping_mul(7919)) as u8);
     }
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
     v.close().unwrap();
     assert!(!wal.exists(), "closing the vault checkpoints and removes the WAL");
 }

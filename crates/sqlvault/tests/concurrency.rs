@@ -26,7 +26,7 @@ fn threads_sharing_one_vault_all_succeed() {
             assert_eq!(v.read_file(&format!("/t{t}/f{i}")).unwrap(), format!("{t}-{i}").as_bytes());
         }
     }
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -53,7 +53,7 @@ fn independent_connections_wait_instead_of_failing() {
             assert_eq!(v.read_file(&format!("/w{w}/f{i}")).unwrap(), vec![w + 1; 10_000 + i]);
         }
     }
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 /// Open by inode (what the FUSE mount does) racing unlink of the same file on another
@@ -73,7 +73,7 @@ fn open_and_unlink_racing_never_hand_out_a_dead_handle() {
             let opener = s.spawn(|| {
                 let mut opened = Vec::new();
                 for _ in 0..4 {
-                    match v.open_ino(ino, &sqlvault::FileOptions::new().read(true)) {
+                    match v.inodes().open(ino, &sqlvault::FileOptions::new().read(true)) {
                         Ok(h) => opened.push(h),
                         // The unlink came first: the inode is gone.
                         Err(sqlvault::Error::StaleHandle | sqlvault::Error::NotFound { .. }) => break,
@@ -87,12 +87,12 @@ fn open_and_unlink_racing_never_hand_out_a_dead_handle() {
                     h.close().unwrap();
                 }
             });
-            s.spawn(|| v.unlink_at(root, &name).unwrap());
+            s.spawn(|| v.inodes().unlink(root, &name).unwrap());
             opener.join().unwrap();
         });
     }
     assert_eq!(v.info().unwrap().files, 0, "every unlinked file is purged after its last close");
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 /// Readers of one file on several threads (stored chunks are decrypted outside the
@@ -134,5 +134,5 @@ fn parallel_readers_of_one_file_see_whole_chunks_while_it_is_rewritten() {
         }
         w.join().unwrap();
     });
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }

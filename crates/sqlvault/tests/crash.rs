@@ -366,7 +366,7 @@ fn cycle(path: &std::path::Path, durability: Durability, cycle_no: usize, seed: 
 
     let v = Vault::open(path, &pass(), config(durability)).unwrap();
     let seen = observe(&v, &dir);
-    let report = v.fsck().unwrap();
+    let report = v.fsck(&sqlvault::Ops::default()).unwrap();
     assert!(report.is_clean(), "cycle {cycle_no}: fsck after kill: {:?}", report.problems);
     let in_flight_committed = seen == after && seen != model;
     let mut truncated = model.clone();

@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use sqlvault::{Error, FileOptions, FileType, RenameMode};
+use sqlvault::{Error, FileOptions, FileType};
 use std::io::{Read, Seek, SeekFrom, Write};
 
 #[test]
@@ -16,7 +16,7 @@ fn write_read_round_trip_survives_reopen() {
     let v = t.reopen();
     assert_eq!(v.read_file("/a/b/f").unwrap(), data);
     assert_eq!(v.metadata("/a/b/f").unwrap().size, 100_000);
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -54,7 +54,7 @@ fn holes_read_as_zeros_and_truncate_forgets_old_tail() {
     assert_eq!(tail, [b'e', 0, 0]);
     drop(f);
     drop(r);
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -82,7 +82,7 @@ fn unlink_while_open_keeps_data_until_close() {
     let mut s = String::new();
     h.read_to_string(&mut s).unwrap();
     assert_eq!(s, "still here");
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
     h.close().unwrap();
     assert_eq!(v.info().unwrap().chunks, 0);
     assert_eq!(v.info().unwrap().files, 0);
@@ -102,12 +102,12 @@ fn rename_replaces_atomically_and_follows_posix_rules() {
     assert!(matches!(v.rename("/b", "/d"), Err(Error::IsADirectory { .. })));
     v.create_dir("/empty", 0o755).unwrap();
     v.rename("/d/e", "/empty").unwrap();
-    assert!(matches!(v.rename_with("/b", "/empty", RenameMode::NoReplace), Err(Error::AlreadyExists { .. })));
+    assert!(matches!(v.rename_noreplace("/b", "/empty"), Err(Error::AlreadyExists { .. })));
     v.write_file("/c", b"C").unwrap();
-    v.rename_with("/b", "/c", RenameMode::Exchange).unwrap();
+    v.rename_exchange("/b", "/c").unwrap();
     assert_eq!(v.read_file("/c").unwrap(), b"A");
     assert_eq!(v.read_file("/b").unwrap(), b"C");
-    assert!(v.fsck().unwrap().is_clean(), "{:?}", v.fsck().unwrap());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean(), "{:?}", v.fsck(&sqlvault::Ops::default()).unwrap());
 }
 
 #[test]
@@ -120,7 +120,7 @@ fn hard_links_share_content_and_count() {
     assert_eq!(v.read_file("/a").unwrap(), b"changed");
     v.remove_file("/a").unwrap();
     assert_eq!(v.metadata("/b").unwrap().nlink, 1);
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -155,7 +155,7 @@ fn directory_errors_are_posix() {
     let long = format!("/{}", "n".repeat(256));
     assert!(matches!(v.write_file(&long, b""), Err(Error::NameTooLong { .. })));
     assert!(matches!(v.write_file("/../etc", b""), Err(Error::InvalidPath { .. })));
-    v.remove_dir_all("/d").unwrap();
+    v.remove_dir_all("/d", &sqlvault::Ops::default()).unwrap();
     assert_eq!(v.read_dir("/").unwrap().len(), 0);
     let root = v.metadata("/").unwrap();
     assert_eq!(root.nlink, 2);

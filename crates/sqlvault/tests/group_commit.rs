@@ -51,7 +51,7 @@ fn eight_threads_of_durable_small_writes_share_commits() {
             assert_eq!(v.read_file(&format!("/t{t}/f{i}")).unwrap(), content(t, i));
         }
     }
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -85,7 +85,7 @@ fn failing_operations_leave_the_rest_of_their_batch_alone() {
         }
         assert!(!v.exists(&format!("/missing{t}")).unwrap());
     }
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -167,7 +167,7 @@ fn sigkill_during_group_commit_loses_no_acknowledged_write() {
     for (t, i) in &acked {
         assert_eq!(v.read_file(&format!("/t{t}-{i}")).unwrap(), content(*t, *i), "acknowledged write /t{t}-{i}");
     }
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 /// `sync` from many threads at once (what fsync through a threaded mount does): one
@@ -243,12 +243,12 @@ fn a_window_lost_on_a_full_disk_reaches_every_handle_that_depended_on_it() {
     // Freed at the end, to show writing continues.
     let filler = fs.0.path().join("filler");
     std::fs::write(&filler, vec![1u8; 2_200_000]).unwrap();
-    v.set_commit_window(Some(Duration::from_secs(600))).unwrap();
+    v.inodes().set_commit_window(Some(Duration::from_secs(600))).unwrap();
 
     let synced = v.create_file("/synced").unwrap();
     synced.write_at(0, b"durable").unwrap();
     synced.sync_all().unwrap();
-    let mark = v.deferred_losses();
+    let mark = v.inodes().deferred_losses();
 
     // Files answered one by one, committed a few at a time, until a commit fails.
     let mut kept = Vec::new();
@@ -259,7 +259,7 @@ fn a_window_lost_on_a_full_disk_reaches_every_handle_that_depended_on_it() {
         let h = v.create_file(&name).unwrap();
         h.write_at(0, &content(i, 3).repeat(200)).unwrap();
         h.commit().unwrap(); // answered: in the open batch, not committed
-        match v.commit_deferred() {
+        match v.inodes().commit_deferred() {
             Ok(()) => kept.push((name, h.ino())),
             Err(e) => {
                 assert!(matches!(e, Error::DiskFull), "{e:?}");
@@ -268,8 +268,8 @@ fn a_window_lost_on_a_full_disk_reaches_every_handle_that_depended_on_it() {
         }
     };
     assert!(!kept.is_empty());
-    assert_eq!(v.deferred_losses(), mark + 1);
-    assert!(v.commit_deferred().is_ok(), "the one-shot report was taken above");
+    assert_eq!(v.inodes().deferred_losses(), mark + 1);
+    assert!(v.inodes().commit_deferred().is_ok(), "the one-shot report was taken above");
 
     // The lost file's handle: gone because of the loss, and says so.
     let lost_ino = lost.ino();
@@ -301,6 +301,6 @@ fn a_window_lost_on_a_full_disk_reaches_every_handle_that_depended_on_it() {
         assert_eq!(v.read_file(name).unwrap(), content(i, 3).repeat(200), "{name}");
         assert_eq!(v.metadata(name).unwrap().ino, *ino);
     }
-    let report = v.fsck().unwrap();
+    let report = v.fsck(&sqlvault::Ops::default()).unwrap();
     assert!(report.is_clean(), "{:?}", report.problems);
 }

@@ -150,7 +150,7 @@ fn wipe_after_unlink() {
     let fx = fixture();
     fx.vault.remove_file("/d/big").unwrap();
     assert_eq!(fx.vault.info().unwrap().pending_wipe_bytes, 1 << 20);
-    let c = measure(|| fx.vault.wipe_deleted(&|_| {}).unwrap());
+    let c = measure(|| fx.vault.wipe_deleted(&sqlvault::Ops::default()).unwrap());
     // What the unlink no longer does inline: 16 chunks of 8 overflow pages each are read
     // to walk their chains and, with secure_delete, rewritten as they are freed.
     assert_cost("wipe 1 MiB of deleted content", &c, 133, 131, 0, 9);
@@ -328,7 +328,9 @@ fn assert_linear(what: &str, op: impl Fn(&Vault)) {
 
 #[test]
 fn remove_dir_all_costs_a_fixed_number_of_statements() {
-    assert_linear("rm -r", |v| v.remove_dir_all("/t").unwrap());
+    assert_linear("rm -r", |v| {
+        v.remove_dir_all("/t", &sqlvault::Ops::default()).unwrap();
+    });
 }
 
 #[test]
@@ -338,10 +340,10 @@ fn restore_onto_a_live_tree_empties_it_in_a_fixed_number_of_statements() {
     // new path.
     let fx = tree_fixture(1000);
     let fresh = measure(|| {
-        fx.vault.restore("s", "/t", Some("/copy")).unwrap();
+        fx.vault.restore("s", "/t", Some("/copy"), &sqlvault::Ops::default()).unwrap();
     });
     let replace = measure(|| {
-        fx.vault.restore("s", "/t", None).unwrap();
+        fx.vault.restore("s", "/t", None, &sqlvault::Ops::default()).unwrap();
     });
     // 1,000 files and 10 directories emptied: the trigger's statements, no more.
     assert!(
@@ -355,8 +357,8 @@ fn restore_onto_a_live_tree_empties_it_in_a_fixed_number_of_statements() {
 #[test]
 fn snapshot_rm_costs_a_fixed_number_of_statements() {
     assert_linear("snapshot rm", |v| {
-        v.remove_dir_all("/t").unwrap();
-        v.remove_snapshot("s").unwrap();
+        v.remove_dir_all("/t", &sqlvault::Ops::default()).unwrap();
+        v.remove_snapshot("s", &sqlvault::Ops::default()).unwrap();
     });
 }
 
@@ -374,7 +376,12 @@ fn a_new_file_imported_as_put_does_costs_one_commit() {
     };
     let content = data(100_000, 7);
     let before = fx.vault.commit_stats();
-    let c = measure(|| assert_eq!(fx.vault.import_file("/d/new", &content[..], &attrs).unwrap(), 100_000));
+    let c = measure(|| {
+        assert_eq!(
+            fx.vault.replace_file("/d/new", 0, &content[..], &attrs, &sqlvault::Ops::default()).unwrap(),
+            100_000
+        )
+    });
     let after = fx.vault.commit_stats();
     assert_eq!(after.commits - before.commits, 1, "one commit for a new file");
     assert_eq!(after.operations - before.operations, 1, "one write operation");
@@ -389,7 +396,13 @@ fn a_new_file_imported_as_put_does_costs_one_commit() {
     // Replacing it costs one commit too, and keeps the new attributes.
     let before = fx.vault.commit_stats();
     fx.vault
-        .import_file("/d/new", &b"short"[..], &sqlvault::SetAttr { perm: Some(0o640), ..Default::default() })
+        .replace_file(
+            "/d/new",
+            0,
+            &b"short"[..],
+            &sqlvault::SetAttr { perm: Some(0o640), ..Default::default() },
+            &sqlvault::Ops::default(),
+        )
         .unwrap();
     assert_eq!(fx.vault.commit_stats().commits - before.commits, 1);
     assert_eq!(fx.vault.read_file("/d/new").unwrap(), b"short");

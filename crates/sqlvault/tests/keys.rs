@@ -87,7 +87,7 @@ fn tampered_page_is_reported_as_damage_not_data() {
     std::fs::write(&t.path, &bytes).unwrap();
     let r = Vault::open(&t.path, &pass(), EngineConfig::default()).and_then(|v| {
         v.read_file("/f")?;
-        v.fsck()
+        v.fsck(&sqlvault::Ops::default())
     });
     match r {
         Err(Error::Damaged { .. }) => {}

@@ -15,6 +15,8 @@ use std::path::Path;
 /// Layers from the bottom up, by module path prefix.
 const LAYERS: &[(&str, usize)] = &[
     ("error", 0),
+    ("interrupt", 0),
+    ("ops", 0),
     ("keys", 1),
     ("storage", 2),
     ("fs", 3),

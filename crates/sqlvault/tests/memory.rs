@@ -12,7 +12,7 @@
 mod common;
 
 use common::{opts, pass};
-use sqlvault::{EngineConfig, Interrupt, Vault};
+use sqlvault::{EngineConfig, Vault};
 
 const FILES: usize = 4_000;
 const FILE_BYTES: usize = 3_000;
@@ -60,20 +60,20 @@ fn whole_tree_operations_stay_within_the_page_cache() {
     v.write_file("/t/d0/new", b"new").unwrap();
 
     let restore = growth(|| {
-        let r = v.restore("s", "/t", None).unwrap();
+        let r = v.restore("s", "/t", None, &sqlvault::Ops::default()).unwrap();
         assert_eq!(r.files, FILES as u64);
     });
     let rm = growth(|| {
-        let r = v.remove_dir_all_with("/t", &Interrupt::new(), &|_, _| {}).unwrap();
+        let r = v.remove_dir_all("/t", &sqlvault::Ops::default()).unwrap();
         assert_eq!(r.files, FILES as u64);
     });
     let snapshot_rm = growth(|| {
-        v.remove_snapshot("s").unwrap();
+        v.remove_snapshot("s", &sqlvault::Ops::default()).unwrap();
     });
     println!("heap growth: restore {restore}, rm -r {rm}, snapshot rm {snapshot_rm} bytes");
     for (what, g) in [("restore over a live tree", restore), ("rm -r", rm), ("snapshot rm", snapshot_rm)] {
         assert!(g < BOUND, "{what}: SQLite's heap rose by {} KiB (bound {} KiB)", g >> 10, BOUND >> 10);
     }
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
     v.close().unwrap();
 }

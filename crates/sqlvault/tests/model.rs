@@ -73,9 +73,9 @@ use common::*;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
+use sqlvault::inodes::RenameMode;
 use sqlvault::{
-    params, Condition, EngineConfig, Error, FileHandle, FileOptions, FileType, InodeId, Query, RenameMode, TagValue,
-    Vault,
+    params, Condition, EngineConfig, Error, FileHandle, FileOptions, FileType, InodeId, Query, TagValue, Vault,
 };
 
 const CHUNK: u32 = 4096;
@@ -1250,7 +1250,7 @@ impl Harness {
                 let slot = *slot as usize % SLOTS;
                 self.what = format!("open_ino of slot {from} into slot {slot}");
                 let (ino, id) = self.handles[from].as_ref().map(|(h, id)| (h.ino(), *id)).unwrap();
-                let h = match self.v().open_ino(ino, &rw()) {
+                let h = match self.v().inodes().open(ino, &rw()) {
                     Ok(h) => h,
                     Err(e) => self.fail(format!("open_ino failed: {e:?}")),
                 };
@@ -1303,7 +1303,11 @@ impl Harness {
                     To::Below(v) => v.iter().fold(f.clone(), |p, n| join(&p, NAMES[*n as usize % NAMES.len()])),
                 };
                 self.what = format!("rename {f} -> {t} {mode:?}");
-                let got = self.v().rename_with(&f, &t, *mode);
+                let got = match *mode {
+                    RenameMode::Replace => self.v().rename(&f, &t),
+                    RenameMode::NoReplace => self.v().rename_noreplace(&f, &t),
+                    RenameMode::Exchange => self.v().rename_exchange(&f, &t),
+                };
                 let want = self.m.rename(&f, &t, *mode);
                 self.same(&got, &want);
             }
@@ -1339,7 +1343,7 @@ impl Harness {
             Op::RemoveAll { path } => {
                 let p = self.path(path);
                 self.what = format!("remove_dir_all {p}");
-                let got = self.v().remove_dir_all(&p);
+                let got = self.v().remove_dir_all(&p, &sqlvault::Ops::default());
                 let want = self.m.remove_all(&p);
                 self.same(&got, &want);
             }
@@ -1645,7 +1649,7 @@ impl Harness {
                 self.compare_handle(s);
             }
         }
-        match self.v().fsck() {
+        match self.v().fsck(&sqlvault::Ops::default()) {
             Ok(r) if r.problems.is_empty() => {}
             Ok(r) => self.fail(format!("fsck found problems: {:#?}", r.problems)),
             Err(e) => self.fail(format!("fsck failed: {e:?}")),
@@ -1756,5 +1760,5 @@ fn a_file_as_parent_is_not_a_directory() {
     assert!(matches!(v.rename("/f/x", "/y"), Err(Error::NotADirectory { .. })));
     assert!(matches!(v.rename("/f", "/f/x"), Err(Error::NotADirectory { .. })));
     assert!(matches!(v.create_dir("/f/x", 0o755), Err(Error::NotADirectory { .. })));
-    assert!(v.fsck().unwrap().problems.is_empty());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().problems.is_empty());
 }

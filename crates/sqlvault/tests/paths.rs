@@ -5,7 +5,8 @@
 
 mod common;
 use common::*;
-use sqlvault::{Error, ErrorKind, FileType, InodeId, NewNode};
+use sqlvault::inodes::NewNode;
+use sqlvault::{Error, ErrorKind, FileType, InodeId};
 
 #[test]
 fn escapes_relative_nul_and_overlong_paths_are_refused() {
@@ -52,15 +53,18 @@ fn names_with_slash_nul_or_dots_are_refused_by_the_inode_api() {
     let (_t, v) = TestVault::new(4096);
     let node = || NewNode { kind: FileType::File, perm: 0o644, uid: 0, gid: 0, target: None };
     for bad in [&b"a/b"[..], b"/", b"a\0", b".", b"..", b""] {
-        let e = v.create_node(InodeId::ROOT, bad, node()).unwrap_err();
+        let e = v.inodes().create(InodeId::ROOT, bad, node()).unwrap_err();
         assert!(matches!(e, Error::InvalidPath { .. }), "{bad:?}: {e:?}");
-        let e = v.rename_at(InodeId::ROOT, b"missing", InodeId::ROOT, bad, sqlvault::RenameMode::Replace).unwrap_err();
+        let e = v
+            .inodes()
+            .rename(InodeId::ROOT, b"missing", InodeId::ROOT, bad, sqlvault::inodes::RenameMode::Replace)
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Tree, "{bad:?}: {e:?}");
     }
-    assert!(matches!(v.create_node(InodeId::ROOT, &[b'x'; 256], node()), Err(Error::NameTooLong { .. })));
+    assert!(matches!(v.inodes().create(InodeId::ROOT, &[b'x'; 256], node()), Err(Error::NameTooLong { .. })));
     // Raw bytes that are not UTF-8 are valid names (the mount passes them through).
-    v.create_node(InodeId::ROOT, b"\xff\xfe", node()).unwrap();
-    assert_eq!(v.lookup(InodeId::ROOT, b"\xff\xfe").unwrap().kind, FileType::File);
+    v.inodes().create(InodeId::ROOT, b"\xff\xfe", node()).unwrap();
+    assert_eq!(v.inodes().lookup(InodeId::ROOT, b"\xff\xfe").unwrap().kind, FileType::File);
 }
 
 #[test]

@@ -7,7 +7,8 @@ mod common;
 use std::time::Instant;
 
 use common::*;
-use sqlvault::{Allocate, FileOptions, SeekHole};
+use sqlvault::inodes::{Allocate, SeekHole};
+use sqlvault::FileOptions;
 
 const CS: u64 = 4096;
 
@@ -26,32 +27,32 @@ fn allocate_punch_zero_and_seek_read_back_through_handles_and_after_reopen() {
     // A buffered write not yet committed: the range operations must include it.
     f.write_at(2 * CS + 7, b"buffered").unwrap();
     model[(2 * CS + 7) as usize..(2 * CS + 15) as usize].copy_from_slice(b"buffered");
-    v.allocate(ino, 5 * CS, 3 * CS, Allocate::Extend).unwrap();
+    v.inodes().allocate(ino, 5 * CS, 3 * CS, Allocate::Extend).unwrap();
     model.resize(8 * CS as usize, 0);
-    v.allocate(ino, 20 * CS, CS, Allocate::KeepSize).unwrap();
-    v.allocate(ino, CS / 2, 2 * CS, Allocate::PunchHole).unwrap();
+    v.inodes().allocate(ino, 20 * CS, CS, Allocate::KeepSize).unwrap();
+    v.inodes().allocate(ino, CS / 2, 2 * CS, Allocate::PunchHole).unwrap();
     model[(CS / 2) as usize..(CS / 2 + 2 * CS) as usize].fill(0);
-    v.allocate(ino, 4 * CS - 3, 6, Allocate::ZeroRangeKeepSize).unwrap();
+    v.inodes().allocate(ino, 4 * CS - 3, 6, Allocate::ZeroRangeKeepSize).unwrap();
     model[(4 * CS - 3) as usize..(4 * CS + 3) as usize].fill(0);
-    v.allocate(ino, 8 * CS - 1, 11, Allocate::ZeroRange).unwrap();
+    v.inodes().allocate(ino, 8 * CS - 1, 11, Allocate::ZeroRange).unwrap();
     model.resize(8 * CS as usize + 10, 0);
-    assert!(v.allocate(ino, 0, 0, Allocate::Extend).is_err(), "an empty range is EINVAL");
+    assert!(v.inodes().allocate(ino, 0, 0, Allocate::Extend).is_err(), "an empty range is EINVAL");
     let mut got = vec![0u8; model.len() + 10];
     let n = f.read_at(0, &mut got).unwrap();
     assert_eq!(&got[..n], &model[..], "read through the open handle");
-    assert_eq!(v.seek(ino, 0, SeekHole::Hole).unwrap(), Some(CS), "chunk 1 is a hole now");
-    assert_eq!(v.seek(ino, CS, SeekHole::Data).unwrap(), Some(2 * CS), "chunk 2 kept its other bytes");
-    assert_eq!(v.seek(ino, 5 * CS, SeekHole::Data).unwrap(), None, "only holes from the old end on");
-    assert_eq!(v.seek(ino, 9 * CS, SeekHole::Hole).unwrap(), None, "past the end");
+    assert_eq!(v.inodes().seek(ino, 0, SeekHole::Hole).unwrap(), Some(CS), "chunk 1 is a hole now");
+    assert_eq!(v.inodes().seek(ino, CS, SeekHole::Data).unwrap(), Some(2 * CS), "chunk 2 kept its other bytes");
+    assert_eq!(v.inodes().seek(ino, 5 * CS, SeekHole::Data).unwrap(), None, "only holes from the old end on");
+    assert_eq!(v.inodes().seek(ino, 9 * CS, SeekHole::Hole).unwrap(), None, "past the end");
     f.close().unwrap();
     drop(v);
     let v = tv.reopen();
     assert_eq!(v.read_file("/f").unwrap(), model, "after a reopen");
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
     // Not a regular file: the errno of Linux.
     v.create_dir("/d", 0o755).unwrap();
     let d = v.metadata("/d").unwrap().ino;
-    assert_eq!(v.allocate(d, 0, 1, Allocate::Extend).unwrap_err().errno(), libc::EISDIR);
+    assert_eq!(v.inodes().allocate(d, 0, 1, Allocate::Extend).unwrap_err().errno(), libc::EISDIR);
 }
 
 #[test]
@@ -75,7 +76,7 @@ fn a_clone_of_a_large_file_shares_every_chunk_and_costs_rows_not_data() {
     let v = tv.reopen();
     let copy = v.read_file("/copy").unwrap();
     assert_eq!((&copy[..100], &copy[100..107], &copy[107..]), (&data[..100], &b"changed"[..], &data[107..]));
-    assert!(v.fsck().unwrap().is_clean(), "refcounts exact");
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean(), "refcounts exact");
     v.remove_file("/big").unwrap();
     v.remove_file("/copy").unwrap();
     assert_eq!(v.info().unwrap().chunks, 0, "every shared chunk freed with its last reference");
@@ -92,22 +93,26 @@ fn set_based_removals_keep_chunks_that_clones_share() {
     v.write_file("/src/deep/a", &data).unwrap();
     v.clone_file("/src/deep/a", "/b").unwrap();
     v.clone_file("/src/deep/a", "/c").unwrap();
-    assert!(v.fsck().unwrap().is_clean(), "{:?}", v.fsck().unwrap().problems);
+    assert!(
+        v.fsck(&sqlvault::Ops::default()).unwrap().is_clean(),
+        "{:?}",
+        v.fsck(&sqlvault::Ops::default()).unwrap().problems
+    );
     // The original goes with its whole directory, in one set-based removal.
-    v.remove_dir_all("/src").unwrap();
-    let r = v.fsck().unwrap();
+    v.remove_dir_all("/src", &sqlvault::Ops::default()).unwrap();
+    let r = v.fsck(&sqlvault::Ops::default()).unwrap();
     assert!(r.is_clean(), "after rm -r: {:?}", r.problems);
     assert_eq!(v.read_file("/b").unwrap(), data);
     assert_eq!(v.read_file("/c").unwrap(), data);
     // A truncate of one clone releases its rows in four statements; the other keeps them.
     v.truncate("/b", CS).unwrap();
-    let r = v.fsck().unwrap();
+    let r = v.fsck(&sqlvault::Ops::default()).unwrap();
     assert!(r.is_clean(), "after truncate: {:?}", r.problems);
     assert_eq!(v.read_file("/c").unwrap(), data);
     assert_eq!(v.read_file("/b").unwrap(), &data[..CS as usize]);
     v.remove_file("/c").unwrap();
     v.remove_file("/b").unwrap();
-    let r = v.fsck().unwrap();
+    let r = v.fsck(&sqlvault::Ops::default()).unwrap();
     assert!(r.is_clean(), "after removing every clone: {:?}", r.problems);
     assert_eq!(r.chunks, 0, "no chunk left behind");
 }

@@ -166,7 +166,7 @@ fn truncate_and_extend_through_another_handle() {
     }
     w.close().unwrap();
     assert_eq!(v.read_file("/f").unwrap(), model);
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -268,5 +268,5 @@ fn random_operations_on_two_handles_match_a_model() {
         h.close().unwrap();
     }
     assert_eq!(v.read_file("/f").unwrap(), model);
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }

@@ -29,7 +29,7 @@ fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 }
 
 fn assert_clean(v: &Vault) {
-    let r = v.fsck().unwrap();
+    let r = v.fsck(&sqlvault::Ops::default()).unwrap();
     assert!(r.problems.is_empty(), "{:?}", r.problems);
 }
 
@@ -112,14 +112,14 @@ fn a_read_only_vault_leaves_the_wipe_to_a_writer() {
     drop(v);
     let ro = t.reopen_with(EngineConfig { read_only: true, ..EngineConfig::default() });
     assert_eq!(pending(&ro), 1 << 20);
-    ro.wipe_deleted(&|_| {}).unwrap();
+    ro.wipe_deleted(&sqlvault::Ops::default()).unwrap();
     ro.close().unwrap();
     let v = t.reopen_with(manual_wipe());
     assert_eq!(pending(&v), 1 << 20);
     let calls = std::sync::atomic::AtomicU64::new(0);
-    v.wipe_deleted(&|_| {
+    v.wipe_deleted(&sqlvault::Ops::default().progress(&|_| {
         calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    })
+    }))
     .unwrap();
     assert_eq!(pending(&v), 0);
     assert!(calls.into_inner() >= 1);

@@ -25,7 +25,7 @@ fn put_get_delete_count_and_reopen() {
     assert_eq!(v.records("settings").get("theme").unwrap().unwrap(), b"light");
     assert_eq!(v.records("other").clear().unwrap(), 1);
     assert_eq!(v.collections().unwrap().len(), 1);
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]

@@ -19,11 +19,17 @@ use sqlvault::{EngineConfig, Error, FileType, Secret, TagValue, Vault};
 
 const CHUNK: u32 = 4096;
 
-fn no_progress(_: sqlvault::remote::Progress) {}
-
 fn clone(server: &S3Server, url: &str, dir: &std::path::Path, name: &str) -> Vault {
-    Vault::clone_remote(url, Some(&server.endpoint), dir.join(name), &pass(), EngineConfig::default(), &no_progress)
-        .unwrap()
+    Vault::clone_remote(
+        url,
+        Some(&server.endpoint),
+        dir.join(name),
+        &pass(),
+        EngineConfig::default(),
+        &sqlvault::remote::At::Newest,
+        &sqlvault::Ops::default(),
+    )
+    .unwrap()
 }
 
 /// Bytes unlike any others in the test (no accidental dedup), `n` long.
@@ -53,10 +59,11 @@ fn observe(v: &Vault) -> BTreeMap<String, String> {
             };
             let tags = if e.kind == FileType::Symlink { Vec::new() } else { v.tags(&p).unwrap() };
             let xattrs: Vec<_> = v
+                .inodes()
                 .list_xattrs(a.ino)
                 .unwrap()
                 .into_iter()
-                .map(|n| (String::from_utf8_lossy(&n).to_string(), v.get_xattr(a.ino, &n).unwrap()))
+                .map(|n| (String::from_utf8_lossy(&n).to_string(), v.inodes().get_xattr(a.ino, &n).unwrap()))
                 .collect();
             out.insert(
                 p,
@@ -72,9 +79,9 @@ fn observe(v: &Vault) -> BTreeMap<String, String> {
         out.insert(format!("records {coll}"), format!("{n} {recs:?}"));
     }
     for s in v.snapshots().unwrap() {
-        let id = v.snapshot_id(&s.name).unwrap();
-        let root = v.snapshot_resolve(id, "/").unwrap();
-        let listing = v.snapshot_list(id, root, None, 10_000).unwrap();
+        let id = v.inodes().snapshot_id(&s.name).unwrap();
+        let root = v.inodes().snapshot(id).resolve("/").unwrap();
+        let listing = v.inodes().snapshot(id).list(root, None, 10_000).unwrap();
         out.insert(
             format!("snapshot {}", s.name),
             format!("{} {} {} {:?}", s.files, s.logical_bytes, s.created_ns, listing),
@@ -106,7 +113,9 @@ fn populate(v: &Vault, marker: &str) {
     )
     .unwrap();
     let ino = v.metadata("/docs/big.bin").unwrap().ino;
-    v.set_xattr(ino, format!("trusted.{marker}").as_bytes(), marker.as_bytes(), sqlvault::XattrMode::Upsert).unwrap();
+    v.inodes()
+        .set_xattr(ino, format!("trusted.{marker}").as_bytes(), marker.as_bytes(), sqlvault::inodes::XattrMode::Upsert)
+        .unwrap();
     v.set_permissions("/docs/dup.bin", 0o600).unwrap();
     v.records(&format!("coll-{marker}")).put(format!("key-{marker}"), format!("value-{marker}")).unwrap();
     v.records("settings").put("theme", "dark").unwrap();
@@ -125,16 +134,19 @@ fn push_clone_pull_round_trip() {
     let (tv, a) = TestVault::new(CHUNK);
     populate(&a, "alpha");
     a.remote_add("backup", &url, Some(&server.endpoint)).unwrap();
-    let pushed = a.push("backup").unwrap();
+    let pushed = a.remote("backup").push(&sqlvault::Ops::default()).unwrap();
     let PushOutcome::Pushed { commit, chunks_uploaded, .. } = &pushed else { panic!("{pushed:?}") };
     assert!(*chunks_uploaded >= 7, "{pushed:?}");
-    assert_eq!(a.push("backup").unwrap(), PushOutcome::UpToDate { commit: commit.clone() });
+    assert_eq!(
+        a.remote("backup").push(&sqlvault::Ops::default()).unwrap(),
+        PushOutcome::UpToDate { commit: commit.clone() }
+    );
 
     // Another device: a fresh directory, the same passphrase.
     let other = tempfile::tempdir().unwrap();
     let b = clone(&server, &url, other.path(), "b.vault");
     assert_eq!(observe(&a), observe(&b));
-    assert!(b.fsck().unwrap().is_clean(), "{:?}", b.fsck().unwrap());
+    assert!(b.fsck(&sqlvault::Ops::default()).unwrap().is_clean(), "{:?}", b.fsck(&sqlvault::Ops::default()).unwrap());
     assert_eq!(b.read_file("/sparse").unwrap().len(), 10 * CHUNK as usize + 3);
     assert_eq!(b.remotes().unwrap()[0].head.as_deref(), Some(commit.as_str()));
     // The clone opens with the same secret, from its own file.
@@ -146,22 +158,22 @@ fn push_clone_pull_round_trip() {
     a.remove_file("/docs/dup.bin").unwrap();
     a.set_tags("/docs/big.bin", &[("iso", TagValue::Int(800))]).unwrap();
     a.records("settings").put("theme", "light").unwrap();
-    a.remove_snapshot("snap-alpha").unwrap();
+    a.remove_snapshot("snap-alpha", &sqlvault::Ops::default()).unwrap();
     a.snapshot("second").unwrap();
-    assert!(matches!(a.push("backup").unwrap(), PushOutcome::Pushed { .. }));
-    let pulled = b.pull("origin").unwrap();
+    assert!(matches!(a.remote("backup").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
+    let pulled = b.remote("origin").pull(&sqlvault::Ops::default()).unwrap();
     assert!(matches!(pulled, PullOutcome::Pulled { chunks_downloaded: 3, .. }), "{pulled:?}");
     assert_eq!(observe(&a), observe(&b));
-    assert!(b.fsck().unwrap().is_clean(), "{:?}", b.fsck().unwrap());
-    assert!(matches!(b.pull("origin").unwrap(), PullOutcome::UpToDate { .. }));
+    assert!(b.fsck(&sqlvault::Ops::default()).unwrap().is_clean(), "{:?}", b.fsck(&sqlvault::Ops::default()).unwrap());
+    assert!(matches!(b.remote("origin").pull(&sqlvault::Ops::default()).unwrap(), PullOutcome::UpToDate { .. }));
 
     // And back: the second device pushes, the first pulls.
     b.write_file("/from-b", b"hello from b").unwrap();
-    assert!(matches!(b.push("origin").unwrap(), PushOutcome::Pushed { .. }));
-    assert!(matches!(a.pull("backup").unwrap(), PullOutcome::Pulled { .. }));
+    assert!(matches!(b.remote("origin").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
+    assert!(matches!(a.remote("backup").pull(&sqlvault::Ops::default()).unwrap(), PullOutcome::Pulled { .. }));
     assert_eq!(a.read_file("/from-b").unwrap(), b"hello from b");
     assert_eq!(observe(&a), observe(&b));
-    assert_eq!(a.remote_log("backup", 100).unwrap().len(), 3);
+    assert_eq!(a.remote("backup").log(100).unwrap().len(), 3);
     drop(tv);
 }
 
@@ -177,7 +189,7 @@ fn incremental_push_uploads_only_new_chunks() {
     }
     a.write_file("/one", &payload(10, 8 * CHUNK as usize)).unwrap();
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
-    let r = a.push("r").unwrap();
+    let r = a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let PushOutcome::Pushed { chunks_uploaded: 308, objects_uploaded, .. } = r else { panic!("{r:?}") };
     assert_eq!(server.count("inc", "vaults/one", "data"), 0);
     let packs = server.count("inc", "vaults/one", "packs");
@@ -192,7 +204,7 @@ fn incremental_push_uploads_only_new_chunks() {
     let mut new = payload(11, 2 * CHUNK as usize);
     new.extend_from_slice(&payload(10, CHUNK as usize));
     a.write_file("/two", &new).unwrap();
-    let r = a.push("r").unwrap();
+    let r = a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let PushOutcome::Pushed { chunks_uploaded, objects_uploaded, bytes_uploaded, .. } = r else { panic!("{r:?}") };
     assert_eq!((chunks_uploaded, bytes_uploaded), (2, 2 * CHUNK as u64));
     // A pack of the two chunks, its index, one metadata piece, one commit; the ref was
@@ -205,7 +217,7 @@ fn incremental_push_uploads_only_new_chunks() {
 
     // Nothing changed: nothing uploaded.
     let before = server.objects("inc", "vaults/one").len();
-    assert!(matches!(a.push("r").unwrap(), PushOutcome::UpToDate { .. }));
+    assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::UpToDate { .. }));
     assert_eq!(server.objects("inc", "vaults/one").len(), before);
 }
 
@@ -218,8 +230,8 @@ fn a_layout_1_remote_still_pushes_and_pulls() {
     let (_tv, a) = TestVault::new(CHUNK);
     populate(&a, "old");
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
-    a.remote_init_layout("r", 1).unwrap();
-    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    a.remote("r").init_layout(1).unwrap();
+    assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     let data = server.count("old", "vaults/one", "data");
     assert!(data >= 7, "{data}");
     assert_eq!(server.count("old", "vaults/one", "packs") + server.count("old", "vaults/one", "index"), 0);
@@ -228,17 +240,20 @@ fn a_layout_1_remote_still_pushes_and_pulls() {
     assert_eq!(observe(&a), observe(&b));
 
     a.write_file("/later", &payload(12, 3 * CHUNK as usize)).unwrap();
-    let r = a.push("r").unwrap();
+    let r = a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let PushOutcome::Pushed { chunks_uploaded: 3, objects_uploaded: 5, .. } = r else { panic!("{r:?}") };
     assert_eq!(server.count("old", "vaults/one", "data"), data + 3);
-    assert!(matches!(b.pull("origin").unwrap(), PullOutcome::Pulled { chunks_downloaded: 3, .. }));
+    assert!(matches!(
+        b.remote("origin").pull(&sqlvault::Ops::default()).unwrap(),
+        PullOutcome::Pulled { chunks_downloaded: 3, .. }
+    ));
     assert_eq!(observe(&a), observe(&b));
     // And the clone pushes in the same layout.
     b.write_file("/from-b", &payload(13, CHUNK as usize)).unwrap();
-    assert!(matches!(b.push("origin").unwrap(), PushOutcome::Pushed { .. }));
+    assert!(matches!(b.remote("origin").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     assert_eq!(server.count("old", "vaults/one", "data"), data + 4);
     assert_eq!(server.count("old", "vaults/one", "packs"), 0);
-    assert!(matches!(a.pull("r").unwrap(), PullOutcome::Pulled { .. }));
+    assert!(matches!(a.remote("r").pull(&sqlvault::Ops::default()).unwrap(), PullOutcome::Pulled { .. }));
     assert_eq!(observe(&a), observe(&b));
 }
 
@@ -249,7 +264,7 @@ fn racing_pushers_exactly_one_wins_each_round() {
     let (_tv, a) = TestVault::new(CHUNK);
     a.write_file("/base", b"base").unwrap();
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
-    a.push("r").unwrap();
+    a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     const REPLICAS: usize = 4;
     const ROUNDS: usize = 3;
     let mut expected = Vec::new();
@@ -273,7 +288,7 @@ fn racing_pushers_exactly_one_wins_each_round() {
                     let barrier = barrier.clone();
                     s.spawn(move || {
                         barrier.wait();
-                        v.push(sqlvault::remote::ORIGIN).unwrap()
+                        v.remote(sqlvault::remote::ORIGIN).push(&sqlvault::Ops::default()).unwrap()
                     })
                 })
                 .collect();
@@ -295,7 +310,11 @@ fn racing_pushers_exactly_one_wins_each_round() {
                 .filter(|i| *i != won[0])
                 .map(|i| {
                     let v = &vaults[i];
-                    s.spawn(move || v.push_or_merge(sqlvault::remote::ORIGIN, 2 * REPLICAS, &no_progress).unwrap())
+                    s.spawn(move || {
+                        v.remote(sqlvault::remote::ORIGIN)
+                            .push_or_merge(2 * REPLICAS, &sqlvault::Ops::default())
+                            .unwrap()
+                    })
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
@@ -312,11 +331,15 @@ fn racing_pushers_exactly_one_wins_each_round() {
             expected.push(format!("/r{round}-replica{i}"));
         }
         for v in &vaults {
-            let _ = v.pull(sqlvault::remote::ORIGIN).unwrap();
+            let _ = v.remote(sqlvault::remote::ORIGIN).pull(&sqlvault::Ops::default()).unwrap();
             for e in &expected {
                 assert!(v.exists(e).unwrap(), "round {round}: {e} is missing in a replica");
             }
-            assert!(v.fsck().unwrap().is_clean(), "{:?}", v.fsck().unwrap());
+            assert!(
+                v.fsck(&sqlvault::Ops::default()).unwrap().is_clean(),
+                "{:?}",
+                v.fsck(&sqlvault::Ops::default()).unwrap()
+            );
         }
         let seen: Vec<_> = vaults.iter().map(observe).collect();
         assert!(seen.windows(2).all(|w| w[0] == w[1]), "round {round}: the replicas differ");
@@ -328,8 +351,8 @@ fn racing_pushers_exactly_one_wins_each_round() {
         assert!(f.exists(e).unwrap(), "{e}");
     }
     assert_eq!(f.read_dir("/").unwrap().len(), 1 + ROUNDS * REPLICAS);
-    assert_eq!(f.remote_log(sqlvault::remote::ORIGIN, 1000).unwrap().len(), 1 + ROUNDS * REPLICAS);
-    assert!(f.fsck().unwrap().is_clean());
+    assert_eq!(f.remote(sqlvault::remote::ORIGIN).log(1000).unwrap().len(), 1 + ROUNDS * REPLICAS);
+    assert!(f.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 /// The child side of `sigkill_during_push_leaves_the_remote_consistent`.
@@ -339,7 +362,7 @@ fn push_child_entry() {
     common::s3::set_client_env();
     let v = Vault::open(&vault, &pass(), EngineConfig::default()).unwrap();
     println!("START");
-    let r = v.push("r").unwrap();
+    let r = v.remote("r").push(&sqlvault::Ops::default()).unwrap();
     println!("DONE {r:?}");
 }
 
@@ -383,10 +406,11 @@ fn sigkill_during_push_leaves_the_remote_consistent() {
             d.path().join("c.vault"),
             &pass(),
             EngineConfig::default(),
-            &no_progress,
+            &sqlvault::remote::At::Newest,
+            &sqlvault::Ops::default(),
         ) {
             Ok(c) => {
-                assert!(c.fsck().unwrap().is_clean());
+                assert!(c.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
                 let seen = observe(&c);
                 let known = seen == expected || pushed_states.contains(&seen);
                 assert!(known, "cycle {cycle}: the remote holds a state that was never pushed");
@@ -407,7 +431,7 @@ fn sigkill_during_push_leaves_the_remote_consistent() {
             Err(e) => panic!("cycle {cycle}: {e}"),
         }
         // The next push completes (the child may have finished, or left objects behind).
-        let r = a.push("r").unwrap();
+        let r = a.remote("r").push(&sqlvault::Ops::default()).unwrap();
         assert!(matches!(r, PushOutcome::Pushed { .. } | PushOutcome::UpToDate { .. }), "{r:?}");
         let d = tempfile::tempdir().unwrap();
         assert_eq!(observe(&clone(&server, &url, d.path(), "c.vault")), expected);
@@ -433,8 +457,10 @@ fn a_failed_upload_aborts_the_push_and_leaves_the_ref_unchanged() {
     a.remote_add("r", &url, Some(&endpoint)).unwrap();
     // One object per chunk, so that the failure lands among many uploads (the pipeline
     // is the same for packs, see store.rs; this much data is one pack).
-    a.remote_init_layout("r", 1).unwrap();
-    let PushOutcome::Pushed { commit: first, .. } = a.push("r").unwrap() else { panic!("first push") };
+    a.remote("r").init_layout(1).unwrap();
+    let PushOutcome::Pushed { commit: first, .. } = a.remote("r").push(&sqlvault::Ops::default()).unwrap() else {
+        panic!("first push")
+    };
     let chunks_before = server.lock().unwrap().count("abort", "vaults/one", "data");
     a.create_dir("/more", 0o755).unwrap();
     for i in 0..50 {
@@ -442,11 +468,12 @@ fn a_failed_upload_aborts_the_push_and_leaves_the_ref_unchanged() {
     }
     let killed = std::sync::atomic::AtomicBool::new(false);
     let err = a
-        .push_with_progress("r", &|p| {
+        .remote("r")
+        .push(&sqlvault::Ops::default().progress(&|p| {
             if p.phase == "chunks" && p.done > p.total / 4 && !killed.swap(true, std::sync::atomic::Ordering::SeqCst) {
                 server.lock().unwrap().stop();
             }
-        })
+        }))
         .unwrap_err();
     assert!(killed.into_inner(), "the push ended before the server was stopped");
     assert!(matches!(err, Error::Io { .. }), "{err}");
@@ -456,14 +483,14 @@ fn a_failed_upload_aborts_the_push_and_leaves_the_ref_unchanged() {
     assert_eq!(s.count("abort", "vaults/one", "commits"), 1, "a commit was written");
     let left_behind = s.count("abort", "vaults/one", "data") - chunks_before;
     assert!(left_behind < 400, "every chunk was uploaded before the failure");
-    let log = a.remote_log("r", 10).unwrap();
+    let log = a.remote("r").log(10).unwrap();
     assert_eq!(log.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), [first.as_str()], "the ref moved");
 
-    let r = a.push("r").unwrap();
+    let r = a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let PushOutcome::Pushed { chunks_uploaded, .. } = r else { panic!("{r:?}") };
     // What the failed push wrote is reused (content-named, create-only).
     assert_eq!(chunks_uploaded as usize, 400 - left_behind);
-    assert_eq!(a.remote_log("r", 10).unwrap()[1].id, first);
+    assert_eq!(a.remote("r").log(10).unwrap()[1].id, first);
     let d = tempfile::tempdir().unwrap();
     assert_eq!(observe(&clone(&s, &url, d.path(), "c.vault")), observe(&a));
 }
@@ -475,7 +502,7 @@ fn wrong_secret_is_refused_and_leaves_no_file() {
     let (_tv, a) = TestVault::new(CHUNK);
     a.write_file("/f", b"x").unwrap();
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
-    a.push("r").unwrap();
+    a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let d = tempfile::tempdir().unwrap();
     let dest = d.path().join("c.vault");
     let Err(e) = Vault::clone_remote(
@@ -484,7 +511,8 @@ fn wrong_secret_is_refused_and_leaves_no_file() {
         &dest,
         &Secret::passphrase("not it"),
         EngineConfig::default(),
-        &no_progress,
+        &sqlvault::remote::At::Newest,
+        &sqlvault::Ops::default(),
     ) else {
         panic!("a wrong passphrase opened the remote")
     };
@@ -494,7 +522,7 @@ fn wrong_secret_is_refused_and_leaves_no_file() {
     // Another vault cannot push into this remote.
     let (_tv2, other) = TestVault::new(CHUNK);
     other.remote_add("r", &url, Some(&server.endpoint)).unwrap();
-    let e = other.push("r").unwrap_err();
+    let e = other.remote("r").push(&sqlvault::Ops::default()).unwrap_err();
     assert!(e.to_string().contains("another vault"), "{e}");
 }
 
@@ -506,13 +534,20 @@ fn tampered_objects_are_detected_never_returned() {
     a.write_file("/f", &payload(5, 3 * CHUNK as usize)).unwrap();
     a.set_tags("/f", &[("k", TagValue::Int(1))]).unwrap();
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
-    a.push("r").unwrap();
+    a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let root = server.root.path().join("tamper/vaults/one");
     let try_clone = || {
         let d = tempfile::tempdir().unwrap();
         let dest = d.path().join("c.vault");
-        let r =
-            Vault::clone_remote(&url, Some(&server.endpoint), &dest, &pass(), EngineConfig::default(), &no_progress);
+        let r = Vault::clone_remote(
+            &url,
+            Some(&server.endpoint),
+            &dest,
+            &pass(),
+            EngineConfig::default(),
+            &sqlvault::remote::At::Newest,
+            &sqlvault::Ops::default(),
+        );
         if r.is_err() {
             assert!(!dest.exists(), "a failed clone left {}", dest.display());
         }
@@ -562,7 +597,7 @@ fn the_bucket_holds_no_plaintext() {
     let marker = "Zq7MarkerXv";
     populate(&a, marker);
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
-    a.push("r").unwrap();
+    a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let objects = server.objects("plain", "vaults/one");
     // keys, config, ref, a commit, a metadata piece, a pack, its index.
     assert!(objects.len() >= 7, "{objects:?}");
@@ -593,23 +628,23 @@ fn point_in_time_clone_by_commit_or_time() {
     for i in 0..3u64 {
         a.write_file("/f", &payload(100 + i, 2 * CHUNK as usize)).unwrap();
         a.write_file(&format!("/only-{i}"), b"x").unwrap();
-        a.push("r").unwrap();
+        a.remote("r").push(&sqlvault::Ops::default()).unwrap();
         states.push(observe(&a));
         std::thread::sleep(Duration::from_millis(20));
     }
-    let log = a.remote_log("r", 10).unwrap(); // newest first
+    let log = a.remote("r").log(10).unwrap(); // newest first
     assert_eq!(log.len(), 3);
     let at = |at: &At| {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("c.vault");
-        let r = Vault::clone_remote_at(
+        let r = Vault::clone_remote(
             &url,
             Some(&server.endpoint),
             &p,
             &pass(),
             EngineConfig::default(),
             at,
-            &no_progress,
+            &sqlvault::Ops::default(),
         );
         (d, r)
     };
@@ -624,7 +659,10 @@ fn point_in_time_clone_by_commit_or_time() {
     assert!(matches!(at(&At::Commit("zz".into())).1, Err(Error::InvalidArgument { .. })));
     assert!(matches!(at(&At::Commit("0123456789ab".into())).1, Err(Error::NotFound { .. })));
     // The restored vault is behind its origin: a pull brings it to the newest commit.
-    assert!(matches!(second.pull(sqlvault::remote::ORIGIN).unwrap(), PullOutcome::Pulled { .. }));
+    assert!(matches!(
+        second.remote(sqlvault::remote::ORIGIN).pull(&sqlvault::Ops::default()).unwrap(),
+        PullOutcome::Pulled { .. }
+    ));
     assert_eq!(observe(&second), states[2]);
 }
 
@@ -652,7 +690,7 @@ fn diverged(server: &S3Server, bucket: &str) -> (TestVault, Vault, tempfile::Tem
     a.write_file("/both", b"base").unwrap();
     a.records("settings").put("font", "serif").unwrap();
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
-    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     let dir = tempfile::tempdir().unwrap();
     let b = clone(server, &url, dir.path(), "b.vault");
     (tv, a, dir, b, url)
@@ -676,7 +714,7 @@ fn pull_merges_diverged_histories_path_by_path() {
     a.records("settings").put("from-a", "1").unwrap();
     a.records("settings").delete("font").unwrap(); // b modifies it
     a.snapshot("a-snap").unwrap();
-    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
 
     // The local side (b).
     let b_only = payload(21, 3 * CHUNK as usize + 7); // chunks only b has
@@ -694,10 +732,10 @@ fn pull_merges_diverged_histories_path_by_path() {
     b.snapshot("b-snap").unwrap();
     let before_b = observe(&b);
 
-    let pulled = b.pull("origin").unwrap();
+    let pulled = b.remote("origin").pull(&sqlvault::Ops::default()).unwrap();
     let PullOutcome::Merged { conflicts, conflicts_total, two_way, .. } = &pulled else { panic!("{pulled:?}") };
     assert!(!two_way);
-    assert!(b.fsck().unwrap().is_clean(), "{:?}", b.fsck().unwrap());
+    assert!(b.fsck(&sqlvault::Ops::default()).unwrap().is_clean(), "{:?}", b.fsck(&sqlvault::Ops::default()).unwrap());
     let by_what = |w: &str| conflicts.iter().find(|c| c.what == w).unwrap_or_else(|| panic!("{w}: {conflicts:?}"));
 
     // Changed on one side only: that side's version.
@@ -753,11 +791,13 @@ fn pull_merges_diverged_histories_path_by_path() {
 
     // The merge is ahead: the next push publishes it on top of the remote's head, and
     // the other device fast-forwards to the same state.
-    let PushOutcome::Pushed { .. } = b.push("origin").unwrap() else { panic!("push after merge") };
-    assert!(matches!(a.pull("r").unwrap(), PullOutcome::Pulled { .. }));
+    let PushOutcome::Pushed { .. } = b.remote("origin").push(&sqlvault::Ops::default()).unwrap() else {
+        panic!("push after merge")
+    };
+    assert!(matches!(a.remote("r").pull(&sqlvault::Ops::default()).unwrap(), PullOutcome::Pulled { .. }));
     assert_eq!(observe(&a), observe(&b));
-    assert!(a.fsck().unwrap().is_clean());
-    assert!(matches!(b.push("origin").unwrap(), PushOutcome::UpToDate { .. }));
+    assert!(a.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
+    assert!(matches!(b.remote("origin").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::UpToDate { .. }));
     let d = tempfile::tempdir().unwrap();
     assert_eq!(observe(&clone(&server, &url, d.path(), "c.vault")), observe(&a));
 }
@@ -769,15 +809,15 @@ fn merge_without_a_base_is_two_way_and_loses_nothing() {
     let base = b.remotes().unwrap()[0].head.clone().unwrap();
     a.write_file("/both", b"a's version").unwrap();
     a.write_file("/a-new", b"a").unwrap();
-    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     b.write_file("/both", b"b's version").unwrap();
     b.write_file("/b-new", b"b").unwrap();
     // The base commit is pruned from the bucket.
     let hex = base.strip_prefix("commits/").unwrap();
     std::fs::remove_file(server.root.path().join("twoway/vaults/one/commits").join(hex)).unwrap();
-    let pulled = b.pull("origin").unwrap();
+    let pulled = b.remote("origin").pull(&sqlvault::Ops::default()).unwrap();
     let PullOutcome::Merged { conflicts, two_way: true, .. } = &pulled else { panic!("{pulled:?}") };
-    assert!(b.fsck().unwrap().is_clean(), "{:?}", b.fsck().unwrap());
+    assert!(b.fsck(&sqlvault::Ops::default()).unwrap().is_clean(), "{:?}", b.fsck(&sqlvault::Ops::default()).unwrap());
     assert_eq!(b.read_file("/both").unwrap(), b"a's version");
     let kept = conflicts.iter().find(|c| c.what == "/both").and_then(|c| c.kept_as.clone()).unwrap();
     assert_eq!(b.read_file(&kept).unwrap(), b"b's version");
@@ -785,7 +825,7 @@ fn merge_without_a_base_is_two_way_and_loses_nothing() {
     assert_eq!(b.read_file("/b-new").unwrap(), b"b");
     // Paths equal on both sides are no conflict even without a base.
     assert!(conflicts.iter().all(|c| c.what != "/docs/big.bin"), "{conflicts:?}");
-    assert!(matches!(b.push("origin").unwrap(), PushOutcome::Pushed { .. }));
+    assert!(matches!(b.remote("origin").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
 }
 
 #[test]
@@ -793,7 +833,7 @@ fn a_failed_merge_leaves_the_vault_as_it_was() {
     let server = S3Server::start();
     let (_tv, a, _dir, b, _url) = diverged(&server, "failed");
     a.write_file("/a-new", &payload(30, 4 * CHUNK as usize)).unwrap();
-    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     b.write_file("/b-new", b"b").unwrap();
     b.remove_file("/docs/dup.bin").unwrap();
     let before = observe(&b);
@@ -808,11 +848,11 @@ fn a_failed_merge_leaves_the_vault_as_it_was() {
         tampered += 1;
     }
     assert!(tampered > 0);
-    let e = b.pull("origin").unwrap_err();
+    let e = b.remote("origin").pull(&sqlvault::Ops::default()).unwrap_err();
     assert!(matches!(e, Error::Damaged { .. }), "{e}");
     assert_eq!(observe(&b), before);
     assert_eq!(b.remotes().unwrap()[0].head, head_before);
-    assert!(b.fsck().unwrap().is_clean(), "{:?}", b.fsck().unwrap());
+    assert!(b.fsck(&sqlvault::Ops::default()).unwrap().is_clean(), "{:?}", b.fsck(&sqlvault::Ops::default()).unwrap());
 }
 
 #[test]
@@ -825,14 +865,14 @@ fn replicate_rounds_hold_the_lease_and_idle_rounds_cost_one_get_of_ref() {
     a.write_file("/f", b"one").unwrap();
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
     let other = tempfile::tempdir().unwrap();
-    let sqlvault::ReplicatorStart::Holding(mut rep) = a.replicator("r", Duration::from_secs(1)).unwrap() else {
+    let sqlvault::ReplicatorStart::Holding(mut rep) = a.remote("r").replicator(Duration::from_secs(1)).unwrap() else {
         panic!("the lease was not free")
     };
-    let first = rep.round(&no_progress).unwrap();
+    let first = rep.round(&sqlvault::Ops::default()).unwrap();
     assert!(matches!(first.push, PushOutcome::Pushed { .. }), "{first:?}");
     // A second replicator of the same remote (another device) is told who holds it.
     let b = clone(&server, &url, other.path(), "b.vault");
-    let sqlvault::ReplicatorStart::Busy(holder) = b.replicator("origin", Duration::from_secs(1)).unwrap() else {
+    let sqlvault::ReplicatorStart::Busy(holder) = b.remote("origin").replicator(Duration::from_secs(1)).unwrap() else {
         panic!("two replicators hold the lease")
     };
     assert!(holder.expires_ns > first.lease_expires_ns - 1);
@@ -843,7 +883,7 @@ fn replicate_rounds_hold_the_lease_and_idle_rounds_cost_one_get_of_ref() {
     std::thread::sleep(Duration::from_millis(300));
     let before = lines(&log);
     for _ in 0..5 {
-        let r = rep.round(&no_progress).unwrap();
+        let r = rep.round(&sqlvault::Ops::default()).unwrap();
         assert!(matches!(r.push, PushOutcome::UpToDate { .. }) && r.pulls.is_empty() && !r.lease_renewed, "{r:?}");
     }
     std::thread::sleep(Duration::from_millis(300));
@@ -855,18 +895,21 @@ fn replicate_rounds_hold_the_lease_and_idle_rounds_cost_one_get_of_ref() {
     // A change made while replicating: the next round pushes it; if the remote moved
     // meanwhile (b pushed), the round merges and pushes again.
     b.write_file("/from-b", b"b").unwrap();
-    assert!(matches!(b.push("origin").unwrap(), PushOutcome::Pushed { .. }));
+    assert!(matches!(b.remote("origin").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     a.write_file("/from-a", b"a").unwrap();
-    let r = rep.round(&no_progress).unwrap();
+    let r = rep.round(&sqlvault::Ops::default()).unwrap();
     assert!(matches!(r.push, PushOutcome::Pushed { .. }) && r.pulls.len() == 1, "{r:?}");
-    assert!(matches!(b.pull("origin").unwrap(), PullOutcome::Pulled { .. }));
+    assert!(matches!(b.remote("origin").pull(&sqlvault::Ops::default()).unwrap(), PullOutcome::Pulled { .. }));
     assert_eq!(b.read_file("/from-a").unwrap(), b"a");
     assert_eq!(observe(&a), observe(&b));
 
     // Released: the other device may replicate now.
     assert!(rep.release().unwrap());
-    assert_eq!(a.lease_holder("r").unwrap(), None);
-    assert!(matches!(b.replicator("origin", Duration::from_secs(1)).unwrap(), sqlvault::ReplicatorStart::Holding(_)));
+    assert_eq!(a.remote("r").lease_holder().unwrap(), None);
+    assert!(matches!(
+        b.remote("origin").replicator(Duration::from_secs(1)).unwrap(),
+        sqlvault::ReplicatorStart::Holding(_)
+    ));
 }
 
 /// The child side of `sigkill_during_a_merge_leaves_the_vault_as_it_was`.
@@ -876,7 +919,7 @@ fn pull_child_entry() {
     common::s3::set_client_env();
     let v = Vault::open(&vault, &pass(), EngineConfig::default()).unwrap();
     println!("START");
-    let r = v.pull(sqlvault::remote::ORIGIN).unwrap();
+    let r = v.remote(sqlvault::remote::ORIGIN).pull(&sqlvault::Ops::default()).unwrap();
     println!("DONE {r:?}");
 }
 
@@ -889,7 +932,7 @@ fn sigkill_during_a_merge_leaves_the_vault_as_it_was() {
         a.write_file(&format!("/a{i}"), &payload(100 + i, 2 * CHUNK as usize)).unwrap();
         b.write_file(&format!("/b{i}"), &payload(300 + i, CHUNK as usize)).unwrap();
     }
-    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     let before = observe(&b);
     let path = dir.path().join("b.vault");
     drop(b);
@@ -903,7 +946,10 @@ fn sigkill_during_a_merge_leaves_the_vault_as_it_was() {
     };
     let merged = {
         let v = Vault::open(&path, &pass(), EngineConfig::default()).unwrap();
-        assert!(matches!(v.pull(sqlvault::remote::ORIGIN).unwrap(), PullOutcome::Merged { .. }));
+        assert!(matches!(
+            v.remote(sqlvault::remote::ORIGIN).pull(&sqlvault::Ops::default()).unwrap(),
+            PullOutcome::Merged { .. }
+        ));
         observe(&v)
     };
     let mut rng = Rng(0x3e26);
@@ -923,12 +969,19 @@ fn sigkill_during_a_merge_leaves_the_vault_as_it_was() {
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         let v = Vault::open(&path, &pass(), EngineConfig::default()).unwrap();
-        assert!(v.fsck().unwrap().is_clean(), "cycle {cycle}: {:?}", v.fsck().unwrap());
+        assert!(
+            v.fsck(&sqlvault::Ops::default()).unwrap().is_clean(),
+            "cycle {cycle}: {:?}",
+            v.fsck(&sqlvault::Ops::default()).unwrap()
+        );
         let seen = observe(&v);
         if seen == before {
             as_before += 1;
             // Nothing of the killed merge stayed: the next pull merges from scratch.
-            assert!(matches!(v.pull(sqlvault::remote::ORIGIN).unwrap(), PullOutcome::Merged { .. }));
+            assert!(matches!(
+                v.remote(sqlvault::remote::ORIGIN).pull(&sqlvault::Ops::default()).unwrap(),
+                PullOutcome::Merged { .. }
+            ));
             assert_eq!(observe(&v), merged);
         } else {
             assert_eq!(seen, merged, "cycle {cycle}: neither the state before nor the merge");

@@ -11,13 +11,11 @@ use std::time::Duration;
 
 use common::s3::S3Server;
 use common::{fast_kdf, pass, TestVault};
-use sqlvault::remote::{At, Progress, PruneOptions, PullOutcome, PushOutcome};
-use sqlvault::{EngineConfig, Error, Interrupt, Secret, SqlValue, Vault};
+use sqlvault::remote::{At, PruneOptions, PullOutcome, PushOutcome};
+use sqlvault::{EngineConfig, Error, Progress, Secret, SqlValue, Vault};
 
 const CHUNK: u32 = 4096;
 const BUCKET_PREFIX: &str = "vaults/one";
-
-fn no_progress(_: Progress) {}
 
 fn payload(seed: u64, n: usize) -> Vec<u8> {
     let mut r = common::Rng(seed);
@@ -29,7 +27,15 @@ fn remote(server: &S3Server, bucket: &str) -> String {
 }
 
 fn clone_with(server: &S3Server, url: &str, dir: &std::path::Path, secret: &Secret) -> Result<Vault, Error> {
-    Vault::clone_remote(url, Some(&server.endpoint), dir.join("c.vault"), secret, EngineConfig::default(), &no_progress)
+    Vault::clone_remote(
+        url,
+        Some(&server.endpoint),
+        dir.join("c.vault"),
+        secret,
+        EngineConfig::default(),
+        &sqlvault::remote::At::Newest,
+        &sqlvault::Ops::default(),
+    )
 }
 
 /// Every file's path and content hash, plus tags.
@@ -76,13 +82,13 @@ fn three_commits_in(
     let (tv, a) = TestVault::new(CHUNK);
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
     if let Some(l) = layout {
-        a.remote_init_layout("r", l).unwrap();
+        a.remote("r").init_layout(l).unwrap();
     }
     let mut states = Vec::new();
     for i in 0..3u64 {
         a.write_file("/f", &payload(100 + i, 4 * CHUNK as usize)).unwrap();
         a.write_file(&format!("/only-{i}"), &payload(200 + i, CHUNK as usize)).unwrap();
-        assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+        assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
         states.push(files(&a));
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -94,18 +100,18 @@ fn prune_keeps_what_retention_says_and_frees_the_rest() {
     let server = S3Server::start();
     // One object per chunk (layout 1): chunks go one by one (packs: the next test).
     let (_tv, a, url, states) = three_commits_in(&server, "prune", Some(1));
-    let log = a.remote_log("r", 10).unwrap();
+    let log = a.remote("r").log(10).unwrap();
     let data_before = server.count("prune", BUCKET_PREFIX, "data");
     assert_eq!(server.count("prune", BUCKET_PREFIX, "commits"), 3);
 
     // A dry run decides the same and deletes nothing.
-    let dry = a.remote_prune("r", &PruneOptions { dry_run: true, ..grace0(2) }).unwrap();
+    let dry = a.remote("r").prune(&PruneOptions { dry_run: true, ..grace0(2) }, &sqlvault::Ops::default()).unwrap();
     assert_eq!(dry.kept_commits, vec![log[0].id.clone(), log[1].id.clone()]);
     assert_eq!(dry.deleted_commits, vec![log[2].id.clone()]);
     assert_eq!(server.count("prune", BUCKET_PREFIX, "commits"), 3);
     assert_eq!(server.count("prune", BUCKET_PREFIX, "data"), data_before);
 
-    let s = a.remote_prune("r", &grace0(2)).unwrap();
+    let s = a.remote("r").prune(&grace0(2), &sqlvault::Ops::default()).unwrap();
     assert_eq!(s.kept_commits, dry.kept_commits);
     assert_eq!(s.objects_deleted, dry.objects_deleted);
     assert_eq!(server.count("prune", BUCKET_PREFIX, "commits"), 2);
@@ -121,17 +127,17 @@ fn prune_keeps_what_retention_says_and_frees_the_rest() {
     let d = tempfile::tempdir().unwrap();
     let c = clone_with(&server, &url, d.path(), &pass()).unwrap();
     assert_eq!(files(&c), states[2]);
-    assert!(c.fsck().unwrap().is_clean());
+    assert!(c.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
     let at = |at: &At| {
         let d = tempfile::tempdir().unwrap();
-        let r = Vault::clone_remote_at(
+        let r = Vault::clone_remote(
             &url,
             Some(&server.endpoint),
             d.path().join("c.vault"),
             &pass(),
             EngineConfig::default(),
             at,
-            &no_progress,
+            &sqlvault::Ops::default(),
         )
         .map(|v| files(&v));
         (d, r)
@@ -139,20 +145,20 @@ fn prune_keeps_what_retention_says_and_frees_the_rest() {
     assert_eq!(at(&At::Commit(log[1].id.clone())).1.unwrap(), states[1]);
     assert!(at(&At::Commit(log[2].id.clone())).1.is_err());
     // The remote log ends where history was pruned; pushes and pulls go on.
-    assert_eq!(a.remote_log("r", 10).unwrap().len(), 2);
+    assert_eq!(a.remote("r").log(10).unwrap().len(), 2);
     a.write_file("/after", b"after prune").unwrap();
-    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
-    assert!(matches!(c.pull("origin").unwrap(), PullOutcome::Pulled { .. }));
+    assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
+    assert!(matches!(c.remote("origin").pull(&sqlvault::Ops::default()).unwrap(), PullOutcome::Pulled { .. }));
     assert_eq!(files(&c), files(&a));
 
     // Keep only the head: everything else goes, the head always stays.
-    let s = a.remote_prune("r", &grace0(1)).unwrap();
+    let s = a.remote("r").prune(&grace0(1), &sqlvault::Ops::default()).unwrap();
     assert_eq!(s.kept_commits.len(), 1);
     assert_eq!(server.count("prune", BUCKET_PREFIX, "commits"), 1);
     let d = tempfile::tempdir().unwrap();
     assert_eq!(files(&clone_with(&server, &url, d.path(), &pass()).unwrap()), files(&a));
     // No rule at all is refused (it would keep only the head without saying so).
-    let e = a.remote_prune("r", &PruneOptions::default()).unwrap_err();
+    let e = a.remote("r").prune(&PruneOptions::default(), &sqlvault::Ops::default()).unwrap_err();
     assert!(e.to_string().contains("retention rule"), "{e}");
 }
 
@@ -165,14 +171,14 @@ fn prune_deletes_packs_no_kept_commit_references() {
     let (_tv, a) = TestVault::new(CHUNK);
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
     a.write_file("/old", &payload(300, 4 * CHUNK as usize)).unwrap();
-    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     a.write_file("/keep", &payload(301, 2 * CHUNK as usize)).unwrap();
     a.write_file("/old2", &payload(302, 2 * CHUNK as usize)).unwrap();
-    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     a.remove_file("/old").unwrap();
     a.remove_file("/old2").unwrap();
     a.write_file("/new", &payload(303, CHUNK as usize)).unwrap();
-    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     assert_eq!((server.count("packs", BUCKET_PREFIX, "packs"), server.count("packs", BUCKET_PREFIX, "index")), (3, 3));
 
     // A pack no index names, as an interrupted push leaves: never read, pruned.
@@ -180,7 +186,7 @@ fn prune_deletes_packs_no_kept_commit_references() {
     std::fs::copy(&packs[0], packs[0].with_file_name("0".repeat(64))).unwrap();
     assert_eq!(server.count("packs", BUCKET_PREFIX, "packs"), 4);
 
-    let s = a.remote_prune("r", &grace0(1)).unwrap();
+    let s = a.remote("r").prune(&grace0(1), &sqlvault::Ops::default()).unwrap();
     // Two commits, their two metadata pieces, the first pack (only /old) and its index,
     // the stray pack; the second pack holds /keep (live) and /old2 (not): kept whole.
     assert_eq!(s.objects_deleted, 2 + 2 + 1 + 1 + 1, "{s:?}");
@@ -188,12 +194,15 @@ fn prune_deletes_packs_no_kept_commit_references() {
     let d = tempfile::tempdir().unwrap();
     let c = clone_with(&server, &url, d.path(), &pass()).unwrap();
     assert_eq!(files(&c), files(&a));
-    assert!(c.fsck().unwrap().is_clean());
+    assert!(c.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
     // A push after the prune finds its chunks through the remaining indexes.
     a.write_file("/again", &payload(300, 4 * CHUNK as usize)).unwrap();
-    let r = a.push("r").unwrap();
+    let r = a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     assert!(matches!(r, PushOutcome::Pushed { chunks_uploaded: 4, .. }), "{r:?}");
-    assert!(matches!(c.pull("origin").unwrap(), PullOutcome::Pulled { chunks_downloaded: 4, .. }));
+    assert!(matches!(
+        c.remote("origin").pull(&sqlvault::Ops::default()).unwrap(),
+        PullOutcome::Pulled { chunks_downloaded: 4, .. }
+    ));
     assert_eq!(files(&c), files(&a));
 }
 
@@ -208,15 +217,20 @@ fn prune_keeps_young_objects_within_the_grace_period() {
         let all = server.objects(bucket, BUCKET_PREFIX).len();
         // Everything was written moments ago: with a grace of an hour nothing is
         // deleted, though retention drops two commits.
-        let s = a.remote_prune("r", &PruneOptions { keep_last: 1, ..Default::default() }).unwrap();
+        let s = a
+            .remote("r")
+            .prune(&PruneOptions { keep_last: 1, ..Default::default() }, &sqlvault::Ops::default())
+            .unwrap();
         assert_eq!(s.kept_commits.len(), 1);
         assert_eq!(s.objects_deleted, 0, "{s:?}");
         assert_eq!(s.objects_in_grace, candidates, "{s:?}");
         assert_eq!(server.objects(bucket, BUCKET_PREFIX).len(), all);
         // Once they are older than the grace, they go.
         std::thread::sleep(Duration::from_millis(1100));
-        let s =
-            a.remote_prune("r", &PruneOptions { keep_last: 1, grace: Duration::from_secs(1), ..Default::default() });
+        let s = a.remote("r").prune(
+            &PruneOptions { keep_last: 1, grace: Duration::from_secs(1), ..Default::default() },
+            &sqlvault::Ops::default(),
+        );
         let s = s.unwrap();
         assert_eq!((s.objects_deleted, s.objects_in_grace), (candidates, 0), "{s:?}");
         assert_eq!(server.count(bucket, BUCKET_PREFIX, "commits"), 1);
@@ -236,29 +250,30 @@ fn prune_refuses_while_locked_and_pushes_wait_for_it() {
         let a = &a;
         let pruner = s.spawn(move || {
             let once = std::sync::Once::new();
-            let progress = |p: Progress| {
+            let go_rx = std::sync::Mutex::new(go_rx);
+            let progress = |p: &Progress| {
                 if p.phase == "commits" {
                     once.call_once(|| {
                         entered_tx.send(()).unwrap();
-                        go_rx.recv().unwrap();
+                        go_rx.lock().unwrap().recv().unwrap();
                     });
                 }
             };
-            a.remote_prune_with("r", &grace0(1), &Interrupt::new(), &progress)
+            a.remote("r").prune(&grace0(1), &sqlvault::Ops::default().progress(&progress))
         });
         // The prune holds the lock now: a second prune and a push are refused, and the
         // remote is unchanged by them.
         entered_rx.recv().unwrap();
-        let e = b.remote_prune("origin", &grace0(1)).unwrap_err();
+        let e = b.remote("origin").prune(&grace0(1), &sqlvault::Ops::default()).unwrap_err();
         assert!(matches!(e, Error::RemoteLocked { .. }), "{e}");
         assert!(e.to_string().contains("remote prune"), "{e}");
-        let e = b.push("origin").unwrap_err();
+        let e = b.remote("origin").push(&sqlvault::Ops::default()).unwrap_err();
         assert!(matches!(e, Error::RemoteLocked { .. }), "{e}");
         go_tx.send(()).unwrap();
         pruner.join().unwrap().unwrap();
     });
     // Released: the push goes through.
-    assert!(matches!(b.push("origin").unwrap(), PushOutcome::Pushed { .. }));
+    assert!(matches!(b.remote("origin").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     drop(tv);
 }
 
@@ -276,30 +291,32 @@ fn a_push_racing_a_prune_loses_nothing() {
     b.write_file("/old-f", &payload(100, 4 * CHUNK as usize)).unwrap();
     b.write_file("/new", &payload(999, 3 * CHUNK as usize)).unwrap();
     let pruned = std::sync::Once::new();
-    let progress = |p: Progress| {
+    let progress = |p: &Progress| {
         if p.phase == "chunks" {
             pruned.call_once(|| {
                 // Another thread: this one is inside the push's network runtime.
-                let s = std::thread::scope(|t| t.spawn(|| a.remote_prune("r", &grace0(1))).join().unwrap());
+                let s = std::thread::scope(|t| {
+                    t.spawn(|| a.remote("r").prune(&grace0(1), &sqlvault::Ops::default())).join().unwrap()
+                });
                 let s = s.unwrap();
                 assert!(s.objects_deleted >= 4, "{s:?}");
             });
         }
     };
-    let r = b.push_with_progress("origin", &progress).unwrap();
+    let r = b.remote("origin").push(&sqlvault::Ops::default().progress(&progress)).unwrap();
     assert!(pruned.is_completed(), "the push uploaded no chunk");
     assert!(matches!(r, PushOutcome::Pushed { .. }), "{r:?}");
     let d2 = tempfile::tempdir().unwrap();
     let c = clone_with(&server, &url, d2.path(), &pass()).unwrap();
     assert_eq!(files(&c), files(&b));
-    assert!(c.fsck().unwrap().is_clean(), "{:?}", c.fsck().unwrap());
+    assert!(c.fsck(&sqlvault::Ops::default()).unwrap().is_clean(), "{:?}", c.fsck(&sqlvault::Ops::default()).unwrap());
     // And a prune after both keeps the result whole.
-    a.pull("r").unwrap();
-    a.remote_prune("r", &grace0(1)).unwrap();
+    a.remote("r").pull(&sqlvault::Ops::default()).unwrap();
+    a.remote("r").prune(&grace0(1), &sqlvault::Ops::default()).unwrap();
     let d3 = tempfile::tempdir().unwrap();
     let c = clone_with(&server, &url, d3.path(), &pass()).unwrap();
     assert_eq!(files(&c), files(&b));
-    assert!(c.fsck().unwrap().is_clean());
+    assert!(c.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -309,31 +326,37 @@ fn restore_at_or_commit_of_the_whole_vault_and_of_a_path() {
     a.set_tags("/f", &[("k", sqlvault::TagValue::Int(7))]).unwrap();
     a.create_dir_all("/dir/sub").unwrap();
     a.write_file("/dir/sub/x", &payload(7, 2 * CHUNK as usize)).unwrap();
-    a.push("r").unwrap();
+    a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let tagged = files(&a);
-    let log = a.remote_log("r", 10).unwrap();
+    let log = a.remote("r").log(10).unwrap();
 
     // Local changes after the last push, then the whole tree back to the first commit.
     a.write_file("/f", b"changed").unwrap();
     a.remove_file("/only-1").unwrap();
-    let r = a.restore_remote(None, &At::Commit(log[3].id[8..20].to_string()), "/", None).unwrap();
+    let r = a
+        .restore_remote(None, &At::Commit(log[3].id[8..20].to_string()), "/", None, &sqlvault::Ops::default())
+        .unwrap();
     assert_eq!(r.commit, log[3].id);
     assert_eq!(files(&a), states[0]);
-    assert!(a.fsck().unwrap().is_clean(), "{:?}", a.fsck().unwrap());
+    assert!(a.fsck(&sqlvault::Ops::default()).unwrap().is_clean(), "{:?}", a.fsck(&sqlvault::Ops::default()).unwrap());
     // A new local change: the next push publishes it as a new commit on top.
-    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
-    assert_eq!(a.remote_log("r", 10).unwrap().len(), 5);
+    assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
+    assert_eq!(a.remote("r").log(10).unwrap().len(), 5);
 
     // One path, by time, to another place; the rest stays.
-    let r = a.restore_remote(Some("r"), &At::Time(log[0].time_ns), "/dir", Some("/dir-back")).unwrap();
+    let r = a
+        .restore_remote(Some("r"), &At::Time(log[0].time_ns), "/dir", Some("/dir-back"), &sqlvault::Ops::default())
+        .unwrap();
     assert_eq!(r.restored.files, 1);
     assert_eq!(a.read_file("/dir-back/sub/x").unwrap(), payload(7, 2 * CHUNK as usize));
     assert_eq!(files(&a).get("/f"), states[0].get("/f"));
     // A file with its tags.
-    a.restore_remote(None, &At::Commit(log[0].id.clone()), "/f", None).unwrap();
+    a.restore_remote(None, &At::Commit(log[0].id.clone()), "/f", None, &sqlvault::Ops::default()).unwrap();
     assert_eq!(files(&a).get("/f"), tagged.get("/f"));
-    assert!(a.fsck().unwrap().is_clean(), "{:?}", a.fsck().unwrap());
-    let e = a.restore_remote(None, &At::Commit("0123456789abcdef".into()), "/", None).unwrap_err();
+    assert!(a.fsck(&sqlvault::Ops::default()).unwrap().is_clean(), "{:?}", a.fsck(&sqlvault::Ops::default()).unwrap());
+    let e = a
+        .restore_remote(None, &At::Commit("0123456789abcdef".into()), "/", None, &sqlvault::Ops::default())
+        .unwrap_err();
     assert!(matches!(e, Error::NotFound { .. }), "{e}");
 }
 
@@ -344,11 +367,11 @@ fn restore_fetches_only_missing_chunks_into_a_fresh_vault() {
     // A clone of the newest commit lacks the first /f's chunks: restore fetches them.
     let d = tempfile::tempdir().unwrap();
     let c = clone_with(&server, &url, d.path(), &pass()).unwrap();
-    let log = a.remote_log("r", 10).unwrap();
-    let r = c.restore_remote(None, &At::Commit(log[2].id.clone()), "/", None).unwrap();
+    let log = a.remote("r").log(10).unwrap();
+    let r = c.restore_remote(None, &At::Commit(log[2].id.clone()), "/", None, &sqlvault::Ops::default()).unwrap();
     assert_eq!(r.chunks_downloaded, 4);
     assert_eq!(files(&c), states[0]);
-    assert!(c.fsck().unwrap().is_clean(), "{:?}", c.fsck().unwrap());
+    assert!(c.fsck(&sqlvault::Ops::default()).unwrap().is_clean(), "{:?}", c.fsck(&sqlvault::Ops::default()).unwrap());
 }
 
 #[test]
@@ -358,7 +381,7 @@ fn passwd_and_key_rm_travel_with_push_and_pull() {
     let (tv, a) = TestVault::new(CHUNK);
     a.write_file("/f", b"x").unwrap();
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
-    a.push("r").unwrap();
+    a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let d = tempfile::tempdir().unwrap();
     let b = clone_with(&server, &url, d.path(), &pass()).unwrap();
     let b_path = d.path().join("c.vault");
@@ -367,13 +390,13 @@ fn passwd_and_key_rm_travel_with_push_and_pull() {
     // the old one is refused.
     let new = Secret::passphrase("a new passphrase");
     Vault::change_secret(&tv.path, &pass(), &new, fast_kdf()).unwrap();
-    assert!(matches!(a.push("r").unwrap(), PushOutcome::UpToDate { .. }));
+    assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::UpToDate { .. }));
     let d1 = tempfile::tempdir().unwrap();
     assert!(clone_with(&server, &url, d1.path(), &new).is_ok());
     let d2 = tempfile::tempdir().unwrap();
     assert!(matches!(clone_with(&server, &url, d2.path(), &pass()), Err(Error::WrongSecret { .. })));
     // B adopts it at its pull: its own file now opens with the new passphrase only.
-    assert!(matches!(b.pull("origin").unwrap(), PullOutcome::UpToDate { .. }));
+    assert!(matches!(b.remote("origin").pull(&sqlvault::Ops::default()).unwrap(), PullOutcome::UpToDate { .. }));
     drop(b);
     assert!(Vault::open(&b_path, &new, EngineConfig::default()).is_ok());
     assert!(matches!(Vault::open(&b_path, &pass(), EngineConfig::default()), Err(Error::WrongSecret { .. })));
@@ -382,17 +405,17 @@ fn passwd_and_key_rm_travel_with_push_and_pull() {
     // and removes the first; B pulls: the removed one opens neither the remote nor B.
     let second = Secret::passphrase("second");
     let slot = Vault::add_secret(&tv.path, &new, &second, fast_kdf()).unwrap();
-    a.push("r").unwrap();
+    a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let d3 = tempfile::tempdir().unwrap();
     assert!(clone_with(&server, &url, d3.path(), &second).is_ok());
     Vault::remove_secret(&tv.path, &second, 0).unwrap();
     a.write_file("/g", b"y").unwrap();
-    a.push("r").unwrap();
+    a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let d4 = tempfile::tempdir().unwrap();
     assert!(matches!(clone_with(&server, &url, d4.path(), &new), Err(Error::WrongSecret { .. })));
     assert!(clone_with(&server, &url, d4.path(), &second).is_ok());
     let b = Vault::open(&b_path, &new, EngineConfig::default()).unwrap();
-    assert!(matches!(b.pull("origin").unwrap(), PullOutcome::Pulled { .. }));
+    assert!(matches!(b.remote("origin").pull(&sqlvault::Ops::default()).unwrap(), PullOutcome::Pulled { .. }));
     drop(b);
     assert!(matches!(Vault::open(&b_path, &new, EngineConfig::default()), Err(Error::WrongSecret { .. })));
     assert!(Vault::open(&b_path, &second, EngineConfig::default()).is_ok());
@@ -406,7 +429,7 @@ fn a_keys_object_from_a_bucket_writer_is_refused_and_an_old_one_not_adopted() {
     let (tv, a) = TestVault::new(CHUNK);
     a.write_file("/f", b"x").unwrap();
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
-    a.push("r").unwrap();
+    a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let keys_path = server.root.path().join("forged").join(BUCKET_PREFIX).join("keys");
     let old = std::fs::read(&keys_path).unwrap();
     let d = tempfile::tempdir().unwrap();
@@ -418,21 +441,21 @@ fn a_keys_object_from_a_bucket_writer_is_refused_and_an_old_one_not_adopted() {
     std::fs::write(&keys_path, &bad).unwrap();
     let d1 = tempfile::tempdir().unwrap();
     assert!(clone_with(&server, &url, d1.path(), &pass()).is_err());
-    assert!(matches!(b.pull("origin"), Err(Error::Damaged { .. })));
+    assert!(matches!(b.remote("origin").pull(&sqlvault::Ops::default()), Err(Error::Damaged { .. })));
     std::fs::write(&keys_path, &old).unwrap();
 
     // A adds a passphrase and pushes; a bucket writer puts the old copy back: B does
     // not go back to it (its epoch is not newer than what B saw).
     let extra = Secret::passphrase("extra");
     Vault::add_secret(&tv.path, &pass(), &extra, fast_kdf()).unwrap();
-    a.push("r").unwrap();
-    b.pull("origin").unwrap();
+    a.remote("r").push(&sqlvault::Ops::default()).unwrap();
+    b.remote("origin").pull(&sqlvault::Ops::default()).unwrap();
     let b_path = d.path().join("c.vault");
     drop(b);
     assert!(Vault::open(&b_path, &extra, EngineConfig::default()).is_ok());
     std::fs::write(&keys_path, &old).unwrap();
     let b = Vault::open(&b_path, &pass(), EngineConfig::default()).unwrap();
-    b.pull("origin").unwrap();
+    b.remote("origin").pull(&sqlvault::Ops::default()).unwrap();
     drop(b);
     assert!(Vault::open(&b_path, &extra, EngineConfig::default()).is_ok());
 }
@@ -487,7 +510,7 @@ fn application_tables_and_migrations_round_trip() {
         out
     };
     a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
-    assert!(matches!(a.push("r").unwrap(), PushOutcome::Pushed { .. }));
+    assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     let d = tempfile::tempdir().unwrap();
     let b = clone_with(&server, &url, d.path(), &pass()).unwrap();
     assert_eq!(dump(&b), dump(&a));
@@ -501,18 +524,18 @@ fn application_tables_and_migrations_round_trip() {
     assert_eq!(idx, vec!["photos_by_iso"]);
     // Migrations travelled: migrate with the same list applies nothing, a new one applies.
     assert_eq!(b.migrate("gallery", &migrations).unwrap(), 0);
-    assert!(b.fsck().unwrap().is_clean());
+    assert!(b.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 
     // Changes on the clone come back with a pull.
     let mut more = migrations.to_vec();
     more.push("ALTER TABLE notes ADD COLUMN extra TEXT");
     assert_eq!(b.migrate("gallery", &more).unwrap(), 1);
     b.execute("UPDATE notes SET extra = 'e' WHERE k = 'a'", &[]).unwrap();
-    assert!(matches!(b.push("origin").unwrap(), PushOutcome::Pushed { .. }));
-    assert!(matches!(a.pull("r").unwrap(), PullOutcome::Pulled { .. }));
+    assert!(matches!(b.remote("origin").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
+    assert!(matches!(a.remote("r").pull(&sqlvault::Ops::default()).unwrap(), PullOutcome::Pulled { .. }));
     assert_eq!(dump(&a), dump(&b));
     assert_eq!(a.query("SELECT extra FROM notes WHERE k = 'a'", &[], |r| r.get::<String>(0)).unwrap(), vec!["e"]);
     assert_eq!(a.migrate("gallery", &more).unwrap(), 0);
     // Nothing changed since: the digest covers the application tables too.
-    assert!(matches!(a.push("r").unwrap(), PushOutcome::UpToDate { .. }));
+    assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::UpToDate { .. }));
 }

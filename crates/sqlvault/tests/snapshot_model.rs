@@ -28,7 +28,8 @@ use common::*;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-use sqlvault::{Error, FileType, InodeId, SnapshotId, Vault, XattrMode};
+use sqlvault::inodes::{SnapshotId, XattrMode};
+use sqlvault::{Error, FileType, InodeId, Vault};
 
 const CHUNK: u32 = 4096;
 const DEFAULT_CASES: u32 = 24;
@@ -282,7 +283,7 @@ impl Harness {
             Op::Remove { pick: i } => {
                 let Some(path) = pick(&live.paths.keys().cloned().collect::<Vec<_>>(), i) else { return };
                 if self.live.is_dir(&path) {
-                    self.v().remove_dir_all(&path).unwrap();
+                    self.v().remove_dir_all(&path, &sqlvault::Ops::default()).unwrap();
                 } else {
                     self.v().remove_file(&path).unwrap();
                 }
@@ -332,7 +333,7 @@ impl Harness {
             Op::Xattr { pick: i, value } => {
                 let Some(path) = pick(&live.of_kind(|n| matches!(n, N::File(_))), i) else { return };
                 let ino = self.v().metadata(&path).unwrap().ino;
-                self.v().set_xattr(ino, XATTR, &[value], XattrMode::Upsert).unwrap();
+                self.v().inodes().set_xattr(ino, XATTR, &[value], XattrMode::Upsert).unwrap();
                 let N::File(id) = self.live.paths[&path] else { unreachable!() };
                 self.live.files.get_mut(&id).unwrap().1 = Some(vec![value]);
             }
@@ -353,18 +354,28 @@ impl Harness {
             Op::RemoveSnapshot { k } => {
                 let name = format!("s{k}");
                 if self.snaps.remove(&name).is_none() {
-                    assert!(matches!(self.v().remove_snapshot(&name), Err(Error::NotFound { .. })));
+                    assert!(matches!(
+                        self.v().remove_snapshot(&name, &sqlvault::Ops::default()),
+                        Err(Error::NotFound { .. })
+                    ));
                     return;
                 }
                 let unique = self.v().snapshot_info(&name).unwrap().unique_bytes;
-                assert_eq!(self.v().remove_snapshot(&name).unwrap(), unique, "rm frees what the listing said");
+                assert_eq!(
+                    self.v().remove_snapshot(&name, &sqlvault::Ops::default()).unwrap(),
+                    unique,
+                    "rm frees what the listing said"
+                );
                 self.fsck();
                 self.check_snapshots();
             }
             Op::Restore { k, pick: i, elsewhere } => {
                 let name = format!("s{k}");
                 let Some(snap) = self.snaps.get(&name).cloned() else {
-                    assert!(matches!(self.v().restore(&name, "/", None), Err(Error::NotFound { .. })));
+                    assert!(matches!(
+                        self.v().restore(&name, "/", None, &sqlvault::Ops::default()),
+                        Err(Error::NotFound { .. })
+                    ));
                     return;
                 };
                 let src = if i % 4 == 0 {
@@ -386,10 +397,13 @@ impl Harness {
                     return; // the parent must exist (tested in tests/snapshots.rs)
                 }
                 if dest == "/" && !snap.is_dir(&src) {
-                    assert!(matches!(self.v().restore(&name, &src, Some("/")), Err(Error::InvalidArgument { .. })));
+                    assert!(matches!(
+                        self.v().restore(&name, &src, Some("/"), &sqlvault::Ops::default()),
+                        Err(Error::InvalidArgument { .. })
+                    ));
                     return;
                 }
-                self.v().restore(&name, &src, Some(&dest)).unwrap();
+                self.v().restore(&name, &src, Some(&dest), &sqlvault::Ops::default()).unwrap();
                 let mut next = self.next_id;
                 self.live.restore(&snap, &src, &dest, &mut next);
                 self.next_id = next;
@@ -405,7 +419,7 @@ impl Harness {
     }
 
     fn fsck(&self) {
-        let r = self.v().fsck().unwrap();
+        let r = self.v().fsck(&sqlvault::Ops::default()).unwrap();
         assert!(r.is_clean(), "step {}: fsck: {:#?}", self.step, r.problems);
     }
 
@@ -471,7 +485,8 @@ impl Harness {
         let v = self.v();
         let mut seen = Seen::default();
         let list = |d: InodeId| {
-            v.list(d, None, 10_000)
+            v.inodes()
+                .list(d, None, 10_000)
                 .unwrap()
                 .into_iter()
                 .map(|e| (String::from_utf8(e.name).unwrap(), e.ino, e.kind))
@@ -479,15 +494,15 @@ impl Harness {
         };
         self.walk(&list, InodeId::ROOT, "/", &mut seen);
         let read = |ino: InodeId| {
-            let f = v.open_ino(ino, &sqlvault::FileOptions::new().read(true)).unwrap();
+            let f = v.inodes().open(ino, &sqlvault::FileOptions::new().read(true)).unwrap();
             let mut buf = vec![0u8; f.metadata().unwrap().size as usize];
             let n = f.read_at(0, &mut buf).unwrap();
             assert_eq!(n, buf.len());
             f.close().unwrap();
             buf
         };
-        let link = |ino: InodeId| v.read_link_ino(ino).unwrap();
-        let xattr = |ino: InodeId| v.get_xattr(ino, XATTR).ok();
+        let link = |ino: InodeId| v.inodes().read_link(ino).unwrap();
+        let xattr = |ino: InodeId| v.inodes().get_xattr(ino, XATTR).ok();
         self.compare("live", &self.live, &seen, &read, &link, &xattr);
     }
 
@@ -497,10 +512,12 @@ impl Harness {
         names.sort(); // listed oldest first
         assert_eq!(names.iter().collect::<Vec<_>>(), self.snaps.keys().collect::<Vec<_>>(), "step {}", self.step);
         for (name, model) in &self.snaps {
-            let id: SnapshotId = v.snapshot_id(name).unwrap();
+            let id: SnapshotId = v.inodes().snapshot_id(name).unwrap();
             let mut seen = Seen::default();
             let list = |d: InodeId| {
-                v.snapshot_list(id, d, None, 10_000)
+                v.inodes()
+                    .snapshot(id)
+                    .list(d, None, 10_000)
                     .unwrap()
                     .into_iter()
                     .map(|e| (String::from_utf8(e.name).unwrap(), e.ino, e.kind))
@@ -508,20 +525,20 @@ impl Harness {
             };
             self.walk(&list, InodeId::ROOT, "/", &mut seen);
             let read = |ino: InodeId| {
-                let size = v.snapshot_attr(id, ino).unwrap().size as usize;
+                let size = v.inodes().snapshot(id).attr(ino).unwrap().size as usize;
                 let mut buf = vec![0u8; size];
                 let mut done = 0;
                 while done < size {
                     // Odd-sized reads cross chunk boundaries.
                     let end = (done + 3001).min(size);
-                    let n = v.snapshot_read(id, ino, done as u64, &mut buf[done..end]).unwrap();
+                    let n = v.inodes().snapshot(id).read(ino, done as u64, &mut buf[done..end]).unwrap();
                     assert!(n > 0);
                     done += n;
                 }
                 buf
             };
-            let link = |ino: InodeId| v.snapshot_read_link(id, ino).unwrap();
-            let xattr = |ino: InodeId| v.snapshot_get_xattr(id, ino, XATTR).ok();
+            let link = |ino: InodeId| v.inodes().snapshot(id).read_link(ino).unwrap();
+            let xattr = |ino: InodeId| v.inodes().snapshot(id).get_xattr(ino, XATTR).ok();
             self.compare(&format!("snapshot {name}"), model, &seen, &read, &link, &xattr);
         }
     }

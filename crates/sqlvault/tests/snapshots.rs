@@ -6,16 +6,18 @@
 mod common;
 
 use common::TestVault;
-use sqlvault::{Error, InodeId, Vault, XattrMode};
+use sqlvault::inodes::XattrMode;
+use sqlvault::{Error, InodeId, Vault};
 
 fn read_snap(v: &Vault, name: &str, path: &str) -> Vec<u8> {
-    let id = v.snapshot_id(name).unwrap();
-    let ino = v.snapshot_resolve(id, path).unwrap();
-    let size = v.snapshot_attr(id, ino).unwrap().size as usize;
+    let id = v.inodes().snapshot_id(name).unwrap();
+    let ino = v.inodes().snapshot(id).resolve(path).unwrap();
+    let size = v.inodes().snapshot(id).attr(ino).unwrap().size as usize;
     let mut buf = vec![0u8; size + 10];
     let mut done = 0;
     while done < size {
-        let n = v.snapshot_read(id, ino, done as u64, &mut buf[done..done + 1000.min(size + 10 - done)]).unwrap();
+        let n =
+            v.inodes().snapshot(id).read(ino, done as u64, &mut buf[done..done + 1000.min(size + 10 - done)]).unwrap();
         assert!(n > 0);
         done += n;
     }
@@ -24,7 +26,7 @@ fn read_snap(v: &Vault, name: &str, path: &str) -> Vec<u8> {
 }
 
 fn assert_clean(v: &Vault) {
-    let r = v.fsck().unwrap();
+    let r = v.fsck(&sqlvault::Ops::default()).unwrap();
     assert!(r.is_clean(), "{:?}", r.problems);
 }
 
@@ -54,12 +56,12 @@ fn snapshot_keeps_content_after_the_live_tree_changes() {
     assert_eq!(s.unique_bytes, 0, "everything is still shared with the live tree");
 
     v.write_file("/d/a", b"overwritten").unwrap();
-    v.remove_dir_all("/d/e").unwrap();
+    v.remove_dir_all("/d/e", &sqlvault::Ops::default()).unwrap();
     assert_eq!(read_snap(&v, "first", "/d/a"), pattern(1, 10_000));
     assert_eq!(read_snap(&v, "first", "/d/e/b"), b"small");
-    let id = v.snapshot_id("first").unwrap();
-    let link = v.snapshot_resolve(id, "/d/e/link").unwrap();
-    assert_eq!(v.snapshot_read_link(id, link).unwrap(), b"../a");
+    let id = v.inodes().snapshot_id("first").unwrap();
+    let link = v.inodes().snapshot(id).resolve("/d/e/link").unwrap();
+    assert_eq!(v.inodes().snapshot(id).read_link(link).unwrap(), b"../a");
     let after = v.snapshot_info("first").unwrap();
     assert_eq!(after.unique_bytes, 10_005, "the old content is now held by the snapshot alone");
     assert_clean(&v);
@@ -85,29 +87,29 @@ fn restore_a_file_a_directory_and_the_whole_tree() {
     v.write_file("/top", b"top").unwrap();
     v.hard_link("/docs/a.txt", "/docs/a-link").unwrap();
     let ino = v.metadata("/docs/a.txt").unwrap().ino;
-    v.set_xattr(ino, b"user.color", b"blue", XattrMode::Upsert).unwrap();
+    v.inodes().set_xattr(ino, b"user.color", b"blue", XattrMode::Upsert).unwrap();
     v.set_permissions("/docs/sub", 0o700).unwrap();
     v.snapshot("s").unwrap();
     let dir_mtime = v.metadata("/docs/sub").unwrap().mtime_ns;
 
     // One file, replacing the changed one.
     v.write_file("/docs/a.txt", b"version 2").unwrap();
-    v.restore("s", "/docs/a.txt", None).unwrap();
+    v.restore("s", "/docs/a.txt", None, &sqlvault::Ops::default()).unwrap();
     assert_eq!(v.read_file("/docs/a.txt").unwrap(), b"version 1");
     let restored = v.metadata("/docs/a.txt").unwrap();
-    assert_eq!(v.get_xattr(restored.ino, b"user.color").unwrap(), b"blue");
+    assert_eq!(v.inodes().get_xattr(restored.ino, b"user.color").unwrap(), b"blue");
 
     // A directory, somewhere else.
-    let sum = v.restore("s", "/docs/sub", Some("/copy")).unwrap();
+    let sum = v.restore("s", "/docs/sub", Some("/copy"), &sqlvault::Ops::default()).unwrap();
     assert_eq!((sum.files, sum.directories, sum.bytes), (1, 1, 9000));
     assert_eq!(v.read_file("/copy/b.txt").unwrap(), pattern(2, 9000));
     let copy = v.metadata("/copy").unwrap();
     assert_eq!((copy.perm, copy.mtime_ns), (0o700, dir_mtime));
 
     // Everything: extra live files go, removed ones come back, hard links stay links.
-    v.remove_dir_all("/docs").unwrap();
+    v.remove_dir_all("/docs", &sqlvault::Ops::default()).unwrap();
     v.write_file("/extra", b"x").unwrap();
-    v.restore("s", "/", None).unwrap();
+    v.restore("s", "/", None, &sqlvault::Ops::default()).unwrap();
     assert!(!v.exists("/extra").unwrap());
     assert!(!v.exists("/copy").unwrap());
     assert_eq!(v.read_file("/docs/sub/b.txt").unwrap(), pattern(2, 9000));
@@ -124,10 +126,13 @@ fn restore_errors_are_clear_and_change_nothing() {
     let (_t, v) = TestVault::new(4096);
     v.write_file("/a", b"a").unwrap();
     v.snapshot("s").unwrap();
-    assert!(matches!(v.restore("nope", "/a", None), Err(Error::NotFound { .. })));
-    assert!(matches!(v.restore("s", "/missing", None), Err(Error::NotFound { .. })));
-    assert!(matches!(v.restore("s", "/a", Some("/no/such/dir/a")), Err(Error::NotFound { .. })));
-    assert!(matches!(v.restore("s", "/a", Some("/")), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(v.restore("nope", "/a", None, &sqlvault::Ops::default()), Err(Error::NotFound { .. })));
+    assert!(matches!(v.restore("s", "/missing", None, &sqlvault::Ops::default()), Err(Error::NotFound { .. })));
+    assert!(matches!(
+        v.restore("s", "/a", Some("/no/such/dir/a"), &sqlvault::Ops::default()),
+        Err(Error::NotFound { .. })
+    ));
+    assert!(matches!(v.restore("s", "/a", Some("/"), &sqlvault::Ops::default()), Err(Error::InvalidArgument { .. })));
     assert!(matches!(v.snapshot("s"), Err(Error::AlreadyExists { .. })));
     assert!(matches!(v.snapshot("a/b"), Err(Error::InvalidArgument { .. })));
     assert_eq!(v.read_file("/a").unwrap(), b"a");
@@ -144,13 +149,13 @@ fn removing_a_snapshot_frees_only_chunks_no_one_else_references() {
     v.remove_file("/gone").unwrap();
     // Both snapshots name /gone's chunks: neither holds them alone.
     assert_eq!(v.snapshot_info("one").unwrap().unique_bytes, 0);
-    assert_eq!(v.remove_snapshot("one").unwrap(), 0);
+    assert_eq!(v.remove_snapshot("one", &sqlvault::Ops::default()).unwrap(), 0);
     assert_eq!(v.snapshot_info("two").unwrap().unique_bytes, 8192);
     let stored = v.info().unwrap().stored_bytes;
-    assert_eq!(v.remove_snapshot("two").unwrap(), 8192);
+    assert_eq!(v.remove_snapshot("two", &sqlvault::Ops::default()).unwrap(), 8192);
     assert_eq!(v.info().unwrap().stored_bytes, stored - 8192);
     assert_eq!(v.read_file("/keep").unwrap(), pattern(3, 8192));
-    assert!(matches!(v.remove_snapshot("two"), Err(Error::NotFound { .. })));
+    assert!(matches!(v.remove_snapshot("two", &sqlvault::Ops::default()), Err(Error::NotFound { .. })));
     assert_eq!(v.info().unwrap().snapshots, 0);
     assert_clean(&v);
 }
@@ -181,11 +186,11 @@ fn compact_gives_free_pages_back_and_info_reports_them() {
     }
     let held = v.info().unwrap().free_pages;
     assert!(held < 50, "the snapshot still holds the content: {held} free pages");
-    v.remove_snapshot("s").unwrap();
+    v.remove_snapshot("s", &sqlvault::Ops::default()).unwrap();
     let info = v.info().unwrap();
     assert_eq!(info.pending_wipe_bytes, 40 * 64 * 1024);
     assert!(info.free_pages < 50, "nothing freed before the wipe: {}", info.free_pages);
-    v.wipe_deleted(&|_| {}).unwrap();
+    v.wipe_deleted(&sqlvault::Ops::default()).unwrap();
     let info = v.info().unwrap();
     assert_eq!(info.pending_wipe_bytes, 0);
     assert!(info.free_pages > 500, "wiped chunks leave free pages: {}", info.free_pages);
@@ -194,10 +199,11 @@ fn compact_gives_free_pages_back_and_info_reports_them() {
     let before = v.info().unwrap().file_bytes;
     let calls = std::sync::atomic::AtomicU64::new(0);
     let r = v
-        .compact(&|done, total| {
+        .compact(&sqlvault::Ops::default().progress(&|p| {
+            let (done, total) = (p.done, p.total);
             assert!(done <= total);
             calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        })
+        }))
         .unwrap();
     assert!(r.rebuilt);
     assert!(calls.load(std::sync::atomic::Ordering::Relaxed) >= 1);
@@ -216,7 +222,7 @@ fn compact_gives_free_pages_back_and_info_reports_them() {
     // Compact wipes the deleted content first, then gives its pages back.
     assert_eq!(v.info().unwrap().pending_wipe_bytes, 10 * 64 * 1024);
     let calls = std::sync::Mutex::new(Vec::new());
-    let r = v.compact(&|d, t| calls.lock().unwrap().push((d, t))).unwrap();
+    let r = v.compact(&sqlvault::Ops::default().progress(&|p| calls.lock().unwrap().push((p.done, p.total)))).unwrap();
     assert!(!r.rebuilt);
     let free = r.free_pages_before;
     assert!(free > 100, "{free}");
@@ -238,12 +244,12 @@ fn the_root_keeps_its_inode_number_when_restored() {
     let (_t, v) = TestVault::new(4096);
     v.create_dir("/d", 0o755).unwrap();
     v.snapshot("s").unwrap();
-    v.restore("s", "/", None).unwrap();
+    v.restore("s", "/", None, &sqlvault::Ops::default()).unwrap();
     assert_eq!(v.metadata("/").unwrap().ino, InodeId::ROOT);
     // A directory restored onto a directory keeps its inode too (a shell's cwd stays valid).
     let d = v.metadata("/d").unwrap().ino;
     v.write_file("/d/new", b"x").unwrap();
-    v.restore("s", "/d", None).unwrap();
+    v.restore("s", "/d", None, &sqlvault::Ops::default()).unwrap();
     assert_eq!(v.metadata("/d").unwrap().ino, d);
     assert!(!v.exists("/d/new").unwrap());
     assert_clean(&v);
@@ -261,13 +267,13 @@ fn tags_are_frozen_and_restored_with_their_types() {
     v.set_tags("/a.jpg", &[("iso", TagValue::Int(800)), ("new", TagValue::from("x"))]).unwrap();
     v.remove_dir("/d").unwrap();
 
-    let id = v.snapshot_id("s").unwrap();
-    let ino = v.snapshot_resolve(id, "/a.jpg").unwrap();
-    let frozen = v.snapshot_tags(id, ino).unwrap();
+    let id = v.inodes().snapshot_id("s").unwrap();
+    let ino = v.inodes().snapshot(id).resolve("/a.jpg").unwrap();
+    let frozen = v.inodes().snapshot(id).tags(ino).unwrap();
     assert_eq!(frozen, vec![(b"camera".to_vec(), TagValue::from("X100V")), (b"iso".to_vec(), TagValue::Int(400))]);
-    assert_eq!(v.snapshot_get_xattr(id, ino, b"user.iso").unwrap(), b"400");
+    assert_eq!(v.inodes().snapshot(id).get_xattr(ino, b"user.iso").unwrap(), b"400");
 
-    v.restore("s", "/", None).unwrap();
+    v.restore("s", "/", None, &sqlvault::Ops::default()).unwrap();
     let tags = v.tags("/a.jpg").unwrap();
     assert_eq!(tags, vec![("camera".to_string(), TagValue::from("X100V")), ("iso".to_string(), TagValue::Int(400))]);
     assert_eq!(v.tags("/d").unwrap(), vec![("rating".to_string(), TagValue::Real(4.5))]);

@@ -77,7 +77,7 @@ fn execute_query_and_batch_round_trip_every_type() {
     drop(v);
     let v = _t.reopen();
     assert_eq!(all_photos(&v).len(), 51);
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -208,14 +208,14 @@ fn every_refused_statement_says_why_and_leaves_the_vault_as_it_was() {
         }
         assert_eq!(fingerprint(&v), before, "{sql} changed the vault");
     }
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
     // The vault still works, and reopened shows the same.
     v.execute("INSERT INTO photos(path) VALUES ('/after')", &[]).unwrap();
     v.execute("DELETE FROM photos WHERE path = '/after'", &[]).unwrap();
     drop(v);
     let v = Vault::open(&t.path, &pass(), EngineConfig::default()).unwrap();
     assert_eq!(fingerprint(&v), before);
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -259,7 +259,7 @@ fn read_only_pragmas_on_app_tables_are_allowed() {
     let e = v.execute("DELETE FROM photos", &[]).unwrap_err();
     assert!(e.to_string().contains("table inodes belongs to sqlvault"), "{e}");
     assert_eq!(all_photos(&v).len(), 1);
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -329,7 +329,7 @@ fn a_transaction_commits_files_and_app_rows_together_or_not_at_all() {
     assert!(r.unwrap_err().to_string().contains("changed my mind"));
     assert!(!v.exists("/c").unwrap());
     assert_eq!(all_photos(&v).len(), 1);
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -360,7 +360,7 @@ fn migrate_applies_each_migration_once_in_order() {
     let e = v.migrate("notes-app", &[m1, m2, "DELETE FROM inodes"]).unwrap_err();
     assert!(matches!(e, Error::SqlRefused { .. }), "{e:?}");
     assert_eq!(v.migrate("notes-app", &[m1, m2, "CREATE TABLE tags2(x)"]).unwrap(), 1);
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -434,7 +434,7 @@ fn two_processes_write_app_rows_without_a_busy_error() {
             .unwrap(),
         [(900, 3)]
     );
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -446,11 +446,11 @@ fn snapshots_leave_app_tables_out() {
     v.snapshot("s").unwrap();
     v.write_file("/a", b"two").unwrap();
     v.execute("UPDATE photos SET iso = 200", &[]).unwrap();
-    v.restore("s", "/", None).unwrap();
+    v.restore("s", "/", None, &sqlvault::Ops::default()).unwrap();
     // The tree is back as it was; the app table keeps its current rows.
     assert_eq!(v.read_file("/a").unwrap(), b"one");
     assert_eq!(v.query("SELECT iso FROM photos", &[], |r| r.get::<i64>(0)).unwrap(), [200]);
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -502,7 +502,7 @@ fn a_script_wrapped_in_begin_and_commit_runs_as_one() {
         1
     );
     assert_eq!(count(&v, "m"), 1);
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -596,7 +596,7 @@ fn what_would_leave_the_scripts_transaction_is_refused_and_changes_nothing() {
     for sql in ["BEGIN", "COMMIT", "SAVEPOINT a"] {
         assert!(v.execute(sql, &[]).unwrap_err().to_string().contains("sqlvault owns the transaction"), "{sql}");
     }
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 /// A plain SQLite database made by the `sqlite3` program, with an AUTOINCREMENT table
@@ -682,7 +682,7 @@ fn check_imported(v: &Vault, rowids: bool) {
     assert_eq!(indexes, vec!["items_by_name".to_string()]);
     // sqlvault's own AUTOINCREMENT tables are untouched: files still get fresh inodes.
     v.write_file("/after-import", b"x").unwrap();
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -760,5 +760,5 @@ fn an_import_that_collides_or_stops_imports_nothing() {
     // Not a plain SQLite database: the vault itself.
     let e = v.import_sqlite(&t.path, |_, _| Ok(())).unwrap_err();
     assert!(e.to_string().contains("is not a plain SQLite database"), "{e}");
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }

@@ -3,7 +3,8 @@
 
 mod common;
 use common::*;
-use sqlvault::{Condition, Error, Op, Query, TagValue, XattrMode};
+use sqlvault::inodes::XattrMode;
+use sqlvault::{Condition, Error, Op, Query, TagValue};
 
 fn paths(v: &sqlvault::Vault, dir: &str, q: &Query) -> Vec<String> {
     let mut p: Vec<String> = v.find(dir, q).unwrap().into_iter().map(|f| f.path).collect();
@@ -49,7 +50,7 @@ fn set_get_list_remove_typed_tags() {
         ]
     );
     assert_eq!(v.tags("/photos").unwrap(), vec![("album".to_string(), TagValue::from("Summer"))]);
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 #[test]
@@ -93,7 +94,7 @@ fn batch_applies_all_or_nothing_in_one_commit() {
     assert_eq!(v.tag("/m/0", "new").unwrap(), None);
     let inos: Vec<_> =
         (0..3).map(|i| (v.metadata(&format!("/m/{i}")).unwrap().ino, vec![("by_ino", TagValue::Int(i))])).collect();
-    v.set_tags_batch_ino(&inos).unwrap();
+    v.inodes().set_tags_batch(&inos).unwrap();
     assert_eq!(v.tag("/m/2", "by_ino").unwrap(), Some(TagValue::Int(2)));
 }
 
@@ -109,11 +110,15 @@ fn tags_go_away_with_their_inode_and_fsck_stays_clean() {
     }
     v.remove_file("/f").unwrap();
     v.rename("/d", "/empty").unwrap();
-    v.remove_dir_all("/empty/e").unwrap();
+    v.remove_dir_all("/empty/e", &sqlvault::Ops::default()).unwrap();
     assert_eq!(v.tags("/empty").unwrap(), vec![("k".to_string(), TagValue::from("/d"))]);
     let hits = paths(&v, "/", &q(&["k"]));
     assert_eq!(hits, ["/empty"]);
-    assert!(v.fsck().unwrap().is_clean(), "{:?}", v.fsck().unwrap().problems);
+    assert!(
+        v.fsck(&sqlvault::Ops::default()).unwrap().is_clean(),
+        "{:?}",
+        v.fsck(&sqlvault::Ops::default()).unwrap().problems
+    );
 }
 
 #[test]
@@ -121,10 +126,10 @@ fn user_xattrs_are_the_tags_and_numeric_text_becomes_a_number() {
     let (_t, v) = TestVault::new(4096);
     v.write_file("/a.jpg", b"x").unwrap();
     let ino = v.metadata("/a.jpg").unwrap().ino;
-    v.set_xattr(ino, b"user.camera", b"X100V", XattrMode::Upsert).unwrap();
-    v.set_xattr(ino, b"user.iso", b"400", XattrMode::Upsert).unwrap();
-    v.set_xattr(ino, b"user.zip", b"0400", XattrMode::Upsert).unwrap();
-    v.set_xattr(ino, b"trusted.other", b"t", XattrMode::Upsert).unwrap();
+    v.inodes().set_xattr(ino, b"user.camera", b"X100V", XattrMode::Upsert).unwrap();
+    v.inodes().set_xattr(ino, b"user.iso", b"400", XattrMode::Upsert).unwrap();
+    v.inodes().set_xattr(ino, b"user.zip", b"0400", XattrMode::Upsert).unwrap();
+    v.inodes().set_xattr(ino, b"trusted.other", b"t", XattrMode::Upsert).unwrap();
     assert_eq!(v.tag("/a.jpg", "camera").unwrap(), Some(TagValue::from("X100V")));
     assert_eq!(v.tag("/a.jpg", "iso").unwrap(), Some(TagValue::Int(400)));
     assert_eq!(v.tag("/a.jpg", "zip").unwrap(), Some(TagValue::from("0400")));
@@ -132,17 +137,17 @@ fn user_xattrs_are_the_tags_and_numeric_text_becomes_a_number() {
     assert_eq!(paths(&v, "/", &q(&["camera=X100V", "iso>=400"])), ["/a.jpg"]);
     // Tags set by the library show as xattrs, byte for byte.
     v.set_tags("/a.jpg", &[("rating", TagValue::Real(4.5)), ("n", TagValue::Int(-7))]).unwrap();
-    assert_eq!(v.get_xattr(ino, b"user.rating").unwrap(), b"4.5");
-    assert_eq!(v.get_xattr(ino, b"user.n").unwrap(), b"-7");
-    assert_eq!(v.get_xattr(ino, b"user.zip").unwrap(), b"0400");
+    assert_eq!(v.inodes().get_xattr(ino, b"user.rating").unwrap(), b"4.5");
+    assert_eq!(v.inodes().get_xattr(ino, b"user.n").unwrap(), b"-7");
+    assert_eq!(v.inodes().get_xattr(ino, b"user.zip").unwrap(), b"0400");
     let names: Vec<String> =
-        v.list_xattrs(ino).unwrap().iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect();
+        v.inodes().list_xattrs(ino).unwrap().iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect();
     assert_eq!(names, ["trusted.other", "user.camera", "user.iso", "user.n", "user.rating", "user.zip"]);
-    v.remove_xattr(ino, b"user.camera").unwrap();
+    v.inodes().remove_xattr(ino, b"user.camera").unwrap();
     assert_eq!(v.tag("/a.jpg", "camera").unwrap(), None);
-    assert_eq!(v.set_xattr(ino, b"user.iso", b"1", XattrMode::Create).unwrap_err().errno(), libc::EEXIST);
-    assert_eq!(v.set_xattr(ino, b"user.none", b"1", XattrMode::Replace).unwrap_err().errno(), libc::ENODATA);
-    assert_eq!(v.remove_xattr(ino, b"user.none").unwrap_err().errno(), libc::ENODATA);
+    assert_eq!(v.inodes().set_xattr(ino, b"user.iso", b"1", XattrMode::Create).unwrap_err().errno(), libc::EEXIST);
+    assert_eq!(v.inodes().set_xattr(ino, b"user.none", b"1", XattrMode::Replace).unwrap_err().errno(), libc::ENODATA);
+    assert_eq!(v.inodes().remove_xattr(ino, b"user.none").unwrap_err().errno(), libc::ENODATA);
 }
 
 #[test]

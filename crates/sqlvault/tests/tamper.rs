@@ -104,7 +104,7 @@ fn check_with(
         if !fsck {
             return Ok(true);
         }
-        let report = v.fsck()?;
+        let report = v.fsck(&sqlvault::Ops::default())?;
         Ok(report.is_clean())
     });
     match r {
@@ -392,8 +392,11 @@ fn observe_kind(v: &Vault, kind: &str) -> sqlvault::Result<Model> {
                     }
                     Err(e) => return Err(e),
                 };
-                for name in v.list_xattrs(ino)? {
-                    m.insert(format!("xattr {p} {}", String::from_utf8_lossy(&name)), v.get_xattr(ino, &name)?);
+                for name in v.inodes().list_xattrs(ino)? {
+                    m.insert(
+                        format!("xattr {p} {}", String::from_utf8_lossy(&name)),
+                        v.inodes().get_xattr(ino, &name)?,
+                    );
                 }
             }
         }
@@ -456,7 +459,7 @@ fn make_metadata_vault(dir: &Path) -> (PathBuf, Vec<Model>) {
         )
         .unwrap();
         let ino = v.symlink_metadata(&p).unwrap().ino;
-        v.set_xattr(ino, b"trusted.blob", &content(9000 + i, 200 + i * 100), Default::default()).unwrap();
+        v.inodes().set_xattr(ino, b"trusted.blob", &content(9000 + i, 200 + i * 100), Default::default()).unwrap();
     }
     for i in 0..LINKS {
         let target: String =
@@ -527,7 +530,7 @@ fn metadata_write(v: &Vault, op: usize) -> sqlvault::Result<()> {
         1 => v.set_tags("/meta/d/f30", &[("long", TagValue::from("replaced"))]),
         2 => {
             let ino = v.symlink_metadata("/meta/d/f35")?.ino;
-            v.set_xattr(ino, b"trusted.blob", b"replaced", Default::default())
+            v.inodes().set_xattr(ino, b"trusted.blob", b"replaced", Default::default())
         }
         3 => v.remove_file("/meta/link3"),
         4 => v.rename("/meta/d/f2", "/meta/d/renamed"),

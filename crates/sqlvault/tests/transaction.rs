@@ -21,7 +21,7 @@ fn state(v: &Vault) -> (Files, Recs, u64) {
     }
     let recs =
         v.records("index").scan((std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)).map(|r| r.unwrap()).collect();
-    let report = v.fsck().unwrap();
+    let report = v.fsck(&sqlvault::Ops::default()).unwrap();
     assert!(report.is_clean(), "{:?}", report.problems);
     (files, recs, v.info().unwrap().chunks)
 }
@@ -133,7 +133,7 @@ fn write_file_in_a_transaction_handles_holes_truncation_and_open_files() {
     assert_eq!(v.read_file("/sparse").unwrap(), data);
     assert_eq!(v.read_file("/shrink").unwrap(), b"ab");
     assert_eq!(v.info().unwrap().chunks, 2);
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
     let h = v.open_file("/shrink", &sqlvault::FileOptions::new().read(true)).unwrap();
     assert!(matches!(v.transaction(|tx| tx.write_file("/shrink", b"x")).unwrap_err(), Error::InvalidArgument { .. }));
     drop(h);
@@ -164,7 +164,7 @@ fn write_file_from_streams_a_chunk_at_a_time_and_rolls_back_with_the_rest() {
     let e = v.transaction(|tx| tx.write_file_from("/big", Failing(50_000))).unwrap_err();
     assert!(matches!(e, Error::Io { .. }), "{e:?}");
     assert_eq!(v.read_file("/big").unwrap(), data);
-    assert!(v.fsck().unwrap().is_clean());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
 /// The child process of `sigkill_in_the_middle_of_a_transaction_loses_all_of_it`: runs a

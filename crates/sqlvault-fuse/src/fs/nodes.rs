@@ -27,6 +27,6 @@ impl VaultFs {
         let parent = self.live_entry(parent, name, true)?;
         let node = self.new_node(req, parent, kind, mode, None)?;
         let rdev = if kind.is_device() { u64::from(rdev) } else { 0 };
-        Ok(self.vault()?.create_special(parent, name.as_bytes(), node, rdev)?)
+        Ok(self.vault()?.inodes().create_special(parent, name.as_bytes(), node, rdev)?)
     }
 }

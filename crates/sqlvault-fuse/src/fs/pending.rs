@@ -1,10 +1,10 @@
 //! New files held in memory from `create` to their first `flush`, so that a small file
 //! written through the mount (`create`, `write`s, `close`) costs one commit: its name,
-//! inode, content and times go in together ([`Vault::create_whole_file`]) instead of a
+//! inode, content and times go in together ([`Inodes::create_whole_file`](sqlvault::inodes::Inodes::create_whole_file)) instead of a
 //! commit for the empty file and another for its content.
 //!
 //! The kernel is told the file's attributes and an inode number reserved in advance
-//! (a block of them per commit, [`Vault::reserve_inodes`]); until the commit the file
+//! (a block of them per commit, [`Inodes::reserve`](sqlvault::inodes::Inodes::reserve)); until the commit the file
 //! exists only here. Nothing served by this mount can observe the difference:
 //! * `write`, `flush`, `fsync`, `release` of its own handle, `getattr` and `setattr`
 //!   of its inode (answered from memory, except a size change), `lookup` of other
@@ -30,7 +30,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use fuser::{FileHandle as Fh, OpenFlags};
-use sqlvault::{Attr, FileType, InodeId, NewNode, SetAttr, Vault, WholeFile};
+use sqlvault::inodes::{NewNode, WholeFile};
+use sqlvault::{Attr, FileType, InodeId, SetAttr, Vault};
 
 use super::{FsError, Result, VaultFs};
 
@@ -160,7 +161,7 @@ impl Pending {
     fn next_ino(&self, vault: &Vault) -> Result<InodeId> {
         let mut r = lock(&self.inos);
         if r.is_empty() {
-            *r = vault.reserve_inodes(RESERVE)?;
+            *r = vault.inodes().reserve(RESERVE)?;
         }
         let ino = r.start;
         r.start += 1;
@@ -182,8 +183,8 @@ impl VaultFs {
             return Ok(None);
         }
         let vault = self.vault()?;
-        sqlvault::check_name(name)?;
-        match vault.lookup(parent, name) {
+        sqlvault::inodes::check_name(name)?;
+        match vault.inodes().lookup(parent, name) {
             Err(e) if e.errno() == libc::ENOENT => {}
             Ok(_) => return Ok(None),
             Err(e) => return Err(e.into()),
@@ -201,7 +202,7 @@ impl VaultFs {
             ctime_ns: now,
             flags,
             content: Vec::new(),
-            losses: vault.deferred_losses(),
+            losses: vault.inodes().deferred_losses(),
         };
         let attr = file.attr();
         let fh = self.files.reserve();
@@ -339,7 +340,7 @@ impl VaultFs {
         }
         self.commit_state(&mut st)?;
         if let State::Committed { ino, flags, losses } = &*st {
-            let handle = self.vault()?.open_ino(*ino, &Self::open_options(OpenFlags(*flags & !libc::O_TRUNC)));
+            let handle = self.vault()?.inodes().open(*ino, &Self::open_options(OpenFlags(*flags & !libc::O_TRUNC)));
             match handle {
                 Ok(h) => {
                     self.files.insert_at(fh, h);
@@ -364,7 +365,7 @@ impl VaultFs {
         if !matches!(e, sqlvault::Error::StaleHandle | sqlvault::Error::NotFound { .. }) {
             return e;
         }
-        match self.vault().ok().and_then(|v| v.deferred_loss_since(mark)) {
+        match self.vault().ok().and_then(|v| v.inodes().deferred_loss_since(mark)) {
             Some((_, lost)) => lost,
             None => e,
         }
@@ -389,7 +390,9 @@ impl VaultFs {
             content: &f.content,
         };
         // Its directory may have been created in a commit-window batch lost since.
-        let r = self.vault().and_then(|v| v.create_whole_file(&whole).map_err(|e| self.lost_or(f.losses, e).into()));
+        let r = self
+            .vault()
+            .and_then(|v| v.inodes().create_whole_file(&whole).map_err(|e| self.lost_or(f.losses, e).into()));
         self.pending.bytes.fetch_sub(f.content.len() as u64, Ordering::SeqCst);
         if let Err(FsError::Vault(e)) = &r {
             eprintln!("sqlvault-fuse: cannot store the new file {}: {e}", String::from_utf8_lossy(&f.name));

@@ -1,6 +1,6 @@
 //! `fallocate`, `lseek` with `SEEK_DATA`/`SEEK_HOLE`, and `copy_file_range` sharing
-//! chunks: the mount's side of the vault's range operations (`Vault::allocate`,
-//! `Vault::seek`, `Vault::clone_range`). Holes cost nothing in a vault, so
+//! chunks: the mount's side of the vault's range operations (`Inodes::allocate`,
+//! `Inodes::seek`, `Inodes::clone_range`). Holes cost nothing in a vault, so
 //! preallocation only sets the size, and punched or zeroed ranges free whole chunks.
 //!
 //! `FICLONE`/`FICLONERANGE` never reach a FUSE file system (the kernel's FUSE client
@@ -8,7 +8,7 @@
 //! which shares chunks here just the same.
 
 use fuser::{FileHandle as Fh, INodeNo};
-use sqlvault::{Allocate, SeekHole};
+use sqlvault::inodes::{Allocate, SeekHole};
 
 use super::{FsError, Result, VaultFs};
 use crate::snapnode::Node;
@@ -32,7 +32,7 @@ impl VaultFs {
             // COLLAPSE_RANGE, INSERT_RANGE, UNSHARE_RANGE, a punch without KEEP_SIZE.
             _ => return Err(FsError::Errno(libc::EOPNOTSUPP)),
         };
-        Ok(self.vault()?.allocate(ino, offset, length, how)?)
+        Ok(self.vault()?.inodes().allocate(ino, offset, length, how)?)
     }
 
     pub(super) fn lseek_inner(&self, ino: INodeNo, offset: i64, whence: i32) -> Result<i64> {
@@ -44,7 +44,7 @@ impl VaultFs {
         };
         let offset = u64::try_from(offset).map_err(|_| FsError::Errno(libc::ENXIO))?;
         let found = match Node::from_id(ino.0) {
-            Node::Live(i) => self.vault()?.seek(i, offset, what)?,
+            Node::Live(i) => self.vault()?.inodes().seek(i, offset, what)?,
             // Snapshot files: data throughout, the one hole at the end.
             node => {
                 let size = self.attr_of(node)?.size;
@@ -77,7 +77,7 @@ impl VaultFs {
             // From a snapshot: the kernel's own copy (read + write) does it.
             _ => return Err(FsError::Errno(libc::EOPNOTSUPP)),
         };
-        let n = self.vault()?.clone_range(src, offset_in, dst, offset_out, len.min(MAX_COPY))?;
+        let n = self.vault()?.inodes().clone_range(src, offset_in, dst, offset_out, len.min(MAX_COPY))?;
         self.counters.add_bytes("copy_file_range", n);
         u32::try_from(n).map_err(|_| FsError::Errno(libc::EINVAL))
     }

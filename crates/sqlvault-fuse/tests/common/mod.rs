@@ -112,7 +112,7 @@ impl TestMount {
             m.wait().expect("unmount");
         }
         let v = self.tv.open();
-        let report = v.fsck().expect("fsck");
+        let report = v.fsck(&sqlvault::Ops::default()).expect("fsck");
         assert!(report.is_clean(), "fsck problems: {:#?}", report.problems);
         v
     }

@@ -775,7 +775,7 @@ impl OpenInode {
     }
 }
 
-/// Options for [`Vault::open_file`], in the manner of `std::fs::OpenOptions`.
+/// Options for [`Vault::open_file`](crate::Vault::open_file), in the manner of `std::fs::OpenOptions`.
 #[derive(Debug, Clone, Default)]
 pub struct FileOptions {
     /// Open for reading.
@@ -843,7 +843,7 @@ impl FileOptions {
 /// the buffer limit is reached. Dropping a handle flushes too, but only `close` reports
 /// a failure to do so.
 ///
-/// With a commit window (`Vault::set_commit_window`), a batch of answered writes can
+/// With a commit window (`Inodes::set_commit_window`), a batch of answered writes can
 /// still be lost (its commit fails on a full disk). A handle open for writing reports
 /// such a loss once, as a kernel file system reports a writeback error to each open
 /// descriptor: the next `write_at`, `commit`, `sync_all` or `close` after it fails

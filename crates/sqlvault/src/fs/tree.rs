@@ -28,7 +28,7 @@ impl InodeId {
 }
 
 /// The kinds of node the tree holds. FIFOs, sockets and device nodes are inodes with
-/// no content (a device's number is [`Attr::rdev`]); see [`crate::fs::nodes`].
+/// no content (a device's number is [`Attr::rdev`]); see `fs::nodes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FileType {
@@ -306,7 +306,7 @@ fn touch_dir(conn: &Connection, dir: InodeId, nlink_delta: i64, now: i64) -> Res
     Ok(())
 }
 
-/// What to create with [`create`].
+/// What to create with [`Inodes::create`](crate::inodes::Inodes::create).
 #[derive(Debug, Clone, Copy)]
 pub struct NewNode<'a> {
     /// Node type.
@@ -670,4 +670,24 @@ fn process_alive(pid: i64) -> bool {
     // SAFETY: kill with signal 0 only checks for existence.
     let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Reserves `n` inode numbers by moving the `inodes` AUTOINCREMENT counter
+/// (`sqlite_sequence`) past them, in the caller's transaction: numbers for a create
+/// that must know its inode before it commits. A reserved number never used is simply
+/// skipped (inode numbers are never reused anyway).
+pub(crate) fn reserve_inodes(tx: &Connection, n: u64) -> Result<std::ops::Range<u64>> {
+    let seq: Option<i64> =
+        tx.query_row("SELECT seq FROM sqlite_sequence WHERE name = 'inodes'", [], |r| r.get(0)).optional()?;
+    let last = match seq {
+        Some(s) => s,
+        None => {
+            let max: i64 = tx.query_row("SELECT coalesce(max(ino), 0) FROM inodes", [], |r| r.get(0))?;
+            tx.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('inodes', ?1)", [max])?;
+            max
+        }
+    };
+    let end = last + n as i64;
+    tx.execute("UPDATE sqlite_sequence SET seq = ?1 WHERE name = 'inodes'", [end])?;
+    Ok((last as u64 + 1)..(end as u64 + 1))
 }

@@ -424,7 +424,7 @@ pub fn parse_quoted(v: &str) -> TagValue {
     TagValue::parse_guess(v)
 }
 
-/// What [`find`] looks for: entries below a directory whose tags satisfy every
+/// What [`Vault::find`](crate::Vault::find) looks for: entries below a directory whose tags satisfy every
 /// condition (AND), optionally whose name matches a glob.
 #[derive(Debug, Clone, Default)]
 pub struct Query {
@@ -455,7 +455,7 @@ impl Query {
     }
 }
 
-/// One hit of [`find`]: a name below the searched directory (a file with several hard
+/// One hit of [`Vault::find`](crate::Vault::find): a name below the searched directory (a file with several hard
 /// links below it is reported once per name).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {

@@ -22,7 +22,7 @@ pub const MAX_NAME: usize = 255;
 /// Largest attribute value, in bytes (Linux `XATTR_SIZE_MAX`).
 pub const MAX_VALUE: usize = 64 * 1024;
 
-/// How [`crate::Vault::set_xattr`] treats an attribute that already exists or not.
+/// How [`Inodes::set_xattr`](crate::inodes::Inodes::set_xattr) treats an attribute that already exists or not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum XattrMode {
     /// Create or replace (`setxattr` flags 0).

@@ -53,7 +53,10 @@ use crate::error::{Error, Result};
 pub use lease::LeaseHolder;
 pub use prune::{PruneOptions, PruneSummary};
 pub use restore::RemoteRestore;
-pub use store::{RemoteUrl, PARALLEL};
+pub use store::RemoteUrl;
+/// Requests a push or pull keeps in flight (exported for the benchmark only).
+#[doc(hidden)]
+pub use store::PARALLEL;
 
 /// The name `Vault::clone_remote` gives the remote it cloned from.
 pub const ORIGIN: &str = "origin";
@@ -131,7 +134,7 @@ pub enum PushOutcome {
     },
 }
 
-/// What [`crate::Vault::push_or_merge`] did: the last push's outcome and the pulls
+/// What [`crate::Remote::push_or_merge`] did: the last push's outcome and the pulls
 /// (merges) between its pushes.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PushMerged {

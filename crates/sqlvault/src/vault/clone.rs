@@ -12,7 +12,7 @@ use crate::fs::ranges::{self, Cloned};
 use crate::fs::tree::{self, InodeId};
 use crate::vault::Vault;
 
-/// How [`Vault::allocate`] treats the file size (the `fallocate(2)` modes sqlvault
+/// How [`Inodes::allocate`](super::inodes::Inodes::allocate) treats the file size (the `fallocate(2)` modes sqlvault
 /// supports; holes cost nothing, so none of them stores chunk data).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Allocate {
@@ -30,7 +30,7 @@ pub enum Allocate {
     ZeroRangeKeepSize,
 }
 
-/// Where [`Vault::seek`] looks from an offset.
+/// Where [`Inodes::seek`](super::inodes::Inodes::seek) looks from an offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SeekHole {
     /// `SEEK_DATA`: the next offset holding data.
@@ -74,52 +74,6 @@ impl Vault {
         Ok(r)
     }
 
-    /// `fallocate(2)` on file `ino`: see [`Allocate`] for the modes.
-    pub fn allocate(&self, ino: InodeId, offset: u64, len: u64, mode: Allocate) -> Result<()> {
-        if len == 0 {
-            return Err(Error::InvalidArgument { what: "an empty range".into() });
-        }
-        let end = range_end(offset, len)?;
-        let cs = self.chunk_size() as u64;
-        self.on_files(&[ino], |tx| {
-            let size = tree::attr(tx, ino)?.size;
-            if matches!(mode, Allocate::PunchHole | Allocate::ZeroRange | Allocate::ZeroRangeKeepSize) {
-                ranges::zero(tx, ino, cs, offset, end.min(size))?;
-            }
-            let grow = matches!(mode, Allocate::Extend | Allocate::ZeroRange) && end > size;
-            let zeroed = !matches!(mode, Allocate::Extend | Allocate::KeepSize) && offset < size;
-            if grow || zeroed {
-                tree::set_size(tx, ino, if grow { end } else { size }, tree::now_ns())?;
-            }
-            Ok(())
-        })
-    }
-
-    /// `lseek(2)` with `SEEK_DATA` or `SEEK_HOLE` on file `ino`: `None` when there is
-    /// no such offset at or after `offset` (`ENXIO`).
-    pub fn seek(&self, ino: InodeId, offset: u64, what: SeekHole) -> Result<Option<u64>> {
-        let cs = self.chunk_size() as u64;
-        let find = |c: &rusqlite::Connection| {
-            let size = ranges::regular(c, ino)?.size;
-            match what {
-                SeekHole::Data => ranges::seek_data(c, ino, cs, size, offset),
-                SeekHole::Hole => ranges::seek_hole(c, ino, cs, size, offset),
-            }
-        };
-        if self.is_open(ino) {
-            // Buffered writes count: flushed first.
-            return self.on_files(&[ino], find);
-        }
-        self.engine().read(find)
-    }
-
-    /// Clones `len` bytes of file `src` at `src_off` to file `dst` at `dst_off` (cut at
-    /// the end of `src`), sharing every chunk the two ranges align on; returns the
-    /// bytes cloned. What `copy_file_range(2)` and `FICLONERANGE` do.
-    pub fn clone_range(&self, src: InodeId, src_off: u64, dst: InodeId, dst_off: u64, len: u64) -> Result<u64> {
-        Ok(self.clone_range_counted(src, src_off, dst, dst_off, len)?.bytes)
-    }
-
     pub(crate) fn clone_range_counted(
         &self,
         src: InodeId,
@@ -140,8 +94,56 @@ impl Vault {
         let size = self.engine().read(|c| ranges::regular(c, src)).map_err(|e| e.with_path(from))?.size;
         let out = self.open_file(to, &FileOptions::new().write(true).create(true).truncate(true))?;
         let dst = out.ino();
-        let r = self.clone_range(src, 0, dst, 0, size).map_err(|e| e.with_path(to));
+        let r = self.inodes().clone_range(src, 0, dst, 0, size).map_err(|e| e.with_path(to));
         out.close()?;
         r
+    }
+}
+
+impl super::inodes::Inodes<'_> {
+    /// `fallocate(2)` on file `ino`: see [`Allocate`] for the modes.
+    pub fn allocate(&self, ino: InodeId, offset: u64, len: u64, mode: Allocate) -> Result<()> {
+        if len == 0 {
+            return Err(Error::InvalidArgument { what: "an empty range".into() });
+        }
+        let end = range_end(offset, len)?;
+        let cs = self.vault.chunk_size() as u64;
+        self.vault.on_files(&[ino], |tx| {
+            let size = tree::attr(tx, ino)?.size;
+            if matches!(mode, Allocate::PunchHole | Allocate::ZeroRange | Allocate::ZeroRangeKeepSize) {
+                ranges::zero(tx, ino, cs, offset, end.min(size))?;
+            }
+            let grow = matches!(mode, Allocate::Extend | Allocate::ZeroRange) && end > size;
+            let zeroed = !matches!(mode, Allocate::Extend | Allocate::KeepSize) && offset < size;
+            if grow || zeroed {
+                tree::set_size(tx, ino, if grow { end } else { size }, tree::now_ns())?;
+            }
+            Ok(())
+        })
+    }
+
+    /// `lseek(2)` with `SEEK_DATA` or `SEEK_HOLE` on file `ino`: `None` when there is
+    /// no such offset at or after `offset` (`ENXIO`).
+    pub fn seek(&self, ino: InodeId, offset: u64, what: SeekHole) -> Result<Option<u64>> {
+        let cs = self.vault.chunk_size() as u64;
+        let find = |c: &rusqlite::Connection| {
+            let size = ranges::regular(c, ino)?.size;
+            match what {
+                SeekHole::Data => ranges::seek_data(c, ino, cs, size, offset),
+                SeekHole::Hole => ranges::seek_hole(c, ino, cs, size, offset),
+            }
+        };
+        if self.vault.is_open(ino) {
+            // Buffered writes count: flushed first.
+            return self.vault.on_files(&[ino], find);
+        }
+        self.vault.engine().read(find)
+    }
+
+    /// Clones `len` bytes of file `src` at `src_off` to file `dst` at `dst_off` (cut at
+    /// the end of `src`), sharing every chunk the two ranges align on; returns the
+    /// bytes cloned. What `copy_file_range(2)` and `FICLONERANGE` do.
+    pub fn clone_range(&self, src: InodeId, src_off: u64, dst: InodeId, dst_off: u64, len: u64) -> Result<u64> {
+        Ok(self.vault.clone_range_counted(src, src_off, dst, dst_off, len)?.bytes)
     }
 }

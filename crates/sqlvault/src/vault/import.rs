@@ -9,12 +9,12 @@
 
 use std::io::Read;
 
-use super::bulk::Interrupt;
 use super::Vault;
 use crate::error::{Error, Result};
 use crate::fs::handle::FileOptions;
 use crate::fs::path::VaultPath;
 use crate::fs::tree::{self, SetAttr};
+use crate::ops::{Ops, Progress};
 
 /// Names of the temporary files of an import in progress start with this.
 pub const PART_PREFIX: &str = ".sqlvault-part-";
@@ -28,18 +28,18 @@ fn part_name(name: &[u8]) -> String {
 impl Vault {
     /// Makes `path` a regular file holding what `reader` yields (`len` bytes
     /// announced, 0 if unknown; a reader that yields a different amount is still
-    /// stored whole), with the attributes `set` gives (mode, owner, times). Atomic: a reader or the process failing midway
-    /// leaves the old file (or no file) in place. `progress(bytes)` is called as data
-    /// is stored; `interrupt` is checked between buffers (the temporary file is removed
-    /// and the old one kept). Returns the bytes stored.
+    /// stored whole), with the attributes `set` gives (mode, owner, times). Atomic: a
+    /// reader or the process failing midway leaves the old file (or no file) in place.
+    /// Reports progress in phase `write` (bytes stored, of `len`) as data is stored;
+    /// `ops`'s interrupt is checked between buffers (the temporary file is removed and
+    /// the old one kept). Returns the bytes stored.
     pub fn replace_file(
         &self,
         path: &str,
         len: u64,
         mut reader: impl Read,
         set: &SetAttr,
-        interrupt: &Interrupt,
-        progress: &mut dyn FnMut(u64),
+        ops: &Ops<'_>,
     ) -> Result<u64> {
         let vp = VaultPath::parse(path)?;
         if len <= self.max_dirty_bytes() && !self.engine().is_read_only() {
@@ -51,7 +51,7 @@ impl Vault {
                 .read_to_end(&mut data)
                 .map_err(|e| Error::io(format!("reading the content of {path}"), e))?;
             if data.len() as u64 <= self.max_dirty_bytes() {
-                interrupt.check()?;
+                ops.check()?;
                 let done = self
                     .engine()
                     .write(|tx| {
@@ -62,14 +62,15 @@ impl Vault {
                     })
                     .map_err(|e| e.with_path(path))?;
                 if done {
-                    progress(data.len() as u64);
+                    let n = data.len() as u64;
+                    ops.report(Progress { phase: "write", done: n, total: len, bytes: n });
                     return Ok(data.len() as u64);
                 }
             }
             // Grew while read, or open in this process: stream what was read first.
-            return self.replace_via_part(path, &vp, data.as_slice().chain(reader), set, interrupt, progress);
+            return self.replace_via_part(path, &vp, data.as_slice().chain(reader), set, len, ops);
         }
-        self.replace_via_part(path, &vp, reader, set, interrupt, progress)
+        self.replace_via_part(path, &vp, reader, set, len, ops)
     }
 
     fn replace_via_part(
@@ -78,8 +79,8 @@ impl Vault {
         vp: &VaultPath<'_>,
         mut reader: impl Read,
         set: &SetAttr,
-        interrupt: &Interrupt,
-        progress: &mut dyn FnMut(u64),
+        len: u64,
+        ops: &Ops<'_>,
     ) -> Result<u64> {
         let (parent, name) = vp
             .split_last()
@@ -95,7 +96,7 @@ impl Vault {
         let mut total = 0u64;
         let copied = (|| -> Result<()> {
             loop {
-                interrupt.check()?;
+                ops.check()?;
                 let n = match reader.read(&mut buf) {
                     Ok(0) => return Ok(()),
                     Ok(n) => n,
@@ -107,13 +108,13 @@ impl Vault {
                     off += f.write_at(total + off as u64, &buf[off..n])?;
                 }
                 total += n as u64;
-                progress(n as u64);
+                ops.report(Progress { phase: "write", done: total, total: len, bytes: total });
             }
         })();
         let closed = f.close();
         let done = copied.and(closed).and_then(|()| {
             let ino = self.resolve(&part, false)?;
-            self.set_attr(ino, set, None)?;
+            self.inodes().set_attr(ino, set, None)?;
             self.rename(&part, path)
         });
         if let Err(e) = done {

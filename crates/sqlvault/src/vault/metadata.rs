@@ -11,9 +11,8 @@ use std::ops::Bound;
 use serde::{de::DeserializeOwned, Serialize};
 
 use crate::error::Result;
-use crate::fs::tree::InodeId;
 use crate::meta::records::{self, from_json, to_json, KeyRange};
-use crate::meta::tags::{self, named, set_tags_ino, Found, Query, TagValue};
+use crate::meta::tags::{self, named, Found, Query, TagValue};
 use crate::vault::Vault;
 
 impl Vault {
@@ -28,12 +27,6 @@ impl Vault {
     /// is the metadata-import path (thousands of files, ~20 tags each, per commit).
     pub fn set_tags_batch<P: AsRef<str>, N: AsRef<str>>(&self, items: &[(P, Vec<(N, TagValue)>)]) -> Result<()> {
         self.transaction(|tx| items.iter().try_for_each(|(path, tags)| tx.set_tags(path.as_ref(), tags)))
-    }
-
-    /// Sets tags on inodes in one transaction (as [`Vault::set_tags_batch`], without
-    /// path resolution).
-    pub fn set_tags_batch_ino<N: AsRef<str>>(&self, items: &[(InodeId, Vec<(N, TagValue)>)]) -> Result<()> {
-        self.engine().write(|tx| items.iter().try_for_each(|(ino, tags)| set_tags_ino(tx, *ino, tags)))
     }
 
     /// The value of tag `name` on `path`, if set.
@@ -53,7 +46,7 @@ impl Vault {
         self.transaction(|tx| tx.remove_tags(path, names))
     }
 
-    /// Entries below directory `dir` matching `query` (see [`crate::meta::tags`] for the
+    /// Entries below directory `dir` matching `query` (see [`Query`] for the
     /// rules), in index order. Memory grows with the hits; use [`Vault::find_each`] to
     /// stream them.
     pub fn find(&self, dir: &str, query: &Query) -> Result<Vec<Found>> {
@@ -141,7 +134,8 @@ impl Records {
         self.vault.engine().read(|c| records::count(c, &self.name, range))
     }
 
-    /// Up to `limit` records (at most [`records::PAGE_ROWS`]) in `range`, in key order;
+    /// Up to `limit` records (capped at a fixed page size; [`Records::scan`] has no cap) in
+    /// `range`, in key order;
     /// continue after the last key with `Bound::Excluded(last)`.
     pub fn page(&self, range: &KeyRange, limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         self.vault.engine().read(|c| records::page(c, &self.name, range, limit, true))

@@ -12,9 +12,13 @@ use std::sync::{Arc, Mutex};
 use crate::error::{Error, Result};
 use crate::fs::chunks;
 use crate::fs::handle::Files;
+use crate::fs::reclaim;
 use crate::fs::tree::{self, FileType, InodeId};
+use crate::fsck::{FsckPhase, FsckProgress, FsckReport};
 use crate::keys::{CipherSettings, Header, HmacAlgorithm, KdfParams, Secret, SlotInfo};
+use crate::ops::{Ops, Progress};
 use crate::storage::commit::CommitStats;
+use crate::storage::compact::CompactReport;
 use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
 
@@ -22,15 +26,14 @@ pub(crate) mod bulk;
 mod clone;
 pub(crate) mod history;
 pub(crate) mod import;
-mod inodes;
+pub(crate) mod inodes;
 pub(crate) mod metadata;
 mod nodes;
 mod paths;
 #[cfg(feature = "remote")]
 mod prune;
-mod reclaim;
 #[cfg(feature = "remote")]
-mod remote;
+pub(crate) mod remote;
 #[cfg(feature = "remote")]
 mod remote_keys;
 #[cfg(feature = "remote")]
@@ -124,11 +127,14 @@ pub struct Info {
     pub pending_wipe_bytes: u64,
 }
 
-/// An entry returned by [`Vault::read_dir`].
+/// An entry returned by [`Vault::read_dir`] and [`Vault::read_dir_page`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirEntry {
     /// Entry name (lossy UTF-8).
     pub name: String,
+    /// The name's bytes as stored (names made through a mount need not be UTF-8): the
+    /// cursor of [`Vault::read_dir_page`].
+    pub raw_name: Vec<u8>,
     /// Its inode.
     pub ino: InodeId,
     /// Its type.
@@ -267,41 +273,6 @@ impl Vault {
         self.engine().sync()
     }
 
-    /// Lets this handle's writes share commits over a time window, as a kernel file
-    /// system delays its metadata writes: with `Some(window)`, a write returns once
-    /// applied (its errors already checked) and commits with the writes that follow it
-    /// within `window`, or earlier at [`Vault::sync`], [`Vault::commit_deferred`] or
-    /// [`Vault::close`]. Reads through this handle (and its clones) see every returned
-    /// write at once; other processes see it after the commit; a crash may lose the
-    /// last window's writes, never part of one. `None` (the default) commits every
-    /// write before it returns. Has no effect with `Durability::Full` or read-only.
-    /// Used by the FUSE mount.
-    pub fn set_commit_window(&self, window: Option<std::time::Duration>) -> Result<()> {
-        self.engine().set_commit_window(window)
-    }
-
-    /// Commits the writes the commit window holds (see [`Vault::set_commit_window`])
-    /// now, without waiting for a sync to disk; reports a deferred commit that failed.
-    pub fn commit_deferred(&self) -> Result<()> {
-        self.engine().commit_deferred()
-    }
-
-    /// How many batches of the commit window were lost so far (their commit failed
-    /// after their callers were answered, e.g. on a full disk): a mark to pass to
-    /// [`Vault::deferred_loss_since`] later. A [`crate::FileHandle`] keeps such marks itself.
-    pub fn deferred_losses(&self) -> u64 {
-        self.engine().deferred_losses()
-    }
-
-    /// If a batch of the commit window was lost after `mark` (a value of
-    /// [`Vault::deferred_losses`]): the error of the latest one, and the mark to use from
-    /// now on. Unlike the report of [`Vault::sync`], every holder of an older mark hears
-    /// of it, as every descriptor of a file hears of a kernel file system's writeback
-    /// error.
-    pub fn deferred_loss_since(&self, mark: u64) -> Option<(u64, Error)> {
-        self.engine().deferred_loss_since(mark)
-    }
-
     /// Closes this handle on the vault. The last handle first wipes the bytes of
     /// deleted content still waiting for the background reclaimer (on a full disk, the
     /// next writable open does), then checkpoints the WAL into the vault file.
@@ -311,7 +282,7 @@ impl Vault {
         }
         if !self.engine().is_read_only() && Arc::strong_count(&self.inner) == 1 {
             self.stop_reclaimer();
-            match self.wipe_deleted(&|_| {}) {
+            match self.wipe_deleted(&Ops::default()) {
                 // Wiping needs room in the WAL; what is left waits for the next open,
                 // encrypted as everything else. The close itself can still succeed.
                 Ok(()) | Err(Error::DiskFull) => {}
@@ -330,14 +301,63 @@ impl Vault {
     }
 
     /// Wipes now the bytes of deleted content that wait for the background reclaimer
-    /// (see [`Info::pending_wipe_bytes`]), a bounded batch per transaction;
-    /// `progress(batches left)` after each.
-    pub fn wipe_deleted(&self, progress: &dyn Fn(u64)) -> Result<()> {
+    /// (see [`Info::pending_wipe_bytes`]), a bounded batch per transaction. Reports
+    /// progress in phase `wipe` (batches done, of all) after each batch.
+    pub fn wipe_deleted(&self, ops: &Ops<'_>) -> Result<()> {
         if self.engine().is_read_only() {
             return Ok(());
         }
         let rows = reclaim::batch_rows(self.chunk_size());
-        reclaim::drain(&self.inner.files, &|left| progress(left.div_ceil(rows)))
+        let total = std::sync::atomic::AtomicU64::new(0);
+        reclaim::drain(&self.inner.files, &|left| {
+            let left = left.div_ceil(rows);
+            // The first report knows how many batches there were: one done, `left` to go.
+            let all = match total.load(std::sync::atomic::Ordering::Relaxed) {
+                0 => {
+                    total.store(left + 1, std::sync::atomic::Ordering::Relaxed);
+                    left + 1
+                }
+                t => t,
+            };
+            ops.report(Progress { phase: "wipe", done: all.saturating_sub(left), total: all, bytes: 0 });
+        })
+    }
+
+    /// Gives free database pages back to the file system; see `storage::compact` for
+    /// the two ways (a first `VACUUM` rebuild, then incremental steps). Reports
+    /// progress in phase `compact`, in pages, from time to time, possibly from another
+    /// thread.
+    ///
+    /// First, the bytes of deleted content still waiting for the background reclaimer
+    /// are wiped; then chunk bytes a vault written before schema version 8 keeps in the
+    /// chunks' own rows move to `chunk_data`, a bounded batch per transaction, so
+    /// stopping at any moment loses nothing.
+    pub fn compact(&self, ops: &Ops<'_>) -> Result<CompactReport> {
+        let progress = |done: u64, total: u64| ops.report(Progress { phase: "compact", done, total, bytes: 0 });
+        const BATCH: u64 = 32 << 20;
+        self.files().flush_all()?;
+        let page = self.inner.header.cipher.page_size as u64;
+        // Deleted content first, so its pages are free ones the rebuild drops. Progress
+        // in pages of content wiped, as the rest of compact counts.
+        let trash = self.engine().read(chunks::trash)?;
+        if trash.rows > 0 {
+            let total = trash.bytes.div_ceil(page);
+            progress(0, total);
+            crate::fs::reclaim::drain(self.files(), &|left| {
+                progress(total - total * left.min(trash.rows) / trash.rows, total);
+            })?;
+        }
+        let inline = self.engine().read(chunks::totals)?.inline_bytes;
+        let (mut done, mut after) = (0u64, i64::MIN);
+        while done < inline {
+            progress(done / page, inline.div_ceil(page));
+            let (moved, last) = self.engine().write_alone(|tx| chunks::move_inline(tx, after, BATCH))?;
+            if moved == 0 {
+                break;
+            }
+            (done, after) = (done + moved, last);
+        }
+        crate::storage::compact::compact(self.engine(), self.path(), &progress)
     }
 
     pub(crate) fn is_open(&self, ino: InodeId) -> bool {
@@ -380,16 +400,22 @@ impl Vault {
         Ok(info)
     }
 
-    /// Checks every invariant of the vault; see [`crate::fsck`].
-    pub fn fsck(&self) -> Result<crate::fsck::FsckReport> {
-        self.fsck_with(&|_| {})
-    }
-
-    /// [`Vault::fsck`] that tells `progress` where it is: the phase, units done and in
-    /// all, chunk bytes hashed (for a progress bar with rate and ETA). Read-only: one
-    /// read transaction, so stopping it (ending the process) leaves nothing to undo.
-    pub fn fsck_with(&self, progress: &dyn Fn(&crate::fsck::FsckProgress)) -> Result<crate::fsck::FsckReport> {
-        let mut r = self.engine().read(|c| crate::fsck::check(c, self.chunk_size(), progress))?;
+    /// Checks every invariant of the vault: SQLite's structure (every page read,
+    /// decrypted and authenticated), every chunk's hash, reference counts, the tree,
+    /// the snapshots and the header's two copies. Read-only: one read transaction, so
+    /// stopping it (ending the process) leaves nothing to undo.
+    ///
+    /// Reports progress in phases `structure` (database pages; `done` stays 0 until the
+    /// check ends), `chunks` (content bytes hashed, of all) and `invariants` (checks).
+    pub fn fsck(&self, ops: &Ops<'_>) -> Result<FsckReport> {
+        let progress = |p: &FsckProgress| {
+            ops.report(match p.phase {
+                FsckPhase::Structure => Progress { phase: "structure", done: p.done, total: p.total, bytes: 0 },
+                FsckPhase::Chunks => Progress { phase: "chunks", done: p.bytes, total: p.bytes_total, bytes: p.bytes },
+                FsckPhase::Invariants => Progress { phase: "invariants", done: p.done, total: p.total, bytes: p.bytes },
+            })
+        };
+        let mut r = self.engine().read(|c| crate::fsck::check(c, self.chunk_size(), &progress))?;
         // The header's two copies: a damaged one opens nothing today but is the
         // redundancy a later crash during a key change would need.
         r.problems.extend(crate::keys::header_problems(self.path())?);

@@ -1,8 +1,6 @@
 //! The facade by path, as the library and the CLI use it: resolution (symlinks
 //! followed, `..` inside the vault), files, directories, links and attributes.
 
-use std::io::Read;
-
 use super::{DirEntry, Vault};
 use crate::error::{Error, Result};
 use crate::fs::chunks;
@@ -85,12 +83,12 @@ impl Vault {
 
     /// Attributes of `path`, following a final symlink.
     pub fn metadata(&self, path: &str) -> Result<Attr> {
-        self.attr(self.resolve(path, true)?)
+        self.inodes().attr(self.resolve(path, true)?)
     }
 
     /// Attributes of `path` itself, even if it is a symlink.
     pub fn symlink_metadata(&self, path: &str) -> Result<Attr> {
-        self.attr(self.resolve(path, false)?)
+        self.inodes().attr(self.resolve(path, false)?)
     }
 
     /// Whether `path` exists (a dangling symlink exists).
@@ -171,7 +169,7 @@ impl Vault {
         };
         let ino = ino.map_err(|e| e.with_path(path))?;
         let opts = if created && opts.truncate { &opts.clone().truncate(false) } else { opts };
-        self.open_ino(ino, opts).map_err(|e| e.with_path(path))
+        self.inodes().open(ino, opts).map_err(|e| e.with_path(path))
     }
 
     /// Creates or truncates `path` and opens it for writing.
@@ -195,20 +193,6 @@ impl Vault {
         f.write_at(0, data)?;
         f.close()
     }
-
-    /// Writes what `reader` yields as the whole content of `path` (created if missing,
-    /// following symlinks) and sets `attrs` (permission bits, owner, times), as an
-    /// import from another file system does. Returns the bytes written.
-    ///
-    /// Atomic: a file that fits the dirty-buffer limit costs one write operation
-    /// (creation, content, mode and times commit together); a larger one is written
-    /// under a temporary name and renamed over `path`. See [`Vault::replace_file`],
-    /// which also reports progress and can be interrupted. Memory: at most the
-    /// dirty-buffer limit.
-    pub fn import_file(&self, path: &str, reader: impl Read, attrs: &SetAttr) -> Result<u64> {
-        self.replace_file(path, 0, reader, attrs, &super::bulk::Interrupt::new(), &mut |_| {})
-    }
-
     /// The one-operation path of [`Vault::write_file`]; `false` if the file is open here.
     fn write_file_at_once(&self, path: &str, data: &[u8]) -> Result<bool> {
         self.engine()
@@ -299,7 +283,7 @@ impl Vault {
     /// Truncates or extends the file at `path`.
     pub fn truncate(&self, path: &str, size: u64) -> Result<()> {
         let ino = self.resolve(path, true)?;
-        self.set_attr(ino, &SetAttr::default(), Some(size)).map(|_| ()).map_err(|e| e.with_path(path))
+        self.inodes().set_attr(ino, &SetAttr::default(), Some(size)).map(|_| ()).map_err(|e| e.with_path(path))
     }
 
     /// Removes the file or symlink at `path`.
@@ -324,19 +308,23 @@ impl Vault {
             .map_err(|e| e.with_path(path))
     }
 
-    /// Removes `path` and everything below it, in one transaction whose cost grows
-    /// linearly with the subtree (see [`Vault::remove_dir_all_with`]).
-    pub fn remove_dir_all(&self, path: &str) -> Result<()> {
-        self.remove_dir_all_with(path, &super::bulk::Interrupt::new(), &|_, _| {}).map(|_| ())
-    }
-
     /// Renames `from` to `to`, atomically replacing `to` if it exists (POSIX rules).
     pub fn rename(&self, from: &str, to: &str) -> Result<()> {
-        self.rename_with(from, to, RenameMode::Replace)
+        self.rename_as(from, to, RenameMode::Replace)
     }
 
-    /// Renames `from` to `to` with `mode`'s semantics (replace, no-replace, exchange).
-    pub fn rename_with(&self, from: &str, to: &str, mode: RenameMode) -> Result<()> {
+    /// Renames `from` to `to`, failing with `AlreadyExists` if `to` exists
+    /// (`RENAME_NOREPLACE`).
+    pub fn rename_noreplace(&self, from: &str, to: &str) -> Result<()> {
+        self.rename_as(from, to, RenameMode::NoReplace)
+    }
+
+    /// Swaps `a` and `b` atomically; both must exist (`RENAME_EXCHANGE`).
+    pub fn rename_exchange(&self, a: &str, b: &str) -> Result<()> {
+        self.rename_as(a, b, RenameMode::Exchange)
+    }
+
+    fn rename_as(&self, from: &str, to: &str, mode: RenameMode) -> Result<()> {
         let a = VaultPath::parse(from)?;
         let b = VaultPath::parse(to)?;
         self.engine().write(|tx| {
@@ -378,46 +366,64 @@ impl Vault {
     /// The target of the symlink at `path`.
     pub fn read_link(&self, path: &str) -> Result<String> {
         let ino = self.resolve(path, false)?;
-        let t = self.read_link_ino(ino).map_err(|e| e.with_path(path))?;
+        let t = self.inodes().read_link(ino).map_err(|e| e.with_path(path))?;
         Ok(String::from_utf8_lossy(&t).into_owned())
     }
 
     /// Lists a directory, in name order. Memory grows with the directory; use
-    /// [`Vault::list`] to page through very large ones.
+    /// [`Vault::read_dir_page`] to page through very large ones.
     pub fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>> {
         let ino = self.resolve(path, true)?;
-        let mut out = Vec::new();
-        let mut after: Option<Vec<u8>> = None;
+        let mut out: Vec<DirEntry> = Vec::new();
         loop {
-            let page = self.list(ino, after.as_deref(), LIST_PAGE).map_err(|e| e.with_path(path))?;
+            let after = out.last().map(|e| e.raw_name.as_slice());
+            let page = self.list_in(ino, after, LIST_PAGE).map_err(|e| e.with_path(path))?;
             let done = page.len() < LIST_PAGE;
-            after = page.last().map(|e| e.name.clone());
-            out.extend(page.into_iter().map(|e| DirEntry {
-                name: String::from_utf8_lossy(&e.name).into_owned(),
-                ino: e.ino,
-                kind: e.kind,
-            }));
+            out.extend(page);
             if done {
                 return Ok(out);
             }
         }
     }
 
+    /// Up to `limit` entries of the directory `path` whose names sort after `after`
+    /// (the [`DirEntry::raw_name`] of the last entry of the previous page; `None`: from
+    /// the start), in name order. A walk of a huge tree holds one page per level. Each
+    /// page is its own read transaction: entries added or removed between two pages
+    /// may or may not show, the others show once.
+    pub fn read_dir_page(&self, path: &str, after: Option<&[u8]>, limit: usize) -> Result<Vec<DirEntry>> {
+        let ino = self.resolve(path, true)?;
+        self.list_in(ino, after, limit).map_err(|e| e.with_path(path))
+    }
+
+    fn list_in(&self, ino: InodeId, after: Option<&[u8]>, limit: usize) -> Result<Vec<DirEntry>> {
+        let page = self.inodes().list(ino, after, limit)?;
+        Ok(page
+            .into_iter()
+            .map(|e| DirEntry {
+                name: String::from_utf8_lossy(&e.name).into_owned(),
+                ino: e.ino,
+                kind: e.kind,
+                raw_name: e.name,
+            })
+            .collect())
+    }
+
     /// Sets the permission bits of `path`.
     pub fn set_permissions(&self, path: &str, perm: u32) -> Result<Attr> {
         let ino = self.resolve(path, true)?;
-        self.set_attr(ino, &SetAttr { perm: Some(perm), ..Default::default() }, None)
+        self.inodes().set_attr(ino, &SetAttr { perm: Some(perm), ..Default::default() }, None)
     }
 
     /// Sets the owner and/or group of `path` (not following a final symlink).
     pub fn set_owner(&self, path: &str, uid: Option<u32>, gid: Option<u32>) -> Result<Attr> {
         let ino = self.resolve(path, false)?;
-        self.set_attr(ino, &SetAttr { uid, gid, ..Default::default() }, None)
+        self.inodes().set_attr(ino, &SetAttr { uid, gid, ..Default::default() }, None)
     }
 
     /// Sets access and modification times (ns since the epoch).
     pub fn set_times(&self, path: &str, atime_ns: Option<i64>, mtime_ns: Option<i64>) -> Result<Attr> {
         let ino = self.resolve(path, true)?;
-        self.set_attr(ino, &SetAttr { atime_ns, mtime_ns, ..Default::default() }, None)
+        self.inodes().set_attr(ino, &SetAttr { atime_ns, mtime_ns, ..Default::default() }, None)
     }
 }

@@ -4,12 +4,13 @@
 
 use std::collections::HashSet;
 
-use super::bulk::Interrupt;
-use super::history::{forget_plan, ForgetPolicy};
+use super::remote::remote_progress;
 use super::Vault;
 use crate::error::{Error, Result};
+use crate::ops::Ops;
 use crate::remote::prune::{self, PruneParams};
-use crate::remote::{Progress, PruneOptions, PruneSummary};
+use crate::remote::{PruneOptions, PruneSummary};
+use crate::snapshot::forget::{forget_plan, ForgetPolicy};
 
 impl Vault {
     /// Deletes the commits of remote `name` that `options` does not keep (the head is
@@ -17,20 +18,11 @@ impl Vault {
     /// references, sparing any object younger than `options.grace`. Holds the remote's
     /// exclusive lock meanwhile: refused with [`Error::RemoteLocked`] while another
     /// device holds it; pushes are refused the same way while this runs.
-    pub fn remote_prune(&self, name: &str, options: &PruneOptions) -> Result<PruneSummary> {
-        self.remote_prune_with(name, options, &Interrupt::new(), &|_| {})
-    }
-
-    /// [`Vault::remote_prune`] with progress (`commits`, `metadata`, `deleting`) and an
-    /// interrupt checked between steps (the lock is released; what was deleted stays
+    ///
+    /// Reports progress in phases `commits`, `metadata` and `deleting`; `ops`'s
+    /// interrupt is checked between steps (the lock is released; what was deleted stays
     /// deleted, and nothing a kept commit needs was).
-    pub fn remote_prune_with(
-        &self,
-        name: &str,
-        options: &PruneOptions,
-        interrupt: &Interrupt,
-        progress: &dyn Fn(Progress),
-    ) -> Result<PruneSummary> {
+    pub(super) fn remote_prune(&self, name: &str, options: &PruneOptions, ops: &Ops<'_>) -> Result<PruneSummary> {
         if options.has_no_rule() {
             return Err(Error::InvalidArgument {
                 what: "remote prune needs a retention rule (--keep-last, --keep-within, --keep-daily, ...)".into(),
@@ -55,13 +47,14 @@ impl Vault {
             }
             keep
         };
+        let progress = remote_progress(ops);
         let params = PruneParams {
             device: &state.device,
             choose: &choose,
             grace_ns: options.grace.as_nanos().min(i64::MAX as u128) as i64,
             dry_run: options.dry_run,
-            check: &|| interrupt.check(),
-            progress,
+            check: &|| ops.check(),
+            progress: &progress,
         };
         prune::prune(&store, &keys, &params)
     }

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::fs::tree;
 use crate::keys::remote::RemoteKeys;
 use crate::keys::{Header, Secret};
+use crate::ops::Ops;
 use crate::remote::format::names;
 use crate::remote::format::Commit;
 use crate::remote::merge;
@@ -24,7 +25,100 @@ use crate::storage::schema;
 /// How far `pull` walks back the remote's history looking for this vault's last commit.
 const HISTORY_LIMIT: usize = 100_000;
 
-fn no_progress(_: Progress) {}
+/// The remote modules' progress, reported as the one [`crate::Progress`] shape: in
+/// phase `chunks` the units are bytes, so `bytes` follows `done`.
+pub(super) fn remote_progress<'a>(ops: &'a Ops<'a>) -> impl Fn(Progress) + 'a {
+    move |p: Progress| {
+        let bytes = if p.phase == "chunks" { p.done } else { 0 };
+        ops.report(crate::ops::Progress { phase: p.phase, done: p.done, total: p.total, bytes })
+    }
+}
+
+/// One remote of a vault, by name: push, pull, history, prune, continuous replication.
+/// Borrow it with [`Vault::remote`]; it holds only the name (nothing is checked or
+/// connected until a method runs).
+#[derive(Clone)]
+pub struct Remote<'a> {
+    vault: &'a Vault,
+    name: String,
+}
+
+impl Vault {
+    /// Remote `name` (added with [`Vault::remote_add`]).
+    pub fn remote(&self, name: &str) -> Remote<'_> {
+        Remote { vault: self, name: name.to_string() }
+    }
+}
+
+impl<'a> Remote<'a> {
+    /// The remote's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Pushes the vault's current state as a new commit. Returns
+    /// [`PushOutcome::Behind`] (changing nothing) if someone else pushed since this
+    /// vault last pushed or pulled. Reports progress in phases `chunks` (bytes) and
+    /// `metadata` (pieces); `ops`'s interrupt is checked before the push starts.
+    pub fn push(&self, ops: &Ops<'_>) -> Result<PushOutcome> {
+        self.vault.push(&self.name, ops)
+    }
+
+    /// Pushes; while the remote is ahead, pulls (merging) and pushes again, at most
+    /// `rounds` pushes in all. [`PushMerged::outcome`] is still
+    /// [`PushOutcome::Behind`] if every round lost the race. Progress as
+    /// [`Remote::push`]'s; `ops`'s interrupt is checked before each round.
+    pub fn push_or_merge(&self, rounds: usize, ops: &Ops<'_>) -> Result<PushMerged> {
+        self.vault.push_or_merge(&self.name, rounds, ops)
+    }
+
+    /// Brings the remote's newest commit into this vault. If this vault changed too
+    /// since it last agreed with the remote, the two are merged (three-way, path by
+    /// path; see `docs/replication.md`) and the vault is then ahead: the next push
+    /// publishes the merge. Refused, changing nothing, if the remote's history does not
+    /// contain this vault's last commit (a rollback of the remote). Progress as
+    /// [`Remote::push`]'s.
+    pub fn pull(&self, ops: &Ops<'_>) -> Result<PullOutcome> {
+        self.vault.pull(&self.name, ops)
+    }
+
+    /// The remote's commits, newest first (at most `limit`).
+    pub fn log(&self, limit: usize) -> Result<Vec<CommitInfo>> {
+        self.vault.remote_log(&self.name, limit)
+    }
+
+    /// Deletes the commits `options` does not keep (the head is always kept), then the
+    /// metadata pieces and chunk objects no kept commit references, sparing any object
+    /// younger than `options.grace`. Holds the remote's exclusive lock meanwhile:
+    /// refused with [`Error::RemoteLocked`] while another device holds it; pushes are
+    /// refused the same way while this runs. Reports progress in phases `commits`,
+    /// `metadata` and `deleting`; `ops`'s interrupt is checked between steps (the lock
+    /// is released; what was deleted stays deleted, and nothing a kept commit needs
+    /// was).
+    pub fn prune(&self, options: &crate::remote::PruneOptions, ops: &Ops<'_>) -> Result<crate::remote::PruneSummary> {
+        self.vault.remote_prune(&self.name, options, ops)
+    }
+
+    /// Takes the remote's lease for continuous replication every `every` (the lease
+    /// lasts six intervals, at least a minute, and is renewed as rounds go), or says
+    /// who holds it.
+    pub fn replicator(&self, every: std::time::Duration) -> Result<super::replicate::ReplicatorStart<'a>> {
+        self.vault.replicator(&self.name, every)
+    }
+
+    /// Who holds the remote's lease now, if anyone.
+    pub fn lease_holder(&self) -> Result<Option<crate::remote::LeaseHolder>> {
+        self.vault.lease_holder(&self.name)
+    }
+
+    /// Creates the remote's `keys` and `config` (if it has none) as a remote of bucket
+    /// layout `layout` (1 to the newest): for tests of older layouts. A first push
+    /// creates a remote of the newest layout; a remote keeps its layout.
+    #[doc(hidden)]
+    pub fn init_layout(&self, layout: u32) -> Result<()> {
+        self.vault.remote_init_layout(&self.name, layout)
+    }
+}
 
 impl Vault {
     /// Adds remote `name` at `url` (`s3://bucket/prefix`), served by `endpoint` (an
@@ -50,8 +144,7 @@ impl Vault {
     /// Creates remote `name`'s `keys` and `config` (if it has none) as a remote of bucket
     /// layout `layout` (1 to the newest): for tests of older layouts. A first push
     /// creates a remote of the newest layout; a remote keeps its layout.
-    #[doc(hidden)]
-    pub fn remote_init_layout(&self, name: &str, layout: u32) -> Result<()> {
+    pub(super) fn remote_init_layout(&self, name: &str, layout: u32) -> Result<()> {
         let (_, store, keys) = self.remote_parts(name)?;
         let header = Header::read(self.path())?;
         repo::ensure_initialized_as(&store, &keys, &header, self.chunk_size(), layout)
@@ -60,14 +153,13 @@ impl Vault {
     /// Pushes the vault's current state to remote `name` as a new commit. Returns
     /// [`PushOutcome::Behind`] (changing nothing) if someone else pushed since this
     /// vault last pushed or pulled.
-    pub fn push(&self, name: &str) -> Result<PushOutcome> {
-        self.push_with_progress(name, &no_progress)
-    }
-
-    /// [`Vault::push`], reporting progress.
-    pub fn push_with_progress(&self, name: &str, progress: &dyn Fn(Progress)) -> Result<PushOutcome> {
+    ///
+    /// Reports progress in phases `chunks` (bytes) and `metadata` (pieces); `ops`'s
+    /// interrupt is checked before the push starts.
+    pub(super) fn push(&self, name: &str, ops: &Ops<'_>) -> Result<PushOutcome> {
+        ops.check()?;
         let (_, store, keys) = self.remote_parts(name)?;
-        self.push_in(name, &store, &keys, true, progress)
+        self.push_in(name, &store, &keys, true, &remote_progress(ops))
     }
 
     /// One push through an open store; `init`: check (or create) the remote's config first.
@@ -115,9 +207,10 @@ impl Vault {
     /// Pushes; while the remote is ahead, pulls (merging) and pushes again, at most
     /// `rounds` pushes in all. [`PushMerged::outcome`] is still
     /// [`PushOutcome::Behind`] if every round lost the race.
-    pub fn push_or_merge(&self, name: &str, rounds: usize, progress: &dyn Fn(Progress)) -> Result<PushMerged> {
+    /// Progress as [`Remote::push`]'s; `ops`'s interrupt is checked before each round.
+    pub(super) fn push_or_merge(&self, name: &str, rounds: usize, ops: &Ops<'_>) -> Result<PushMerged> {
         let (_, store, keys) = self.remote_parts(name)?;
-        self.push_or_merge_in(name, &store, &keys, true, rounds, progress)
+        self.push_or_merge_in(name, &store, &keys, true, rounds, ops)
     }
 
     pub(super) fn push_or_merge_in(
@@ -127,16 +220,18 @@ impl Vault {
         keys: &RemoteKeys,
         init: bool,
         rounds: usize,
-        progress: &dyn Fn(Progress),
+        ops: &Ops<'_>,
     ) -> Result<PushMerged> {
+        let progress = remote_progress(ops);
         let mut pulls = Vec::new();
         let mut init = init;
         for round in 0..rounds.max(1) {
-            let outcome = self.push_in(name, store, keys, init, progress)?;
+            ops.check()?;
+            let outcome = self.push_in(name, store, keys, init, &progress)?;
             init = false;
             match outcome {
                 PushOutcome::Behind { .. } if round + 1 < rounds.max(1) => {
-                    pulls.push(self.pull_in(name, store, keys, progress)?);
+                    pulls.push(self.pull_in(name, store, keys, &progress)?);
                 }
                 outcome => return Ok(PushMerged { outcome, pulls }),
             }
@@ -149,14 +244,13 @@ impl Vault {
     /// path; see `docs/replication.md`) and the vault is then ahead: the next push
     /// publishes the merge. Refused, changing nothing, if the remote's history does not
     /// contain this vault's last commit (a rollback of the remote).
-    pub fn pull(&self, name: &str) -> Result<PullOutcome> {
-        self.pull_with_progress(name, &no_progress)
-    }
-
-    /// [`Vault::pull`], reporting progress.
-    pub fn pull_with_progress(&self, name: &str, progress: &dyn Fn(Progress)) -> Result<PullOutcome> {
+    ///
+    /// Reports progress as [`Remote::push`] does; `ops`'s interrupt is checked before
+    /// the pull starts.
+    pub(super) fn pull(&self, name: &str, ops: &Ops<'_>) -> Result<PullOutcome> {
+        ops.check()?;
         let (_, store, keys) = self.remote_parts(name)?;
-        self.pull_in(name, &store, &keys, progress)
+        self.pull_in(name, &store, &keys, &remote_progress(ops))
     }
 
     pub(super) fn pull_in(
@@ -244,7 +338,7 @@ impl Vault {
     }
 
     /// The commits of remote `name`, newest first (at most `limit`).
-    pub fn remote_log(&self, name: &str, limit: usize) -> Result<Vec<CommitInfo>> {
+    pub(super) fn remote_log(&self, name: &str, limit: usize) -> Result<Vec<CommitInfo>> {
         let (_, store, keys) = self.remote_parts(name)?;
         let Some((head, _)) = repo::read_ref(&store, &keys)? else { return Ok(Vec::new()) };
         Ok(repo::log(&store, &keys, &head, limit)?
@@ -261,33 +355,23 @@ impl Vault {
             .collect())
     }
 
-    /// Creates the vault file `dest` (which must not exist) from the newest commit of the
-    /// remote at `url`: the remote's key slots become the new file's, so `secret` (any
-    /// secret that opens the original vault) opens both. The remote is recorded as
-    /// [`remote::ORIGIN`]. A failed clone leaves no file behind.
+    /// Creates the vault file `dest` (which must not exist) from the commit `at` names
+    /// in the remote at `url` ([`At::Newest`]; an older one is a point-in-time restore,
+    /// whose `origin` is then behind the remote: `pull` brings it forward): the remote's
+    /// key slots become the new file's, so `secret` (any secret that opens the original
+    /// vault) opens both. The remote is recorded as [`remote::ORIGIN`]. A failed clone
+    /// leaves no file behind. Reports progress as [`Remote::pull`] does.
     pub fn clone_remote(
         url: &str,
         endpoint: Option<&str>,
         dest: impl AsRef<Path>,
         secret: &Secret,
         config: EngineConfig,
-        progress: &dyn Fn(Progress),
-    ) -> Result<Vault> {
-        Vault::clone_remote_at(url, endpoint, dest, secret, config, &At::Newest, progress)
-    }
-
-    /// [`Vault::clone_remote`] of an older commit (point-in-time restore): by id or the
-    /// newest pushed at or before a time. The clone's `origin` is then behind the remote:
-    /// `pull` brings it forward.
-    pub fn clone_remote_at(
-        url: &str,
-        endpoint: Option<&str>,
-        dest: impl AsRef<Path>,
-        secret: &Secret,
-        config: EngineConfig,
         at: &At,
-        progress: &dyn Fn(Progress),
+        ops: &Ops<'_>,
     ) -> Result<Vault> {
+        let progress = remote_progress(ops);
+        let progress: &dyn Fn(Progress) = &progress;
         use std::os::unix::fs::OpenOptionsExt;
         let dest = dest.as_ref();
         let url = RemoteUrl::parse(url, endpoint)?;

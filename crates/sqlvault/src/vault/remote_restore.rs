@@ -4,14 +4,14 @@
 //! (`crate::remote::restore`), restored by the snapshot restore and removed, all in
 //! one transaction.
 
-use super::bulk::Interrupt;
-use super::remote::pick;
+use super::remote::{pick, remote_progress};
 use super::Vault;
 use crate::error::{Error, Result};
 use crate::fs::path::VaultPath;
 use crate::fs::tree::InodeId;
+use crate::ops::Ops;
 use crate::remote::restore::{self, RemoteRestore};
-use crate::remote::{self as remote_mod, repo, At, Progress};
+use crate::remote::{self as remote_mod, repo, At};
 use crate::snapshot::{self, Dest, RestoreHooks, RestoreSummary};
 
 impl Vault {
@@ -19,26 +19,15 @@ impl Vault {
     /// tree) of the commit `at` names in remote `remote` (default: the only remote, or
     /// `origin`), replacing what is there, as the snapshot restore does. One write
     /// transaction: all of it or nothing. Only chunks this vault lacks are fetched.
+    /// Reports progress in phase `chunks` (bytes fetched) and stops when `ops`'s
+    /// interrupt is set (the transaction rolls back: nothing changes).
     pub fn restore_remote(
         &self,
         remote: Option<&str>,
         at: &At,
         path: &str,
         dest: Option<&str>,
-    ) -> Result<RemoteRestore> {
-        self.restore_remote_with(remote, at, path, dest, &Interrupt::new(), &|_| {})
-    }
-
-    /// [`Vault::restore_remote`] with progress (chunks fetched) and an interrupt (the
-    /// transaction rolls back: nothing changes).
-    pub fn restore_remote_with(
-        &self,
-        remote: Option<&str>,
-        at: &At,
-        path: &str,
-        dest: Option<&str>,
-        interrupt: &Interrupt,
-        progress: &dyn Fn(Progress),
+        ops: &Ops<'_>,
     ) -> Result<RemoteRestore> {
         let name = match remote {
             Some(n) => n.to_string(),
@@ -54,8 +43,9 @@ impl Vault {
         let dst = VaultPath::parse(dest_path)?;
         self.files().flush_all()?;
         self.engine().write_alone(|tx| {
-            let check = || interrupt.check();
-            let (snap, fetched) = restore::load(tx, &store, &keys, &commit, &check, progress)?;
+            let check = || ops.check();
+            let progress = remote_progress(ops);
+            let (snap, fetched) = restore::load(tx, &store, &keys, &commit, &check, &progress)?;
             let src_ino = snapshot::resolve(tx, snap, &src.names, path)?;
             let dest = if dst.names.is_empty() {
                 Dest::Root
@@ -63,8 +53,8 @@ impl Vault {
                 let (dir, last) = self.parent_of(tx, &dst, dest_path)?;
                 Dest::Entry(dir, last)
             };
-            let empty = |c: &rusqlite::Connection, dir: InodeId| self.empty_dir_in(c, dir, Some(interrupt));
-            let step = |_: &RestoreSummary| interrupt.check();
+            let empty = |c: &rusqlite::Connection, dir: InodeId| self.empty_dir_in(c, dir, ops.interrupt);
+            let step = |_: &RestoreSummary| ops.check();
             let hooks = RestoreHooks { is_open: &|i| self.is_open(i), empty_dir: &empty, step: &step };
             let restored = snapshot::restore(tx, snap, src_ino, dest, &hooks).map_err(|e| e.with_path(dest_path))?;
             snapshot::remove(tx, snap, &check)?;

@@ -8,16 +8,17 @@ use std::time::Duration;
 use super::Vault;
 use crate::error::{Error, Result};
 use crate::keys::remote::RemoteKeys;
+use crate::ops::Ops;
 use crate::remote::lease::{self, Lease, LeaseHolder, Taken};
 use crate::remote::store::Store;
-use crate::remote::{Progress, PullOutcome, PushOutcome};
+use crate::remote::{PullOutcome, PushOutcome};
 
 /// Pushes per round at most (a lost race costs a pull and another push).
 const PUSHES_PER_ROUND: usize = 3;
 /// The lease lasts this many intervals.
 const LEASE_INTERVALS: u32 = 6;
 
-/// What [`Vault::replicator`] found.
+/// What [`Remote::replicator`](super::remote::Remote::replicator) found.
 pub enum ReplicatorStart<'v> {
     /// The lease is ours: run rounds.
     Holding(Box<Replicator<'v>>),
@@ -55,7 +56,7 @@ impl Vault {
     /// Takes the lease of remote `name` for continuous replication every `every` (the
     /// lease lasts six intervals, at least a minute, and is renewed as rounds go), or
     /// says who holds it.
-    pub fn replicator(&self, name: &str, every: Duration) -> Result<ReplicatorStart<'_>> {
+    pub(super) fn replicator(&self, name: &str, every: Duration) -> Result<ReplicatorStart<'_>> {
         let (state, store, keys) = self.remote_parts(name)?;
         let ttl = (every * LEASE_INTERVALS).max(Duration::from_secs(60));
         let ttl_ns = i64::try_from(ttl.as_nanos()).unwrap_or(i64::MAX / 2);
@@ -76,7 +77,7 @@ impl Vault {
     }
 
     /// Who holds the lease of remote `name` now, if anyone.
-    pub fn lease_holder(&self, name: &str) -> Result<Option<LeaseHolder>> {
+    pub(super) fn lease_holder(&self, name: &str) -> Result<Option<LeaseHolder>> {
         let (_, store, keys) = self.remote_parts(name)?;
         lease::holder(&store, &keys)
     }
@@ -86,7 +87,8 @@ impl Replicator<'_> {
     /// One round: renew the lease when a third of its time has passed (an error if it
     /// was lost to another replicator), push, and while the remote is ahead pull
     /// (merge) and push again, up to three pushes.
-    pub fn round(&mut self, progress: &dyn Fn(Progress)) -> Result<Round> {
+    /// Progress as [`Remote::push`](super::remote::Remote::push)'s.
+    pub fn round(&mut self, ops: &Ops<'_>) -> Result<Round> {
         let lease = self.lease.as_mut().ok_or_else(|| Error::InvalidArgument { what: "lease released".into() })?;
         let now = crate::fs::tree::now_ns();
         let mut renewed = false;
@@ -101,8 +103,7 @@ impl Replicator<'_> {
         }
         let expires = lease.expires_ns;
         let init = !self.initialized;
-        let done =
-            self.vault.push_or_merge_in(&self.name, &self.store, &self.keys, init, PUSHES_PER_ROUND, progress)?;
+        let done = self.vault.push_or_merge_in(&self.name, &self.store, &self.keys, init, PUSHES_PER_ROUND, ops)?;
         self.initialized = true;
         Ok(Round { push: done.outcome, pulls: done.pulls, lease_renewed: renewed, lease_expires_ns: expires })
     }

@@ -1,15 +1,13 @@
 //! The snapshot part of the [`Vault`] facade: take, list, remove and restore
-//! snapshots by name and path, read a snapshot's tree by inode (for the mount), and
-//! give freed space back to the disk (`compact`).
+//! snapshots by name and path (a snapshot's tree by inode: [`super::inodes`]).
 //! The tables and the restore algorithm live in [`crate::snapshot`].
 
-use super::bulk::Interrupt;
 use super::Vault;
-use crate::error::{Error, Result};
-use crate::fs::chunks;
+use crate::error::Result;
 use crate::fs::path::VaultPath;
-use crate::fs::tree::{self, Attr, Entry, InodeId};
-use crate::snapshot::{self, Dest, RestoreHooks, RestoreSummary, SnapshotId, SnapshotInfo};
+use crate::fs::tree::{self, InodeId};
+use crate::ops::{Ops, Progress};
+use crate::snapshot::{self, Dest, RestoreHooks, RestoreSummary, SnapshotInfo};
 
 impl Vault {
     /// Freezes the whole tree as snapshot `name`, in one transaction that copies rows,
@@ -35,36 +33,23 @@ impl Vault {
 
     /// Removes snapshot `name` and frees the chunks no one else references. Returns
     /// the bytes freed (inside the database; `compact` gives them back to the disk).
-    pub fn remove_snapshot(&self, name: &str) -> Result<u64> {
-        self.remove_snapshot_with(name, &Interrupt::new())
-    }
-
-    /// [`Vault::remove_snapshot`] that stops when `interrupt` is set (one transaction:
-    /// an interrupted removal leaves the snapshot whole). A fixed number of set-based
-    /// statements: linear in the snapshot's size.
-    pub fn remove_snapshot_with(&self, name: &str, interrupt: &Interrupt) -> Result<u64> {
-        self.engine().write_alone(|tx| snapshot::remove(tx, snapshot::find(tx, name)?, &|| interrupt.check()))
+    /// Stops when `ops`'s interrupt is set (one transaction: an interrupted removal
+    /// leaves the snapshot whole). A fixed number of set-based statements: linear in
+    /// the snapshot's size.
+    pub fn remove_snapshot(&self, name: &str, ops: &Ops<'_>) -> Result<u64> {
+        self.engine().write_alone(|tx| snapshot::remove(tx, snapshot::find(tx, name)?, &|| ops.check()))
     }
 
     /// Brings `path` (a file, symlink or directory tree; `/` for everything) of snapshot
     /// `name` back into the live tree at `dest` (default: the same path). An existing
     /// `dest` is replaced: afterwards it equals the snapshot's `path`. The parent of
     /// `dest` must exist. One transaction: all of it or nothing.
-    pub fn restore(&self, name: &str, path: &str, dest: Option<&str>) -> Result<RestoreSummary> {
-        self.restore_with(name, path, dest, &Interrupt::new(), &|_| {})
-    }
-
-    /// [`Vault::restore`] that reports the nodes restored so far to `progress` and
-    /// stops when `interrupt` is set (the transaction rolls back: nothing changes).
-    /// Emptying a live directory it replaces is set-based: linear in its size.
-    pub fn restore_with(
-        &self,
-        name: &str,
-        path: &str,
-        dest: Option<&str>,
-        interrupt: &Interrupt,
-        progress: &dyn Fn(&RestoreSummary),
-    ) -> Result<RestoreSummary> {
+    ///
+    /// Reports progress in phase `restore` (`done`: nodes restored so far, `bytes`:
+    /// their content) and stops when `ops`'s interrupt is set (the transaction rolls
+    /// back: nothing changes). Emptying a live directory it replaces is set-based:
+    /// linear in its size.
+    pub fn restore(&self, name: &str, path: &str, dest: Option<&str>, ops: &Ops<'_>) -> Result<RestoreSummary> {
         let src = VaultPath::parse(path)?;
         let dest_path = dest.unwrap_or(path);
         let dst = VaultPath::parse(dest_path)?;
@@ -79,133 +64,24 @@ impl Vault {
                 let (dir, last) = self.parent_of(tx, &dst, dest_path)?;
                 Dest::Entry(dir, last)
             };
-            let empty = |c: &rusqlite::Connection, dir: InodeId| self.empty_dir_in(c, dir, Some(interrupt));
+            let empty = |c: &rusqlite::Connection, dir: InodeId| self.empty_dir_in(c, dir, ops.interrupt);
             let step = |s: &RestoreSummary| {
-                progress(s);
-                interrupt.check()
+                ops.report(restore_progress(s));
+                ops.check()
             };
             let hooks = RestoreHooks { is_open: &|i| self.is_open(i), empty_dir: &empty, step: &step };
             snapshot::restore(tx, snap, src_ino, dest, &hooks).map_err(|e| e.with_path(dest_path))
         })
     }
 
-    /// Gives free database pages back to the file system; see [`crate::storage::compact`] for
-    /// the two ways (a first `VACUUM` rebuild, then incremental steps). `progress(done,
-    /// total)` is called from time to time, possibly from another thread, in pages.
-    ///
-    /// First, the bytes of deleted content still waiting for the background reclaimer
-    /// are wiped; then chunk bytes a vault written before schema version 8 keeps in the chunks'
-    /// own rows move to `chunk_data` (see `fs::chunks`), a bounded batch per
-    /// transaction, so stopping at any moment loses nothing.
-    pub fn compact(&self, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<crate::storage::compact::CompactReport> {
-        const BATCH: u64 = 32 << 20;
-        self.flush_open()?;
-        let page = self.inner.header.cipher.page_size as u64;
-        // Deleted content first, so its pages are free ones the rebuild drops. Progress
-        // in pages of content wiped, as the rest of compact counts.
-        let trash = self.engine().read(chunks::trash)?;
-        if trash.rows > 0 {
-            let total = trash.bytes.div_ceil(page);
-            progress(0, total);
-            crate::vault::reclaim::drain(self.files(), &|left| {
-                progress(total - total * left.min(trash.rows) / trash.rows, total);
-            })?;
-        }
-        let inline = self.engine().read(chunks::totals)?.inline_bytes;
-        let (mut done, mut after) = (0u64, i64::MIN);
-        while done < inline {
-            progress(done / page, inline.div_ceil(page));
-            let (moved, last) = self.engine().write_alone(|tx| chunks::move_inline(tx, after, BATCH))?;
-            if moved == 0 {
-                break;
-            }
-            (done, after) = (done + moved, last);
-        }
-        crate::storage::compact::compact(self.engine(), self.path(), progress)
-    }
-
     /// Commits the buffered writes of every file open in this process.
     fn flush_open(&self) -> Result<()> {
         self.files().flush_all()
     }
+}
 
-    // ----- a snapshot's tree by inode (used by the FUSE frontend) -----
-
-    /// Ids, names and creation times of every snapshot (cheap: no sizes).
-    pub fn snapshot_names(&self) -> Result<Vec<(SnapshotId, String, i64)>> {
-        self.engine().read(snapshot::names)
-    }
-
-    /// The id of snapshot `name`.
-    pub fn snapshot_id(&self, name: &str) -> Result<SnapshotId> {
-        self.engine().read(|c| snapshot::find(c, name))
-    }
-
-    /// The name of snapshot `id` (`NotFound` once it is removed).
-    pub fn snapshot_name(&self, id: SnapshotId) -> Result<String> {
-        self.engine().read(|c| snapshot::name_of(c, id))?.ok_or_else(|| Error::not_found(format!("snapshot {}", id.0)))
-    }
-
-    /// Attributes of node `ino` of snapshot `snap` (`StaleHandle` if gone).
-    pub fn snapshot_attr(&self, snap: SnapshotId, ino: InodeId) -> Result<Attr> {
-        self.engine().read(|c| snapshot::attr(c, snap, ino))
-    }
-
-    /// Looks `name` up in directory `parent` of snapshot `snap`.
-    pub fn snapshot_lookup(&self, snap: SnapshotId, parent: InodeId, name: &[u8]) -> Result<Attr> {
-        self.engine().read(|c| {
-            let ino = snapshot::lookup(c, snap, parent, name)?
-                .ok_or_else(|| Error::not_found(String::from_utf8_lossy(name)))?;
-            snapshot::attr(c, snap, ino)
-        })
-    }
-
-    /// Resolves `path` in snapshot `snap` (symlinks are not followed).
-    pub fn snapshot_resolve(&self, snap: SnapshotId, path: &str) -> Result<InodeId> {
-        let vp = VaultPath::parse(path)?;
-        self.engine().read(|c| snapshot::resolve(c, snap, &vp.names, path))
-    }
-
-    /// Up to `limit` entries of directory `dir` of snapshot `snap` after `after`.
-    pub fn snapshot_list(
-        &self,
-        snap: SnapshotId,
-        dir: InodeId,
-        after: Option<&[u8]>,
-        limit: usize,
-    ) -> Result<Vec<Entry>> {
-        self.engine().read(|c| {
-            if snapshot::attr(c, snap, dir)?.kind != tree::FileType::Dir {
-                return Err(Error::NotADirectory { path: format!("snapshot inode {}", dir.0) });
-            }
-            snapshot::list(c, snap, dir, after, limit)
-        })
-    }
-
-    /// Reads file `ino` of snapshot `snap` at `offset` (one chunk in memory at a time).
-    pub fn snapshot_read(&self, snap: SnapshotId, ino: InodeId, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        let cs = self.chunk_size() as u64;
-        self.engine().read(|c| snapshot::read_at(c, snap, ino, cs, offset, buf))
-    }
-
-    /// Target of symlink `ino` of snapshot `snap`.
-    pub fn snapshot_read_link(&self, snap: SnapshotId, ino: InodeId) -> Result<Vec<u8>> {
-        self.engine().read(|c| snapshot::read_link(c, snap, ino))
-    }
-
-    /// Extended attribute `name` of node `ino` of snapshot `snap`.
-    pub fn snapshot_get_xattr(&self, snap: SnapshotId, ino: InodeId, name: &[u8]) -> Result<Vec<u8>> {
-        self.engine().read(|c| snapshot::get_xattr(c, snap, ino, name))
-    }
-
-    /// Tags of node `ino` of snapshot `snap`, in name order.
-    pub fn snapshot_tags(&self, snap: SnapshotId, ino: InodeId) -> Result<Vec<(Vec<u8>, crate::meta::tags::TagValue)>> {
-        self.engine().read(|c| snapshot::tags(c, snap, ino))
-    }
-
-    /// Names and values of the extended attributes of node `ino` of snapshot `snap`
-    /// (tags as `user.NAME`, as the mount shows them).
-    pub fn snapshot_xattrs(&self, snap: SnapshotId, ino: InodeId) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        self.engine().read(|c| snapshot::xattrs(c, snap, ino))
-    }
+/// A restore's progress: nodes restored so far and their content bytes.
+pub(crate) fn restore_progress(s: &RestoreSummary) -> Progress {
+    let done = s.files + s.directories + s.symlinks + s.specials;
+    Progress { phase: "restore", done, total: 0, bytes: s.bytes }
 }

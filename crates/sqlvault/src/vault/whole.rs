@@ -9,15 +9,13 @@
 
 use std::ops::Range;
 
-use rusqlite::OptionalExtension;
-
 use crate::error::{Error, Result};
 use crate::fs::chunks;
 use crate::fs::tree::{self, Attr, InodeId, NewNode};
 
-use super::Vault;
+use super::inodes::Inodes;
 
-/// A file to create with its whole content in one commit ([`Vault::create_whole_file`]).
+/// A file to create with its whole content in one commit ([`Inodes::create_whole_file`]).
 #[derive(Debug, Clone, Copy)]
 pub struct WholeFile<'a> {
     /// Directory to create it in.
@@ -26,7 +24,7 @@ pub struct WholeFile<'a> {
     pub name: &'a [u8],
     /// Type (a file), permissions and owner; `target` is ignored.
     pub node: NewNode<'a>,
-    /// A number from [`Vault::reserve_inodes`], not used before.
+    /// A number from [`Inodes::reserve`], not used before.
     pub ino: InodeId,
     /// Access time (ns since the epoch).
     pub atime_ns: i64,
@@ -38,35 +36,21 @@ pub struct WholeFile<'a> {
     pub content: &'a [u8],
 }
 
-impl Vault {
-    /// Reserves `n` inode numbers for [`Vault::create_whole_file`] (one commit).
-    pub fn reserve_inodes(&self, n: u64) -> Result<Range<u64>> {
+impl Inodes<'_> {
+    /// Reserves `n` inode numbers for [`Inodes::create_whole_file`] (one commit).
+    pub fn reserve(&self, n: u64) -> Result<Range<u64>> {
         if n == 0 || n > 1 << 20 {
             return Err(Error::InvalidArgument { what: format!("cannot reserve {n} inode numbers") });
         }
-        self.engine().write(|tx| {
-            let seq: Option<i64> =
-                tx.query_row("SELECT seq FROM sqlite_sequence WHERE name = 'inodes'", [], |r| r.get(0)).optional()?;
-            let last = match seq {
-                Some(s) => s,
-                None => {
-                    let max: i64 = tx.query_row("SELECT coalesce(max(ino), 0) FROM inodes", [], |r| r.get(0))?;
-                    tx.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('inodes', ?1)", [max])?;
-                    max
-                }
-            };
-            let end = last + n as i64;
-            tx.execute("UPDATE sqlite_sequence SET seq = ?1 WHERE name = 'inodes'", [end])?;
-            Ok((last as u64 + 1)..(end as u64 + 1))
-        })
+        self.vault.engine().write(|tx| tree::reserve_inodes(tx, n))
     }
 
     /// Creates the file `f.name` in `f.parent` with inode number `f.ino`, its whole
     /// content and its times, in one commit. Fails with `AlreadyExists` if the name is
     /// taken, as a create would; nothing is written then.
     pub fn create_whole_file(&self, f: &WholeFile<'_>) -> Result<Attr> {
-        let cs = self.chunk_size() as usize;
-        self.engine().write(|tx| {
+        let cs = self.vault.chunk_size() as usize;
+        self.vault.engine().write(|tx| {
             let node = NewNode { target: None, ..f.node };
             tree::create_as(tx, f.parent, f.name, node, Some((f.ino, f.ctime_ns)))?;
             for (idx, chunk) in f.content.chunks(cs).enumerate() {
@@ -82,7 +66,7 @@ impl Vault {
 mod tests {
     use super::*;
     use crate::fs::tree::FileType;
-    use crate::{CreateOptions, Secret};
+    use crate::{CreateOptions, Secret, Vault};
 
     fn vault(dir: &std::path::Path) -> Vault {
         let opts = CreateOptions {
@@ -96,7 +80,7 @@ mod tests {
     fn a_whole_file_is_one_commit_with_its_reserved_number() {
         let dir = tempfile::tempdir().unwrap();
         let v = vault(dir.path());
-        let r = v.reserve_inodes(4).unwrap();
+        let r = v.inodes().reserve(4).unwrap();
         assert_eq!(r.end - r.start, 4);
         // A number the library hands out later lies beyond the reservation.
         v.create_file("/other").unwrap().close().unwrap();
@@ -114,17 +98,17 @@ mod tests {
             ctime_ns: 3_000,
             content: &content,
         };
-        let a = v.create_whole_file(&f).unwrap();
+        let a = v.inodes().create_whole_file(&f).unwrap();
         assert_eq!(v.commit_stats().commits, before + 1);
         assert_eq!((a.ino, a.size, a.perm, a.uid, a.gid), (InodeId(r.start + 1), 300_000, 0o640, 1, 2));
         assert_eq!((a.atime_ns, a.mtime_ns, a.ctime_ns), (1_000, 2_000, 3_000));
         assert_eq!(v.read_file("/new").unwrap(), content);
         // The name is taken now: a second one fails and changes nothing.
         let again = WholeFile { ino: InodeId(r.start + 2), content: b"x", ..f };
-        assert!(matches!(v.create_whole_file(&again), Err(Error::AlreadyExists { .. })));
+        assert!(matches!(v.inodes().create_whole_file(&again), Err(Error::AlreadyExists { .. })));
         assert_eq!(v.read_file("/new").unwrap(), content);
         let empty = WholeFile { name: b"empty", ino: InodeId(r.start), content: b"", ..f };
-        assert_eq!(v.create_whole_file(&empty).unwrap().size, 0);
-        assert!(v.fsck().unwrap().is_clean(), "{:?}", v.fsck().unwrap());
+        assert_eq!(v.inodes().create_whole_file(&empty).unwrap().size, 0);
+        assert!(v.fsck(&crate::Ops::default()).unwrap().is_clean(), "{:?}", v.fsck(&crate::Ops::default()).unwrap());
     }
 }

@@ -18,6 +18,9 @@
 //! This module owns the `snapshots` and `snap_*` tables. It reads the live tables when
 //! freezing; every change to the live tree during a restore goes through
 //! [`crate::fs::tree`], [`crate::fs::chunks`] and [`crate::meta::xattr`].
+//!
+//! `diff` compares two trees (snapshots or the live one); `forget` decides which
+//! snapshots a retention policy keeps.
 
 use std::collections::HashMap;
 
@@ -28,6 +31,9 @@ use crate::fs::chunks::{self, ChunkId};
 use crate::fs::tree::{self, Attr, Entry, FileType, InodeId, RestoredNode, ATTR_COLUMNS};
 use crate::meta::tags::{self, TagValue};
 use crate::meta::xattr::{self, XattrMode};
+
+pub(crate) mod diff;
+pub(crate) mod forget;
 
 /// Id of a snapshot (never reused).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -684,7 +690,7 @@ mod tests {
         chunks::put(&c, a.0 as i64, 0, b"changed").unwrap();
         tree::unlink(&c, InodeId::ROOT, b"a2", &|_| false).unwrap();
         let empty = |c: &Connection, dir: InodeId| {
-            crate::vault::bulk::remove_subtree(c, dir, None, &[], None, &|_, _| {}).map(|_| ())
+            crate::fs::bulk::remove_subtree(c, dir, None, &[], None, &|_, _| {}).map(|_| ())
         };
         let hooks = RestoreHooks { is_open: &|_| false, empty_dir: &empty, step: &|_| Ok(()) };
         let sum = restore(&c, s, InodeId::ROOT, Dest::Root, &hooks).unwrap();
