@@ -65,7 +65,7 @@ pub struct TreeArgs {
     /// Directory for the vaults and host trees (a disk, not tmpfs) [default: <results-dir>/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// 500 and 5,000 files, 0 and 10 snapshots: indicative only (what `all --quick` runs).
+    /// 200 and 2,000 files, 0 and 10 snapshots: indicative only (what `all --quick` runs).
     #[arg(long)]
     pub quick: bool,
     /// Adds 500,000 files to the sizes (not part of `all`).
@@ -361,7 +361,7 @@ pub fn tree(args: &TreeArgs) -> Result<()> {
 
 /// Runs the scenario and returns its targets (for `all`).
 pub fn run(args: &TreeArgs) -> Result<Vec<Target>> {
-    let mut files = if args.quick { vec![500, 5_000] } else { args.files.clone() };
+    let mut files = if args.quick { vec![200, 2_000] } else { args.files.clone() };
     if args.full {
         files.push(500_000);
     }
