@@ -1,11 +1,16 @@
-//! `tree`: whole-tree operations at two tree sizes, to show their cost is linear in
-//! the files: import (`put`'s per-file path), the same import again (every file
-//! unchanged), export (`get`'s per-file path, one sync at the end),
-//! `fsck`, a restore that replaces the live tree, `rm -r` and `snapshot rm`.
+//! `tree`: whole-tree operations at several tree sizes and amounts of history, to
+//! show their cost is linear in the files and stays so with snapshots present: import
+//! (`put`'s per-file path), the same import again (every file unchanged), export
+//! (`get`'s per-file path, one sync at the end), `fsck`, `snapshot`, `snapshot diff`,
+//! a restore that replaces the live tree and one of a single directory, `snapshot rm`,
+//! `snapshot forget` and `rm -r`.
 //!
-//! Each size runs in its own process (peak RSS per size). The baseline is the small
-//! size measured in the same run: the target is a per-file cost at the large size
-//! within 1.5x of the per-file cost at the small one, for every operation.
+//! Each (size, snapshots) pair runs in its own process (peak RSS per case). History
+//! is built as a nightly backup builds it: after the import, one snapshot, then 1% of
+//! the files rewritten before each further one. The targets: a per-file cost at the
+//! largest size within 1.5x of the per-file cost at the smallest, for every operation
+//! with the most history; and fsck with 1 snapshot within 1.5x (10: 3x) of fsck
+//! without one (issue 26).
 //!
 //! Import and export go through the library calls `sqlvault put` and `get` make for
 //! each file ([`Vault::replace_file`], a read of the file, a rename on the host), not
@@ -17,7 +22,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sqlvault::{CreateOptions, EngineConfig, FileOptions, FileType, Interrupt, KdfParams, Secret, SetAttr, Vault};
+use sqlvault::{
+    CreateOptions, EngineConfig, FileOptions, FileType, ForgetPolicy, Interrupt, KdfParams, Secret, SetAttr, Vault,
+};
 
 use crate::data::Stream;
 use crate::error::{Context, Result};
@@ -30,12 +37,16 @@ const PER_DIR: u64 = 100;
 /// The operations measured, in the order they run.
 const OPS: &[(&str, &str)] = &[
     ("put", "put (import, one file per write)"),
-    ("put_again", "put again (every file unchanged)"),
+    ("put_again", "put again (unchanged but for the files the history rewrote)"),
     ("get", "get (export, one sync at the end)"),
     ("fsck", "fsck"),
+    ("snapshot", "snapshot"),
+    ("diff", "snapshot diff (1% changed)"),
     ("restore_replace", "restore replacing the live tree"),
-    ("rm_r", "rm -r"),
+    ("restore_dir", "restore one directory (100 files)"),
     ("snapshot_rm", "snapshot rm"),
+    ("forget", "snapshot forget (keep the last)"),
+    ("rm_r", "rm -r"),
 ];
 
 /// Arguments of `sqlvault-bench tree`.
@@ -44,15 +55,26 @@ pub struct TreeArgs {
     /// Tree sizes in files; the first is the baseline.
     #[arg(long, value_delimiter = ',', default_values_t = vec![5_000u64, 50_000])]
     pub files: Vec<u64>,
+    /// Snapshots taken before the operations (1% of the files changed between two);
+    /// the first is the baseline of the history ratios.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![0u64, 1, 10])]
+    pub snapshots: Vec<u64>,
     /// Bytes per file (the issue's tree: 50,000 files, 218 MB).
     #[arg(long, default_value_t = 4096)]
     pub file_bytes: usize,
     /// Directory for the vaults and host trees (a disk, not tmpfs) [default: RESULTS_DIR/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// 500 and 5,000 files: indicative only (what `all --quick` runs).
+    /// 200 and 2,000 files, 0 and 10 snapshots: indicative only (what `all --quick` runs).
     #[arg(long)]
     pub quick: bool,
+    /// Adds 500,000 files to the sizes (not part of `all`).
+    #[arg(long)]
+    pub full: bool,
+    /// Drops `snap_dirents_by_ino` before the operations: fsck as it was before schema
+    /// migration 10 (quadratic with snapshots), to measure the fix.
+    #[arg(long)]
+    pub without_snapshot_index: bool,
     #[command(flatten)]
     pub out: report::OutputArgs,
 }
@@ -60,17 +82,33 @@ pub struct TreeArgs {
 #[derive(Debug, Serialize, Deserialize)]
 struct Spec {
     files: u64,
+    snapshots: u64,
     file_bytes: usize,
+    /// The host tree to import (written once per size by the parent).
+    src: PathBuf,
     dir: PathBuf,
+    without_snapshot_index: bool,
+}
+
+/// One operation of one case.
+#[derive(Debug, Clone, Serialize)]
+struct OpResult {
+    op: String,
+    seconds: f64,
+    us_per_file: f64,
+    cpu_us_per_file: f64,
+    /// Peak RSS of the process during the operation.
+    rss_kib: u64,
+    /// Peak of SQLite's heap during the operation.
+    sqlite_heap: u64,
 }
 
 #[derive(Debug, Serialize)]
-struct SizeResult {
+struct CaseResult {
     files: u64,
+    snapshots: u64,
     peak_rss_kib: u64,
-    /// Operation -> (seconds, microseconds per file, peak RSS during it in KiB, peak of
-    /// SQLite's heap during it in bytes).
-    ops: Vec<(String, f64, f64, u64, u64)>,
+    ops: Vec<OpResult>,
 }
 
 #[derive(Debug, Serialize)]
@@ -79,9 +117,14 @@ struct TreeReport {
     command: String,
     machine: Machine,
     file_bytes: usize,
-    sizes: Vec<SizeResult>,
-    /// Operation -> per-file cost at the largest size / at the smallest.
-    ratios: Vec<(String, f64)>,
+    without_snapshot_index: bool,
+    cases: Vec<CaseResult>,
+    /// (snapshots, operation, per-file cost at the largest size / at the smallest).
+    size_ratios: Vec<(u64, String, f64)>,
+    /// (files, operation, per-file cost with the most snapshots / with the fewest).
+    history_ratios: Vec<(u64, String, f64)>,
+    /// (files, snapshots, fsck's per-file cost / without snapshots).
+    fsck_ratios: Vec<(u64, u64, f64)>,
 }
 
 fn mtime_ns(m: &fs::Metadata) -> i64 {
@@ -204,19 +247,35 @@ fn finish(out: &mut CaseOutput, op: &str, m: Meter, files: f64) -> Result<()> {
     Ok(())
 }
 
-/// One size, in this (child) process.
+/// Rewrites 1% of the files under `/t` (those whose number is `round` modulo 100) in
+/// one transaction: a night's changes.
+fn change(v: &Vault, files: u64, bytes: usize, round: u64) -> Result<()> {
+    let mut data = vec![0u8; bytes];
+    let mut s = Stream::new(files * 1000 + round);
+    v.transaction(|tx| {
+        for i in (round % PER_DIR..files).step_by(PER_DIR as usize) {
+            s.fill(&mut data);
+            tx.write_file(&format!("/t/d{}/f{}", i / PER_DIR, i % PER_DIR), &data)?;
+        }
+        Ok::<_, sqlvault::Error>(())
+    })?;
+    Ok(())
+}
+
+/// One (size, snapshots) case, in this (child) process.
 pub fn case(spec: &str) -> Result<CaseOutput> {
     let spec: Spec = harness::parse_spec(spec)?;
     let mut out = CaseOutput::default();
     let work = tempfile::Builder::new().prefix("tree-").tempdir_in(&spec.dir).context("temporary directory")?;
-    let src = work.path().join("src");
-    host_tree(&src, spec.files, spec.file_bytes)?;
     let path = work.path().join("tree.vault");
     let secret = Secret::passphrase("bench");
     let opts =
         CreateOptions { kdf: KdfParams { memory_kib: 8 * 1024, iterations: 1, parallelism: 1 }, ..Default::default() };
     Vault::create(&path, &secret, &opts).context("cannot create the vault")?.close()?;
     let v = Vault::open(&path, &secret, EngineConfig::default()).context("cannot open the vault")?;
+    if spec.without_snapshot_index {
+        v.bench_with_writer(|c| c.execute_batch("DROP INDEX IF EXISTS snap_dirents_by_ino"))?;
+    }
     let n = spec.files as f64;
     let check = |what: &str, got: u64, want: u64| -> Result<()> {
         if got != want {
@@ -227,10 +286,17 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
 
     out.peak_rss_kib = sys::vm_hwm_kib()?;
     let m = start()?;
-    check("put", put(&v, &src, "/t")?, spec.files)?;
+    check("put", put(&v, &spec.src, "/t")?, spec.files)?;
     finish(&mut out, "put", m, n)?;
+    // The history: a snapshot after the import, 1% of the files changed before each next.
+    for k in 0..spec.snapshots {
+        if k > 0 {
+            change(&v, spec.files, spec.file_bytes, k)?;
+        }
+        v.snapshot(&format!("night-{k:03}"))?;
+    }
     let m = start()?;
-    check("put again", put(&v, &src, "/t")?, 0)?;
+    check("put again", put(&v, &spec.src, "/t")?, (spec.files / 100) * spec.snapshots.saturating_sub(1).min(99))?;
     finish(&mut out, "put_again", m, n)?;
     let back = work.path().join("back");
     let m = start()?;
@@ -245,20 +311,41 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
         crate::bail!("fsck found problems: {:?}", f.problems);
     }
 
+    let m = start()?;
     v.snapshot("s")?;
-    // Change the live tree a little, then bring the snapshot back over it.
-    v.write_file("/t/d0/new", b"new")?;
+    finish(&mut out, "snapshot", m, n)?;
+    // Change the live tree a little, compare, then bring the snapshot back over it.
+    change(&v, spec.files, spec.file_bytes, 99)?;
+    let mut changed = 0u64;
+    let m = start()?;
+    v.diff("s", None, |_| {
+        changed += 1;
+        Ok(true)
+    })?;
+    finish(&mut out, "diff", m, n)?;
+    // The changed files and their directories (times).
+    if changed < spec.files / 100 {
+        crate::bail!("diff: {changed} changes, expected at least {}", spec.files / 100);
+    }
     let m = start()?;
     let r = v.restore("s", "/t", None, &sqlvault::Ops::default())?;
     finish(&mut out, "restore_replace", m, n)?;
     check("restore", r.files, spec.files)?;
     let m = start()?;
-    let r = v.remove_dir_all("/t", &sqlvault::Ops::default())?;
-    finish(&mut out, "rm_r", m, n)?;
-    check("rm -r", r.files, spec.files)?;
+    let r = v.restore("s", "/t/d1", Some("/one"), &sqlvault::Ops::default())?;
+    finish(&mut out, "restore_dir", m, n)?;
+    check("restore of one directory", r.files, PER_DIR.min(spec.files.saturating_sub(PER_DIR)))?;
     let m = start()?;
     v.remove_snapshot("s", &sqlvault::Ops::default())?;
     finish(&mut out, "snapshot_rm", m, n)?;
+    let m = start()?;
+    let (plan, _) = v.forget(&ForgetPolicy { last: 1, ..Default::default() }, &jiff::tz::TimeZone::UTC)?;
+    finish(&mut out, "forget", m, n)?;
+    check("forget", plan.iter().filter(|d| !d.keep).count() as u64, spec.snapshots.saturating_sub(1))?;
+    let m = start()?;
+    let r = v.remove_dir_all("/t", &sqlvault::Ops::default())?;
+    finish(&mut out, "rm_r", m, n)?;
+    check("rm -r", r.files, spec.files)?;
     let f = v.fsck(&sqlvault::Ops::default())?;
     if !f.is_clean() {
         crate::bail!("fsck found problems after the removals: {:?}", f.problems);
@@ -274,102 +361,214 @@ pub fn tree(args: &TreeArgs) -> Result<()> {
 
 /// Runs the scenario and returns its targets (for `all`).
 pub fn run(args: &TreeArgs) -> Result<Vec<Target>> {
-    let files = if args.quick { vec![500, 5_000] } else { args.files.clone() };
-    if files.len() < 2 || files.contains(&0) {
-        crate::bail!("--files needs two sizes or more, each at least 1");
+    let mut files = if args.quick { vec![200, 2_000] } else { args.files.clone() };
+    if args.full {
+        files.push(500_000);
+    }
+    let snapshots = if args.quick { vec![0, 10] } else { args.snapshots.clone() };
+    if files.len() < 2 || files.contains(&0) || snapshots.is_empty() {
+        crate::bail!("--files needs two sizes or more, each at least 1; --snapshots at least one count");
     }
     let base = args.dir.clone().unwrap_or_else(|| args.out.results_dir.join("tmp"));
     fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
-    let mut sizes = Vec::new();
+    let mut cases = Vec::new();
     for &f in &files {
-        eprintln!("tree: {f} files of {} bytes", args.file_bytes);
-        let o = harness::spawn_case("tree", &Spec { files: f, file_bytes: args.file_bytes, dir: base.clone() })?;
-        let note = |key: String| o.notes.get(&key).and_then(|v| v.parse().ok()).unwrap_or(0u64);
-        let ops: Vec<(String, f64, f64, u64, u64)> = OPS
-            .iter()
-            .filter_map(|(k, _)| {
-                o.phases.get(*k).map(|s| {
-                    let (rss, heap) = (note(format!("rss_kib.{k}")), note(format!("sqlite_heap.{k}")));
-                    (k.to_string(), s.seconds, s.seconds / s.units * 1e6, rss, heap)
+        let host = tempfile::Builder::new().prefix("tree-src-").tempdir_in(&base).context("temporary directory")?;
+        host_tree(host.path(), f, args.file_bytes)?;
+        for &k in &snapshots {
+            eprintln!("tree: {f} files of {} bytes, {k} snapshots", args.file_bytes);
+            let spec = Spec {
+                files: f,
+                snapshots: k,
+                file_bytes: args.file_bytes,
+                src: host.path().to_path_buf(),
+                dir: base.clone(),
+                without_snapshot_index: args.without_snapshot_index,
+            };
+            let o = harness::spawn_case("tree", &spec)?;
+            let note = |key: String| o.notes.get(&key).and_then(|v| v.parse().ok()).unwrap_or(0u64);
+            let ops: Vec<OpResult> = OPS
+                .iter()
+                .filter_map(|(k, _)| {
+                    o.phases.get(*k).map(|s| OpResult {
+                        op: k.to_string(),
+                        seconds: s.seconds,
+                        us_per_file: s.seconds / s.units * 1e6,
+                        cpu_us_per_file: s.cpu_s / s.units * 1e6,
+                        rss_kib: note(format!("rss_kib.{k}")),
+                        sqlite_heap: note(format!("sqlite_heap.{k}")),
+                    })
                 })
-            })
-            .collect();
-        for (k, s, us, rss, heap) in &ops {
-            eprintln!(
-                "  {k}: {s:.2} s, {us:.1} µs per file, peak RSS {} MiB, SQLite heap {} MiB",
-                rss / 1024,
-                heap >> 20
-            );
+                .collect();
+            for r in &ops {
+                eprintln!(
+                    "  {}: {:.2} s, {:.1} µs per file ({:.1} CPU), peak RSS {} MiB, SQLite heap {} MiB",
+                    r.op,
+                    r.seconds,
+                    r.us_per_file,
+                    r.cpu_us_per_file,
+                    r.rss_kib / 1024,
+                    r.sqlite_heap >> 20
+                );
+            }
+            eprintln!("  peak RSS {} MiB", o.peak_rss_kib / 1024);
+            cases.push(CaseResult { files: f, snapshots: k, peak_rss_kib: o.peak_rss_kib, ops });
         }
-        eprintln!("  peak RSS {} MiB", o.peak_rss_kib / 1024);
-        sizes.push(SizeResult { files: f, peak_rss_kib: o.peak_rss_kib, ops });
     }
-    let (first, last) = (&sizes[0], &sizes[sizes.len() - 1]);
-    let ratios: Vec<(String, f64)> =
-        first.ops.iter().zip(&last.ops).map(|((k, _, a, ..), (_, _, b, ..))| (k.clone(), b / a)).collect();
-    let (small, large) = (first.files, last.files);
+    let cost = |f: u64, k: u64, op: &str| -> Option<f64> {
+        cases.iter().find(|c| c.files == f && c.snapshots == k)?.ops.iter().find(|o| o.op == op).map(|o| o.us_per_file)
+    };
+    let (small, large) = (files[0], files[files.len() - 1]);
+    let (fewest, most) = (snapshots[0], snapshots[snapshots.len() - 1]);
+    let mut size_ratios = Vec::new();
+    let mut history_ratios = Vec::new();
+    for (op, _) in OPS {
+        for &k in &snapshots {
+            if let (Some(a), Some(b)) = (cost(small, k, op), cost(large, k, op)) {
+                size_ratios.push((k, op.to_string(), b / a));
+            }
+        }
+        for &f in &files {
+            if let (Some(a), Some(b)) = (cost(f, fewest, op), cost(f, most, op)) {
+                if most != fewest {
+                    history_ratios.push((f, op.to_string(), b / a));
+                }
+            }
+        }
+    }
+    let mut fsck_ratios = Vec::new();
+    for &f in &files {
+        for &k in snapshots.iter().filter(|&&k| k > 0) {
+            if let (Some(a), Some(b)) = (cost(f, 0, "fsck"), cost(f, k, "fsck")) {
+                fsck_ratios.push((f, k, b / a));
+            }
+        }
+    }
     let report = TreeReport {
         benchmark: "tree",
         command: sys::command_line(),
         machine: Machine::describe(),
         file_bytes: args.file_bytes,
-        sizes,
-        ratios,
+        without_snapshot_index: args.without_snapshot_index,
+        cases,
+        size_ratios,
+        history_ratios,
+        fsck_ratios,
     };
-    let md = markdown(&report);
+    let md = markdown(&report, &files, &snapshots);
     let judged = |ok: bool| (!args.quick).then_some(ok);
-    let targets = report
-        .ratios
+    let label = |k: &str| OPS.iter().find(|(o, _)| *o == k).map(|(_, l)| *l).unwrap_or(k).to_string();
+    let mut targets: Vec<Target> = report
+        .size_ratios
         .iter()
-        .map(|(k, r)| {
-            let label = OPS.iter().find(|(o, _)| o == k).map(|(_, l)| *l).unwrap_or(k);
+        .filter(|(k, ..)| *k == most)
+        .map(|(k, op, r)| {
             Target::new(
                 "tree",
-                &format!("{label}: per-file cost at {large} files within 1.5× of that at {small}"),
+                &format!("{}, {k} snapshots: per-file cost at {large} files within 1.5× of that at {small}", label(op)),
                 report::ratio(*r),
                 judged(*r <= 1.5),
             )
         })
         .collect();
-    report::publish_run(&args.out, "tree", args.quick, &report, SECTION, &md)?;
+    for (f, k, r) in report.fsck_ratios.iter().filter(|(f, ..)| *f == large) {
+        let limit = if *k <= 1 { 1.5 } else { 3.0 };
+        targets.push(Target::new(
+            "tree",
+            &format!("fsck of {f} files with {k} snapshots: per-file cost within {limit}× of none"),
+            report::ratio(*r),
+            judged(*r <= limit),
+        ));
+    }
+    let name = if args.without_snapshot_index { "tree-without-snapshot-index" } else { "tree" };
+    if args.without_snapshot_index {
+        // A measurement of the old schema: its JSON only, never the docs' section.
+        report::write_json(&args.out.results_dir.join(format!("{name}.json")), &report)?;
+        eprintln!("{md}");
+    } else {
+        report::publish_run(&args.out, name, args.quick, &report, SECTION, &md)?;
+    }
     Ok(targets)
 }
 
-fn markdown(r: &TreeReport) -> String {
+fn markdown(r: &TreeReport, files: &[u64], snapshots: &[u64]) -> String {
     let mut s = report::preamble(&r.command, &r.machine);
     s.push_str(&format!(
-        "\n\nTrees of {} files of {} bytes (100 per directory); each size in its own process. Per-file cost \
-         (µs), the peak RSS of the process during each operation, and the ratio of the largest size's per-file \
-         cost to the smallest's (target: at most 1.5×).\n\n",
-        r.sizes.iter().map(|s| s.files.to_string()).collect::<Vec<_>>().join(" and "),
-        r.file_bytes
+        "\n\nTrees of {} files of {} bytes (100 per directory), with {} snapshots taken before the operations \
+         (one after the import, 1% of the files rewritten before each next); each case in its own process. Per \
+         operation: wall time, µs per file (CPU µs per file), the peak RSS of the process during it. Ratio: \
+         per-file cost at the largest size / at the smallest (target: at most 1.5×).\n",
+        files.iter().map(|f| f.to_string()).collect::<Vec<_>>().join(", "),
+        r.file_bytes,
+        snapshots.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", "),
     ));
-    s.push_str("| operation |");
-    for z in &r.sizes {
-        s.push_str(&format!(" {} files |", z.files));
-    }
-    s.push_str(" ratio |\n|---|");
-    for _ in &r.sizes {
-        s.push_str("--:|");
-    }
-    s.push_str("--:|\n");
-    for (i, (k, label)) in OPS.iter().enumerate() {
-        s.push_str(&format!("| {label} |"));
-        for z in &r.sizes {
-            match z.ops.get(i) {
-                Some((_, secs, us, rss, _)) => {
-                    s.push_str(&format!(" {secs:.2} s ({us:.0} µs/file, {} MiB) |", rss / 1024))
-                }
-                None => s.push_str(" - |"),
-            }
+    let find = |f: u64, k: u64| r.cases.iter().find(|c| c.files == f && c.snapshots == k);
+    for &k in snapshots {
+        s.push_str(&format!("\n**{k} snapshots**\n\n| operation |"));
+        for f in files {
+            s.push_str(&format!(" {f} files |"));
         }
-        let ratio = r.ratios.iter().find(|(o, _)| o == k).map(|(_, x)| report::ratio(*x)).unwrap_or_default();
-        s.push_str(&format!(" {ratio} |\n"));
+        s.push_str(" ratio |\n|---|");
+        for _ in files {
+            s.push_str("--:|");
+        }
+        s.push_str("--:|\n");
+        for (op, label) in OPS {
+            s.push_str(&format!("| {label} |"));
+            for &f in files {
+                match find(f, k).and_then(|c| c.ops.iter().find(|o| o.op == *op)) {
+                    Some(o) => s.push_str(&format!(
+                        " {:.2} s, {:.0} µs/file ({:.0} CPU), {} MiB |",
+                        o.seconds,
+                        o.us_per_file,
+                        o.cpu_us_per_file,
+                        o.rss_kib / 1024
+                    )),
+                    None => s.push_str(" - |"),
+                }
+            }
+            let ratio = r
+                .size_ratios
+                .iter()
+                .find(|(kk, o, _)| *kk == k && o == op)
+                .map(|(.., x)| report::ratio(*x))
+                .unwrap_or_default();
+            s.push_str(&format!(" {ratio} |\n"));
+        }
+        s.push_str("| peak RSS of the case |");
+        for &f in files {
+            s.push_str(&format!(" {} MiB |", find(f, k).map(|c| c.peak_rss_kib / 1024).unwrap_or(0)));
+        }
+        s.push_str(" |\n");
     }
-    s.push_str("| peak RSS of the whole run |");
-    for z in &r.sizes {
-        s.push_str(&format!(" {} MiB |", z.peak_rss_kib / 1024));
+    if !r.history_ratios.is_empty() {
+        let (fewest, most) = (snapshots[0], snapshots[snapshots.len() - 1]);
+        s.push_str(&format!(
+            "\nPer-file cost with {most} snapshots / with {fewest} (forget and snapshot rm remove nothing \
+             or more with more history; put again rewrites the files the history changed):\n\n| operation |"
+        ));
+        for f in files {
+            s.push_str(&format!(" {f} files |"));
+        }
+        s.push_str("\n|---|");
+        for _ in files {
+            s.push_str("--:|");
+        }
+        s.push('\n');
+        for (op, label) in OPS {
+            s.push_str(&format!("| {label} |"));
+            for &f in files {
+                let x = r.history_ratios.iter().find(|(ff, o, _)| *ff == f && o == op).map(|(.., x)| report::ratio(*x));
+                s.push_str(&format!(" {} |", x.unwrap_or_else(|| "-".into())));
+            }
+            s.push('\n');
+        }
     }
-    s.push_str(" |\n");
+    if !r.fsck_ratios.is_empty() {
+        s.push_str("\nfsck, per-file cost with snapshots / without (targets: 1 snapshot 1.5×, 10 snapshots 3×):\n\n");
+        for (f, k, x) in &r.fsck_ratios {
+            s.push_str(&format!("- {f} files, {k} snapshots: {}\n", report::ratio(*x)));
+        }
+    }
     s
 }

@@ -63,6 +63,263 @@ const REPORT_EVERY: u64 = 256;
 /// At most this many problems of one kind are listed.
 const LIMIT: i64 = 20;
 
+/// The invariants after the chunk hashes, each a query listing what breaks it (with
+/// `?1` the chunk size), and a short name. Each is one set-based pass: its plan scans
+/// one table and looks every other row up by a key or index (a unit test checks the
+/// plans), so the check stays linear in the rows of the tree and of every snapshot.
+const INVARIANTS: &[(&str, &str)] = &[
+    // 3. Reference counts and dangling references.
+    (
+        "SELECT 'chunk ' || c.id || ': reference count ' || c.refs || ' and ' || coalesce(s.n, 0) || ' shares but '
+                || count(f.chunk) || ' references'
+         FROM chunks c LEFT JOIN chunk_shares s ON s.chunk = c.id LEFT JOIN file_chunks f ON f.chunk = c.id
+         GROUP BY c.id HAVING c.refs + coalesce(s.n, 0) != count(f.chunk)",
+        "refcount",
+    ),
+    // Clone shares: on an existing chunk that has a reference of its own, n >= 1.
+    (
+        "SELECT 'chunk ' || s.chunk || ': ' || s.n || ' shares but ' ||
+                CASE WHEN c.id IS NULL THEN 'no such chunk' ELSE 'reference count ' || c.refs END
+         FROM chunk_shares s LEFT JOIN chunks c ON c.id = s.chunk WHERE c.id IS NULL OR c.refs < 1 OR s.n < 1",
+        "shares",
+    ),
+    // Snapshot references: holds equal the snapshot chunk-map rows naming a chunk.
+    (
+        "SELECT 'chunk ' || chunk || ': held ' || held || ' times but ' || n || ' snapshot references' FROM
+           (SELECT chunk, coalesce((SELECT h.n FROM chunk_holds h WHERE h.chunk = s.chunk), 0) AS held, count(*) AS n
+            FROM snap_chunks s GROUP BY chunk
+            UNION ALL
+            SELECT h.chunk, h.n, 0 FROM chunk_holds h WHERE NOT EXISTS (SELECT 1 FROM snap_chunks s WHERE s.chunk = h.chunk))
+         WHERE held != n",
+        "holds",
+    ),
+    (
+        "SELECT 'chunk ' || c.id || ': neither referenced nor held (should have been freed)'
+         FROM chunks c WHERE c.refs <= 0 AND NOT EXISTS (SELECT 1 FROM chunk_holds h WHERE h.chunk = c.id)",
+        "dead chunk",
+    ),
+    // Chunk bytes: each chunk's data row exists and is its alone; no row is left over.
+    (
+        "SELECT 'chunk ' || c.id || ': its data row ' || c.body || ' is missing'
+         FROM chunks c WHERE c.body IS NOT NULL AND NOT EXISTS (SELECT 1 FROM chunk_data d WHERE d.id = c.body)",
+        "missing data",
+    ),
+    (
+        "SELECT 'data row ' || body || ' is named by ' || count(*) || ' chunks'
+         FROM chunks WHERE body IS NOT NULL GROUP BY body HAVING count(*) > 1",
+        "shared data",
+    ),
+    (
+        "SELECT n || ' data rows that no chunk names' FROM
+           (SELECT (SELECT count(*) FROM chunk_data)
+                 - (SELECT count(DISTINCT body) FROM chunks)
+                 - (SELECT count(*) FROM chunk_trash t WHERE EXISTS (SELECT 1 FROM chunk_data d WHERE d.id = t.id)) AS n)
+         WHERE n > 0",
+        "leaked data",
+    ),
+    // Bytes waiting for their wipe belong to no chunk.
+    (
+        "SELECT 'data row ' || t.id || ' is named by chunk ' || c.id || ' but waits to be wiped'
+         FROM chunk_trash t JOIN chunks c ON c.body = t.id",
+        "trashed data in use",
+    ),
+    (
+        "SELECT 'file inode ' || f.ino || ' index ' || f.idx || ': chunk ' || f.chunk || ' is missing'
+         FROM file_chunks f LEFT JOIN chunks c ON c.id = f.chunk WHERE c.id IS NULL",
+        "missing chunk",
+    ),
+    (
+        "SELECT 'chunk map of inode ' || f.ino || ': no such regular file'
+         FROM file_chunks f LEFT JOIN inodes i ON i.ino = f.ino
+         WHERE i.ino IS NULL OR (i.mode & 61440) != 32768 GROUP BY f.ino",
+        "map",
+    ),
+    (
+        "SELECT 'inode ' || f.ino || ': chunk index ' || f.idx || ' lies beyond its size ' || i.size
+         FROM file_chunks f JOIN inodes i ON i.ino = f.ino WHERE f.idx * ?1 >= i.size",
+        "beyond size",
+    ),
+    // 4. The tree.
+    (
+        "SELECT 'entry ' || quote(d.name) || ' in ' || d.parent || ': inode ' || d.ino || ' is missing'
+         FROM dirents d LEFT JOIN inodes i ON i.ino = d.ino WHERE i.ino IS NULL",
+        "dangling entry",
+    ),
+    (
+        "SELECT 'entry ' || quote(d.name) || ': parent ' || d.parent || ' is not a directory'
+         FROM dirents d LEFT JOIN inodes p ON p.ino = d.parent WHERE p.ino IS NULL OR (p.mode & 61440) != 16384",
+        "parent",
+    ),
+    (
+        "SELECT 'inode ' || i.ino || ': link count ' || i.nlink || ' but ' || count(d.ino) || ' names'
+         FROM inodes i LEFT JOIN dirents d ON d.ino = i.ino
+         WHERE (i.mode & 61440) != 16384 GROUP BY i.ino HAVING i.nlink != count(d.ino)",
+        "nlink",
+    ),
+    (
+        "SELECT 'directory ' || i.ino || ': link count ' || i.nlink || ' but ' ||
+                (2 + (SELECT count(*) FROM dirents s JOIN inodes si ON si.ino = s.ino
+                      WHERE s.parent = i.ino AND (si.mode & 61440) = 16384)) || ' expected'
+         FROM inodes i WHERE (i.mode & 61440) = 16384 AND i.nlink !=
+                2 + (SELECT count(*) FROM dirents s JOIN inodes si ON si.ino = s.ino
+                     WHERE s.parent = i.ino AND (si.mode & 61440) = 16384)",
+        "dir nlink",
+    ),
+    (
+        "SELECT 'directory ' || i.ino || ' has ' || count(d.ino) || ' names (expected ' ||
+                CASE WHEN i.ino = 1 THEN 0 ELSE 1 END || ')'
+         FROM inodes i LEFT JOIN dirents d ON d.ino = i.ino
+         WHERE (i.mode & 61440) = 16384 GROUP BY i.ino
+         HAVING count(d.ino) != CASE WHEN i.ino = 1 THEN 0 ELSE 1 END",
+        "dir names",
+    ),
+    (
+        "SELECT 'inode ' || i.ino || ': no name and not an open orphan'
+         FROM inodes i WHERE i.ino != 1 AND NOT EXISTS (SELECT 1 FROM dirents d WHERE d.ino = i.ino)
+         AND NOT EXISTS (SELECT 1 FROM orphans o WHERE o.ino = i.ino)",
+        "unreachable",
+    ),
+    (
+        "SELECT 'inode ' || i.ino || ': unknown file type ' || (i.mode & 61440)
+         FROM inodes i WHERE (i.mode & 61440) NOT IN (32768, 16384, 40960, 4096, 49152, 8192, 24576)",
+        "type",
+    ),
+    // Special nodes (FIFO 4096, socket 49152, char 8192, block 24576): no content,
+    // no target; only devices carry a device number.
+    (
+        "SELECT 'inode ' || i.ino || ': special node with size ' || i.size || ', target or device number ' || i.rdev
+         FROM inodes i WHERE ((i.mode & 61440) IN (4096, 49152, 8192, 24576) AND (i.size != 0 OR i.target IS NOT NULL))
+            OR ((i.mode & 61440) NOT IN (8192, 24576) AND i.rdev != 0)",
+        "special",
+    ),
+    (
+        "SELECT 'extended attribute ' || quote(x.name) || ': inode ' || x.ino || ' is missing'
+         FROM xattrs x LEFT JOIN inodes i ON i.ino = x.ino WHERE i.ino IS NULL",
+        "dangling xattr",
+    ),
+    (
+        "SELECT 'tag ' || quote(t.name) || ': inode ' || t.ino || ' is missing'
+         FROM tags t LEFT JOIN inodes i ON i.ino = t.ino WHERE i.ino IS NULL",
+        "dangling tag",
+    ),
+    (
+        "SELECT 'records: collection ' || r.coll || ' is missing (' || count(*) || ' records)'
+         FROM records r LEFT JOIN record_collections c ON c.id = r.coll WHERE c.id IS NULL GROUP BY r.coll",
+        "dangling record",
+    ),
+    (
+        "SELECT 'root inode 1 is missing or not a directory'
+         WHERE NOT EXISTS (SELECT 1 FROM inodes WHERE ino = 1 AND (mode & 61440) = 16384)",
+        "root",
+    ),
+    // Every directory reaches the root by parent links (no cycles, no detached subtree).
+    (
+        "WITH RECURSIVE up(ino, parent, depth) AS (
+             SELECT d.ino, d.parent, 1 FROM dirents d JOIN inodes i ON i.ino = d.ino WHERE (i.mode & 61440) = 16384
+             UNION ALL
+             SELECT up.ino, d.parent, up.depth + 1 FROM up JOIN dirents d ON d.ino = up.parent
+             WHERE up.parent != 1 AND up.depth < 10000)
+         SELECT 'directory ' || ino || ' does not lead back to the root' FROM up
+         GROUP BY ino HAVING max(parent = 1) = 0",
+        "cycle",
+    ),
+    // 5. Snapshots: every chunk reference exists, every snapshot tree is well formed.
+    (
+        "SELECT 'snapshot ' || s.snap || ' inode ' || s.ino || ' index ' || s.idx || ': chunk ' || s.chunk || ' is missing'
+         FROM snap_chunks s LEFT JOIN chunks c ON c.id = s.chunk WHERE c.id IS NULL",
+        "snapshot missing chunk",
+    ),
+    (
+        "SELECT 'snapshot ' || s.snap || ': chunk map of inode ' || s.ino || ': no such regular file'
+         FROM snap_chunks s LEFT JOIN snap_inodes i ON i.snap = s.snap AND i.ino = s.ino
+         WHERE i.ino IS NULL OR (i.mode & 61440) != 32768 GROUP BY s.snap, s.ino",
+        "snapshot map",
+    ),
+    (
+        "SELECT 'snapshot ' || s.snap || ' inode ' || s.ino || ': chunk index ' || s.idx || ' lies beyond its size ' || i.size
+         FROM snap_chunks s JOIN snap_inodes i ON i.snap = s.snap AND i.ino = s.ino WHERE s.idx * ?1 >= i.size",
+        "snapshot beyond size",
+    ),
+    (
+        "SELECT 'snapshot ' || t.snap || ': rows of a snapshot that does not exist in ' || t.tab FROM
+           (SELECT snap, 'snap_inodes' AS tab FROM snap_inodes UNION SELECT snap, 'snap_dirents' FROM snap_dirents
+            UNION SELECT snap, 'snap_chunks' FROM snap_chunks UNION SELECT snap, 'snap_xattrs' FROM snap_xattrs
+            UNION SELECT snap, 'snap_tags' FROM snap_tags) t
+         WHERE NOT EXISTS (SELECT 1 FROM snapshots p WHERE p.id = t.snap)",
+        "snapshot rows",
+    ),
+    (
+        "SELECT 'snapshot ' || p.id || ' (' || p.name || '): root directory is missing'
+         FROM snapshots p WHERE NOT EXISTS
+           (SELECT 1 FROM snap_inodes i WHERE i.snap = p.id AND i.ino = 1 AND (i.mode & 61440) = 16384)",
+        "snapshot root",
+    ),
+    (
+        "SELECT 'snapshot ' || d.snap || ': entry ' || quote(d.name) || ' in ' || d.parent || ': inode ' || d.ino || ' is missing'
+         FROM snap_dirents d LEFT JOIN snap_inodes i ON i.snap = d.snap AND i.ino = d.ino WHERE i.ino IS NULL",
+        "snapshot dangling entry",
+    ),
+    (
+        "SELECT 'snapshot ' || d.snap || ': entry ' || quote(d.name) || ': parent ' || d.parent || ' is not a directory'
+         FROM snap_dirents d LEFT JOIN snap_inodes p ON p.snap = d.snap AND p.ino = d.parent
+         WHERE p.ino IS NULL OR (p.mode & 61440) != 16384",
+        "snapshot parent",
+    ),
+    (
+        "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ': link count ' || i.nlink || ' but ' || count(d.ino) || ' names'
+         FROM snap_inodes i LEFT JOIN snap_dirents d ON d.snap = i.snap AND d.ino = i.ino
+         WHERE (i.mode & 61440) != 16384 GROUP BY i.snap, i.ino HAVING i.nlink != count(d.ino)",
+        "snapshot nlink",
+    ),
+    (
+        "SELECT 'snapshot ' || i.snap || ': directory ' || i.ino || ' has ' || count(d.ino) || ' names'
+         FROM snap_inodes i LEFT JOIN snap_dirents d ON d.snap = i.snap AND d.ino = i.ino
+         WHERE (i.mode & 61440) = 16384 GROUP BY i.snap, i.ino
+         HAVING count(d.ino) != CASE WHEN i.ino = 1 THEN 0 ELSE 1 END",
+        "snapshot dir names",
+    ),
+    (
+        "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ' has no name'
+         FROM snap_inodes i WHERE i.ino != 1 AND NOT EXISTS
+           (SELECT 1 FROM snap_dirents d WHERE d.snap = i.snap AND d.ino = i.ino)",
+        "snapshot unreachable",
+    ),
+    (
+        "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ': unknown file type ' || (i.mode & 61440)
+         FROM snap_inodes i WHERE (i.mode & 61440) NOT IN (32768, 16384, 40960, 4096, 49152, 8192, 24576)",
+        "snapshot type",
+    ),
+    (
+        "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ': special node with size ' || i.size
+                || ', target or device number ' || i.rdev
+         FROM snap_inodes i
+         WHERE ((i.mode & 61440) IN (4096, 49152, 8192, 24576) AND (i.size != 0 OR i.target IS NOT NULL))
+            OR ((i.mode & 61440) NOT IN (8192, 24576) AND i.rdev != 0)",
+        "snapshot special",
+    ),
+    (
+        "SELECT 'snapshot ' || x.snap || ': extended attribute ' || quote(x.name) || ': inode ' || x.ino || ' is missing'
+         FROM snap_xattrs x LEFT JOIN snap_inodes i ON i.snap = x.snap AND i.ino = x.ino WHERE i.ino IS NULL",
+        "snapshot dangling xattr",
+    ),
+    (
+        "SELECT 'snapshot ' || t.snap || ': tag ' || quote(t.name) || ': inode ' || t.ino || ' is missing'
+         FROM snap_tags t LEFT JOIN snap_inodes i ON i.snap = t.snap AND i.ino = t.ino WHERE i.ino IS NULL",
+        "snapshot dangling tag",
+    ),
+    (
+        "WITH RECURSIVE up(snap, ino, parent, depth) AS (
+             SELECT d.snap, d.ino, d.parent, 1 FROM snap_dirents d JOIN snap_inodes i ON i.snap = d.snap AND i.ino = d.ino
+             WHERE (i.mode & 61440) = 16384
+             UNION ALL
+             SELECT up.snap, up.ino, d.parent, up.depth + 1 FROM up JOIN snap_dirents d ON d.snap = up.snap AND d.ino = up.parent
+             WHERE up.parent != 1 AND up.depth < 10000)
+         SELECT 'snapshot ' || snap || ': directory ' || ino || ' does not lead back to the root' FROM up
+         GROUP BY snap, ino HAVING max(parent = 1) = 0",
+        "snapshot cycle",
+    ),
+];
+
 /// Runs every check on `c` (a read transaction), telling `progress` where it is.
 pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProgress)) -> Result<FsckReport> {
     let mut r = FsckReport::default();
@@ -137,258 +394,7 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
     at.bytes_total = at.bytes;
     progress(&at);
 
-    // 3. Reference counts and dangling references.
-    let queries: &[(&str, &str)] = &[
-        (
-            "SELECT 'chunk ' || c.id || ': reference count ' || c.refs || ' and ' || coalesce(s.n, 0) || ' shares but '
-                    || count(f.chunk) || ' references'
-             FROM chunks c LEFT JOIN chunk_shares s ON s.chunk = c.id LEFT JOIN file_chunks f ON f.chunk = c.id
-             GROUP BY c.id HAVING c.refs + coalesce(s.n, 0) != count(f.chunk)",
-            "refcount",
-        ),
-        // Clone shares: on an existing chunk that has a reference of its own, n >= 1.
-        (
-            "SELECT 'chunk ' || s.chunk || ': ' || s.n || ' shares but ' ||
-                    CASE WHEN c.id IS NULL THEN 'no such chunk' ELSE 'reference count ' || c.refs END
-             FROM chunk_shares s LEFT JOIN chunks c ON c.id = s.chunk WHERE c.id IS NULL OR c.refs < 1 OR s.n < 1",
-            "shares",
-        ),
-        // Snapshot references: holds equal the snapshot chunk-map rows naming a chunk.
-        (
-            "SELECT 'chunk ' || chunk || ': held ' || held || ' times but ' || n || ' snapshot references' FROM
-               (SELECT chunk, coalesce((SELECT h.n FROM chunk_holds h WHERE h.chunk = s.chunk), 0) AS held, count(*) AS n
-                FROM snap_chunks s GROUP BY chunk
-                UNION ALL
-                SELECT h.chunk, h.n, 0 FROM chunk_holds h WHERE NOT EXISTS (SELECT 1 FROM snap_chunks s WHERE s.chunk = h.chunk))
-             WHERE held != n",
-            "holds",
-        ),
-        (
-            "SELECT 'chunk ' || c.id || ': neither referenced nor held (should have been freed)'
-             FROM chunks c WHERE c.refs <= 0 AND NOT EXISTS (SELECT 1 FROM chunk_holds h WHERE h.chunk = c.id)",
-            "dead chunk",
-        ),
-        // Chunk bytes: each chunk's data row exists and is its alone; no row is left over.
-        (
-            "SELECT 'chunk ' || c.id || ': its data row ' || c.body || ' is missing'
-             FROM chunks c WHERE c.body IS NOT NULL AND NOT EXISTS (SELECT 1 FROM chunk_data d WHERE d.id = c.body)",
-            "missing data",
-        ),
-        (
-            "SELECT 'data row ' || body || ' is named by ' || count(*) || ' chunks'
-             FROM chunks WHERE body IS NOT NULL GROUP BY body HAVING count(*) > 1",
-            "shared data",
-        ),
-        (
-            "SELECT n || ' data rows that no chunk names' FROM
-               (SELECT (SELECT count(*) FROM chunk_data)
-                     - (SELECT count(DISTINCT body) FROM chunks)
-                     - (SELECT count(*) FROM chunk_trash t WHERE EXISTS (SELECT 1 FROM chunk_data d WHERE d.id = t.id)) AS n)
-             WHERE n > 0",
-            "leaked data",
-        ),
-        // Bytes waiting for their wipe belong to no chunk.
-        (
-            "SELECT 'data row ' || t.id || ' is named by chunk ' || c.id || ' but waits to be wiped'
-             FROM chunk_trash t JOIN chunks c ON c.body = t.id",
-            "trashed data in use",
-        ),
-        (
-            "SELECT 'file inode ' || f.ino || ' index ' || f.idx || ': chunk ' || f.chunk || ' is missing'
-             FROM file_chunks f LEFT JOIN chunks c ON c.id = f.chunk WHERE c.id IS NULL",
-            "missing chunk",
-        ),
-        (
-            "SELECT 'chunk map of inode ' || f.ino || ': no such regular file'
-             FROM file_chunks f LEFT JOIN inodes i ON i.ino = f.ino
-             WHERE i.ino IS NULL OR (i.mode & 61440) != 32768 GROUP BY f.ino",
-            "map",
-        ),
-        (
-            "SELECT 'inode ' || f.ino || ': chunk index ' || f.idx || ' lies beyond its size ' || i.size
-             FROM file_chunks f JOIN inodes i ON i.ino = f.ino WHERE f.idx * ?1 >= i.size",
-            "beyond size",
-        ),
-        // 4. The tree.
-        (
-            "SELECT 'entry ' || quote(d.name) || ' in ' || d.parent || ': inode ' || d.ino || ' is missing'
-             FROM dirents d LEFT JOIN inodes i ON i.ino = d.ino WHERE i.ino IS NULL",
-            "dangling entry",
-        ),
-        (
-            "SELECT 'entry ' || quote(d.name) || ': parent ' || d.parent || ' is not a directory'
-             FROM dirents d LEFT JOIN inodes p ON p.ino = d.parent WHERE p.ino IS NULL OR (p.mode & 61440) != 16384",
-            "parent",
-        ),
-        (
-            "SELECT 'inode ' || i.ino || ': link count ' || i.nlink || ' but ' || count(d.ino) || ' names'
-             FROM inodes i LEFT JOIN dirents d ON d.ino = i.ino
-             WHERE (i.mode & 61440) != 16384 GROUP BY i.ino HAVING i.nlink != count(d.ino)",
-            "nlink",
-        ),
-        (
-            "SELECT 'directory ' || i.ino || ': link count ' || i.nlink || ' but ' ||
-                    (2 + (SELECT count(*) FROM dirents s JOIN inodes si ON si.ino = s.ino
-                          WHERE s.parent = i.ino AND (si.mode & 61440) = 16384)) || ' expected'
-             FROM inodes i WHERE (i.mode & 61440) = 16384 AND i.nlink !=
-                    2 + (SELECT count(*) FROM dirents s JOIN inodes si ON si.ino = s.ino
-                         WHERE s.parent = i.ino AND (si.mode & 61440) = 16384)",
-            "dir nlink",
-        ),
-        (
-            "SELECT 'directory ' || i.ino || ' has ' || count(d.ino) || ' names (expected ' ||
-                    CASE WHEN i.ino = 1 THEN 0 ELSE 1 END || ')'
-             FROM inodes i LEFT JOIN dirents d ON d.ino = i.ino
-             WHERE (i.mode & 61440) = 16384 GROUP BY i.ino
-             HAVING count(d.ino) != CASE WHEN i.ino = 1 THEN 0 ELSE 1 END",
-            "dir names",
-        ),
-        (
-            "SELECT 'inode ' || i.ino || ': no name and not an open orphan'
-             FROM inodes i WHERE i.ino != 1 AND NOT EXISTS (SELECT 1 FROM dirents d WHERE d.ino = i.ino)
-             AND NOT EXISTS (SELECT 1 FROM orphans o WHERE o.ino = i.ino)",
-            "unreachable",
-        ),
-        (
-            "SELECT 'inode ' || i.ino || ': unknown file type ' || (i.mode & 61440)
-             FROM inodes i WHERE (i.mode & 61440) NOT IN (32768, 16384, 40960, 4096, 49152, 8192, 24576)",
-            "type",
-        ),
-        // Special nodes (FIFO 4096, socket 49152, char 8192, block 24576): no content,
-        // no target; only devices carry a device number.
-        (
-            "SELECT 'inode ' || i.ino || ': special node with size ' || i.size || ', target or device number ' || i.rdev
-             FROM inodes i WHERE ((i.mode & 61440) IN (4096, 49152, 8192, 24576) AND (i.size != 0 OR i.target IS NOT NULL))
-                OR ((i.mode & 61440) NOT IN (8192, 24576) AND i.rdev != 0)",
-            "special",
-        ),
-        (
-            "SELECT 'extended attribute ' || quote(x.name) || ': inode ' || x.ino || ' is missing'
-             FROM xattrs x LEFT JOIN inodes i ON i.ino = x.ino WHERE i.ino IS NULL",
-            "dangling xattr",
-        ),
-        (
-            "SELECT 'tag ' || quote(t.name) || ': inode ' || t.ino || ' is missing'
-             FROM tags t LEFT JOIN inodes i ON i.ino = t.ino WHERE i.ino IS NULL",
-            "dangling tag",
-        ),
-        (
-            "SELECT 'records: collection ' || r.coll || ' is missing (' || count(*) || ' records)'
-             FROM records r LEFT JOIN record_collections c ON c.id = r.coll WHERE c.id IS NULL GROUP BY r.coll",
-            "dangling record",
-        ),
-        (
-            "SELECT 'root inode 1 is missing or not a directory'
-             WHERE NOT EXISTS (SELECT 1 FROM inodes WHERE ino = 1 AND (mode & 61440) = 16384)",
-            "root",
-        ),
-        // Every directory reaches the root by parent links (no cycles, no detached subtree).
-        (
-            "WITH RECURSIVE up(ino, parent, depth) AS (
-                 SELECT d.ino, d.parent, 1 FROM dirents d JOIN inodes i ON i.ino = d.ino WHERE (i.mode & 61440) = 16384
-                 UNION ALL
-                 SELECT up.ino, d.parent, up.depth + 1 FROM up JOIN dirents d ON d.ino = up.parent
-                 WHERE up.parent != 1 AND up.depth < 10000)
-             SELECT 'directory ' || ino || ' does not lead back to the root' FROM up
-             GROUP BY ino HAVING max(parent = 1) = 0",
-            "cycle",
-        ),
-        // 5. Snapshots: every chunk reference exists, every snapshot tree is well formed.
-        (
-            "SELECT 'snapshot ' || s.snap || ' inode ' || s.ino || ' index ' || s.idx || ': chunk ' || s.chunk || ' is missing'
-             FROM snap_chunks s LEFT JOIN chunks c ON c.id = s.chunk WHERE c.id IS NULL",
-            "snapshot missing chunk",
-        ),
-        (
-            "SELECT 'snapshot ' || s.snap || ': chunk map of inode ' || s.ino || ': no such regular file'
-             FROM snap_chunks s LEFT JOIN snap_inodes i ON i.snap = s.snap AND i.ino = s.ino
-             WHERE i.ino IS NULL OR (i.mode & 61440) != 32768 GROUP BY s.snap, s.ino",
-            "snapshot map",
-        ),
-        (
-            "SELECT 'snapshot ' || s.snap || ' inode ' || s.ino || ': chunk index ' || s.idx || ' lies beyond its size ' || i.size
-             FROM snap_chunks s JOIN snap_inodes i ON i.snap = s.snap AND i.ino = s.ino WHERE s.idx * ?1 >= i.size",
-            "snapshot beyond size",
-        ),
-        (
-            "SELECT 'snapshot ' || t.snap || ': rows of a snapshot that does not exist in ' || t.tab FROM
-               (SELECT snap, 'snap_inodes' AS tab FROM snap_inodes UNION SELECT snap, 'snap_dirents' FROM snap_dirents
-                UNION SELECT snap, 'snap_chunks' FROM snap_chunks UNION SELECT snap, 'snap_xattrs' FROM snap_xattrs
-                UNION SELECT snap, 'snap_tags' FROM snap_tags) t
-             WHERE NOT EXISTS (SELECT 1 FROM snapshots p WHERE p.id = t.snap)",
-            "snapshot rows",
-        ),
-        (
-            "SELECT 'snapshot ' || p.id || ' (' || p.name || '): root directory is missing'
-             FROM snapshots p WHERE NOT EXISTS
-               (SELECT 1 FROM snap_inodes i WHERE i.snap = p.id AND i.ino = 1 AND (i.mode & 61440) = 16384)",
-            "snapshot root",
-        ),
-        (
-            "SELECT 'snapshot ' || d.snap || ': entry ' || quote(d.name) || ' in ' || d.parent || ': inode ' || d.ino || ' is missing'
-             FROM snap_dirents d LEFT JOIN snap_inodes i ON i.snap = d.snap AND i.ino = d.ino WHERE i.ino IS NULL",
-            "snapshot dangling entry",
-        ),
-        (
-            "SELECT 'snapshot ' || d.snap || ': entry ' || quote(d.name) || ': parent ' || d.parent || ' is not a directory'
-             FROM snap_dirents d LEFT JOIN snap_inodes p ON p.snap = d.snap AND p.ino = d.parent
-             WHERE p.ino IS NULL OR (p.mode & 61440) != 16384",
-            "snapshot parent",
-        ),
-        (
-            "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ': link count ' || i.nlink || ' but ' || count(d.ino) || ' names'
-             FROM snap_inodes i LEFT JOIN snap_dirents d ON d.snap = i.snap AND d.ino = i.ino
-             WHERE (i.mode & 61440) != 16384 GROUP BY i.snap, i.ino HAVING i.nlink != count(d.ino)",
-            "snapshot nlink",
-        ),
-        (
-            "SELECT 'snapshot ' || i.snap || ': directory ' || i.ino || ' has ' || count(d.ino) || ' names'
-             FROM snap_inodes i LEFT JOIN snap_dirents d ON d.snap = i.snap AND d.ino = i.ino
-             WHERE (i.mode & 61440) = 16384 GROUP BY i.snap, i.ino
-             HAVING count(d.ino) != CASE WHEN i.ino = 1 THEN 0 ELSE 1 END",
-            "snapshot dir names",
-        ),
-        (
-            "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ' has no name'
-             FROM snap_inodes i WHERE i.ino != 1 AND NOT EXISTS
-               (SELECT 1 FROM snap_dirents d WHERE d.snap = i.snap AND d.ino = i.ino)",
-            "snapshot unreachable",
-        ),
-        (
-            "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ': unknown file type ' || (i.mode & 61440)
-             FROM snap_inodes i WHERE (i.mode & 61440) NOT IN (32768, 16384, 40960, 4096, 49152, 8192, 24576)",
-            "snapshot type",
-        ),
-        (
-            "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ': special node with size ' || i.size
-                    || ', target or device number ' || i.rdev
-             FROM snap_inodes i
-             WHERE ((i.mode & 61440) IN (4096, 49152, 8192, 24576) AND (i.size != 0 OR i.target IS NOT NULL))
-                OR ((i.mode & 61440) NOT IN (8192, 24576) AND i.rdev != 0)",
-            "snapshot special",
-        ),
-        (
-            "SELECT 'snapshot ' || x.snap || ': extended attribute ' || quote(x.name) || ': inode ' || x.ino || ' is missing'
-             FROM snap_xattrs x LEFT JOIN snap_inodes i ON i.snap = x.snap AND i.ino = x.ino WHERE i.ino IS NULL",
-            "snapshot dangling xattr",
-        ),
-        (
-            "SELECT 'snapshot ' || t.snap || ': tag ' || quote(t.name) || ': inode ' || t.ino || ' is missing'
-             FROM snap_tags t LEFT JOIN snap_inodes i ON i.snap = t.snap AND i.ino = t.ino WHERE i.ino IS NULL",
-            "snapshot dangling tag",
-        ),
-        (
-            "WITH RECURSIVE up(snap, ino, parent, depth) AS (
-                 SELECT d.snap, d.ino, d.parent, 1 FROM snap_dirents d JOIN snap_inodes i ON i.snap = d.snap AND i.ino = d.ino
-                 WHERE (i.mode & 61440) = 16384
-                 UNION ALL
-                 SELECT up.snap, up.ino, d.parent, up.depth + 1 FROM up JOIN snap_dirents d ON d.snap = up.snap AND d.ino = up.parent
-                 WHERE up.parent != 1 AND up.depth < 10000)
-             SELECT 'snapshot ' || snap || ': directory ' || ino || ' does not lead back to the root' FROM up
-             GROUP BY snap, ino HAVING max(parent = 1) = 0",
-            "snapshot cycle",
-        ),
-    ];
+    let queries = INVARIANTS;
     at.phase = FsckPhase::Invariants;
     at.total = queries.len() as u64;
     at.done = 0;
@@ -452,5 +458,38 @@ mod tests {
         c.execute("DELETE FROM chunk_data", []).unwrap();
         let p = problems(&c);
         assert!(p.iter().any(|m| m.contains("its data row 2 is missing")), "{p:?}");
+    }
+
+    /// Every invariant's plan is one pass: no table is scanned inside another loop or
+    /// per row of a correlated subquery, and no snapshot table is searched by the
+    /// snapshot alone (a scan of that snapshot's rows per row: how the link-count checks
+    /// went quadratic before `snap_dirents_by_ino`). `tests/io_counts.rs` measures the
+    /// same on real vaults.
+    #[test]
+    fn every_invariant_plan_is_one_pass() {
+        let c = db();
+        let mut bad = Vec::new();
+        for (sql, what) in INVARIANTS {
+            let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {sql} LIMIT {LIMIT}")).unwrap();
+            let params: &[&dyn rusqlite::ToSql] = if sql.contains("?1") { &[&65536] } else { &[] };
+            let rows: Vec<(i64, i64, String)> = stmt
+                .query_map(params, |r| Ok((r.get(0)?, r.get(1)?, r.get(3)?)))
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect();
+            for (i, (id, parent, detail)) in rows.iter().enumerate() {
+                let is_loop = |d: &str| d.starts_with("SCAN ") || d.starts_with("SEARCH ");
+                let scan = detail.starts_with("SCAN ") && detail != "SCAN CONSTANT ROW";
+                let under = rows.iter().find(|r| r.0 == *parent).map(|r| r.2.as_str()).unwrap_or("");
+                let inner = rows[..i].iter().any(|r| r.1 == *parent && r.0 != *id && is_loop(&r.2));
+                if scan && (inner || under.starts_with("CORRELATED")) {
+                    bad.push(format!("{what}: {detail} inside a loop"));
+                }
+                if detail.starts_with("SEARCH ") && detail.contains("(snap=?)") {
+                    bad.push(format!("{what}: {detail} (every row of the snapshot)"));
+                }
+            }
+        }
+        assert!(bad.is_empty(), "{bad:#?}");
     }
 }

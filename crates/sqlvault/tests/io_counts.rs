@@ -10,10 +10,15 @@
 //! have read their schema. A budget is the count measured when it was written, with a
 //! small tolerance; a change that doubles the pages a 4 KiB overwrite writes fails.
 //! If you make an operation cheaper, lower its budget.
+//!
+//! Whole-tree operations are checked for growth instead: their statements, and the
+//! SQLite virtual-machine steps those run (rows visited), must grow with the tree and
+//! the snapshots no faster than the work (`rm -r`, `restore`, and every operation on
+//! history: fsck, snapshot, diff, forget, the remote dump).
 
 mod common;
 use common::*;
-use sqlvault::{io_counts, CreateOptions, EngineConfig, FileOptions, IoCounts, Vault};
+use sqlvault::{io_counts, CreateOptions, EngineConfig, FileOptions, IoCounts, Ops, Vault};
 
 const PAGE: u64 = 8192;
 /// A WAL frame: 24-byte header and one page.
@@ -457,4 +462,136 @@ fn small_files_in_a_grown_vault_write_few_pages_each() {
     eprintln!("{files} small files ({data_pages:.2} pages of data each): {per_file:.2} WAL frames per file, {c:?}");
     // 1.94 measured (4.06 with the data in the hash-ordered rows, 4.83 at 20,000 files).
     assert!(per_file <= 2.5, "{per_file:.2} WAL frames per small file (budget 2.5)");
+}
+
+/// A vault of `files` small files under `/t` (100 per directory) with `snaps` snapshots
+/// `s1..`, 1% of the files rewritten before each after the first (a nightly backup).
+fn history_fixture(files: usize, snaps: usize) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("history.vault");
+    let v = Vault::create(&path, &pass(), &CreateOptions { kdf: fast_kdf(), engine: config(), ..Default::default() })
+        .unwrap();
+    let write = |v: &Vault, round: usize, every: usize| {
+        v.transaction(|tx| {
+            for i in (0..files).step_by(every) {
+                let d = format!("/t/d{}", i / 100);
+                if round == 0 && i % 100 == 0 {
+                    tx.create_dir_all(&d)?;
+                }
+                tx.write_file(&format!("{d}/f{i}"), format!("file number {i}, version {round}").as_bytes())?;
+            }
+            Ok::<_, sqlvault::Error>(())
+        })
+        .unwrap();
+    };
+    write(&v, 0, 1);
+    v.set_tags("/t/d0/f0", &[("k", sqlvault::TagValue::Int(1))]).unwrap();
+    for s in 1..=snaps {
+        if s > 1 {
+            write(&v, s, 100);
+        }
+        v.snapshot(&format!("s{s}")).unwrap();
+    }
+    v.close().unwrap();
+    let vault = Vault::open(&path, &pass(), config()).unwrap();
+    vault.read_dir("/t").unwrap();
+    vault.set_permissions("/t", 0o755).unwrap();
+    Fixture { _dir: dir, vault }
+}
+
+/// Every whole-tree operation on history (fsck, snapshot, snapshot rm, restore of the
+/// tree and of one directory, diff, forget, the remote dump a push uploads) on trees
+/// of 200 and 2,000 files with 1 and 3 snapshots: the SQLite virtual-machine steps
+/// (rows visited, cached or not) per unit of work (files, times the trees the
+/// operation reads) must stay flat as the tree grows tenfold and as snapshots are
+/// added. A statement whose plan scans a snapshot's rows once per row of it fails here
+/// (fsck's link-count checks did, before `snap_dirents_by_ino`: 16x the steps per
+/// file at 2,000 files), whatever the page cache holds, which page reads cannot show.
+#[test]
+fn history_operations_grow_linearly_with_files_and_snapshots() {
+    let server = common::s3::S3Server::start();
+    let bucket = server.bucket("history");
+    type Op = (&'static str, fn(&Vault, usize, usize, &str, &str) -> usize);
+    // Each returns its units of work: files times the trees it reads or writes.
+    let ops: &[Op] = &[
+        ("fsck", |v, files, snaps, _, _| {
+            assert!(v.fsck(&Ops::default()).unwrap().is_clean());
+            files * (snaps + 1)
+        }),
+        ("diff", |v, files, snaps, _, _| {
+            v.diff("s1", Some(&format!("s{snaps}")), |_| Ok(true)).unwrap();
+            files * 2
+        }),
+        ("snapshot", |v, files, _, _, _| {
+            v.snapshot("new").unwrap();
+            files
+        }),
+        ("restore", |v, files, snaps, _, _| {
+            assert_eq!(
+                v.restore(&format!("s{snaps}"), "/t", Some("/copy"), &Ops::default()).unwrap().files,
+                files as u64
+            );
+            files
+        }),
+        ("restore one directory", |v, _, snaps, _, _| {
+            assert_eq!(v.restore(&format!("s{snaps}"), "/t/d1", Some("/one"), &Ops::default()).unwrap().files, 100);
+            100
+        }),
+        ("snapshot rm", |v, files, _, _, _| {
+            v.remove_snapshot("new", &Ops::default()).unwrap();
+            files
+        }),
+        ("push", |v, files, snaps, url, endpoint| {
+            v.remote_add("r", url, Some(endpoint)).unwrap();
+            assert!(matches!(
+                v.remote("r").push(&Ops::default()).unwrap(),
+                sqlvault::remote::PushOutcome::Pushed { .. }
+            ));
+            files * (snaps + 1)
+        }),
+        ("forget", |v, files, snaps, _, _| {
+            let policy = sqlvault::ForgetPolicy { last: 1, ..Default::default() };
+            let (plan, _) = v.forget(&policy, &jiff::tz::TimeZone::UTC).unwrap();
+            assert_eq!(plan.iter().filter(|d| !d.keep).count(), snaps - 1);
+            files * snaps.saturating_sub(1).max(1)
+        }),
+    ];
+    // (operation, files, snapshots) -> steps per unit.
+    let mut per_unit = std::collections::BTreeMap::new();
+    for (files, snaps) in [(200usize, 1usize), (2000, 1), (200, 3), (2000, 3)] {
+        let fx = history_fixture(files, snaps);
+        for (name, op) in ops {
+            let url = format!("{bucket}/f{files}s{snaps}");
+            let before = io_counts();
+            let units = op(&fx.vault, files, snaps, &url, &server.endpoint);
+            let c = io_counts().since(&before);
+            let per = c.vm_steps as f64 / units as f64;
+            eprintln!(
+                "{name}, {files} files, {snaps} snapshots: {} steps, {per:.1} per unit; {} statements, {} page reads",
+                c.vm_steps,
+                c.statements,
+                c.db_reads + c.wal_reads
+            );
+            per_unit.insert((*name, files, snaps), per);
+        }
+    }
+    let mut bad = Vec::new();
+    for (name, _) in ops {
+        for snaps in [1, 3] {
+            let (small, large) = (per_unit[&(*name, 200, snaps)], per_unit[&(*name, 2000, snaps)]);
+            if large > 1.5 * small + 10.0 {
+                bad.push(format!(
+                    "{name}, {snaps} snapshots: {large:.1} steps per unit at 2,000 files, {small:.1} at 200"
+                ));
+            }
+        }
+        // (forget removes nothing when there is one snapshot: no work to compare with.)
+        for files in [200, 2000].into_iter().filter(|_| *name != "forget") {
+            let (one, three) = (per_unit[&(*name, files, 1)], per_unit[&(*name, files, 3)]);
+            if three > 1.5 * one + 10.0 {
+                bad.push(format!("{name}, {files} files: {three:.1} steps per unit with 3 snapshots, {one:.1} with 1"));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "steps grow faster than the work:\n{}", bad.join("\n"));
 }

@@ -8,7 +8,8 @@
 //! so the shim only ever moves ciphertext.
 //!
 //! The shim also counts, per thread, the reads, writes and syncs it passes on (main
-//! database and WAL apart) and the statements the thread's connections ran: see
+//! database and WAL apart) and the statements the thread's connections ran, with
+//! their virtual-machine steps (feature `io-counts`): see
 //! [`IoCounts`]. The counts are what a file operation costs in SQLite pages,
 //! independent of timing, so tests can assert them (`tests/io_counts.rs`).
 //!
@@ -74,6 +75,10 @@ pub struct IoCounts {
     pub syncs: u64,
     /// Statements started (`sqlite3_trace_v2` `SQLITE_TRACE_STMT`, triggers included).
     pub statements: u64,
+    /// Virtual-machine steps of the statements run (`SQLITE_STMTSTATUS_VM_STEP`, taken
+    /// as each finishes; triggers' work included): the rows they visited whether their
+    /// pages were cached or not, so a plan that rescans a table per row shows here.
+    pub vm_steps: u64,
 }
 
 impl IoCounts {
@@ -90,6 +95,7 @@ impl IoCounts {
             wal_write_bytes: self.wal_write_bytes - earlier.wal_write_bytes,
             syncs: self.syncs - earlier.syncs,
             statements: self.statements - earlier.statements,
+            vm_steps: self.vm_steps - earlier.vm_steps,
         }
     }
 }
@@ -97,7 +103,7 @@ impl IoCounts {
 thread_local! {
     static COUNTS: Cell<IoCounts> = const { Cell::new(IoCounts {
         db_reads: 0, db_read_bytes: 0, db_writes: 0, db_write_bytes: 0, wal_reads: 0, wal_read_bytes: 0,
-        wal_writes: 0, wal_write_bytes: 0, syncs: 0, statements: 0,
+        wal_writes: 0, wal_write_bytes: 0, syncs: 0, statements: 0, vm_steps: 0,
     }) };
 }
 
@@ -127,6 +133,7 @@ pub(crate) fn credit(d: &IoCounts) {
         v.wal_write_bytes += d.wal_write_bytes;
         v.syncs += d.syncs;
         v.statements += d.statements;
+        v.vm_steps += d.vm_steps;
     });
 }
 
@@ -138,13 +145,14 @@ fn count(f: impl FnOnce(&mut IoCounts)) {
     });
 }
 
-/// Counts statements on `db` into the calling thread's [`IoCounts`] (feature
-/// `io-counts`; without it, no trace hook is installed).
+/// Counts statements and their steps on `db` into the calling thread's [`IoCounts`]
+/// (feature `io-counts`; without it, no trace hook is installed).
 #[cfg(feature = "io-counts")]
 pub fn count_statements(db: *mut ffi::sqlite3) {
+    let events = (ffi::SQLITE_TRACE_STMT | ffi::SQLITE_TRACE_PROFILE) as std::ffi::c_uint;
     // SAFETY: `db` is an open connection; the callback has no state and outlives it.
     unsafe {
-        ffi::sqlite3_trace_v2(db, ffi::SQLITE_TRACE_STMT as std::ffi::c_uint, Some(on_statement), std::ptr::null_mut());
+        ffi::sqlite3_trace_v2(db, events, Some(on_statement), std::ptr::null_mut());
     }
 }
 
@@ -153,12 +161,19 @@ pub fn count_statements(_db: *mut ffi::sqlite3) {}
 
 #[cfg(feature = "io-counts")]
 unsafe extern "C" fn on_statement(
-    _kind: std::ffi::c_uint,
+    kind: std::ffi::c_uint,
     _ctx: *mut c_void,
-    _stmt: *mut c_void,
+    stmt: *mut c_void,
     _sql: *mut c_void,
 ) -> c_int {
-    count(|c| c.statements += 1);
+    if kind == ffi::SQLITE_TRACE_PROFILE as std::ffi::c_uint {
+        // SAFETY: for a PROFILE event `stmt` is the statement that just finished; reading
+        // (and resetting) its counter is allowed at any time.
+        let steps = unsafe { ffi::sqlite3_stmt_status(stmt.cast(), ffi::SQLITE_STMTSTATUS_VM_STEP, 1) };
+        count(|c| c.vm_steps += steps.max(0) as u64);
+    } else {
+        count(|c| c.statements += 1);
+    }
     0
 }
 
