@@ -24,7 +24,7 @@ mkdir -p "$out"
 nunit="$(dirname "$(find /usr/lib/cli /usr/lib/mono -name nunit.framework.dll 2>/dev/null | sort | tail -1)")"
 # C# 7.2 as Mono's mcs compiles it; the same sources build with the .NET SDK.
 csc=(mcs -langversion:7.2 -debug -warnaserror -nowarn:1591)
-"${csc[@]}" -unsafe -target:library -r:System.Data.dll -out:"$out/SqlVault.dll" bindings/dotnet/SqlVault/*.cs
+"${csc[@]}" -unsafe -target:library -r:System.Data.dll -out:"$out/SqlVault.dll" bindings/dotnet/SqlVault/*.cs bindings/dotnet/SqlVault/Data/*.cs
 # The C# example of docs/bindings.md (the block after the "dotnet-example" marker), as written.
 awk '/<!-- dotnet-example -->/{f=1; next} f && /^```csharp/{g=1; next} g && /^```/{exit} g' docs/bindings.md >"$out/Example.cs"
 [ -s "$out/Example.cs" ] || { echo "dotnet-tests.sh: no C# example in docs/bindings.md" >&2; exit 1; }
