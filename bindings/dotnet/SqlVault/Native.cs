@@ -95,6 +95,7 @@ namespace SqlVault
         [DllImport(Lib)] public static extern int sqlvault_vault_sync(IntPtr v);
 
         [DllImport(Lib)] public static extern int sqlvault_stat(IntPtr v, byte* path, UIntPtr len, out NativeAttr attr);
+        [DllImport(Lib)] public static extern int sqlvault_lstat(IntPtr v, byte* path, UIntPtr len, out NativeAttr attr);
         [DllImport(Lib)] public static extern int sqlvault_exists(IntPtr v, byte* path, UIntPtr len);
         [DllImport(Lib)] public static extern int sqlvault_mkdirs(IntPtr v, byte* path, UIntPtr len);
         [DllImport(Lib)] public static extern int sqlvault_list(IntPtr v, byte* path, UIntPtr len, out IntPtr result);

@@ -201,12 +201,14 @@ namespace SqlVault
             }
         }
 
-        internal NativeAttr Stat(string path)
+        internal NativeAttr Stat(string path, bool followSymlink = true)
         {
             NotNull(path, "path");
             var p = Native.U(path);
             NativeAttr a;
-            fixed (byte* pp = p) Check(Native.sqlvault_stat(Handle, pp, Native.L(p), out a), path);
+            fixed (byte* pp = p)
+                Check(followSymlink ? Native.sqlvault_stat(Handle, pp, Native.L(p), out a)
+                                    : Native.sqlvault_lstat(Handle, pp, Native.L(p), out a), path);
             return a;
         }
 
@@ -233,7 +235,8 @@ namespace SqlVault
         /// <summary>Deletes a file, an empty directory, or (with <paramref name="recursive"/>) a whole tree.</summary>
         public void Delete(string path, bool recursive = false)
         {
-            var kind = Stat(path).Kind;
+            // The node itself: a symlink is removed as a file, never followed.
+            var kind = Stat(path, false).Kind;
             var p = Native.U(path);
             fixed (byte* pp = p)
             {

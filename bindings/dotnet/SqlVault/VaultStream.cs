@@ -33,6 +33,11 @@ namespace SqlVault
             }
         }
 
+        void EnsureOpen()
+        {
+            if (handle == IntPtr.Zero) throw new ObjectDisposedException(typeof(VaultStream).FullName);
+        }
+
         static int Check(int rc) { return Errors.Check(rc, null, PathRole.None); }
 
         public override bool CanRead { get { return handle != IntPtr.Zero && (access & FileAccess.Read) != 0; } }
@@ -51,11 +56,11 @@ namespace SqlVault
 
         public override long Position
         {
-            get { Handle.ToString(); return position; }
+            get { EnsureOpen(); return position; }
             set
             {
                 if (value < 0) throw new ArgumentOutOfRangeException("value", "a position is not negative");
-                Handle.ToString();
+                EnsureOpen();
                 position = value;
             }
         }
@@ -115,7 +120,7 @@ namespace SqlVault
                 default: throw new ArgumentException("unknown SeekOrigin", "origin");
             }
             if (target < 0) throw new IOException("an attempt to seek before the beginning of the stream");
-            Handle.ToString();
+            EnsureOpen();
             position = target;
             return position;
         }
