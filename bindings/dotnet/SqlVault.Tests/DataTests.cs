@@ -105,6 +105,61 @@ namespace SqlVault.Tests
         }
 
         [Test]
+        public void RecordsInsideATransactionSeeItsWrites()
+        {
+            v.Records("c")["old"] = B("1");
+            v.Transaction(tx =>
+            {
+                var r = tx.Records("c");
+                r["new"] = B("2");
+                Assert.That(r.Count, Is.EqualTo(2));
+                Assert.That(r.Keys, Is.EqualTo(new[] { "new", "old" }));
+                Assert.That(r.Remove("old"), Is.True);
+                Assert.That(v.Records("c").ContainsKey("old"), Is.True); // not committed yet
+            });
+            Assert.That(v.Records("c").Keys, Is.EqualTo(new[] { "new" }));
+        }
+
+        [Test]
+        public void OneVaultFromManyThreads()
+        {
+            var errors = new List<Exception>();
+            var threads = new List<System.Threading.Thread>();
+            for (int t = 0; t < 4; t++)
+            {
+                int id = t;
+                var th = new System.Threading.Thread(() =>
+                {
+                    try
+                    {
+                        var data = Pattern(200000, id);
+                        using (var s = v.OpenFile("/t" + id, FileMode.Create, FileAccess.ReadWrite))
+                        {
+                            for (int at = 0; at < data.Length; at += 10000) s.Write(data, at, 10000);
+                            s.Position = 0;
+                            var back = new byte[data.Length];
+                            int n = 0, got;
+                            while ((got = s.Read(back, n, back.Length - n)) > 0) n += got;
+                            Assert.That(back, Is.EqualTo(data));
+                        }
+                        // Each thread sees its own last error.
+                        Assert.Throws<FileNotFoundException>(() => v.ReadAllBytes("/missing" + id));
+                        v.Records("threads")["t" + id] = BitConverter.GetBytes(id);
+                    }
+                    catch (Exception e)
+                    {
+                        lock (errors) errors.Add(e);
+                    }
+                });
+                threads.Add(th);
+                th.Start();
+            }
+            foreach (var th in threads) th.Join();
+            Assert.That(errors, Is.Empty);
+            Assert.That(v.Records("threads").Count, Is.EqualTo(4));
+        }
+
+        [Test]
         public void TransactionCommits()
         {
             v.Execute("CREATE TABLE t(x INTEGER)");
