@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything CI runs (.ci/run), in stages a developer can also run alone:
 #
-#   scripts/test.sh                 all stages: rust, python, jvm, fuzz, bench
+#   scripts/test.sh                 all stages: rust, python, jvm, dotnet, fuzz, bench
 #   scripts/test.sh rust            fmt, clippy -D warnings, cargo doc -D warnings, cargo test
 #   scripts/test.sh python jvm      several stages (run in the order above)
 #
@@ -11,8 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(rust python jvm fuzz bench)
-usage() { echo "usage: scripts/test.sh [rust|python|jvm|fuzz|bench]..." >&2; exit 1; }
+all=(rust python jvm dotnet fuzz bench)
+usage() { echo "usage: scripts/test.sh [rust|python|jvm|dotnet|fuzz|bench]..." >&2; exit 1; }
 for s in "$@"; do [[ " ${all[*]} " == *" $s "* ]] || usage; done
 stages=()
 for s in "${all[@]}"; do
@@ -76,6 +76,10 @@ stage_python() { bash scripts/python-tests.sh; }
 # The JVM binding: JDK and Maven from Debian if missing, plugins from Maven Central, then
 # mvn verify (JUnit, the packaged jar in fresh JVMs, CLI and Python interop).
 stage_jvm() { bash scripts/jvm-tests.sh; }
+
+# The .NET binding: Mono and NUnit 2.6 from Debian if missing, SqlVault.dll and its tests
+# compiled with mcs, nunit-console (scripts/dotnet-tests.sh).
+stage_dotnet() { bash scripts/dotnet-tests.sh; }
 
 # Each fuzz target for a bounded time (30 s by default; SQLVAULT_FUZZ=0 skips).
 stage_fuzz() { env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS bash scripts/fuzz.sh; }
