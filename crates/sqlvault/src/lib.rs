@@ -35,7 +35,7 @@
 //!   settings: [`Secret`] and the [`secrets`] module, whose functions work on the
 //!   vault file whether or not it is open;
 //! * long operations take an [`Ops`] (progress in one [`Progress`] shape, an
-//!   [`Interrupt`] to stop them, recognised by [`Error::is_interrupted`]);
+//!   [`Interrupt`] to stop them with an error [`Error::is_interrupted`] recognises);
 //!   `&Ops::default()` asks for neither;
 //! * a file-system frontend (the FUSE mount) works by inode: [`Vault::inodes`] and the
 //!   [`inodes`] module;
