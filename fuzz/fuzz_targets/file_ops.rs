@@ -10,7 +10,8 @@ use std::sync::OnceLock;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use sqlvault::{CreateOptions, FileOptions, KdfParams, Secret, Vault};
+use sqlvault::{CreateOptions, FileOptions, Secret, Vault};
+use sqlvault::secrets::{KdfParams};
 
 fn vault() -> &'static Vault {
     static V: OnceLock<(tempfile::TempDir, Vault)> = OnceLock::new();
@@ -215,5 +216,5 @@ fuzz_target!(|ops: Vec<Op>| {
             Node::File(d) => assert_eq!(&v.read_file(&p).expect("file"), d, "{p}"),
         }
     }
-    let _ = v.remove_dir_all(&root);
+    let _ = v.remove_dir_all(&root, &sqlvault::Ops::default());
 });

@@ -6,7 +6,9 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use sqlvault::{check_name, CreateOptions, ErrorKind, FileType, InodeId, KdfParams, Secret, Vault, VaultPath};
+use sqlvault::inodes::{check_name, VaultPath};
+use sqlvault::secrets::KdfParams;
+use sqlvault::{CreateOptions, ErrorKind, FileType, InodeId, Secret, Vault};
 
 fn vault() -> &'static Vault {
     static V: OnceLock<(tempfile::TempDir, Vault)> = OnceLock::new();
@@ -45,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
                 Ok(()) => {
                     let mut cur = InodeId::ROOT;
                     for n in &p.names {
-                        let a = v.lookup(cur, n).expect("created component exists");
+                        let a = v.inodes().lookup(cur, n).expect("created component exists");
                         assert_eq!(a.kind, FileType::Dir);
                         cur = a.ino;
                     }

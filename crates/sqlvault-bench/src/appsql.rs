@@ -126,7 +126,8 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
             conn.query_row("SELECT count(*) FROM photo_meta", [], |r| r.get::<_, i64>(0))?
         }
         System::Vault => {
-            use sqlvault::{params as vparams, CreateOptions, KdfParams, Secret, Vault};
+            use sqlvault::secrets::KdfParams;
+            use sqlvault::{params as vparams, CreateOptions, Secret, Vault};
             let opts = CreateOptions {
                 kdf: KdfParams { memory_kib: 1024, iterations: 1, parallelism: 1 },
                 ..CreateOptions::default()

@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde::{Deserialize, Serialize};
-use sqlvault::{CreateOptions, FileOptions, KdfParams, Secret, Vault};
+use sqlvault::secrets::KdfParams;
+use sqlvault::{CreateOptions, FileOptions, Secret, Vault};
 
 use crate::error::{Context, Result};
 use crate::harness::{self, CaseOutput, Collector, Meter, Target, Unit};

@@ -20,7 +20,9 @@ use std::path::PathBuf;
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
-use sqlvault::{params as vparams, CreateOptions, KdfParams, Secret, SqlValueRef, Vault};
+use sqlvault::secrets::KdfParams;
+use sqlvault::sql::SqlValueRef;
+use sqlvault::{params as vparams, CreateOptions, Secret, Vault};
 
 use crate::error::{Context, Result};
 use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Sample, Target, Unit};

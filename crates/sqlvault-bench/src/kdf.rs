@@ -11,8 +11,9 @@ use std::time::Instant;
 
 use serde::Serialize;
 use sqlvault::bench::Header;
-use sqlvault::CipherSettings;
-use sqlvault::{HmacAlgorithm, KdfParams, Secret};
+use sqlvault::secrets::CipherSettings;
+use sqlvault::secrets::{HmacAlgorithm, KdfParams};
+use sqlvault::Secret;
 
 use crate::error::{Context, Result};
 use crate::report::{self, median};

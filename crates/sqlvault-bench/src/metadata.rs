@@ -151,7 +151,8 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
 /// [`System::VaultPerObject`], `Vault::set_tags` (one commit per object). Returns the
 /// number of tags read back.
 fn vault_tags(spec: &Spec, out: &mut CaseOutput) -> Result<u64> {
-    use sqlvault::{CreateOptions, KdfParams, Secret, TagValue, Vault};
+    use sqlvault::secrets::KdfParams;
+    use sqlvault::{CreateOptions, Secret, TagValue, Vault};
     let opts = CreateOptions {
         kdf: KdfParams { memory_kib: 1024, iterations: 1, parallelism: 1 },
         ..CreateOptions::default()

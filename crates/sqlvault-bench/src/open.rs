@@ -14,7 +14,8 @@ use std::path::PathBuf;
 
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
-use sqlvault::{CreateOptions, EngineConfig, KdfParams, Secret, Vault};
+use sqlvault::secrets::KdfParams;
+use sqlvault::{CreateOptions, EngineConfig, Secret, Vault};
 
 use crate::error::{Context, Result};
 use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Target, Unit};
@@ -200,14 +201,14 @@ pub fn open(a: &OpenArgs) -> Result<harness::ScenarioReport> {
     }
     let vault_path = dir.join("open.vault");
     let key_file = dir.join("open.key");
-    sqlvault::generate_key_file(&key_file)?;
+    sqlvault::secrets::generate_key_file(&key_file)?;
     {
         let key = Secret::from_key_file(&key_file)?;
         let opts = CreateOptions { kdf: KdfParams::default(), ..CreateOptions::default() };
         let v = Vault::create(&vault_path, &key, &opts)?;
         v.execute("CREATE TABLE blog (id INTEGER PRIMARY KEY, url TEXT NOT NULL)", &[])?;
         v.close()?;
-        Vault::add_secret(&vault_path, &key, &Secret::passphrase(PASSPHRASE), KdfParams::default())?;
+        sqlvault::secrets::add_secret(&vault_path, &key, &Secret::passphrase(PASSPHRASE), KdfParams::default())?;
     }
     for system in [System::VaultKeyFile, System::VaultPassphrase] {
         for only_open in [true, false] {

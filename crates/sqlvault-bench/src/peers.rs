@@ -670,7 +670,7 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
         f.write_all(text.as_bytes())?;
     }
     let key_file = root.join("vault.key");
-    sqlvault::generate_key_file(&key_file)?;
+    sqlvault::secrets::generate_key_file(&key_file)?;
     let mut notes = vec![format!(
         "sqlvault FUSE mounted with a commit window of {} ms (`--commit-window-ms`; 0 commits every operation before answering it).",
         a.commit_window_ms

@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStore;
 use serde::{Deserialize, Serialize};
-use sqlvault::{CreateOptions, EngineConfig, KdfParams, Secret, Vault};
+use sqlvault::secrets::KdfParams;
+use sqlvault::{CreateOptions, EngineConfig, Secret, Vault};
 
 use crate::data::Stream;
 use crate::error::{Context, Result};
@@ -257,7 +258,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
             let m = Meter::start()?;
             let v = Vault::open(&spec.source, &Secret::passphrase(PASSPHRASE), EngineConfig::default())?;
             let name = spec.bucket.clone();
-            v.remote_add(&name, &format!("s3://{}/v", spec.bucket), Some(&spec.endpoint))?;
+            v.remote(&name).add(&format!("s3://{}/v", spec.bucket), Some(&spec.endpoint))?;
             let r = v.remote(&name).push(&sqlvault::Ops::default())?;
             v.close()?;
             out.add("transfer", m.stop(spec.bytes as f64)?);

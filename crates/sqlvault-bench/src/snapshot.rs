@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::Serialize;
-use sqlvault::{CreateOptions, EngineConfig, KdfParams, Secret, Vault};
+use sqlvault::secrets::KdfParams;
+use sqlvault::{CreateOptions, EngineConfig, Secret, Vault};
 
 use crate::data::Stream;
 use crate::error::{Context, Result};

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
-use sqlvault::{CreateOptions, EngineConfig, FileOptions, KdfParams, Secret, Vault};
+use sqlvault::secrets::KdfParams;
+use sqlvault::{CreateOptions, EngineConfig, FileOptions, Secret, Vault};
 
 use crate::data::{Checksum, Stream};
 use crate::error::{Context, Result};

@@ -34,7 +34,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use sqlvault::{CreateOptions, EngineConfig, FileOptions, KdfParams, Secret, Vault};
+use sqlvault::secrets::KdfParams;
+use sqlvault::{CreateOptions, EngineConfig, FileOptions, Secret, Vault};
 
 use crate::data::{Checksum, Stream};
 use crate::error::{Context, Result};

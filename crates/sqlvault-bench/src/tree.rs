@@ -22,9 +22,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sqlvault::{
-    CreateOptions, EngineConfig, FileOptions, FileType, ForgetPolicy, Interrupt, KdfParams, Secret, SetAttr, Vault,
-};
+use sqlvault::history::ForgetPolicy;
+use sqlvault::secrets::KdfParams;
+use sqlvault::{CreateOptions, EngineConfig, FileOptions, FileType, Interrupt, Secret, SetAttr, Vault};
 
 use crate::data::Stream;
 use crate::error::{Context, Result};

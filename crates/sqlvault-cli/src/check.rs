@@ -15,7 +15,7 @@ pub fn fsck_command(ctx: &Ctx, vault: &Path, json: bool, repair: bool) -> Result
     progress::exit_on_interrupt("fsck stopped before it finished; it changes nothing, the vault is as it was".into());
     let v = ctx.open(vault)?;
     if repair {
-        let n = sqlvault::Vault::repair_header(vault)?;
+        let n = sqlvault::secrets::repair_header(vault)?;
         if n > 0 {
             note!("repaired: rewrote {n} damaged header copy from the intact one");
         }

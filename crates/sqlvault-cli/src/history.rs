@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
-use sqlvault::{ChangeKind, ForgetPolicy};
+use sqlvault::history::{ChangeKind, ForgetPolicy};
 
 use crate::output::{line, JsonArray};
 use crate::{ui, CliError, Ctx, Exit};

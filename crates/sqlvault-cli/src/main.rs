@@ -38,7 +38,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use serde::Serialize;
-use sqlvault::{Attr, CreateOptions, Durability, EngineConfig, ErrorKind, FileOptions, FileType, KdfParams, Vault};
+use sqlvault::secrets::KdfParams;
+use sqlvault::{Attr, CreateOptions, Durability, EngineConfig, ErrorKind, FileOptions, FileType, Vault};
 
 use exit::Exit;
 use secret::SecretArgs;
@@ -502,7 +503,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
             note!("created {}", vault.display());
         }
         Command::Keygen { file } => {
-            sqlvault::generate_key_file(&file)?;
+            sqlvault::secrets::generate_key_file(&file)?;
             note!("wrote a new 32-byte key to {} (mode 0600); keep it safe", file.display());
         }
         Command::Put(args) => return transfer::put_command(ctx, args),
@@ -619,7 +620,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
                 None,
                 secret::ENV_NEW_PASSPHRASE,
             )?;
-            Vault::change_secret(&vault, &old, &new, kdf.params())?;
+            sqlvault::secrets::change_secret(&vault, &old, &new, kdf.params())?;
             note!("passphrase changed");
         }
         Command::Key(KeyCommand::Ls { vault, json }) => {
@@ -641,12 +642,12 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
                 None,
                 secret::ENV_NEW_PASSPHRASE,
             )?;
-            let i = Vault::add_secret(&vault, &old, &new, kdf.params())?;
+            let i = sqlvault::secrets::add_secret(&vault, &old, &new, kdf.params())?;
             note!("added key slot {i}");
         }
         Command::Key(KeyCommand::Rm { vault, slot }) => {
             let old = secret::existing(&ctx.secret)?;
-            Vault::remove_secret(&vault, &old, slot)?;
+            sqlvault::secrets::remove_secret(&vault, &old, slot)?;
             note!("removed key slot {slot}");
         }
         Command::Mount { vault, args } => {
@@ -703,7 +704,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
     Ok(Exit::Success)
 }
 
-fn describe_slot(s: &sqlvault::SlotInfo) -> String {
+fn describe_slot(s: &sqlvault::secrets::SlotInfo) -> String {
     match s.kdf {
         Some(k) => format!("passphrase, Argon2id m={} MiB t={} p={}", k.memory_kib / 1024, k.iterations, k.parallelism),
         None => "key file".to_string(),

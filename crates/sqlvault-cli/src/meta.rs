@@ -359,7 +359,7 @@ fn rec(ctx: &Ctx, cmd: RecCommand) -> Result<Exit, CliError> {
             let v = ctx.open(&vault)?;
             let r = v.records(&coll);
             let range = match &prefix {
-                Some(p) => sqlvault::prefix_range(p.as_bytes()),
+                Some(p) => sqlvault::records::prefix_range(p.as_bytes()),
                 None => (Bound::Unbounded, Bound::Unbounded),
             };
             if count {

@@ -194,7 +194,7 @@ pub fn remove_dir_all(v: &sqlvault::Vault, path: &str) -> Result<(), CliError> {
             );
             Ok(())
         }
-        Err(e) if sqlvault::is_interrupted(&e) => Err(interrupted(format!(
+        Err(e) if e.is_interrupted() => Err(interrupted(format!(
             "nothing was removed: rm -r is one transaction and was rolled back; {path} is as it was"
         ))),
         Err(e) => Err(e.into()),
@@ -214,7 +214,7 @@ pub fn restore(
     let r = v.restore(name, path, to, &sqlvault::Ops::default().progress(&progress).interrupt(&stop));
     pb.finish_and_clear();
     r.map_err(|e| {
-        if sqlvault::is_interrupted(&e) {
+        if e.is_interrupted() {
             interrupted(format!(
                 "nothing was restored: restore is one transaction and was rolled back; {} is as it was",
                 to.unwrap_or(path)
@@ -232,7 +232,7 @@ pub fn remove_snapshot(v: &sqlvault::Vault, name: &str) -> Result<u64, CliError>
     let r = v.remove_snapshot(name, &sqlvault::Ops::default().interrupt(&stop));
     pb.finish_and_clear();
     r.map_err(|e| {
-        if sqlvault::is_interrupted(&e) {
+        if e.is_interrupted() {
             interrupted(format!("snapshot {name} was not removed (the removal was rolled back)"))
         } else {
             e.into()

@@ -189,7 +189,7 @@ pub fn run(ctx: &Ctx, cmd: RemoteTop) -> Result<Exit, CliError> {
     match cmd {
         RemoteTop::Remote(RemoteCommand::Add { vault, name, url, endpoint }) => {
             let v = ctx.open(&vault)?;
-            v.remote_add(&name, &url, endpoint.as_deref())?;
+            v.remote(&name).add(&url, endpoint.as_deref())?;
             v.close()?;
             note!("added remote {name} at {url}");
         }
@@ -337,7 +337,7 @@ fn prune(ctx: &Ctx, a: PruneArgs) -> Result<Exit, CliError> {
     v.close()?;
     let s = match r {
         Ok(s) => s,
-        Err(e) if sqlvault::is_interrupted(&e) => {
+        Err(e) if e.is_interrupted() => {
             return Err(crate::progress::interrupted(
                 "prune stopped and released the lock; the remote is consistent (nothing a kept commit needs was \
                  deleted): run it again to finish",
@@ -365,6 +365,23 @@ fn prune(ctx: &Ctx, a: PruneArgs) -> Result<Exit, CliError> {
     Ok(Exit::Success)
 }
 
+/// The remote `restore --at | --commit` means without `--remote`: the only one, or
+/// `origin`.
+fn default_remote(v: &Vault) -> Result<String, CliError> {
+    let all = v.remotes()?;
+    Ok(match all.as_slice() {
+        [one] => one.name.clone(),
+        _ if all.iter().any(|r| r.name == sqlvault::remote::ORIGIN) => sqlvault::remote::ORIGIN.to_string(),
+        [] => return Err(sqlvault::Error::NotFound { path: "a remote (add one with `remote add`)".into() }.into()),
+        _ => {
+            return Err(sqlvault::Error::InvalidArgument {
+                what: "this vault has several remotes: name one with --remote".into(),
+            }
+            .into())
+        }
+    })
+}
+
 /// `restore VAULT --at TIME | --commit ID [PATH] [--to DEST] [--remote NAME]`.
 pub fn restore_at(
     ctx: &Ctx,
@@ -376,15 +393,19 @@ pub fn restore_at(
     json: bool,
 ) -> Result<Exit, CliError> {
     let v = ctx.open(vault)?;
+    let name = match remote {
+        Some(n) => n.to_string(),
+        None => default_remote(&v)?,
+    };
     let stop = crate::progress::interrupt();
     let pb = bar(json);
-    let r = v.restore_remote(remote, &at, path, to, &Ops::default().progress(&on_progress(&pb)).interrupt(&stop));
+    let r = v.remote(&name).restore(&at, path, to, &Ops::default().progress(&on_progress(&pb)).interrupt(&stop));
     pb.finish_and_clear();
     v.close()?;
     let dest = to.unwrap_or(path);
     let r = match r {
         Ok(r) => r,
-        Err(e) if sqlvault::is_interrupted(&e) => {
+        Err(e) if e.is_interrupted() => {
             return Err(crate::progress::interrupted(format!(
                 "nothing was restored: restore is one transaction and was rolled back; {dest} is as it was"
             )))

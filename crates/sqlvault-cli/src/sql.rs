@@ -59,7 +59,7 @@ pub fn run(ctx: &Ctx, a: SqlArgs) -> Result<(), CliError> {
             scripts.push(s.clone());
         }
     }
-    let statements: Vec<&str> = scripts.iter().flat_map(|s| sqlvault::split_sql(s)).collect();
+    let statements: Vec<&str> = scripts.iter().flat_map(|s| sqlvault::sql::split_sql(s)).collect();
     if statements.is_empty() {
         return Err(CliError::usage("no SQL statement given"));
     }
@@ -103,7 +103,7 @@ fn import(ctx: &Ctx, vault: &std::path::Path, db: &std::path::Path) -> Result<()
     });
     bar.finish_and_clear();
     let done = match r {
-        Err(e) if sqlvault::is_interrupted(&e) => {
+        Err(e) if e.is_interrupted() => {
             return Err(crate::progress::interrupted("nothing was imported, the vault is as it was"))
         }
         r => r.map_err(sql_error)?,
@@ -124,7 +124,7 @@ fn import(ctx: &Ctx, vault: &std::path::Path, db: &std::path::Path) -> Result<()
 
 type NamedRow = (Vec<String>, Vec<SqlValue>);
 
-fn row(r: &sqlvault::Row<'_>) -> sqlvault::Result<NamedRow> {
+fn row(r: &sqlvault::sql::Row<'_>) -> sqlvault::Result<NamedRow> {
     let names = (0..r.len()).map(|i| r.column_name(i).map(str::to_string)).collect::<sqlvault::Result<_>>()?;
     Ok((names, r.values()?))
 }

@@ -320,7 +320,7 @@ pub fn put_command(ctx: &Ctx, args: PutArgs) -> Result<Exit, CliError> {
 }
 
 fn from_lib(e: sqlvault::Error) -> CliError {
-    if sqlvault::is_interrupted(&e) {
+    if e.is_interrupted() {
         return progress::interrupted("stopped");
     }
     CliError::from(e)

@@ -69,8 +69,8 @@ impl Shared {
 }
 
 /// The key range of `prefix`, starting after `after` if given.
-pub(crate) fn page_range(prefix: &str, after: Option<Vec<u8>>) -> sqlvault::KeyRange {
-    let mut range = sqlvault::prefix_range(prefix.as_bytes());
+pub(crate) fn page_range(prefix: &str, after: Option<Vec<u8>>) -> sqlvault::records::KeyRange {
+    let mut range = sqlvault::records::prefix_range(prefix.as_bytes());
     if let Some(a) = after {
         let past_start = match &range.0 {
             std::ops::Bound::Included(s) => a >= *s,

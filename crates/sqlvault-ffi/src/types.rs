@@ -219,6 +219,6 @@ pub(crate) fn to_lib_params(params: Vec<SqlValue>) -> Vec<sqlvault::SqlValue> {
 }
 
 /// One result row for the foreign side.
-pub(crate) fn row_values(row: &sqlvault::Row<'_>) -> sqlvault::Result<Vec<SqlValue>> {
+pub(crate) fn row_values(row: &sqlvault::sql::Row<'_>) -> sqlvault::Result<Vec<SqlValue>> {
     Ok(row.values()?.into_iter().map(Into::into).collect())
 }

@@ -304,7 +304,7 @@ impl Vault {
     /// Keys starting with `prefix` (`""`: all), in key order.
     pub fn record_keys(&self, collection: String, prefix: String) -> Result<Vec<String>> {
         let r = self.shared.get()?.records(&collection);
-        r.scan_keys(sqlvault::prefix_range(prefix.as_bytes()))
+        r.scan_keys(sqlvault::records::prefix_range(prefix.as_bytes()))
             .map(|kv| kv.map(|(k, _)| String::from_utf8_lossy(&k).into_owned()).map_err(VaultError::from))
             .collect()
     }

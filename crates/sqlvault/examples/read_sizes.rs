@@ -16,7 +16,8 @@
 use std::io::{Read, Write};
 use std::time::Instant;
 
-use sqlvault::{CreateOptions, EngineConfig, FileOptions, KdfParams, Secret, Vault};
+use sqlvault::secrets::KdfParams;
+use sqlvault::{CreateOptions, EngineConfig, FileOptions, Secret, Vault};
 
 fn cpu_seconds() -> f64 {
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };

@@ -218,6 +218,12 @@ impl Error {
         }
     }
 
+    /// True if this is the error an [`Interrupt`](crate::Interrupt) stops an operation
+    /// with (an `Io` error of kind `Interrupted`).
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::Interrupted)
+    }
+
     /// The POSIX errno this error stands for, for the FUSE frontend.
     pub fn errno(&self) -> i32 {
         use Error::*;

@@ -1,7 +1,7 @@
 //! Stopping a long operation on request: an [`Interrupt`] is a shared flag the
 //! operation checks between two of its steps, and the error it stops with is one
-//! [`is_interrupted`] recognises. One-transaction operations then roll back; the others
-//! stop between two complete steps, so the vault is always consistent.
+//! [`Error::is_interrupted`] recognises. One-transaction operations then roll back; the
+//! others stop between two complete steps, so the vault is always consistent.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -9,9 +9,9 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 
 /// A flag a long operation checks from time to time; once set, the operation stops at
-/// the next check with an `Interrupted` I/O error ([`is_interrupted`]). One-transaction
-/// operations roll back; the others stop between two complete steps. Cheap to clone:
-/// clones share the flag (set it from a signal handler's thread).
+/// the next check with an `Interrupted` I/O error ([`Error::is_interrupted`]).
+/// One-transaction operations roll back; the others stop between two complete steps.
+/// Cheap to clone: clones share the flag (set it from a signal handler's thread).
 #[derive(Debug, Clone, Default)]
 pub struct Interrupt(Arc<AtomicBool>);
 
@@ -50,9 +50,4 @@ fn interrupted() -> Error {
         context: "interrupted".into(),
         source: std::io::Error::new(std::io::ErrorKind::Interrupted, "stopped on request"),
     }
-}
-
-/// True if `e` is the error an [`Interrupt`] stops an operation with.
-pub fn is_interrupted(e: &Error) -> bool {
-    matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::Interrupted)
 }

@@ -17,22 +17,30 @@
 //! # Ok::<(), sqlvault::Error>(())
 //! ```
 //!
-//! Where to look:
+//! Where to look. The crate root holds what most programs need; the rest is grouped
+//! in a few modules, each saying what it holds:
 //!
 //! * files and directories by path: [`Vault`] ([`Vault::open_file`] gives a buffered
 //!   [`FileHandle`]); a directory page by page: [`Vault::read_dir_page`];
 //! * tags and `find`: [`Vault::set_tags`], [`Vault::find`] with a [`Query`]; named
-//!   key -> value collections: [`Vault::records`] ([`Records`]);
+//!   key -> value collections: [`Vault::records`] ([`Records`]; key ranges and scans in
+//!   [`records`]);
 //! * files, tags and records in one transaction: [`Vault::transaction`] ([`Tx`]);
-//! * application tables: [`Vault::migrate`], [`Vault::execute`], [`Vault::query`];
+//! * application tables: [`Vault::migrate`], [`Vault::execute`], [`Vault::query`] with
+//!   [`SqlValue`] parameters ([`params!`]); rows, statement descriptions and scripts in
+//!   [`sql`];
 //! * snapshots: [`Vault::snapshot`], [`Vault::restore`], [`Vault::diff`],
-//!   [`Vault::forget`];
+//!   [`Vault::forget`]; their changes and retention policies in [`history`];
+//! * the secrets that open a vault (passphrases, key files, key slots) and the cipher
+//!   settings: [`Secret`] and the [`secrets`] module, whose functions work on the
+//!   vault file whether or not it is open;
 //! * long operations take an [`Ops`] (progress in one [`Progress`] shape, an
-//!   [`Interrupt`] to stop them); `&Ops::default()` asks for neither;
+//!   [`Interrupt`] to stop them with an error [`Error::is_interrupted`] recognises);
+//!   `&Ops::default()` asks for neither;
 //! * a file-system frontend (the FUSE mount) works by inode: [`Vault::inodes`] and the
 //!   [`inodes`] module;
-//! * replication (feature `remote`): `Vault::remote` (push, pull, log, prune), the
-//!   `remote` module.
+//! * replication (feature `remote`): `Vault::remote` (add, push, pull, log, prune,
+//!   restore), `Vault::clone_remote`, the `remote` module.
 //!
 //! Layers, each depending only on the ones before it in this list (`tests/layers.rs`
 //! checks it):
@@ -73,37 +81,88 @@ mod vault;
 pub use error::{Error, ErrorKind, Result};
 pub use fs::bulk::RemoveSummary;
 pub use fs::handle::{FileHandle, FileOptions};
-pub use fs::path::{join as join_path, VaultPath};
+pub use fs::path::join as join_path;
 pub use fs::tree::{Attr, FileType, InodeId, SetAttr};
 pub use fsck::FsckReport;
-pub use interrupt::{is_interrupted, Interrupt};
-pub use keys::{generate_key_file, CipherSettings, HmacAlgorithm, KdfParams, Secret, SlotInfo, SlotKind};
-pub use meta::appsql::{split_sql, ColumnInfo, FromSqlValue, Row, SqlImport, SqlValue, SqlValueRef, StatementInfo};
-pub use meta::records::{prefix_range, KeyRange};
+pub use interrupt::Interrupt;
+pub use keys::Secret;
+pub use meta::appsql::SqlValue;
 pub use meta::tags::{Condition, Found, Op, Query, TagValue};
 pub use ops::{Ops, Progress};
-pub use snapshot::diff::{Change, ChangeKind};
-pub use snapshot::forget::{forget_plan, ForgetDecision, ForgetPolicy};
 pub use snapshot::{RestoreSummary, SnapshotInfo};
 pub use storage::commit::CommitStats;
 pub use storage::compact::CompactReport;
 pub use storage::engine::{Durability, EngineConfig};
+/// Per-thread counts of page reads and writes (feature `io-counts`, for
+/// `tests/io_counts.rs`): a test hook, not part of the API.
 #[cfg(feature = "io-counts")]
+#[doc(hidden)]
 pub use storage::vfs::{io_counts, IoCounts};
-pub use vault::import::PART_PREFIX;
-pub use vault::metadata::{RecordScan, Records};
+pub use vault::metadata::Records;
 #[cfg(feature = "remote")]
 pub use vault::remote::Remote;
 #[cfg(feature = "remote")]
 pub use vault::replicate::{Replicator, ReplicatorStart, Round};
-pub use vault::transaction::{Tx, TxRecords};
+pub use vault::transaction::Tx;
 pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
 
-/// The vault by inode number, for a file-system frontend: [`Vault::inodes`] returns an
-/// [`Inodes`](inodes::Inodes) handle, and the types its methods take and return live
-/// here. Applications use the path API on [`Vault`] instead.
+pub mod sql {
+    //! Application SQL beyond the calls on [`Vault`](crate::Vault): the [`Row`] that
+    //! [`Vault::query`](crate::Vault::query) hands its closure (values read with
+    //! [`FromSqlValue`] or borrowed as [`SqlValueRef`]), what
+    //! [`Vault::describe`](crate::Vault::describe) says of a statement
+    //! ([`StatementInfo`], [`ColumnInfo`]), what
+    //! [`Vault::import_sqlite`](crate::Vault::import_sqlite) copied ([`SqlImport`]), and
+    //! [`split_sql`], which cuts a script into statements. Parameters are
+    //! [`SqlValue`](crate::SqlValue)s, at the crate root with the
+    //! [`params!`](crate::params) macro that builds a list of them.
+    pub use crate::meta::appsql::{split_sql, ColumnInfo, FromSqlValue, Row, SqlImport, SqlValueRef, StatementInfo};
+}
+
+pub mod records {
+    //! Key ranges and scans of the record collections that
+    //! [`Vault::records`](crate::Vault::records) opens as a [`Records`](crate::Records):
+    //! a [`KeyRange`] (any pair of bounds, or [`prefix_range`]) for `count_range`, `page`
+    //! and the [`RecordScan`] iterators; [`TxRecords`], the same collection inside a
+    //! [`Tx`](crate::Tx).
+    pub use crate::meta::records::{prefix_range, KeyRange};
+    pub use crate::vault::metadata::RecordScan;
+    pub use crate::vault::transaction::TxRecords;
+}
+
+pub mod history {
+    //! What the snapshots' history is read and trimmed with: the [`Change`]s
+    //! [`Vault::diff`](crate::Vault::diff) reports between two snapshots (or a snapshot
+    //! and the live tree), and the [`ForgetPolicy`] that
+    //! [`Vault::forget`](crate::Vault::forget) and
+    //! [`Vault::forget_plan`](crate::Vault::forget_plan) apply, with one
+    //! [`ForgetDecision`] per snapshot. The snapshots themselves are
+    //! [`SnapshotInfo`](crate::SnapshotInfo)s, at the crate root.
+    pub use crate::snapshot::diff::{Change, ChangeKind};
+    pub use crate::snapshot::forget::{ForgetDecision, ForgetPolicy};
+}
+
+pub mod secrets {
+    //! The secrets that open a vault and the settings that seal it. A vault's header
+    //! holds key slots, each the master key wrapped by one [`Secret`](crate::Secret) (a
+    //! passphrase through Argon2id with [`KdfParams`], or a key file made by
+    //! [`generate_key_file`]); [`SlotInfo`] describes one. The functions here change,
+    //! add and remove slots and repair a damaged header copy: they work on the vault
+    //! file by path, whether or not it is open (in this process or another), each under
+    //! a lock on the header, one header copy at a time. [`CipherSettings`] (page size,
+    //! [`HmacAlgorithm`]) are fixed when the vault is created
+    //! ([`CreateOptions`](crate::CreateOptions)).
+    pub use crate::keys::{generate_key_file, CipherSettings, HmacAlgorithm, KdfParams, SlotInfo, SlotKind};
+    pub use crate::vault::secrets::{add_secret, change_secret, remove_secret, repair_header};
+}
+
 pub mod inodes {
-    pub use crate::fs::path::check_name;
+    //! The vault by inode number, for a file-system frontend:
+    //! [`Vault::inodes`](crate::Vault::inodes) returns an [`Inodes`] handle, and the
+    //! types its methods take and return live here, with the rules names and paths obey
+    //! ([`check_name`], [`VaultPath`]). Applications use the path API on
+    //! [`Vault`](crate::Vault) instead.
+    pub use crate::fs::path::{check_name, VaultPath};
     pub use crate::fs::tree::{Entry, NewNode, RenameMode};
     pub use crate::meta::xattr::XattrMode;
     pub use crate::snapshot::SnapshotId;

@@ -38,7 +38,7 @@ pub struct Ops<'a> {
     /// thread, hence `Sync`).
     pub progress: Option<&'a (dyn Fn(&Progress) + Sync)>,
     /// Checked between two steps; once set, the operation stops with an error
-    /// [`crate::is_interrupted`] recognises.
+    /// [`Error::is_interrupted`](crate::Error::is_interrupted) recognises.
     pub interrupt: Option<&'a Interrupt>,
 }
 

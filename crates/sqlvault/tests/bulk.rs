@@ -69,14 +69,14 @@ fn an_interrupted_removal_or_restore_changes_nothing() {
     let stop = Interrupt::new();
     stop.trigger();
     let e = v.remove_dir_all("/t", &sqlvault::Ops::default().interrupt(&stop)).unwrap_err();
-    assert!(sqlvault::is_interrupted(&e), "{e}");
+    assert!(e.is_interrupted(), "{e}");
     assert_eq!(v.read_dir("/t/a/b/c").unwrap().len(), 13);
     v.write_file("/t/new", b"new").unwrap();
     let e = v.restore("s", "/t", None, &sqlvault::Ops::default().interrupt(&stop)).unwrap_err();
-    assert!(sqlvault::is_interrupted(&e), "{e}");
+    assert!(e.is_interrupted(), "{e}");
     assert_eq!(v.read_file("/t/new").unwrap(), b"new");
     let e = v.remove_snapshot("s", &sqlvault::Ops::default().interrupt(&stop)).unwrap_err();
-    assert!(sqlvault::is_interrupted(&e), "{e}");
+    assert!(e.is_interrupted(), "{e}");
     assert_eq!(v.snapshots().unwrap().len(), 1);
     clean(&v);
     // Not interrupted: the restore replaces /t, the removal frees what only it held.
@@ -109,7 +109,7 @@ fn replace_file_is_atomic_and_sets_mode_and_times() {
         let e = v
             .replace_file(&path, len as u64, other.as_slice(), &stamp, &sqlvault::Ops::default().interrupt(&stop))
             .unwrap_err();
-        assert!(sqlvault::is_interrupted(&e), "{e}");
+        assert!(e.is_interrupted(), "{e}");
         assert_eq!(v.read_file(&path).unwrap(), data);
     }
     let names: Vec<String> = v.read_dir("/d").unwrap().into_iter().map(|e| e.name).collect();
@@ -135,9 +135,9 @@ fn fsck_reports_a_damaged_header_copy_and_repair_rewrites_it() {
         let r = v.fsck(&sqlvault::Ops::default()).unwrap();
         assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
         assert!(r.problems[0].starts_with(&format!("header copy {}", copy + 1)), "{:?}", r.problems);
-        assert_eq!(Vault::repair_header(&t.path).unwrap(), 1);
+        assert_eq!(sqlvault::secrets::repair_header(&t.path).unwrap(), 1);
         clean(&v);
-        assert_eq!(Vault::repair_header(&t.path).unwrap(), 0);
+        assert_eq!(sqlvault::secrets::repair_header(&t.path).unwrap(), 0);
         drop(v);
         assert_eq!(t.reopen().read_file("/f").unwrap(), b"data");
     }
@@ -151,7 +151,7 @@ fn opening_completes_a_key_change_killed_between_its_two_header_writes() {
     v.close().unwrap();
     let before = std::fs::read(&t.path).unwrap()[..8192].to_vec();
     let new = sqlvault::Secret::passphrase("another passphrase");
-    Vault::change_secret(&t.path, &pass(), &new, fast_kdf()).unwrap();
+    sqlvault::secrets::change_secret(&t.path, &pass(), &new, fast_kdf()).unwrap();
     // The update writes copy 2 first, then copy 1: put copy 1 back as it was, as a
     // SIGKILL between the two writes leaves it.
     let f = std::fs::OpenOptions::new().write(true).open(&t.path).unwrap();

@@ -542,7 +542,7 @@ fn history_operations_grow_linearly_with_files_and_snapshots() {
             files
         }),
         ("push", |v, files, snaps, url, endpoint| {
-            v.remote_add("r", url, Some(endpoint)).unwrap();
+            v.remote("r").add(url, Some(endpoint)).unwrap();
             assert!(matches!(
                 v.remote("r").push(&Ops::default()).unwrap(),
                 sqlvault::remote::PushOutcome::Pushed { .. }
@@ -550,7 +550,7 @@ fn history_operations_grow_linearly_with_files_and_snapshots() {
             files * (snaps + 1)
         }),
         ("forget", |v, files, snaps, _, _| {
-            let policy = sqlvault::ForgetPolicy { last: 1, ..Default::default() };
+            let policy = sqlvault::history::ForgetPolicy { last: 1, ..Default::default() };
             let (plan, _) = v.forget(&policy, &jiff::tz::TimeZone::UTC).unwrap();
             assert_eq!(plan.iter().filter(|d| !d.keep).count(), snaps - 1);
             files * snaps.saturating_sub(1).max(1)

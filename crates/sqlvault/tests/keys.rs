@@ -35,7 +35,7 @@ fn change_passphrase_is_constant_time_and_old_one_stops_working() {
     v.write_file("/f", b"kept").unwrap();
     drop(v);
     let new = Secret::passphrase("new one");
-    Vault::change_secret(&t.path, &pass(), &new, fast_kdf()).unwrap();
+    sqlvault::secrets::change_secret(&t.path, &pass(), &new, fast_kdf()).unwrap();
     assert!(matches!(Vault::open(&t.path, &pass(), EngineConfig::default()), Err(Error::WrongSecret { .. })));
     let v = Vault::open(&t.path, &new, EngineConfig::default()).unwrap();
     assert_eq!(v.read_file("/f").unwrap(), b"kept");
@@ -47,9 +47,9 @@ fn key_file_slot_opens_the_same_vault() {
     v.write_file("/f", b"both").unwrap();
     drop(v);
     let kf = t.dir.path().join("key");
-    sqlvault::generate_key_file(&kf).unwrap();
+    sqlvault::secrets::generate_key_file(&kf).unwrap();
     let key = Secret::from_key_file(&kf).unwrap();
-    Vault::add_secret(&t.path, &pass(), &key, fast_kdf()).unwrap();
+    sqlvault::secrets::add_secret(&t.path, &pass(), &key, fast_kdf()).unwrap();
     let v = Vault::open(&t.path, &key, EngineConfig::default()).unwrap();
     assert_eq!(v.read_file("/f").unwrap(), b"both");
     assert_eq!(v.info().unwrap().key_slots.len(), 2);

@@ -221,7 +221,7 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
         &["inodes", "dirents", "orphans", "file_chunks", "chunks"],
         "set-based removal of a whole subtree, the per-row path of fs::tree and fs::chunks in bulk",
     ),
-    ("vault::whole", &["sqlite_sequence"], "reserving inode numbers for whole-file imports"),
+    ("fs::tree", &["sqlite_sequence"], "reserving inode numbers for whole-file imports (`reserve_inodes`)"),
     (
         "meta::appsql",
         &["sqlite_sequence"],

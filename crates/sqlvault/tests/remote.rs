@@ -133,7 +133,7 @@ fn push_clone_pull_round_trip() {
     let url = remote(&server, "round");
     let (tv, a) = TestVault::new(CHUNK);
     populate(&a, "alpha");
-    a.remote_add("backup", &url, Some(&server.endpoint)).unwrap();
+    a.remote("backup").add(&url, Some(&server.endpoint)).unwrap();
     let pushed = a.remote("backup").push(&sqlvault::Ops::default()).unwrap();
     let PushOutcome::Pushed { commit, chunks_uploaded, .. } = &pushed else { panic!("{pushed:?}") };
     assert!(*chunks_uploaded >= 7, "{pushed:?}");
@@ -188,7 +188,7 @@ fn incremental_push_uploads_only_new_chunks() {
         a.write_file(&format!("/small/{i}"), &payload(1000 + i, 1000)).unwrap();
     }
     a.write_file("/one", &payload(10, 8 * CHUNK as usize)).unwrap();
-    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     let r = a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let PushOutcome::Pushed { chunks_uploaded: 308, objects_uploaded, .. } = r else { panic!("{r:?}") };
     assert_eq!(server.count("inc", "vaults/one", "data"), 0);
@@ -229,7 +229,7 @@ fn a_layout_1_remote_still_pushes_and_pulls() {
     let url = remote(&server, "old");
     let (_tv, a) = TestVault::new(CHUNK);
     populate(&a, "old");
-    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     a.remote("r").init_layout(1).unwrap();
     assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     let data = server.count("old", "vaults/one", "data");
@@ -263,7 +263,7 @@ fn racing_pushers_exactly_one_wins_each_round() {
     let url = remote(&server, "race");
     let (_tv, a) = TestVault::new(CHUNK);
     a.write_file("/base", b"base").unwrap();
-    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     const REPLICAS: usize = 4;
     const ROUNDS: usize = 3;
@@ -371,7 +371,7 @@ fn sigkill_during_push_leaves_the_remote_consistent() {
     let server = S3Server::start();
     let url = remote(&server, "kill");
     let (tv, a) = TestVault::new(CHUNK);
-    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     let mut rng = Rng(0x5161);
     let mut pushed_states: Vec<BTreeMap<String, String>> = Vec::new();
     let (mut completed, mut interrupted) = (0, 0);
@@ -454,7 +454,7 @@ fn a_failed_upload_aborts_the_push_and_leaves_the_ref_unchanged() {
     };
     let (_tv, a) = TestVault::new(CHUNK);
     populate(&a, "first");
-    a.remote_add("r", &url, Some(&endpoint)).unwrap();
+    a.remote("r").add(&url, Some(&endpoint)).unwrap();
     // One object per chunk, so that the failure lands among many uploads (the pipeline
     // is the same for packs, see store.rs; this much data is one pack).
     a.remote("r").init_layout(1).unwrap();
@@ -501,7 +501,7 @@ fn wrong_secret_is_refused_and_leaves_no_file() {
     let url = remote(&server, "secret");
     let (_tv, a) = TestVault::new(CHUNK);
     a.write_file("/f", b"x").unwrap();
-    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let d = tempfile::tempdir().unwrap();
     let dest = d.path().join("c.vault");
@@ -521,7 +521,7 @@ fn wrong_secret_is_refused_and_leaves_no_file() {
 
     // Another vault cannot push into this remote.
     let (_tv2, other) = TestVault::new(CHUNK);
-    other.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    other.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     let e = other.remote("r").push(&sqlvault::Ops::default()).unwrap_err();
     assert!(e.to_string().contains("another vault"), "{e}");
 }
@@ -533,7 +533,7 @@ fn tampered_objects_are_detected_never_returned() {
     let (_tv, a) = TestVault::new(CHUNK);
     a.write_file("/f", &payload(5, 3 * CHUNK as usize)).unwrap();
     a.set_tags("/f", &[("k", TagValue::Int(1))]).unwrap();
-    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let root = server.root.path().join("tamper/vaults/one");
     let try_clone = || {
@@ -596,7 +596,7 @@ fn the_bucket_holds_no_plaintext() {
     let (_tv, a) = TestVault::new(CHUNK);
     let marker = "Zq7MarkerXv";
     populate(&a, marker);
-    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let objects = server.objects("plain", "vaults/one");
     // keys, config, ref, a commit, a metadata piece, a pack, its index.
@@ -623,7 +623,7 @@ fn point_in_time_clone_by_commit_or_time() {
     let server = S3Server::start();
     let url = remote(&server, "pitr");
     let (_tv, a) = TestVault::new(CHUNK);
-    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     let mut states = Vec::new();
     for i in 0..3u64 {
         a.write_file("/f", &payload(100 + i, 2 * CHUNK as usize)).unwrap();
@@ -689,7 +689,7 @@ fn diverged(server: &S3Server, bucket: &str) -> (TestVault, Vault, tempfile::Tem
     a.write_file("/kind", b"a file").unwrap();
     a.write_file("/both", b"base").unwrap();
     a.records("settings").put("font", "serif").unwrap();
-    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     let dir = tempfile::tempdir().unwrap();
     let b = clone(server, &url, dir.path(), "b.vault");
@@ -863,7 +863,7 @@ fn replicate_rounds_hold_the_lease_and_idle_rounds_cost_one_get_of_ref() {
     let url = remote(&server, "idle");
     let (_tv, a) = TestVault::new(CHUNK);
     a.write_file("/f", b"one").unwrap();
-    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     let other = tempfile::tempdir().unwrap();
     let sqlvault::ReplicatorStart::Holding(mut rep) = a.remote("r").replicator(Duration::from_secs(1)).unwrap() else {
         panic!("the lease was not free")

@@ -80,7 +80,7 @@ fn three_commits_in(
 ) -> (TestVault, Vault, String, Vec<BTreeMap<String, String>>) {
     let url = remote(server, bucket);
     let (tv, a) = TestVault::new(CHUNK);
-    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     if let Some(l) = layout {
         a.remote("r").init_layout(l).unwrap();
     }
@@ -169,7 +169,7 @@ fn prune_deletes_packs_no_kept_commit_references() {
     let server = S3Server::start();
     let url = remote(&server, "packs");
     let (_tv, a) = TestVault::new(CHUNK);
-    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     a.write_file("/old", &payload(300, 4 * CHUNK as usize)).unwrap();
     assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     a.write_file("/keep", &payload(301, 2 * CHUNK as usize)).unwrap();
@@ -333,9 +333,8 @@ fn restore_at_or_commit_of_the_whole_vault_and_of_a_path() {
     // Local changes after the last push, then the whole tree back to the first commit.
     a.write_file("/f", b"changed").unwrap();
     a.remove_file("/only-1").unwrap();
-    let r = a
-        .restore_remote(None, &At::Commit(log[3].id[8..20].to_string()), "/", None, &sqlvault::Ops::default())
-        .unwrap();
+    let r =
+        a.remote("r").restore(&At::Commit(log[3].id[8..20].to_string()), "/", None, &sqlvault::Ops::default()).unwrap();
     assert_eq!(r.commit, log[3].id);
     assert_eq!(files(&a), states[0]);
     assert!(a.fsck(&sqlvault::Ops::default()).unwrap().is_clean(), "{:?}", a.fsck(&sqlvault::Ops::default()).unwrap());
@@ -344,18 +343,18 @@ fn restore_at_or_commit_of_the_whole_vault_and_of_a_path() {
     assert_eq!(a.remote("r").log(10).unwrap().len(), 5);
 
     // One path, by time, to another place; the rest stays.
-    let r = a
-        .restore_remote(Some("r"), &At::Time(log[0].time_ns), "/dir", Some("/dir-back"), &sqlvault::Ops::default())
-        .unwrap();
+    let r =
+        a.remote("r").restore(&At::Time(log[0].time_ns), "/dir", Some("/dir-back"), &sqlvault::Ops::default()).unwrap();
     assert_eq!(r.restored.files, 1);
     assert_eq!(a.read_file("/dir-back/sub/x").unwrap(), payload(7, 2 * CHUNK as usize));
     assert_eq!(files(&a).get("/f"), states[0].get("/f"));
     // A file with its tags.
-    a.restore_remote(None, &At::Commit(log[0].id.clone()), "/f", None, &sqlvault::Ops::default()).unwrap();
+    a.remote("r").restore(&At::Commit(log[0].id.clone()), "/f", None, &sqlvault::Ops::default()).unwrap();
     assert_eq!(files(&a).get("/f"), tagged.get("/f"));
     assert!(a.fsck(&sqlvault::Ops::default()).unwrap().is_clean(), "{:?}", a.fsck(&sqlvault::Ops::default()).unwrap());
     let e = a
-        .restore_remote(None, &At::Commit("0123456789abcdef".into()), "/", None, &sqlvault::Ops::default())
+        .remote("r")
+        .restore(&At::Commit("0123456789abcdef".into()), "/", None, &sqlvault::Ops::default())
         .unwrap_err();
     assert!(matches!(e, Error::NotFound { .. }), "{e}");
 }
@@ -368,7 +367,10 @@ fn restore_fetches_only_missing_chunks_into_a_fresh_vault() {
     let d = tempfile::tempdir().unwrap();
     let c = clone_with(&server, &url, d.path(), &pass()).unwrap();
     let log = a.remote("r").log(10).unwrap();
-    let r = c.restore_remote(None, &At::Commit(log[2].id.clone()), "/", None, &sqlvault::Ops::default()).unwrap();
+    let r = c
+        .remote(sqlvault::remote::ORIGIN)
+        .restore(&At::Commit(log[2].id.clone()), "/", None, &sqlvault::Ops::default())
+        .unwrap();
     assert_eq!(r.chunks_downloaded, 4);
     assert_eq!(files(&c), states[0]);
     assert!(c.fsck(&sqlvault::Ops::default()).unwrap().is_clean(), "{:?}", c.fsck(&sqlvault::Ops::default()).unwrap());
@@ -380,7 +382,7 @@ fn passwd_and_key_rm_travel_with_push_and_pull() {
     let url = remote(&server, "keys");
     let (tv, a) = TestVault::new(CHUNK);
     a.write_file("/f", b"x").unwrap();
-    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let d = tempfile::tempdir().unwrap();
     let b = clone_with(&server, &url, d.path(), &pass()).unwrap();
@@ -389,7 +391,7 @@ fn passwd_and_key_rm_travel_with_push_and_pull() {
     // passwd on A, then a push with nothing else changed: the new passphrase clones,
     // the old one is refused.
     let new = Secret::passphrase("a new passphrase");
-    Vault::change_secret(&tv.path, &pass(), &new, fast_kdf()).unwrap();
+    sqlvault::secrets::change_secret(&tv.path, &pass(), &new, fast_kdf()).unwrap();
     assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::UpToDate { .. }));
     let d1 = tempfile::tempdir().unwrap();
     assert!(clone_with(&server, &url, d1.path(), &new).is_ok());
@@ -404,11 +406,11 @@ fn passwd_and_key_rm_travel_with_push_and_pull() {
     // key add on B, pushed; then key rm on A of that slot... A adds a second secret
     // and removes the first; B pulls: the removed one opens neither the remote nor B.
     let second = Secret::passphrase("second");
-    let slot = Vault::add_secret(&tv.path, &new, &second, fast_kdf()).unwrap();
+    let slot = sqlvault::secrets::add_secret(&tv.path, &new, &second, fast_kdf()).unwrap();
     a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let d3 = tempfile::tempdir().unwrap();
     assert!(clone_with(&server, &url, d3.path(), &second).is_ok());
-    Vault::remove_secret(&tv.path, &second, 0).unwrap();
+    sqlvault::secrets::remove_secret(&tv.path, &second, 0).unwrap();
     a.write_file("/g", b"y").unwrap();
     a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let d4 = tempfile::tempdir().unwrap();
@@ -428,7 +430,7 @@ fn a_keys_object_from_a_bucket_writer_is_refused_and_an_old_one_not_adopted() {
     let url = remote(&server, "forged");
     let (tv, a) = TestVault::new(CHUNK);
     a.write_file("/f", b"x").unwrap();
-    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let keys_path = server.root.path().join("forged").join(BUCKET_PREFIX).join("keys");
     let old = std::fs::read(&keys_path).unwrap();
@@ -447,7 +449,7 @@ fn a_keys_object_from_a_bucket_writer_is_refused_and_an_old_one_not_adopted() {
     // A adds a passphrase and pushes; a bucket writer puts the old copy back: B does
     // not go back to it (its epoch is not newer than what B saw).
     let extra = Secret::passphrase("extra");
-    Vault::add_secret(&tv.path, &pass(), &extra, fast_kdf()).unwrap();
+    sqlvault::secrets::add_secret(&tv.path, &pass(), &extra, fast_kdf()).unwrap();
     a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     b.remote("origin").pull(&sqlvault::Ops::default()).unwrap();
     let b_path = d.path().join("c.vault");
@@ -509,7 +511,7 @@ fn application_tables_and_migrations_round_trip() {
         }
         out
     };
-    a.remote_add("r", &url, Some(&server.endpoint)).unwrap();
+    a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     let d = tempfile::tempdir().unwrap();
     let b = clone_with(&server, &url, d.path(), &pass()).unwrap();

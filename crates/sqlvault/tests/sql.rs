@@ -711,7 +711,7 @@ fn import_sqlite_copies_tables_rows_rowids_sequences_and_schema() {
             Ok(())
         })
         .unwrap();
-    assert_eq!(done, sqlvault::SqlImport { tables: 4, indexes: 1, views: 1, triggers: 1, rows: 9, sequences: 1 });
+    assert_eq!(done, sqlvault::sql::SqlImport { tables: 4, indexes: 1, views: 1, triggers: 1, rows: 9, sequences: 1 });
     assert_eq!(calls.first(), Some(&(0, 9)));
     assert_eq!(calls.last(), Some(&(9, 9)));
     check_imported(&v, true);
@@ -755,7 +755,7 @@ fn an_import_that_collides_or_stops_imports_nothing() {
             stop.check()
         })
         .unwrap_err();
-    assert!(sqlvault::is_interrupted(&e), "{e}");
+    assert!(e.is_interrupted(), "{e}");
     assert!(v.query("SELECT * FROM items", &[], |_| Ok(())).is_err(), "items stayed after the interruption");
     // Not a plain SQLite database: the vault itself.
     let e = v.import_sqlite(&t.path, |_, _| Ok(())).unwrap_err();

@@ -94,8 +94,8 @@ impl sqlvault_result {
     }
 
     /// Appends one value (a query's cell, a tag's value).
-    pub(crate) fn value(&mut self, v: sqlvault::SqlValueRef<'_>) {
-        use sqlvault::SqlValueRef as V;
+    pub(crate) fn value(&mut self, v: sqlvault::sql::SqlValueRef<'_>) {
+        use sqlvault::sql::SqlValueRef as V;
         match v {
             V::Null => self.null(),
             V::Integer(i) => self.integer(i),
@@ -106,7 +106,7 @@ impl sqlvault_result {
     }
 
     /// Appends a query's row, which must have this table's columns.
-    pub(crate) fn row(&mut self, row: &sqlvault::Row<'_>) -> sqlvault::Result<()> {
+    pub(crate) fn row(&mut self, row: &sqlvault::sql::Row<'_>) -> sqlvault::Result<()> {
         if row.len() != self.columns.len() {
             return Err(sqlvault::Error::Sql {
                 message: format!(

@@ -55,15 +55,15 @@ pub(crate) fn positional(given: Vec<Named>) -> Vec<sqlvault::SqlValue> {
 }
 
 /// A result with the columns of `info`, to which the rows are appended.
-pub(crate) fn empty_result(info: &sqlvault::StatementInfo) -> sqlvault_result {
+pub(crate) fn empty_result(info: &sqlvault::sql::StatementInfo) -> sqlvault_result {
     sqlvault_result::new(info.columns.iter().map(|c| (c.name.as_str(), c.decl_type.as_deref())))
 }
 
 /// Runs `run` (a query through a vault or a transaction) with each row appended to a
 /// result with the statement's columns.
 pub(crate) fn query_into(
-    info: &sqlvault::StatementInfo,
-    run: impl FnOnce(&mut dyn FnMut(&sqlvault::Row<'_>) -> sqlvault::Result<()>) -> sqlvault::Result<Vec<()>>,
+    info: &sqlvault::sql::StatementInfo,
+    run: impl FnOnce(&mut dyn FnMut(&sqlvault::sql::Row<'_>) -> sqlvault::Result<()>) -> sqlvault::Result<Vec<()>>,
 ) -> CResult<sqlvault_result> {
     let mut r = empty_result(info);
     run(&mut |row| r.row(row))?;

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use sqlvault::{CreateOptions, EngineConfig, KdfParams, Secret, Vault};
+use sqlvault::secrets::KdfParams;
+use sqlvault::{CreateOptions, EngineConfig, Secret, Vault};
 use sqlvault_fuse::{MountOptions, Mounted};
 
 pub const PASSPHRASE: &str = "test passphrase";

@@ -1,6 +1,6 @@
 //! The backup user's view of snapshots on the facade: [`Vault::diff`] (walker in
-//! [`crate::snapshot::diff`]) and [`Vault::forget`] (policy in
-//! [`crate::snapshot::forget`]).
+//! `crate::snapshot::diff`), [`Vault::forget_plan`] and [`Vault::forget`] (policy in
+//! `crate::snapshot::forget`).
 
 use jiff::tz::TimeZone;
 
@@ -18,7 +18,8 @@ impl Vault {
         self.engine().read(|c| diff::diff(c, from, to, &mut each))
     }
 
-    /// What `policy` would keep and remove, newest first (see [`forget_plan`]).
+    /// What [`Vault::forget`] would keep and remove under `policy`, newest first,
+    /// removing nothing (a dry run). Reads only the snapshots' names and times.
     pub fn forget_plan(&self, policy: &ForgetPolicy, tz: &TimeZone) -> Result<Vec<ForgetDecision>> {
         let snaps: Vec<(String, i64)> =
             self.inodes().snapshot_names()?.into_iter().map(|(_, name, ns)| (name, ns)).collect();

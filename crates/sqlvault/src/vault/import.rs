@@ -17,7 +17,7 @@ use crate::fs::tree::{self, SetAttr};
 use crate::ops::{Ops, Progress};
 
 /// Names of the temporary files of an import in progress start with this.
-pub const PART_PREFIX: &str = ".sqlvault-part-";
+pub(crate) const PART_PREFIX: &str = ".sqlvault-part-";
 
 fn part_name(name: &[u8]) -> String {
     let h = blake3::hash(name);
@@ -32,7 +32,9 @@ impl Vault {
     /// reader or the process failing midway leaves the old file (or no file) in place.
     /// Reports progress in phase `write` (bytes stored, of `len`) as data is stored;
     /// `ops`'s interrupt is checked between buffers (the temporary file is removed and
-    /// the old one kept). Returns the bytes stored.
+    /// the old one kept). Returns the bytes stored. A file larger than the dirty-buffer
+    /// limit is streamed into a temporary file beside it, named `.sqlvault-part-` and a
+    /// hash of the name; one a killed process left is overwritten by the next import.
     pub fn replace_file(
         &self,
         path: &str,

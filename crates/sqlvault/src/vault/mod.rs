@@ -40,7 +40,7 @@ mod remote_keys;
 mod remote_restore;
 #[cfg(feature = "remote")]
 pub(crate) mod replicate;
-mod secrets;
+pub(crate) mod secrets;
 mod snapshots;
 mod sql;
 pub(crate) mod transaction;

@@ -1,6 +1,8 @@
-//! The facade's replication methods (feature `remote`): `remote_add`, `push`, `pull`
-//! (which merges diverged histories), `push_or_merge`, `clone_remote`, `remote_log`. The work is in [`crate::remote`]; this file opens the
-//! store, derives the remote's keys and runs each step in the right kind of transaction.
+//! The facade's replication methods (feature `remote`): the [`Remote`] handle (`add`,
+//! `push`, `pull` which merges diverged histories, `push_or_merge`, `log`, ...),
+//! [`Vault::remotes`] and [`Vault::clone_remote`]. The work is in [`crate::remote`]; this
+//! file opens the store, derives the remote's keys and runs each step in the right kind
+//! of transaction.
 
 use std::path::Path;
 
@@ -17,7 +19,7 @@ use crate::remote::repo::{self, Ancestry};
 use crate::remote::store::Store;
 use crate::remote::{
     self, dump, keyslots, packs, pull, push, At, CommitInfo, Progress, PullOutcome, PushMerged, PushOutcome,
-    RemoteInfo, RemoteUrl,
+    RemoteInfo, RemoteRestore, RemoteUrl,
 };
 use crate::storage::engine::{Engine, EngineConfig};
 use crate::storage::schema;
@@ -44,7 +46,7 @@ pub struct Remote<'a> {
 }
 
 impl Vault {
-    /// Remote `name` (added with [`Vault::remote_add`]).
+    /// Remote `name`: add it with [`Remote::add`]; [`Vault::remotes`] lists those added.
     pub fn remote(&self, name: &str) -> Remote<'_> {
         Remote { vault: self, name: name.to_string() }
     }
@@ -54,6 +56,16 @@ impl<'a> Remote<'a> {
     /// The remote's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Adds this remote to the vault, at `url` (`s3://bucket/prefix`), served by
+    /// `endpoint` (an S3-compatible server's `http(s)://` URL; AWS when `None`). Only the
+    /// URL and the endpoint are stored; credentials are read from the environment at
+    /// each use.
+    pub fn add(&self, url: &str, endpoint: Option<&str>) -> Result<()> {
+        let url = RemoteUrl::parse(url, endpoint)?;
+        let device = remote::new_device_id()?;
+        self.vault.engine().write(|tx| remote::add(tx, &self.name, &url, &device))
     }
 
     /// Pushes the vault's current state as a new commit. Returns
@@ -106,6 +118,16 @@ impl<'a> Remote<'a> {
         self.vault.replicator(&self.name, every)
     }
 
+    /// Makes `dest` (default: `path`) in the live tree equal to `path` (`/` for the whole
+    /// tree) of the commit `at` names in this remote, replacing what is there, as
+    /// [`Vault::restore`] does from a snapshot: history moves forward, the next push
+    /// publishes it. One write transaction: all of it or nothing. Only chunks this
+    /// vault lacks are fetched. Reports progress in phase `chunks` (bytes fetched) and
+    /// stops when `ops`'s interrupt is set (the transaction rolls back: nothing changes).
+    pub fn restore(&self, at: &At, path: &str, dest: Option<&str>, ops: &Ops<'_>) -> Result<RemoteRestore> {
+        self.vault.restore_remote(&self.name, at, path, dest, ops)
+    }
+
     /// Who holds the remote's lease now, if anyone.
     pub fn lease_holder(&self) -> Result<Option<crate::remote::LeaseHolder>> {
         self.vault.lease_holder(&self.name)
@@ -121,15 +143,6 @@ impl<'a> Remote<'a> {
 }
 
 impl Vault {
-    /// Adds remote `name` at `url` (`s3://bucket/prefix`), served by `endpoint` (an
-    /// S3-compatible server's `http(s)://` URL; AWS when `None`). Only the URL and the
-    /// endpoint are stored; credentials are read from the environment at each use.
-    pub fn remote_add(&self, name: &str, url: &str, endpoint: Option<&str>) -> Result<()> {
-        let url = RemoteUrl::parse(url, endpoint)?;
-        let device = remote::new_device_id()?;
-        self.engine().write(|tx| remote::add(tx, name, &url, &device))
-    }
-
     /// The configured remotes.
     pub fn remotes(&self) -> Result<Vec<RemoteInfo>> {
         self.engine().read(remote::list)

@@ -11,29 +11,20 @@ use crate::fs::path::VaultPath;
 use crate::fs::tree::InodeId;
 use crate::ops::Ops;
 use crate::remote::restore::{self, RemoteRestore};
-use crate::remote::{self as remote_mod, repo, At};
+use crate::remote::{repo, At};
 use crate::snapshot::{self, Dest, RestoreHooks, RestoreSummary};
 
 impl Vault {
-    /// Makes `dest` (default: `path`) in the live tree equal to `path` (`/` for the whole
-    /// tree) of the commit `at` names in remote `remote` (default: the only remote, or
-    /// `origin`), replacing what is there, as the snapshot restore does. One write
-    /// transaction: all of it or nothing. Only chunks this vault lacks are fetched.
-    /// Reports progress in phase `chunks` (bytes fetched) and stops when `ops`'s
-    /// interrupt is set (the transaction rolls back: nothing changes).
-    pub fn restore_remote(
+    /// [`Remote::restore`](super::remote::Remote::restore) of remote `name`.
+    pub(super) fn restore_remote(
         &self,
-        remote: Option<&str>,
+        name: &str,
         at: &At,
         path: &str,
         dest: Option<&str>,
         ops: &Ops<'_>,
     ) -> Result<RemoteRestore> {
-        let name = match remote {
-            Some(n) => n.to_string(),
-            None => self.default_remote()?,
-        };
-        let (_, store, keys) = self.remote_parts(&name)?;
+        let (_, store, keys) = self.remote_parts(name)?;
         let (newest, _) = repo::read_ref(&store, &keys)?
             .ok_or_else(|| Error::NotFound { path: format!("commits in remote {name} (push first)") })?;
         let id = pick(&store, &keys, &newest, at)?;
@@ -60,16 +51,5 @@ impl Vault {
             snapshot::remove(tx, snap, &check)?;
             Ok(RemoteRestore { commit: id.clone(), time_ns: commit.time_ns, chunks_downloaded: fetched, restored })
         })
-    }
-
-    /// The remote a command means when none is named: the only one, or `origin`.
-    pub(super) fn default_remote(&self) -> Result<String> {
-        let all = self.remotes()?;
-        match all.as_slice() {
-            [one] => Ok(one.name.clone()),
-            _ if all.iter().any(|r| r.name == remote_mod::ORIGIN) => Ok(remote_mod::ORIGIN.to_string()),
-            [] => Err(Error::NotFound { path: "a remote (add one with `remote add`)".into() }),
-            _ => Err(Error::InvalidArgument { what: "this vault has several remotes: name one with --remote".into() }),
-        }
     }
 }

@@ -1,55 +1,54 @@
 //! Key-slot administration by path: change, add and remove the secrets that open a
-//! vault. Header rewrites are serialised between processes with `flock`.
+//! vault, repair a header copy. Free functions, not `Vault` methods: they work on the
+//! file's header whether or not the vault is open (here or in another process).
+//! Header rewrites are serialised between processes with `flock`.
 
 use std::path::Path;
 
-use super::Vault;
 use crate::error::{Error, Result};
 use crate::keys::{Header, KdfParams, Secret};
 
-impl Vault {
-    /// Replaces the key slot that `old` unlocks by one for `new`. Rewrites one header
-    /// copy at a time (O(1) in the vault's size); an interruption leaves a vault that
-    /// opens with either secret. Works whether or not the vault is open elsewhere.
-    pub fn change_secret(path: impl AsRef<Path>, old: &Secret, new: &Secret, kdf: KdfParams) -> Result<()> {
-        let path = path.as_ref();
-        with_header_lock(path, || {
-            let mut header = Header::read(path)?;
-            let (master, slot) = header.unlock(old, &path.display().to_string())?;
-            header.replace_slot(slot, &master, new, kdf)?;
-            header.write_update(path)
-        })
-    }
+/// Replaces the key slot that `old` unlocks by one for `new`. Rewrites one header
+/// copy at a time (O(1) in the vault's size); an interruption leaves a vault that
+/// opens with either secret. Works whether or not the vault is open elsewhere.
+pub fn change_secret(path: impl AsRef<Path>, old: &Secret, new: &Secret, kdf: KdfParams) -> Result<()> {
+    let path = path.as_ref();
+    with_header_lock(path, || {
+        let mut header = Header::read(path)?;
+        let (master, slot) = header.unlock(old, &path.display().to_string())?;
+        header.replace_slot(slot, &master, new, kdf)?;
+        header.write_update(path)
+    })
+}
 
-    /// Adds a key slot for `new`, authorised by `existing`. Returns the slot index.
-    pub fn add_secret(path: impl AsRef<Path>, existing: &Secret, new: &Secret, kdf: KdfParams) -> Result<usize> {
-        let path = path.as_ref();
-        with_header_lock(path, || {
-            let mut header = Header::read(path)?;
-            let (master, _) = header.unlock(existing, &path.display().to_string())?;
-            let i = header.add_slot(&master, new, kdf)?;
-            header.write_update(path)?;
-            Ok(i)
-        })
-    }
+/// Adds a key slot for `new`, authorised by `existing`. Returns the slot index.
+pub fn add_secret(path: impl AsRef<Path>, existing: &Secret, new: &Secret, kdf: KdfParams) -> Result<usize> {
+    let path = path.as_ref();
+    with_header_lock(path, || {
+        let mut header = Header::read(path)?;
+        let (master, _) = header.unlock(existing, &path.display().to_string())?;
+        let i = header.add_slot(&master, new, kdf)?;
+        header.write_update(path)?;
+        Ok(i)
+    })
+}
 
-    /// Removes key slot `index`, authorised by `existing` (the last slot stays).
-    pub fn remove_secret(path: impl AsRef<Path>, existing: &Secret, index: usize) -> Result<()> {
-        let path = path.as_ref();
-        with_header_lock(path, || {
-            let mut header = Header::read(path)?;
-            header.unlock(existing, &path.display().to_string())?;
-            header.remove_slot(index)?;
-            header.write_update(path)
-        })
-    }
+/// Removes key slot `index`, authorised by `existing` (the last slot stays).
+pub fn remove_secret(path: impl AsRef<Path>, existing: &Secret, index: usize) -> Result<()> {
+    let path = path.as_ref();
+    with_header_lock(path, || {
+        let mut header = Header::read(path)?;
+        header.unlock(existing, &path.display().to_string())?;
+        header.remove_slot(index)?;
+        header.write_update(path)
+    })
+}
 
-    /// Rewrites a damaged or stale header copy from the intact one (`fsck --repair`),
-    /// under the header lock. Returns how many copies were rewritten (0 or 1).
-    pub fn repair_header(path: impl AsRef<Path>) -> Result<usize> {
-        let path = path.as_ref();
-        with_header_lock(path, || crate::keys::repair_header(path))
-    }
+/// Rewrites a damaged or stale header copy from the intact one (`fsck --repair`),
+/// under the header lock. Returns how many copies were rewritten (0 or 1).
+pub fn repair_header(path: impl AsRef<Path>) -> Result<usize> {
+    let path = path.as_ref();
+    with_header_lock(path, || crate::keys::repair_header(path))
 }
 
 /// Completes a key change that was killed between its two header copy writes, as a

@@ -70,7 +70,7 @@ mod tests {
 
     fn vault(dir: &std::path::Path) -> Vault {
         let opts = CreateOptions {
-            kdf: crate::KdfParams { memory_kib: 256, iterations: 1, parallelism: 1 },
+            kdf: crate::keys::KdfParams { memory_kib: 256, iterations: 1, parallelism: 1 },
             ..CreateOptions::default()
         };
         Vault::create(dir.join("v.vault"), &Secret::passphrase("pw"), &opts).unwrap()

@@ -4,7 +4,8 @@
 
 pub mod s3;
 
-use sqlvault::{CreateOptions, EngineConfig, KdfParams, Secret, Vault};
+use sqlvault::secrets::KdfParams;
+use sqlvault::{CreateOptions, EngineConfig, Secret, Vault};
 
 pub fn fast_kdf() -> KdfParams {
     KdfParams { memory_kib: 256, iterations: 1, parallelism: 1 }
