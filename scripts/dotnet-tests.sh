@@ -3,7 +3,7 @@
 # from Debian if missing, libsqlvault_ffi.so and the CLI from the workspace build, then
 # bindings/dotnet/SqlVault (SqlVault.dll) and its NUnit tests compiled with mcs into
 # target/dotnet/, run by nunit-console, which prints "N passed, M failed". The tests
-# include the C# example of docs/bindings.md, compiled and run as written, and cross
+# include the C# example of README.md, compiled and run as written, and cross
 # checks with the CLI (target/debug/sqlvault, or under $CARGO_TARGET_DIR when set).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,9 +25,9 @@ nunit="$(dirname "$(find /usr/lib/cli /usr/lib/mono -name nunit.framework.dll 2>
 # C# 7.2 as Mono's mcs compiles it; the same sources build with the .NET SDK.
 csc=(mcs -langversion:7.2 -debug -warnaserror -nowarn:1591)
 "${csc[@]}" -unsafe -target:library -r:System.Data.dll -out:"$out/SqlVault.dll" bindings/dotnet/SqlVault/*.cs bindings/dotnet/SqlVault/Data/*.cs
-# The C# example of docs/bindings.md (the block after the "dotnet-example" marker), as written.
-awk '/<!-- dotnet-example -->/{f=1; next} f && /^```csharp/{g=1; next} g && /^```/{exit} g' docs/bindings.md >"$out/Example.cs"
-[ -s "$out/Example.cs" ] || { echo "dotnet-tests.sh: no C# example in docs/bindings.md" >&2; exit 1; }
+# The C# example of README.md (the block after the "dotnet-example" marker), as written.
+awk '/<!-- dotnet-example -->/{f=1; next} f && /^```csharp/{g=1; next} g && /^```/{exit} g' README.md >"$out/Example.cs"
+[ -s "$out/Example.cs" ] || { echo "dotnet-tests.sh: no C# example in README.md" >&2; exit 1; }
 "${csc[@]}" -target:exe -r:"$out/SqlVault.dll" -out:"$out/Example.exe" "$out/Example.cs"
 "${csc[@]}" -target:library -r:"$out/SqlVault.dll" -r:System.Data.dll -r:"$nunit/nunit.framework.dll" \
   -out:"$out/SqlVault.Tests.dll" bindings/dotnet/SqlVault.Tests/*.cs

@@ -1,4 +1,4 @@
-// The C# example of docs/bindings.md, as scripts/dotnet-tests.sh extracted and compiled
+// The C# example of README.md, as scripts/dotnet-tests.sh extracted and compiled
 // it (SQLVAULT_DOTNET_EXAMPLE), run in a fresh directory; its output is checked.
 using System;
 using System.Diagnostics;
