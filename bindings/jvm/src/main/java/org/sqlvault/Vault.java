@@ -232,12 +232,17 @@ public final class Vault implements AutoCloseable {
 
     // ---- the tree ------------------------------------------------------------------
 
-    /** Creates the directory {@code path} and any missing parents; fine if it exists as a directory. */
+    /**
+     * Creates the directory {@code path} and any missing parents; fine if it exists as a
+     * directory. As {@code Files.createDirectories}: {@link FileAlreadyExistsException} if
+     * {@code path} exists and is not a directory, {@link java.nio.file.NotDirectoryException}
+     * if one of its parents is a file.
+     */
     public void mkdirs(String path) throws IOException {
         try {
             inner.mkdirs(path);
         } catch (uniffi.sqlvault_ffi.VaultException e) {
-            throw Errors.map(e, path);
+            throw Errors.mkdirs(e, path, inner::stat);
         }
     }
 
