@@ -69,3 +69,17 @@ impl FileHandle {
         self.append_all(data)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::region;
+    use crate::VaultError;
+
+    #[test]
+    fn region_refuses_what_can_be_checked() {
+        assert!(matches!(region(0, 1), Err(VaultError::InvalidArgument { .. })));
+        assert!(matches!(region(4096, -1), Err(VaultError::InvalidArgument { .. })));
+        assert_eq!(region(0, 0).ok().map(|(_, n)| n), Some(0));
+        assert_eq!(region(4096, 10).ok().map(|(p, n)| (p as usize, n)), Some((4096, 10)));
+    }
+}
