@@ -117,6 +117,13 @@ def test_mkdir_listdir_stat_exists(vault):
     vault.write_bytes("/a/f.txt", b"12345")
     with pytest.raises(FileExistsError):
         vault.mkdir("/a/f.txt", exist_ok=True)
+    # As os.makedirs: the path itself a file exists; a file as a parent is not a directory.
+    with pytest.raises(FileExistsError):
+        vault.makedirs("/a/f.txt", exist_ok=True)
+    with pytest.raises(NotADirectoryError):
+        vault.makedirs("/a/f.txt/sub")
+    with pytest.raises(FileExistsError), vault.transaction() as tx:
+        tx.makedirs("/a/f.txt")
     assert vault.listdir("/") == ["a", "m", "x"]
     assert vault.listdir("/a") == ["f.txt"]
     assert vault.scandir("/a") == [("f.txt", "file")]

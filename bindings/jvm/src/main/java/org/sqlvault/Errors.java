@@ -49,33 +49,6 @@ final class Errors {
         return out;
     }
 
-    /** How {@link #mkdirs} looks at the path that failed: the generated {@code stat}. */
-    interface StatCall {
-        uniffi.sqlvault_ffi.Stat stat(String path) throws uniffi.sqlvault_ffi.VaultException;
-    }
-
-    /**
-     * Maps an error of {@code mkdirs}: the library says "not a directory" both when
-     * {@code path} itself is a file and when a parent is; Java's
-     * {@code Files.createDirectories} throws {@link FileAlreadyExistsException} for the first.
-     */
-    static IOException mkdirs(uniffi.sqlvault_ffi.VaultException e, String path, StatCall stat) {
-        if (e instanceof NotADirectory) {
-            boolean existsAsOther;
-            try {
-                existsAsOther = stat.stat(path).getKind() != uniffi.sqlvault_ffi.FileKind.DIRECTORY;
-            } catch (uniffi.sqlvault_ffi.VaultException notThere) {
-                existsAsOther = false;
-            }
-            if (existsAsOther) {
-                IOException out = new FileAlreadyExistsException(path, null, "exists and is not a directory");
-                out.initCause(e);
-                return out;
-            }
-        }
-        return map(e, path);
-    }
-
     private static String detail(uniffi.sqlvault_ffi.VaultException e) {
         if (e instanceof NotFound) {
             return ((NotFound) e).getDetail();

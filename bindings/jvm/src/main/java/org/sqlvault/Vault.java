@@ -242,7 +242,7 @@ public final class Vault implements AutoCloseable {
         try {
             inner.mkdirs(path);
         } catch (uniffi.sqlvault_ffi.VaultException e) {
-            throw Errors.mkdirs(e, path, inner::stat);
+            throw Errors.map(e, path);
         }
     }
 

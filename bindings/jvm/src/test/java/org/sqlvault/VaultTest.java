@@ -513,6 +513,11 @@ class VaultTest {
         assertTrue(v.exists("/one"));
         assertFalse(v.exists("/two"));
         assertFalse(v.exists("/three"));
+        v.write("/file", new byte[] {4});
+        try (Tx tx = v.begin()) {
+            assertThrows(FileAlreadyExistsException.class, () -> tx.mkdirs("/file"));
+            assertThrows(NotDirectoryException.class, () -> tx.mkdirs("/file/sub"));
+        }
         Tx done = v.begin();
         done.commit();
         assertThrows(VaultException.class, () -> done.write("/late", new byte[1]));
