@@ -117,6 +117,13 @@ def test_mkdir_listdir_stat_exists(vault):
     vault.write_bytes("/a/f.txt", b"12345")
     with pytest.raises(FileExistsError):
         vault.mkdir("/a/f.txt", exist_ok=True)
+    # As os.makedirs: the path itself a file exists; a file as a parent is not a directory.
+    with pytest.raises(FileExistsError):
+        vault.makedirs("/a/f.txt", exist_ok=True)
+    with pytest.raises(NotADirectoryError):
+        vault.makedirs("/a/f.txt/sub")
+    with pytest.raises(FileExistsError), vault.transaction() as tx:
+        tx.makedirs("/a/f.txt")
     assert vault.listdir("/") == ["a", "m", "x"]
     assert vault.listdir("/a") == ["f.txt"]
     assert vault.scandir("/a") == [("f.txt", "file")]
@@ -318,6 +325,45 @@ def test_large_file_through_buffered_objects(vault):
         f.seek((3 << 20) - 1)
         got = f.read(100_002)
         assert got[1:-1] == b"Z" * 100_000
+
+
+def test_raw_io_moves_any_buffer_in_place(vault):
+    """The raw file reads into and writes from the caller's buffer: bytes, bytearray,
+    memoryview slices, array and read-only views all work, and the memory stays usable."""
+    import array
+
+    data = bytes(range(256)) * 40
+    with vault.open("/raw", "wb", buffering=0) as f:
+        assert f.write(data[:1000]) == 1000  # a whole bytes object, addressed directly
+        assert f.write(memoryview(data)[1000:3000]) == 2000  # a read-only slice, copied once
+        ba = bytearray(data[3000:6000])
+        assert f.write(memoryview(ba)[:1000]) == 1000  # writable, pinned for the call
+        assert f.write(ba[1000:]) == 2000
+        assert f.write(array.array("B", data[6000:])) == len(data) - 6000
+        assert f.write(b"") == 0
+        ba.extend(b"x")  # no export left pinned: the bytearray can still grow
+    assert vault.read_bytes("/raw") == data
+    with vault.open("/raw", "rb", buffering=0) as f:
+        into = bytearray(len(data) + 10)
+        assert f.readinto(memoryview(into)[5:105]) == 100
+        assert into[5:105] == data[:100] and into[:5] == bytes(5)
+        words = array.array("I", bytes(400))
+        assert f.readinto(words) == 400
+        assert words.tobytes() == data[100:500]
+        assert f.readinto(bytearray()) == 0
+        with pytest.raises(TypeError):
+            f.readinto(b"read-only")
+        assert f.readall() == data[500:]
+        assert f.readinto(bytearray(10)) == 0
+        f.seek(0)
+        assert f.readall() == data
+        into.extend(b"x")
+    with vault.open("/raw", "ab", buffering=0) as f:
+        assert f.write(bytearray(b"tail")) == 4
+        assert f.tell() == len(data) + 4
+    assert vault.read_bytes("/raw")[-4:] == b"tail"
+    with vault.open("/raw", "rb", buffering=0) as f, pytest.raises(io.UnsupportedOperation):
+        f.write(b"no")
 
 
 def test_file_and_vault_visible_to_each_other(vault):

@@ -643,7 +643,8 @@ int32_t sqlvault_mkdir(sqlvault_vault *v,
                        size_t path_len);
 
 // Creates `path` and any missing parents; fine if it already is a directory
-// (`-ENOTDIR` if it or a parent is a file).
+// (`-EEXIST` if it is something else, as `mkdir -p` says; `-ENOTDIR` if a parent is a
+// file).
 int32_t sqlvault_mkdirs(sqlvault_vault *v,
                         const char *path,
                         size_t path_len);

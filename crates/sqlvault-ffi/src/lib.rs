@@ -6,7 +6,9 @@
 //! all express it: only `i64`/`i32`/`f64`/`bool`, strings, byte arrays, records, plain
 //! enums and objects cross the boundary (no unsigned integers: Kotlin mangles methods
 //! taking `ULong`, so Java could not call them); data moves in large calls (a whole
-//! buffer per `read_at`/`write_at`), never byte by byte; every object is `Send + Sync`
+//! buffer per `read_at`/`write_at`, or, for the bindings' streams, straight through the
+//! foreign side's own memory with `read_at_address`/`write_at_address`, module `bulk`),
+//! never byte by byte; every object is `Send + Sync`
 //! and may be shared between threads; no closures cross the boundary (a transaction is
 //! an object the foreign side commits or rolls back, see [`Transaction`]).
 //!
@@ -18,6 +20,7 @@
 //! the languages that call C directly (.NET's P/Invoke among them): it moves bulk data
 //! through the caller's buffers and returns lists and query rows as one result table.
 
+mod bulk;
 mod capi;
 mod error;
 mod file;

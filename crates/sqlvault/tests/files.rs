@@ -271,3 +271,14 @@ fn large_reads_mixing_stored_buffered_and_holes_are_exact() {
         f.close().unwrap();
     }
 }
+
+#[test]
+fn create_dir_all_over_a_file_already_exists_under_one_is_not_a_directory() {
+    // As std::fs::create_dir_all and `mkdir -p`.
+    let (_t, v) = TestVault::new(4096);
+    v.write_file("/f", b"x").unwrap();
+    assert!(matches!(v.create_dir_all("/f"), Err(Error::AlreadyExists { .. })));
+    assert!(matches!(v.create_dir_all("/f/sub"), Err(Error::NotADirectory { .. })));
+    v.create_dir_all("/d").unwrap();
+    v.create_dir_all("/d").unwrap();
+}

@@ -24,6 +24,7 @@ may be shared between threads.
 
 from __future__ import annotations
 
+import ctypes
 import errno as _errno
 import io
 import os
@@ -162,10 +163,17 @@ class VaultRawIO(io.RawIOBase):
         if not self._h.readable():
             raise io.UnsupportedOperation("not readable")
         mv = memoryview(b).cast("B")
-        with _Errors(self.name):
-            data = self._h.read_at(self._pos, len(mv))
-        n = len(data)
-        mv[:n] = data
+        if not mv.nbytes:
+            return 0
+        if mv.readonly:
+            raise TypeError("readinto() argument must be a writable buffer")
+        # Rust reads straight into the caller's memory, pinned for the call.
+        pin = ctypes.c_char.from_buffer(mv)
+        try:
+            with _Errors(self.name):
+                n = self._h.read_at_address(self._pos, ctypes.addressof(pin), mv.nbytes)
+        finally:
+            del pin
         self._pos += n
         return n
 
@@ -173,28 +181,45 @@ class VaultRawIO(io.RawIOBase):
         self._checkClosed()
         if not self._h.readable():
             raise io.UnsupportedOperation("not readable")
-        parts = []
+        with _Errors(self.name):
+            rest = max(self._h.size() - self._pos, 0)
+        out = bytearray(rest + 1)  # one more: the end shows as a short read
+        got = 0
         while True:
-            with _Errors(self.name):
-                data = self._h.read_at(self._pos, 4 << 20)
-            if not data:
+            if got == len(out):
+                out.extend(bytes(max(len(out), 1 << 20)))
+            n = self.readinto(memoryview(out)[got:])
+            if n == 0:
                 break
-            self._pos += len(data)
-            parts.append(data)
-        return b"".join(parts)
+            got += n
+        del out[got:]
+        return bytes(out)
 
     def write(self, b) -> int:
         self._checkClosed()
         if not self._h.writable():
             raise io.UnsupportedOperation("not writable")
-        data = bytes(b)
-        with _Errors(self.name):
-            if self._append:
-                self._pos = self._h.append(data)
-            else:
-                self._h.write_at(self._pos, data)
-                self._pos += len(data)
-        return len(data)
+        mv = memoryview(b).cast("B")
+        n = mv.nbytes
+        # Rust reads the caller's memory in place: a writable buffer (what BufferedWriter
+        # passes) is pinned for the call, a whole bytes object is addressed directly;
+        # only other read-only buffers are copied once.
+        if not mv.readonly and n:
+            pin = ctypes.c_char.from_buffer(mv)
+            addr = ctypes.addressof(pin)
+        else:
+            pin = mv.obj if isinstance(mv.obj, bytes) and len(mv.obj) == n else mv.tobytes()
+            addr = ctypes.cast(ctypes.c_char_p(pin), ctypes.c_void_p).value or 0
+        try:
+            with _Errors(self.name):
+                if self._append:
+                    self._pos = self._h.append_from_address(addr, n)
+                else:
+                    self._h.write_at_address(self._pos, addr, n)
+                    self._pos += n
+        finally:
+            del pin
+        return n
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         self._checkClosed()

@@ -262,7 +262,8 @@ pub unsafe extern "C" fn sqlvault_mkdir(v: *mut sqlvault_vault, path: *const c_c
 }
 
 /// Creates `path` and any missing parents; fine if it already is a directory
-/// (`-ENOTDIR` if it or a parent is a file).
+/// (`-EEXIST` if it is something else, as `mkdir -p` says; `-ENOTDIR` if a parent is a
+/// file).
 #[no_mangle]
 pub unsafe extern "C" fn sqlvault_mkdirs(v: *mut sqlvault_vault, path: *const c_char, path_len: usize) -> i32 {
     call(|| unsafe {

@@ -194,6 +194,7 @@ static void test_paths(sqlvault_vault *v) {
     OK(sqlvault_write_file(v, S("/a/f"), (const uint8_t *)"hello", 5));
     OK(sqlvault_write_file(v, S("/a/empty"), NULL, 0));
     FAILS(sqlvault_mkdirs(v, S("/a/f/g")), ENOTDIR, SQLVAULT_ERR_NOT_A_DIRECTORY);
+    FAILS(sqlvault_mkdirs(v, S("/a/f")), EEXIST, SQLVAULT_ERR_ALREADY_EXISTS);
     FAILS(sqlvault_stat(v, S("/a/f/g"), &(sqlvault_attr){0}), ENOTDIR,
           SQLVAULT_ERR_NOT_A_DIRECTORY);
 

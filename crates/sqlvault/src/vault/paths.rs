@@ -112,6 +112,8 @@ impl Vault {
     }
 
     /// Creates `path` and any missing parents; fine if it already is a directory.
+    /// `AlreadyExists` if `path` itself is something else (as `std::fs::create_dir_all`
+    /// and `mkdir -p` say), `NotADirectory` if one of its parents is.
     pub fn create_dir_all(&self, path: &str) -> Result<()> {
         self.engine().write(|tx| self.create_dir_all_in(tx, path)).map_err(|e| e.with_path(path))
     }
@@ -128,7 +130,11 @@ impl Vault {
                         i
                     };
                     if tree::attr(tx, i)?.kind != FileType::Dir {
-                        return Err(Error::NotADirectory { path: path.into() });
+                        return Err(if depth + 1 == vp.names.len() {
+                            Error::AlreadyExists { path: path.into() }
+                        } else {
+                            Error::NotADirectory { path: path.into() }
+                        });
                     }
                     i
                 }

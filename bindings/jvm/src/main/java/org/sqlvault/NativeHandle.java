@@ -1,50 +1,107 @@
 package org.sqlvault;
 
 import java.io.IOException;
-import java.util.Arrays;
+import java.nio.ByteBuffer;
+
+import com.sun.jna.Memory;
+import com.sun.jna.Native;
+import com.sun.jna.Pointer;
 
 import uniffi.sqlvault_ffi.FileHandle;
 
-/** {@link Handle} over the generated {@code FileHandle}: one native call per block. */
+/**
+ * {@link Handle} over the generated {@code FileHandle}. Bulk data never goes through
+ * uniffi's byte arrays (a fresh array and buffer per call): Rust reads into and writes
+ * from native memory by address ({@code readAtAddress}/{@code writeAtAddress}), either
+ * the caller's direct {@link ByteBuffer} or this handle's scratch {@link Memory},
+ * allocated once and reused, with one bulk copy to or from a Java array.
+ */
 final class NativeHandle implements Handle {
     /** Largest block handed to Rust in one call, so a huge array does not double in native memory. */
     private static final int MAX_CALL = 8 * 1024 * 1024;
 
     private final FileHandle fh;
     private final String path;
+    /** Native memory for array reads and writes, grown up to {@link #MAX_CALL}; freed on close. */
+    private Memory scratch;
 
     NativeHandle(FileHandle fh, String path) {
         this.fh = fh;
         this.path = path;
     }
 
-    @Override
-    public int readAt(long offset, byte[] dst, int off, int len) throws IOException {
-        int n = Math.min(len, MAX_CALL);
-        byte[] got;
-        try {
-            got = fh.readAt(offset, n);
-        } catch (uniffi.sqlvault_ffi.VaultException e) {
-            throw Errors.map(e, path);
+    private Memory scratch(int len) {
+        if (scratch == null || scratch.size() < len) {
+            if (scratch != null) {
+                scratch.close();
+            }
+            scratch = new Memory(Math.max(len, VaultInputStream.BLOCK));
         }
-        if (got.length == 0) {
-            return -1;
-        }
-        System.arraycopy(got, 0, dst, off, got.length);
-        return got.length;
+        return scratch;
     }
 
     @Override
-    public void writeAt(long offset, byte[] src, int off, int len) throws IOException {
+    public synchronized int readAt(long offset, byte[] dst, int off, int len) throws IOException {
+        int n = Math.min(len, MAX_CALL);
+        if (n == 0) {
+            return 0;
+        }
+        Memory m = scratch(n);
+        int got = readAddress(offset, Pointer.nativeValue(m), n);
+        if (got > 0) {
+            m.read(0, dst, off, got);
+        }
+        return got;
+    }
+
+    @Override
+    public int readAt(long offset, ByteBuffer dst) throws IOException {
+        int len = dst.remaining();
+        if (len == 0) {
+            return 0;
+        }
+        long address = Pointer.nativeValue(Native.getDirectBufferPointer(dst)) + dst.position();
+        int got = readAddress(offset, address, len);
+        if (got > 0) {
+            dst.position(dst.position() + got);
+        }
+        return got;
+    }
+
+    private int readAddress(long offset, long address, int len) throws IOException {
+        long got;
         try {
-            while (len > 0) {
-                int n = Math.min(len, MAX_CALL);
-                byte[] piece = off == 0 && n == src.length ? src : Arrays.copyOfRange(src, off, off + n);
-                fh.writeAt(offset, piece);
-                offset += n;
-                off += n;
-                len -= n;
-            }
+            got = fh.readAtAddress(offset, address, len);
+        } catch (uniffi.sqlvault_ffi.VaultException e) {
+            throw Errors.map(e, path);
+        }
+        return got == 0 ? -1 : (int) got;
+    }
+
+    @Override
+    public synchronized void writeAt(long offset, byte[] src, int off, int len) throws IOException {
+        while (len > 0) {
+            int n = Math.min(len, MAX_CALL);
+            Memory m = scratch(n);
+            m.write(0, src, off, n);
+            writeAddress(offset, Pointer.nativeValue(m), n);
+            offset += n;
+            off += n;
+            len -= n;
+        }
+    }
+
+    @Override
+    public void writeAt(long offset, ByteBuffer src) throws IOException {
+        int len = src.remaining();
+        long address = Pointer.nativeValue(Native.getDirectBufferPointer(src)) + src.position();
+        writeAddress(offset, address, len);
+        src.position(src.position() + len);
+    }
+
+    private void writeAddress(long offset, long address, long len) throws IOException {
+        try {
+            fh.writeAtAddress(offset, address, len);
         } catch (uniffi.sqlvault_ffi.VaultException e) {
             throw Errors.map(e, path);
         }
@@ -85,6 +142,12 @@ final class NativeHandle implements Handle {
             throw Errors.map(e, path);
         } finally {
             fh.destroy();
+            synchronized (this) {
+                if (scratch != null) {
+                    scratch.close();
+                    scratch = null;
+                }
+            }
         }
     }
 }

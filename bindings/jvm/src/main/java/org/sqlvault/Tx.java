@@ -59,7 +59,7 @@ public final class Tx implements AutoCloseable {
         }
     }
 
-    /** Creates the directory {@code path} and any missing parents. */
+    /** Creates the directory {@code path} and any missing parents (errors as {@link Vault#mkdirs}). */
     public void mkdirs(String path) throws IOException {
         try {
             t.mkdirs(path);

@@ -232,7 +232,12 @@ public final class Vault implements AutoCloseable {
 
     // ---- the tree ------------------------------------------------------------------
 
-    /** Creates the directory {@code path} and any missing parents; fine if it exists as a directory. */
+    /**
+     * Creates the directory {@code path} and any missing parents; fine if it exists as a
+     * directory. As {@code Files.createDirectories}: {@link FileAlreadyExistsException} if
+     * {@code path} exists and is not a directory, {@link java.nio.file.NotDirectoryException}
+     * if one of its parents is a file.
+     */
     public void mkdirs(String path) throws IOException {
         try {
             inner.mkdirs(path);

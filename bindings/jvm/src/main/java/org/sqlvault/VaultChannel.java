@@ -42,6 +42,8 @@ final class VaultChannel implements SeekableByteChannel {
             if (n > 0) {
                 dst.position(dst.position() + n);
             }
+        } else if (dst.isDirect()) {
+            n = handle.readAt(position, dst);
         } else {
             byte[] tmp = new byte[Math.min(len, 4 * VaultInputStream.BLOCK)];
             n = handle.readAt(position, tmp, 0, tmp.length);
@@ -65,6 +67,8 @@ final class VaultChannel implements SeekableByteChannel {
         if (src.hasArray()) {
             handle.writeAt(position, src.array(), src.arrayOffset() + src.position(), len);
             src.position(src.position() + len);
+        } else if (src.isDirect()) {
+            handle.writeAt(position, src);
         } else {
             byte[] tmp = new byte[len];
             src.get(tmp);

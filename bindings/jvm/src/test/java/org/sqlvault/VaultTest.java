@@ -295,6 +295,42 @@ class VaultTest {
         assertThrows(java.nio.channels.ClosedChannelException.class, () -> ch.read(ByteBuffer.allocate(1)));
     }
 
+    @Test
+    void bulkDataThroughDirectBuffersAndLargeArrays() throws IOException {
+        // 9 MiB: more than one native call's worth from an array (8 MiB), so the scratch
+        // memory is reused across calls; direct buffers at a non-zero position.
+        byte[] data = random(9 * 1024 * 1024 + 3, 5);
+        try (SeekableByteChannel ch = v.openChannel("/bulk", "rw")) {
+            assertEquals(data.length, ch.write(ByteBuffer.wrap(data)));
+            ByteBuffer direct = ByteBuffer.allocateDirect(data.length + 7);
+            direct.position(7);
+            ch.position(0);
+            int total = 0;
+            int n;
+            while ((n = ch.read(direct)) > 0) {
+                total += n;
+            }
+            assertEquals(data.length, total);
+            direct.position(7);
+            byte[] back = new byte[data.length];
+            direct.get(back);
+            assertArrayEquals(data, back);
+            ByteBuffer tail = ByteBuffer.allocateDirect(16);
+            tail.put(new byte[] {1, 2, 3, 4, 5}).flip();
+            tail.position(2);
+            ch.position(data.length);
+            assertEquals(3, ch.write(tail));
+            assertEquals(0, tail.remaining());
+        }
+        try (InputStream in = v.openInputStream("/bulk")) {
+            byte[] all = readAll(in);
+            assertEquals(data.length + 3, all.length);
+            assertArrayEquals(data, java.util.Arrays.copyOf(all, data.length));
+            assertEquals(3, all[data.length]);
+            assertEquals(5, all[data.length + 2]);
+        }
+    }
+
     // ---- tree ----------------------------------------------------------------------
 
     @Test
@@ -335,7 +371,12 @@ class VaultTest {
         assertThrows(FileNotFoundException.class, () -> v.rename("/none", "/x"));
         assertThrows(FileAlreadyExistsException.class, () -> v.mkdir("/d"));
         assertThrows(FileNotFoundException.class, () -> v.mkdir("/no/parent"));
-        assertThrows(NotDirectoryException.class, () -> v.mkdirs("/f"));
+        // As Files.createDirectories: the path itself a file is "already exists", a parent
+        // that is a file "not a directory".
+        assertThrows(FileAlreadyExistsException.class, () -> v.mkdirs("/f"));
+        assertThrows(NotDirectoryException.class, () -> v.mkdirs("/f/sub"));
+        assertThrows(NotDirectoryException.class, () -> v.mkdir("/f/sub"));
+        assertThrows(FileAlreadyExistsException.class, () -> v.mkdir("/f"));
         assertThrows(VaultException.class, () -> v.exists("relative/path"));
         assertThrows(VaultException.class, () -> v.rename("/d", "/d/sub/inside"));
     }
@@ -472,6 +513,11 @@ class VaultTest {
         assertTrue(v.exists("/one"));
         assertFalse(v.exists("/two"));
         assertFalse(v.exists("/three"));
+        v.write("/file", new byte[] {4});
+        try (Tx tx = v.begin()) {
+            assertThrows(FileAlreadyExistsException.class, () -> tx.mkdirs("/file"));
+            assertThrows(NotDirectoryException.class, () -> tx.mkdirs("/file/sub"));
+        }
         Tx done = v.begin();
         done.commit();
         assertThrows(VaultException.class, () -> done.write("/late", new byte[1]));
