@@ -65,7 +65,8 @@ pub struct EngineConfig {
     pub wal_limit_bytes: u64,
     /// Most threads one large read is split over (each part decrypted on its own
     /// reader connection, only on CPUs no other read of this vault uses); 1 turns
-    /// splitting off. Splitting buys throughput with some CPU (see docs/benchmarks.md).
+    /// splitting off. Splitting buys throughput with some CPU (see
+    /// docs/perf/2026-11-23-engine-write-read-path.md).
     pub read_threads: usize,
     /// Wipe deleted content's bytes on a background thread when the vault is quiet
     /// (the default). Off, they wait for `Vault::wipe_deleted`, `compact` or `close`.
