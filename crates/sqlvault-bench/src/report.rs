@@ -92,8 +92,10 @@ mod tests {
 
 /// Title and introduction of `docs/benchmarks.md`, written when the file is created.
 pub const DOCS_TITLE: &str = "# sqlvault benchmarks\n\n\
-Produced by `sqlvault-bench` (crate `crates/sqlvault-bench`). Each section is rewritten \
-by the subcommand it names; raw results are in `bench-results/` (not committed).";
+Produced by `sqlvault-bench` (crate `crates/sqlvault-bench`). Each section named after a \
+scenario is rewritten by the subcommand it names, found by its heading; other sections are \
+written by hand. Results are written to `--results-dir` (`bench-results/`, not committed); \
+those committed are in `docs/bench/results/`.";
 
 /// Where a subcommand's results go; shared by every subcommand.
 #[derive(clap::Args, Debug, Clone)]
