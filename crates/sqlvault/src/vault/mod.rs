@@ -65,8 +65,9 @@ pub struct CreateOptions {
 
 /// Default chunk size, picked from the sweep in `docs/benchmarks.md`.
 pub const DEFAULT_CHUNK_SIZE: u32 = 64 * 1024;
-/// Default SQLCipher page size. SQLCipher reserves 80 bytes a page, so a 64 KiB chunk
-/// never fits one 64 KiB page: it spills 57 KiB onto an overflow page and wastes 8 KiB.
+/// Default SQLCipher page size. SQLCipher reserves bytes at the end of every page (48
+/// with the default HMAC-SHA256: a 16-byte IV and a 32-byte MAC; 80 with HMAC-SHA512),
+/// so a 64 KiB chunk never fits one 64 KiB page: it spills 57 KiB onto an overflow page and wastes 8 KiB.
 /// On 8 KiB pages it fills 8 overflow pages almost exactly. Measured (256 MiB file,
 /// 64 KiB chunks, one run): 8 KiB pages wrote 183 MB/s, read 659 MB/s, file 1.019x
 /// the data; 64 KiB pages 128 MB/s, 500 MB/s, 1.168x. See docs/benchmarks.md.
