@@ -19,13 +19,15 @@
 //! through the CLI binary, so the numbers are the vault's, without process start-up.
 //!
 //! Push and pull go to a VersityGW server the scenario starts on loopback (as the
-//! `remote` scenario does; one bucket per case); their CPU is the vault process's, not
-//! the server's. The mount is a `serve-mount` child of the case (as in `peers`), with
-//! the default commit window; `ls -lR` and `rm -rf` (then `sync(2)`) are the system's
-//! tools, and their CPU counts the tool's and the mount process's, their peak RSS the
-//! mount process's. These need root (the mount, dropping the page cache) and
-//! VersityGW; `--library-only` leaves them out. `--quick` (CI's `all --quick`) runs
-//! them too: they add a few seconds there.
+//! `remote` scenario does; one bucket per case), from a child process of the case (its
+//! own peak RSS); their CPU is the vault process's, not the server's. The mount is a
+//! `serve-mount` child of the case (as in `peers`), with the default commit window;
+//! `ls -lR` and `rm -rf` (then `sync(2)`) are the system's tools, and their CPU counts
+//! the tool's and the mount process's, their peak RSS the mount process's. These need
+//! root (the mount, dropping the page cache) and VersityGW; `--library-only` leaves
+//! them out. `--quick` (CI's `all --quick`, a debug build) runs them at its smallest
+//! size only, 200 files, where they add about 3 seconds; at 2,000 files they would add
+//! about 13.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -103,7 +105,7 @@ pub struct TreeArgs {
     pub out: report::OutputArgs,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Spec {
     files: u64,
     snapshots: u64,
@@ -115,6 +117,18 @@ struct Spec {
     /// The S3 server's endpoint and this case's bucket (an empty one), if push, clone,
     /// pull and the operations through the mount run.
     s3: Option<(String, String)>,
+    /// Set for the child process a case runs push, clone and pull in (so that their
+    /// peak RSS is theirs, not what the case's earlier operations left allocated).
+    replicate: Option<Replicate>,
+}
+
+/// What the push, clone and pull child works on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Replicate {
+    vault: PathBuf,
+    key_file: PathBuf,
+    /// Where the clone goes.
+    replica: PathBuf,
 }
 
 /// One operation of one case.
@@ -282,11 +296,14 @@ fn record(out: &mut CaseOutput, op: &str, sample: Sample, rss_kib: u64) {
     out.notes.insert(format!("rss_kib.{op}"), rss_kib.to_string());
 }
 
-/// Push into the case's empty bucket, a clone of it (the replica, at `replica`), 1%
-/// of the files changed, push again and pull into the replica: four measured
-/// operations (none without a bucket).
-fn replicate(v: &Vault, spec: &Spec, replica: &Path, secret: &Secret, out: &mut CaseOutput) -> Result<()> {
-    let Some((endpoint, bucket)) = &spec.s3 else { return Ok(()) };
+/// The push, clone and pull child: push of the vault into the case's empty bucket, a
+/// clone of it (the replica), 1% of the files changed, push again and pull into the
+/// replica.
+fn replicate(spec: &Spec, r: &Replicate) -> Result<CaseOutput> {
+    let Some((endpoint, bucket)) = &spec.s3 else { crate::bail!("push and pull without a bucket") };
+    let mut out = CaseOutput { peak_rss_kib: sys::vm_hwm_kib()?, ..Default::default() };
+    let secret = Secret::from_key_file(&r.key_file)?;
+    let v = Vault::open(&r.vault, &secret, EngineConfig::default()).context("cannot open the vault")?;
     let n = spec.files as f64;
     let url = format!("s3://{bucket}/v");
     let ops = sqlvault::Ops::default();
@@ -297,37 +314,38 @@ fn replicate(v: &Vault, spec: &Spec, replica: &Path, secret: &Secret, out: &mut 
     };
     let m = start()?;
     let o = v.remote(REMOTE).push(&ops)?;
-    finish(out, "push", m, n)?;
+    finish(&mut out, "push", m, n)?;
     pushed("push", o)?;
     let m = start()?;
-    let r = Vault::clone_remote(
+    let replica = Vault::clone_remote(
         &url,
         Some(endpoint.as_str()),
-        replica,
-        secret,
+        &r.replica,
+        &secret,
         EngineConfig::default(),
         &sqlvault::remote::At::Newest,
         &ops,
     )?;
-    finish(out, "clone", m, n)?;
-    let dirs = r.read_dir("/t")?.len() as u64;
+    finish(&mut out, "clone", m, n)?;
+    let dirs = replica.read_dir("/t")?.len() as u64;
     if dirs != spec.files.div_ceil(PER_DIR) {
         crate::bail!("clone: {dirs} directories, expected {}", spec.files.div_ceil(PER_DIR));
     }
-    change(v, spec.files, spec.file_bytes, 98)?;
+    change(&v, spec.files, spec.file_bytes, 98)?;
     let m = start()?;
     let o = v.remote(REMOTE).push(&ops)?;
-    finish(out, "push_again", m, n)?;
+    finish(&mut out, "push_again", m, n)?;
     pushed("push again", o)?;
     let m = start()?;
-    let o = r.remote(sqlvault::remote::ORIGIN).pull(&ops)?;
-    finish(out, "pull", m, n)?;
+    let o = replica.remote(sqlvault::remote::ORIGIN).pull(&ops)?;
+    finish(&mut out, "pull", m, n)?;
     match o {
         sqlvault::remote::PullOutcome::Pulled { chunks_downloaded, .. } if chunks_downloaded >= spec.files / 100 => {}
         other => crate::bail!("pull: {other:?}, expected the {} changed files", spec.files / 100),
     }
-    r.close()?;
-    Ok(())
+    replica.close()?;
+    v.close()?;
+    Ok(out)
 }
 
 /// Runs `cmd` (a tool, on the mount served by process `server`), then `sync(2)` if
@@ -395,6 +413,9 @@ fn change(v: &Vault, files: u64, bytes: usize, round: u64) -> Result<()> {
 /// One (size, snapshots) case, in this (child) process.
 pub fn case(spec: &str) -> Result<CaseOutput> {
     let spec: Spec = harness::parse_spec(spec)?;
+    if let Some(r) = &spec.replicate {
+        return replicate(&spec, r);
+    }
     let mut out = CaseOutput::default();
     let work = tempfile::Builder::new().prefix("tree-").tempdir_in(&spec.dir).context("temporary directory")?;
     let path = work.path().join("tree.vault");
@@ -405,7 +426,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     let opts =
         CreateOptions { kdf: KdfParams { memory_kib: 8 * 1024, iterations: 1, parallelism: 1 }, ..Default::default() };
     Vault::create(&path, &secret, &opts).context("cannot create the vault")?.close()?;
-    let v = Vault::open(&path, &secret, EngineConfig::default()).context("cannot open the vault")?;
+    let mut v = Vault::open(&path, &secret, EngineConfig::default()).context("cannot open the vault")?;
     if spec.without_snapshot_index {
         v.bench_with_writer(|c| c.execute_batch("DROP INDEX IF EXISTS snap_dirents_by_ino"))?;
     }
@@ -444,7 +465,15 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
         crate::bail!("fsck found problems: {:?}", f.problems);
     }
     let replica = work.path().join("replica.vault");
-    replicate(&v, &spec, &replica, &secret, &mut out)?;
+    if spec.s3.is_some() {
+        v.close()?;
+        let r = Replicate { vault: path.clone(), key_file: key_file.clone(), replica: replica.clone() };
+        let o = harness::spawn_case("tree", &Spec { replicate: Some(r), ..spec.clone() })?;
+        out.phases.extend(o.phases);
+        out.notes.extend(o.notes);
+        out.peak_rss_kib = out.peak_rss_kib.max(o.peak_rss_kib);
+        v = Vault::open(&path, &secret, EngineConfig::default()).context("cannot open the vault")?;
+    }
 
     let m = start()?;
     v.snapshot("s")?;
@@ -516,7 +545,8 @@ pub fn run(args: &TreeArgs) -> Result<Vec<Target>> {
         host_tree(host.path(), f, args.file_bytes)?;
         for &k in &snapshots {
             eprintln!("tree: {f} files of {} bytes, {k} snapshots", args.file_bytes);
-            let bucket = server.as_ref().map(|s| (s, format!("tree-{f}-{k}")));
+            // Quick mode: push, pull and the mount at the smallest size only.
+            let bucket = server.as_ref().filter(|_| !args.quick || f == files[0]).map(|s| (s, format!("tree-{f}-{k}")));
             if let Some((s, b)) = &bucket {
                 fs::create_dir(s.root.path().join(b)).context("cannot create the bucket")?;
             }
@@ -528,6 +558,7 @@ pub fn run(args: &TreeArgs) -> Result<Vec<Target>> {
                 dir: base.clone(),
                 without_snapshot_index: args.without_snapshot_index,
                 s3: bucket.as_ref().map(|(s, b)| (s.endpoint.clone(), b.clone())),
+                replicate: None,
             };
             let o = harness::spawn_case("tree", &spec)?;
             if let Some((s, b)) = &bucket {
