@@ -93,8 +93,9 @@ enum Cmd {
     Bindings(bindings::BindingsArgs),
     /// A 256 MiB file through the JVM binding's streams vs the Rust API.
     Jvm(jvm::JvmArgs),
-    /// put, put again, get, restore over a live tree, rm -r, snapshot rm, fsck at 5,000
-    /// and 50,000 files: per-file cost at the large size within 1.5x of the small.
+    /// Whole-tree operations (put, get, fsck, push and pull, snapshots, restore, rm -r,
+    /// ls -lR and rm -rf through a mount) at 5,000 and 50,000 files with 0, 1 and 10
+    /// snapshots: per-file cost at the large size within 1.5x of the small.
     Tree(tree::TreeArgs),
     /// 10,000 tag operations as one `sqlvault tag` call each, as `sqlvault batch`, and as
     /// `tag --from`: CPU and peak RSS against the per-call way.
@@ -107,7 +108,7 @@ enum Cmd {
     /// One case of one scenario (run by the scenarios in a child process).
     #[command(hide = true)]
     Case(harness::CaseArgs),
-    /// Serves a sqlvault FUSE mount until stdin closes (run by `peers`).
+    /// Serves a sqlvault FUSE mount until stdin closes (run by `peers` and `tree`).
     #[command(hide = true)]
     ServeMount(peers::ServeMountArgs),
 }

@@ -231,17 +231,6 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     Ok(out)
 }
 
-/// CPU seconds (user + system) of this process's waited-for children so far.
-fn children_cpu_s() -> f64 {
-    // SAFETY: getrusage fills the zeroed struct we own; RUSAGE_CHILDREN is always valid.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
-        return 0.0;
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(ru.ru_utime) + secs(ru.ru_stime)
-}
-
 /// One tool workload: the command, then `sync(2)` for the ones that write; the
 /// tool's CPU time counts as the driver's.
 fn tool_case(spec: &Spec, dir: &Path, mut out: CaseOutput) -> Result<CaseOutput> {
@@ -271,7 +260,7 @@ fn tool_case(spec: &Spec, dir: &Path, mut out: CaseOutput) -> Result<CaseOutput>
         }
         w => crate::bail!("{w:?} is not a tool workload"),
     };
-    let c0 = children_cpu_s();
+    let c0 = sys::children_cpu_s();
     let m = Meter::start()?;
     let st = cmd.stdout(Stdio::null()).status().with_context(|| format!("cannot run {cmd:?}"))?;
     if !st.success() {
@@ -282,7 +271,7 @@ fn tool_case(spec: &Spec, dir: &Path, mut out: CaseOutput) -> Result<CaseOutput>
         unsafe { libc::sync() };
     }
     let mut sample = m.stop(1.0)?;
-    sample.cpu_s += children_cpu_s() - c0;
+    sample.cpu_s += sys::children_cpu_s() - c0;
     out.add("phase", sample);
     Ok(out)
 }
@@ -422,14 +411,14 @@ pub fn serve_mount(a: &ServeMountArgs) -> Result<()> {
 }
 
 /// A mounted file system served by a child process; unmounted on drop.
-struct Mount {
+pub(crate) struct Mount {
     system: System,
     mountpoint: PathBuf,
     child: Child,
 }
 
 impl Mount {
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
@@ -489,6 +478,49 @@ fn wait_mounted(mnt: &Path, child: &mut Child, what: &str, limit: Duration) -> R
     crate::bail!("{what} did not mount {} within {:?}", mnt.display(), limit)
 }
 
+/// Starts `serve-mount` (this program, `exe`) of the existing vault `vault`, opened
+/// with `key_file`, on `mnt`, and waits until it says it is ready.
+fn serve_mount_child(exe: &Path, vault: &Path, key_file: &Path, mnt: &Path, window_ms: u64) -> Result<Child> {
+    let mut c = Command::new(exe)
+        .arg("serve-mount")
+        .arg("--vault")
+        .arg(vault)
+        .arg("--key-file")
+        .arg(key_file)
+        .arg("--mountpoint")
+        .arg(mnt)
+        .arg("--commit-window-ms")
+        .arg(window_ms.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot start the sqlvault mount")?;
+    let mut line = String::new();
+    if let Some(o) = c.stdout.take() {
+        let _ = BufReader::new(o).read_line(&mut line);
+    }
+    if line.trim() != "ready" {
+        let mut err = String::new();
+        if let Some(e) = c.stderr.as_mut() {
+            let _ = e.read_to_string(&mut err);
+        }
+        let _ = c.kill();
+        crate::bail!("the sqlvault mount did not start: {}", err.trim());
+    }
+    Ok(c)
+}
+
+/// Mounts the existing vault `vault` (opened with `key_file`) on `mnt` in a
+/// `serve-mount` child process with the default commit window.
+pub(crate) fn mount_vault(exe: &Path, vault: &Path, key_file: &Path, mnt: &Path) -> Result<Mount> {
+    std::fs::create_dir_all(mnt).with_context(|| format!("cannot create {}", mnt.display()))?;
+    let window = sqlvault_fuse::DEFAULT_COMMIT_WINDOW.as_millis() as u64;
+    let mut child = serve_mount_child(exe, vault, key_file, mnt, window)?;
+    wait_mounted(mnt, &mut child, System::VaultFuse.label(), Duration::from_secs(180))?;
+    Ok(Mount { system: System::VaultFuse, mountpoint: mnt.to_path_buf(), child })
+}
+
 fn mount(system: System, root: &Path, pass_file: &Path, key_file: &Path, exe: &Path, window_ms: u64) -> Result<Mount> {
     let mnt = root.join(format!("{system:?}.mnt"));
     std::fs::create_dir_all(&mnt).with_context(|| format!("cannot create {}", mnt.display()))?;
@@ -541,62 +573,12 @@ fn mount(system: System, root: &Path, pass_file: &Path, key_file: &Path, exe: &P
             let vault = store.with_extension("vault");
             let opts = CreateOptions::default();
             Vault::create(&vault, &Secret::from_key_file(key_file)?, &opts)?.close()?;
-            let mut c = Command::new(exe)
-                .arg("serve-mount")
-                .arg("--vault")
-                .arg(&vault)
-                .arg("--key-file")
-                .arg(key_file)
-                .arg("--mountpoint")
-                .arg(&mnt)
-                .arg("--commit-window-ms")
-                .arg(window_ms.to_string())
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .context("cannot start the sqlvault mount")?;
-            let mut line = String::new();
-            if let Some(o) = c.stdout.take() {
-                let _ = BufReader::new(o).read_line(&mut line);
-            }
-            if line.trim() != "ready" {
-                let mut err = String::new();
-                if let Some(e) = c.stderr.as_mut() {
-                    let _ = e.read_to_string(&mut err);
-                }
-                let _ = c.kill();
-                crate::bail!("the sqlvault mount did not start: {}", err.trim());
-            }
-            c
+            serve_mount_child(exe, &vault, key_file, &mnt, window_ms)?
         }
         _ => crate::bail!("{system:?} is not a mount"),
     };
     wait_mounted(&mnt, &mut child, system.label(), Duration::from_secs(180))?;
     Ok(Mount { system, mountpoint: mnt, child })
-}
-
-/// CPU seconds (user + system) a process has used so far, from `/proc/PID/stat`.
-fn proc_cpu_s(pid: u32) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return 0.0 };
-    let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else { return 0.0 };
-    let f: Vec<&str> = after.split(' ').collect();
-    // Fields 14 and 15 of the line (utime, stime) are 11 and 12 after the state field.
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    // SAFETY: sysconf with a valid name.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    (ticks(11) + ticks(12)) / hz
-}
-
-fn proc_hwm_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 fn group(w: Workload, write: bool, large_mib: u64, files: u64) -> String {
@@ -740,13 +722,13 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
                         seed,
                         source: None,
                     };
-                    let c0 = server.map(proc_cpu_s).unwrap_or(0.0);
+                    let c0 = server.map(sys::proc_cpu_s).unwrap_or(0.0);
                     let out = harness::spawn_case("peers", &spec)?;
-                    let c1 = server.map(proc_cpu_s).unwrap_or(0.0);
+                    let c1 = server.map(sys::proc_cpu_s).unwrap_or(0.0);
                     let mut sample: Sample =
                         out.phases.get("phase").cloned().context("the driver reported no phase")?;
                     sample.cpu_s += c1 - c0;
-                    let rss = out.peak_rss_kib + server.map(proc_hwm_kib).unwrap_or(0);
+                    let rss = out.peak_rss_kib + server.map(sys::proc_hwm_kib).unwrap_or(0);
                     col.push(&group(w, write, large, files), s.label(), Unit::MBps, &sample, rss);
                     checks.push(out.notes.get("checksum").cloned().unwrap_or_default());
                     pb.inc(1);
@@ -799,13 +781,13 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
                         seed,
                         source: Some(source),
                     };
-                    let c0 = server.map(proc_cpu_s).unwrap_or(0.0);
+                    let c0 = server.map(sys::proc_cpu_s).unwrap_or(0.0);
                     let out = harness::spawn_case("peers", &spec)?;
-                    let c1 = server.map(proc_cpu_s).unwrap_or(0.0);
+                    let c1 = server.map(sys::proc_cpu_s).unwrap_or(0.0);
                     let mut sample: Sample =
                         out.phases.get("phase").cloned().context("the driver reported no phase")?;
                     sample.cpu_s += c1 - c0;
-                    let rss = out.peak_rss_kib + server.map(proc_hwm_kib).unwrap_or(0);
+                    let rss = out.peak_rss_kib + server.map(sys::proc_hwm_kib).unwrap_or(0);
                     col.push(&tool_group(w, copy_files), s.label(), Unit::Ms, &sample, rss);
                 }
             }

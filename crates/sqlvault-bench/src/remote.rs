@@ -92,11 +92,11 @@ struct Spec {
     objects: Vec<(u64, u64)>,
 }
 
-/// The server, killed on drop.
-struct Server {
+/// The server, killed on drop: its buckets are the directories under `root`.
+pub(crate) struct Server {
     child: Child,
-    root: tempfile::TempDir,
-    endpoint: String,
+    pub(crate) root: tempfile::TempDir,
+    pub(crate) endpoint: String,
 }
 
 impl Drop for Server {
@@ -119,7 +119,10 @@ fn server_binary() -> PathBuf {
     }
 }
 
-fn start_server(dir: &Path) -> Result<Server> {
+/// Starts VersityGW on a free loopback port, its buckets in a new directory under
+/// `dir`, and sets the credentials and region in this process's environment (which
+/// the cases' processes inherit).
+pub(crate) fn start_server(dir: &Path) -> Result<Server> {
     let root =
         tempfile::Builder::new().prefix("s3-").tempdir_in(dir).context("cannot create the server's directory")?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();

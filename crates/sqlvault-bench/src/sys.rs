@@ -1,5 +1,6 @@
 //! What the benchmarks learn from the operating system: CPU time and peak memory of
-//! this process (`getrusage`, `/proc/self/status`), dropping the page cache, the
+//! this process, its children and other processes (`getrusage`, `/proc/PID/stat`,
+//! `/proc/PID/status`), dropping the page cache, the
 //! filesystem under a directory, and a description of the machine for the reports.
 
 use std::path::Path;
@@ -49,6 +50,49 @@ pub fn vm_hwm_kib() -> Result<u64> {
 /// so the next [`vm_hwm_kib`] is the peak of what ran since.
 pub fn reset_peak_rss() -> Result<()> {
     std::fs::write("/proc/self/clear_refs", "5").context("cannot write /proc/self/clear_refs")
+}
+
+/// Starts process `pid`'s `VmHWM` afresh, as [`reset_peak_rss`] does for this one
+/// (needs the right to write its `/proc/PID/clear_refs`: the same user, or root).
+pub fn reset_peak_rss_of(pid: u32) -> Result<()> {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5")
+        .with_context(|| format!("cannot write /proc/{pid}/clear_refs"))
+}
+
+/// Peak resident set (`VmHWM`) of process `pid` in KiB; 0 if it cannot be read.
+pub fn proc_hwm_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// CPU seconds (user + system) process `pid` has used so far, from `/proc/PID/stat`;
+/// 0 if it cannot be read.
+pub fn proc_cpu_s(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return 0.0 };
+    let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else { return 0.0 };
+    let f: Vec<&str> = after.split(' ').collect();
+    // Fields 14 and 15 of the line (utime, stime) are 11 and 12 after the state field.
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // SAFETY: sysconf with a valid name.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    (ticks(11) + ticks(12)) / hz
+}
+
+/// CPU seconds (user + system) of this process's waited-for children so far.
+pub fn children_cpu_s() -> f64 {
+    // SAFETY: getrusage fills the zeroed struct we own; RUSAGE_CHILDREN is always valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(ru.ru_utime) + secs(ru.ru_stime)
 }
 
 /// Writes dirty pages back and drops the page cache, dentries and inodes, so the next

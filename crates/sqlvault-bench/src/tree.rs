@@ -1,9 +1,11 @@
 //! `tree`: whole-tree operations at several tree sizes and amounts of history, to
 //! show their cost is linear in the files and stays so with snapshots present: import
 //! (`put`'s per-file path), the same import again (every file unchanged), export
-//! (`get`'s per-file path, one sync at the end), `fsck`, `snapshot`, `snapshot diff`,
-//! a restore that replaces the live tree and one of a single directory, `snapshot rm`,
-//! `snapshot forget` and `rm -r`.
+//! (`get`'s per-file path, one sync at the end), `fsck`, push to an S3 server, clone
+//! of it into a new vault (the replica), push and pull of 1% of the files changed,
+//! `snapshot`, `snapshot diff`, a restore that replaces the live tree and one of a
+//! single directory, `snapshot rm`, `snapshot forget`, `rm -r`, and through a FUSE
+//! mount of the replica, `ls -lR` with a cold page cache and `rm -rf`.
 //!
 //! Each (size, snapshots) pair runs in its own process (peak RSS per case). History
 //! is built as a nightly backup builds it: after the import, one snapshot, then 1% of
@@ -15,11 +17,23 @@
 //! Import and export go through the library calls `sqlvault put` and `get` make for
 //! each file ([`Vault::replace_file`], a read of the file, a rename on the host), not
 //! through the CLI binary, so the numbers are the vault's, without process start-up.
+//!
+//! Push and pull go to a VersityGW server the scenario starts on loopback (as the
+//! `remote` scenario does; one bucket per case), from a child process of the case (its
+//! own peak RSS); their CPU is the vault process's, not the server's. The mount is a
+//! `serve-mount` child of the case (as in `peers`), with the default commit window;
+//! `ls -lR` and `rm -rf` (then `sync(2)`) are the system's tools, and their CPU counts
+//! the tool's and the mount process's, their peak RSS the mount process's. These need
+//! root (the mount, dropping the page cache) and VersityGW; `--library-only` leaves
+//! them out. `--quick` (CI's `all --quick`, a debug build) runs them at its smallest
+//! size only, 200 files, where they add about 3 seconds; at 2,000 files they would add
+//! about 13.
 
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use serde::{Deserialize, Serialize};
 use sqlvault::history::ForgetPolicy;
@@ -28,9 +42,9 @@ use sqlvault::{CreateOptions, EngineConfig, FileOptions, FileType, Interrupt, Se
 
 use crate::data::Stream;
 use crate::error::{Context, Result};
-use crate::harness::{self, CaseOutput, Meter, Target};
-use crate::report;
+use crate::harness::{self, CaseOutput, Meter, Sample, Target};
 use crate::sys::{self, Machine};
+use crate::{peers, remote, report};
 
 const SECTION: &str = "## Whole-tree operations";
 const PER_DIR: u64 = 100;
@@ -40,6 +54,10 @@ const OPS: &[(&str, &str)] = &[
     ("put_again", "put again (unchanged but for the files the history rewrote)"),
     ("get", "get (export, one sync at the end)"),
     ("fsck", "fsck"),
+    ("push", "push to S3 (into an empty bucket)"),
+    ("clone", "clone from S3 (a new vault: the replica)"),
+    ("push_again", "push again (1% changed)"),
+    ("pull", "pull into the replica (1% changed)"),
     ("snapshot", "snapshot"),
     ("diff", "snapshot diff (1% changed)"),
     ("restore_replace", "restore replacing the live tree"),
@@ -47,7 +65,11 @@ const OPS: &[(&str, &str)] = &[
     ("snapshot_rm", "snapshot rm"),
     ("forget", "snapshot forget (keep the last)"),
     ("rm_r", "rm -r"),
+    ("ls_lr", "ls -lR through the mount of the replica (cold cache)"),
+    ("rm_rf", "rm -rf through the mount of the replica"),
 ];
+/// The remote's name in the vault that pushes.
+const REMOTE: &str = "bench";
 
 /// Arguments of `sqlvault-bench tree`.
 #[derive(Debug, clap::Args)]
@@ -75,11 +97,15 @@ pub struct TreeArgs {
     /// migration 10 (quadratic with snapshots), to measure the fix.
     #[arg(long)]
     pub without_snapshot_index: bool,
+    /// Only the library's operations: no S3 server (push, clone, pull) and no FUSE
+    /// mount (`ls -lR`, `rm -rf`), which need VersityGW, root and /dev/fuse.
+    #[arg(long)]
+    pub library_only: bool,
     #[command(flatten)]
     pub out: report::OutputArgs,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Spec {
     files: u64,
     snapshots: u64,
@@ -88,6 +114,21 @@ struct Spec {
     src: PathBuf,
     dir: PathBuf,
     without_snapshot_index: bool,
+    /// The S3 server's endpoint and this case's bucket (an empty one), if push, clone,
+    /// pull and the operations through the mount run.
+    s3: Option<(String, String)>,
+    /// Set for the child process a case runs push, clone and pull in (so that their
+    /// peak RSS is theirs, not what the case's earlier operations left allocated).
+    replicate: Option<Replicate>,
+}
+
+/// What the push, clone and pull child works on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Replicate {
+    vault: PathBuf,
+    key_file: PathBuf,
+    /// Where the clone goes.
+    replica: PathBuf,
 }
 
 /// One operation of one case.
@@ -97,9 +138,10 @@ struct OpResult {
     seconds: f64,
     us_per_file: f64,
     cpu_us_per_file: f64,
-    /// Peak RSS of the process during the operation.
+    /// Peak RSS of the process during the operation (through the mount: of the mount
+    /// process).
     rss_kib: u64,
-    /// Peak of SQLite's heap during the operation.
+    /// Peak of SQLite's heap during the operation (0 through the mount: not measured).
     sqlite_heap: u64,
 }
 
@@ -118,6 +160,8 @@ struct TreeReport {
     machine: Machine,
     file_bytes: usize,
     without_snapshot_index: bool,
+    /// Whether push, clone, pull, `ls -lR` and `rm -rf` ran.
+    s3_and_mount: bool,
     cases: Vec<CaseResult>,
     /// (snapshots, operation, per-file cost at the largest size / at the smallest).
     size_ratios: Vec<(u64, String, f64)>,
@@ -239,11 +283,115 @@ fn sqlite_heap_peak(reset: bool) -> i64 {
 /// Ends one operation's measurement: its sample, with the peak RSS and SQLite heap
 /// peak of the operation in the notes (`rss_kib.OP`, `sqlite_heap.OP`).
 fn finish(out: &mut CaseOutput, op: &str, m: Meter, files: f64) -> Result<()> {
-    out.add(op, m.stop(files)?);
-    let rss = sys::vm_hwm_kib()?;
-    out.peak_rss_kib = out.peak_rss_kib.max(rss);
-    out.notes.insert(format!("rss_kib.{op}"), rss.to_string());
+    record(out, op, m.stop(files)?, sys::vm_hwm_kib()?);
     out.notes.insert(format!("sqlite_heap.{op}"), sqlite_heap_peak(false).to_string());
+    Ok(())
+}
+
+/// Records one operation's sample and the peak RSS during it (`rss_kib.OP`), which
+/// counts in the case's peak.
+fn record(out: &mut CaseOutput, op: &str, sample: Sample, rss_kib: u64) {
+    out.add(op, sample);
+    out.peak_rss_kib = out.peak_rss_kib.max(rss_kib);
+    out.notes.insert(format!("rss_kib.{op}"), rss_kib.to_string());
+}
+
+/// The push, clone and pull child: push of the vault into the case's empty bucket, a
+/// clone of it (the replica), 1% of the files changed, push again and pull into the
+/// replica.
+fn replicate(spec: &Spec, r: &Replicate) -> Result<CaseOutput> {
+    let Some((endpoint, bucket)) = &spec.s3 else { crate::bail!("push and pull without a bucket") };
+    let mut out = CaseOutput { peak_rss_kib: sys::vm_hwm_kib()?, ..Default::default() };
+    let secret = Secret::from_key_file(&r.key_file)?;
+    let v = Vault::open(&r.vault, &secret, EngineConfig::default()).context("cannot open the vault")?;
+    let n = spec.files as f64;
+    let url = format!("s3://{bucket}/v");
+    let ops = sqlvault::Ops::default();
+    v.remote(REMOTE).add(&url, Some(endpoint.as_str()))?;
+    let pushed = |what: &str, o: sqlvault::remote::PushOutcome| match o {
+        sqlvault::remote::PushOutcome::Pushed { .. } => Ok(()),
+        other => Err(crate::error::Error::msg(format!("{what} did not push: {other:?}"))),
+    };
+    let m = start()?;
+    let o = v.remote(REMOTE).push(&ops)?;
+    finish(&mut out, "push", m, n)?;
+    pushed("push", o)?;
+    let m = start()?;
+    let replica = Vault::clone_remote(
+        &url,
+        Some(endpoint.as_str()),
+        &r.replica,
+        &secret,
+        EngineConfig::default(),
+        &sqlvault::remote::At::Newest,
+        &ops,
+    )?;
+    finish(&mut out, "clone", m, n)?;
+    let dirs = replica.read_dir("/t")?.len() as u64;
+    if dirs != spec.files.div_ceil(PER_DIR) {
+        crate::bail!("clone: {dirs} directories, expected {}", spec.files.div_ceil(PER_DIR));
+    }
+    change(&v, spec.files, spec.file_bytes, 98)?;
+    let m = start()?;
+    let o = v.remote(REMOTE).push(&ops)?;
+    finish(&mut out, "push_again", m, n)?;
+    pushed("push again", o)?;
+    let m = start()?;
+    let o = replica.remote(sqlvault::remote::ORIGIN).pull(&ops)?;
+    finish(&mut out, "pull", m, n)?;
+    match o {
+        sqlvault::remote::PullOutcome::Pulled { chunks_downloaded, .. } if chunks_downloaded >= spec.files / 100 => {}
+        other => crate::bail!("pull: {other:?}, expected the {} changed files", spec.files / 100),
+    }
+    replica.close()?;
+    v.close()?;
+    Ok(out)
+}
+
+/// Runs `cmd` (a tool, on the mount served by process `server`), then `sync(2)` if
+/// `sync`: its sample (CPU: the tool's and the mount process's) and the mount
+/// process's peak RSS during it, and what the tool wrote on its standard output.
+fn through_mount(cmd: &mut Command, server: u32, sync: bool, files: f64) -> Result<(Sample, u64, Vec<u8>)> {
+    sys::reset_peak_rss_of(server)?;
+    let (tool0, server0) = (sys::children_cpu_s(), sys::proc_cpu_s(server));
+    let m = Meter::start()?;
+    let o =
+        cmd.stdin(Stdio::null()).stderr(Stdio::inherit()).output().with_context(|| format!("cannot run {cmd:?}"))?;
+    if !o.status.success() {
+        crate::bail!("{cmd:?} failed ({})", o.status);
+    }
+    if sync {
+        // SAFETY: sync() takes no arguments and cannot fail.
+        unsafe { libc::sync() };
+    }
+    let mut sample = m.stop(files)?;
+    sample.cpu_s += sys::children_cpu_s() - tool0 + sys::proc_cpu_s(server) - server0;
+    Ok((sample, sys::proc_hwm_kib(server), o.stdout))
+}
+
+/// Mounts the replica and runs `ls -lR` (cold page cache) and `rm -rf` of its tree
+/// through the mount; after the unmount, checks the tree is gone from the replica.
+fn through_the_mount(spec: &Spec, replica: &Path, key_file: &Path, work: &Path, out: &mut CaseOutput) -> Result<()> {
+    let n = spec.files as f64;
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
+    let mnt = work.join("mnt");
+    let mount = peers::mount_vault(&exe, replica, key_file, &mnt)?;
+    let root = mnt.join("t");
+    sys::drop_caches()?;
+    let (sample, rss, listing) = through_mount(Command::new("ls").arg("-lR").arg(&root), mount.pid(), false, n)?;
+    record(out, "ls_lr", sample, rss);
+    let listed = listing.split(|b| *b == b'\n').filter(|l| l.first() == Some(&b'-')).count() as u64;
+    if listed != spec.files {
+        crate::bail!("ls -lR through the mount listed {listed} files, expected {}", spec.files);
+    }
+    let (sample, rss, _) = through_mount(Command::new("rm").arg("-rf").arg(&root), mount.pid(), true, n)?;
+    record(out, "rm_rf", sample, rss);
+    drop(mount);
+    let r = Vault::open(replica, &Secret::from_key_file(key_file)?, EngineConfig::default())?;
+    if r.exists("/t")? {
+        crate::bail!("rm -rf through the mount left /t in the replica");
+    }
+    r.close()?;
     Ok(())
 }
 
@@ -265,14 +413,20 @@ fn change(v: &Vault, files: u64, bytes: usize, round: u64) -> Result<()> {
 /// One (size, snapshots) case, in this (child) process.
 pub fn case(spec: &str) -> Result<CaseOutput> {
     let spec: Spec = harness::parse_spec(spec)?;
+    if let Some(r) = &spec.replicate {
+        return replicate(&spec, r);
+    }
     let mut out = CaseOutput::default();
     let work = tempfile::Builder::new().prefix("tree-").tempdir_in(&spec.dir).context("temporary directory")?;
     let path = work.path().join("tree.vault");
-    let secret = Secret::passphrase("bench");
+    // A key file: the mount's process opens the replica with it.
+    let key_file = work.path().join("tree.key");
+    sqlvault::secrets::generate_key_file(&key_file)?;
+    let secret = Secret::from_key_file(&key_file)?;
     let opts =
         CreateOptions { kdf: KdfParams { memory_kib: 8 * 1024, iterations: 1, parallelism: 1 }, ..Default::default() };
     Vault::create(&path, &secret, &opts).context("cannot create the vault")?.close()?;
-    let v = Vault::open(&path, &secret, EngineConfig::default()).context("cannot open the vault")?;
+    let mut v = Vault::open(&path, &secret, EngineConfig::default()).context("cannot open the vault")?;
     if spec.without_snapshot_index {
         v.bench_with_writer(|c| c.execute_batch("DROP INDEX IF EXISTS snap_dirents_by_ino"))?;
     }
@@ -309,6 +463,16 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     finish(&mut out, "fsck", m, n)?;
     if !f.is_clean() {
         crate::bail!("fsck found problems: {:?}", f.problems);
+    }
+    let replica = work.path().join("replica.vault");
+    if spec.s3.is_some() {
+        v.close()?;
+        let r = Replicate { vault: path.clone(), key_file: key_file.clone(), replica: replica.clone() };
+        let o = harness::spawn_case("tree", &Spec { replicate: Some(r), ..spec.clone() })?;
+        out.phases.extend(o.phases);
+        out.notes.extend(o.notes);
+        out.peak_rss_kib = out.peak_rss_kib.max(o.peak_rss_kib);
+        v = Vault::open(&path, &secret, EngineConfig::default()).context("cannot open the vault")?;
     }
 
     let m = start()?;
@@ -351,6 +515,9 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
         crate::bail!("fsck found problems after the removals: {:?}", f.problems);
     }
     v.close()?;
+    if spec.s3.is_some() {
+        through_the_mount(&spec, &replica, &key_file, work.path(), &mut out)?;
+    }
     Ok(out)
 }
 
@@ -371,12 +538,18 @@ pub fn run(args: &TreeArgs) -> Result<Vec<Target>> {
     }
     let base = args.dir.clone().unwrap_or_else(|| args.out.results_dir.join("tmp"));
     fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
+    let server = if args.library_only { None } else { Some(remote::start_server(&base)?) };
     let mut cases = Vec::new();
     for &f in &files {
         let host = tempfile::Builder::new().prefix("tree-src-").tempdir_in(&base).context("temporary directory")?;
         host_tree(host.path(), f, args.file_bytes)?;
         for &k in &snapshots {
             eprintln!("tree: {f} files of {} bytes, {k} snapshots", args.file_bytes);
+            // Quick mode: push, pull and the mount at the smallest size only.
+            let bucket = server.as_ref().filter(|_| !args.quick || f == files[0]).map(|s| (s, format!("tree-{f}-{k}")));
+            if let Some((s, b)) = &bucket {
+                fs::create_dir(s.root.path().join(b)).context("cannot create the bucket")?;
+            }
             let spec = Spec {
                 files: f,
                 snapshots: k,
@@ -384,8 +557,13 @@ pub fn run(args: &TreeArgs) -> Result<Vec<Target>> {
                 src: host.path().to_path_buf(),
                 dir: base.clone(),
                 without_snapshot_index: args.without_snapshot_index,
+                s3: bucket.as_ref().map(|(s, b)| (s.endpoint.clone(), b.clone())),
+                replicate: None,
             };
             let o = harness::spawn_case("tree", &spec)?;
+            if let Some((s, b)) = &bucket {
+                fs::remove_dir_all(s.root.path().join(b)).context("cannot remove the bucket")?;
+            }
             let note = |key: String| o.notes.get(&key).and_then(|v| v.parse().ok()).unwrap_or(0u64);
             let ops: Vec<OpResult> = OPS
                 .iter()
@@ -450,6 +628,7 @@ pub fn run(args: &TreeArgs) -> Result<Vec<Target>> {
         machine: Machine::describe(),
         file_bytes: args.file_bytes,
         without_snapshot_index: args.without_snapshot_index,
+        s3_and_mount: server.is_some(),
         cases,
         size_ratios,
         history_ratios,
@@ -502,6 +681,16 @@ fn markdown(r: &TreeReport, files: &[u64], snapshots: &[u64]) -> String {
         r.file_bytes,
         snapshots.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", "),
     ));
+    if r.s3_and_mount {
+        s.push_str(
+            "\nPush, clone and pull: to a VersityGW server on loopback (posix backend, same disk), one bucket per \
+             case; the push into the empty bucket, the clone of it into a new vault (the replica), then 1% of the \
+             files rewritten, pushed and pulled into the replica; CPU and peak RSS are the vault process's (not \
+             the server's). Through the mount: the replica, with its tree and history, mounted by a `serve-mount` \
+             process (default commit window); `ls -lR` of the tree after dropping the page cache, then `rm -rf` of \
+             it and `sync(2)`; CPU is the tool's plus the mount process's, peak RSS the mount process's.\n",
+        );
+    }
     let find = |f: u64, k: u64| r.cases.iter().find(|c| c.files == f && c.snapshots == k);
     for &k in snapshots {
         s.push_str(&format!("\n**{k} snapshots**\n\n| operation |"));
