@@ -41,12 +41,13 @@ export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 # sqlvault and what depends on it. A no-op once built.
 build_workspace() { cargo build --workspace --all-targets --locked; }
 
-stage_rust() {
-    bash scripts/ensure-pjdfstest.sh
-    # The S3-compatible server the replication tests start on loopback (tests/common/s3.rs):
-    # VersityGW from the Go module proxy, built once into $GOBIN (default ~/go/bin); a
-    # re-run finds it there. The tests fail, they do not skip, when it is missing.
-    step "versitygw (S3 server for the replication tests)"
+# The S3-compatible server the replication tests (tests/common/s3.rs) and the bench's
+# remote and tree scenarios start on loopback: VersityGW from the Go module proxy, built
+# once into $GOBIN (default ~/go/bin); a re-run finds it there. The tests fail, they do
+# not skip, when it is missing. Each stage runs in a subshell, so each stage that needs
+# it calls this.
+ensure_versitygw() {
+    step "versitygw (S3 server for the replication tests and the bench)"
     local version=v1.8.0 gobin
     gobin="${GOBIN:-$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin}"
     if ! go version -m "$gobin/versitygw" 2>/dev/null | grep -q "mod[[:space:]]*github.com/versity/versitygw[[:space:]]*$version"; then
@@ -54,6 +55,11 @@ stage_rust() {
         GOBIN="$gobin" nice go install "github.com/versity/versitygw/cmd/versitygw@$version"
     fi
     export SQLVAULT_VERSITYGW="$gobin/versitygw"
+}
+
+stage_rust() {
+    bash scripts/ensure-pjdfstest.sh
+    ensure_versitygw
     step "cargo fmt --check, cargo clippy -D warnings"
     cargo fmt --all --check
     build_workspace
@@ -92,6 +98,7 @@ stage_fuzz() { env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS bash scripts/fuzz.s
 # sqlvault-fuse and the bench. Writes under a temporary directory, never into docs/.
 # Real figures: `cargo run --release -p sqlvault-bench -- all`.
 stage_bench() {
+    ensure_versitygw
     build_workspace
     out="$(mktemp -d)"  # not local: the trap runs when the stage's subshell exits
     trap 'rm -rf "$out"' EXIT
