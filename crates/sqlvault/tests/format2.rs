@@ -90,3 +90,46 @@ fn format2_fixture_opens_with_its_contents_and_layout() {
     assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
     v.close().unwrap();
 }
+
+#[test]
+fn a_format1_vault_is_refused_with_the_upgrade_hint() {
+    // A format-1 header: version 1, the HMAC code at byte 24, no cipher, reserve or file id.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.vault");
+    let v = Vault::create(&path, &common::pass(), &common::opts(4096)).unwrap();
+    v.close().unwrap();
+    let mut b = std::fs::read(&path).unwrap();
+    for copy in [0, 4096] {
+        let h = &mut b[copy..copy + 4096];
+        h[8..12].copy_from_slice(&1u32.to_le_bytes());
+        h[24] = 1;
+        h[25..48].fill(0);
+        let sum = *blake3::hash(&h[..4064]).as_bytes();
+        h[4064..].copy_from_slice(&sum);
+    }
+    std::fs::write(&path, &b).unwrap();
+    let e = Vault::open(&path, &common::pass(), EngineConfig::default()).err().expect("refused");
+    assert!(matches!(e, sqlvault::Error::Format1 { .. }), "{e:?}");
+    let p = path.display();
+    assert_eq!(
+        e.to_string(),
+        format!("{p} is a format-1 (SQLCipher) vault: run `sqlvault upgrade {p}` once to convert it")
+    );
+}
+
+#[test]
+fn every_page_cipher_makes_a_vault_that_reopens() {
+    for cipher in PageCipher::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.vault");
+        let v = Vault::create(&path, &common::pass(), &CreateOptions { cipher, ..common::opts(4096) }).unwrap();
+        v.write_file("/f", &data()).unwrap();
+        v.close().unwrap();
+        let b = std::fs::read(&path).unwrap();
+        assert_eq!(b[25], cipher as u8 + 1, "{cipher}: header byte 25");
+        let v = Vault::open(&path, &common::pass(), EngineConfig::default()).unwrap();
+        assert_eq!(v.read_file("/f").unwrap(), data(), "{cipher}");
+        assert_eq!(v.info().unwrap().cipher.page_cipher, cipher);
+        assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
+    }
+}
