@@ -66,19 +66,19 @@ enum Cmd {
     /// 1, 2, 4, 8 threads reading, and doing small durable writes (group commit),
     /// against plain files on the same disk (article 002).
     Parallel(parallel::ParallelArgs),
-    /// Open + first write, subsequent write, second connection: SQLite, SQLCipher with a
-    /// passphrase per connection, SQLCipher raw key, sqlvault (article 000).
+    /// Open + first write, subsequent write, second connection: SQLite, SQLite with
+    /// SQLCipher 4's PBKDF2 per connection, sqlvault (article 000).
     Open(open::OpenArgs),
     /// 2 MiB and 256 MiB files in 256 B..1 MiB application writes, against the article's
-    /// ladder on a bare SQLCipher table (article 001).
+    /// ladder on a bare, unencrypted SQLite table (article 001).
     Stream(stream::StreamArgs),
     /// The Block/Blockset/BlocksetEntry workload at 1e5..1e7 rows and batch sizes
-    /// 1..1e5: SQLite defaults, tuned SQLite, SQLCipher defaults, sqlvault (article 002).
+    /// 1..1e5: SQLite defaults, tuned SQLite, SQLite with sqlvault's settings, sqlvault (article 002).
     Blocks(blocks::BlocksArgs),
     /// 10,000 objects x 20 tags: one commit per tag, per object, sqlvault (article 003).
     Metadata(metadata::MetadataArgs),
     /// 2,000 objects x 20 rows in an application table: one commit per row, per object,
-    /// for all; sqlvault's SQL API against SQLCipher (article 003).
+    /// for all; sqlvault's SQL API against plain SQLite with its settings (article 003).
     Appsql(appsql::AppSqlArgs),
     /// 256 MiB file and 10,000 small files through a plain directory, gocryptfs, cryfs,
     /// a sqlvault FUSE mount and the sqlvault library.

@@ -1,7 +1,9 @@
 //! `stream` (article 001): write a small (2 MiB) and a large (256 MiB) file with
 //! application writes of 256 B, 4 KiB, 64 KiB and 1 MiB, and read it back in the same
 //! sizes, through the sqlvault API, against the rungs of the article's ladder on a
-//! bare SQLCipher table `blocks(id INTEGER PRIMARY KEY, data BLOB)`:
+//! bare, unencrypted SQLite table `blocks(id INTEGER PRIMARY KEY, data BLOB)` (a
+//! SQLCipher table until format 2; with plain SQLite bundled, a `PRAGMA key` would be a
+//! silent no-op, so the rungs are named for what runs):
 //!
 //! 1. one row and one transaction per application write (the naive path);
 //! 2. one row per application write, all in one transaction;
@@ -28,7 +30,6 @@ const HEADING: &str = "## stream (article 001)";
 const MIB: usize = 1 << 20;
 const WRITE_SIZES: [usize; 4] = [256, 4 << 10, 64 << 10, 1 << 20];
 const BUFFER: usize = 64 << 10;
-const RAW_KEY: &str = "x'6B1F0C6E0A3D7C2B8E4F5A6978123456789ABCDEF0123456789ABCDEF0123456'";
 const CHEAP_KDF: KdfParams = KdfParams { memory_kib: 1024, iterations: 1, parallelism: 1 };
 /// The naive rung runs only when it needs at most this many transactions.
 const MAX_NAIVE_TX: u64 = 8_192;
@@ -64,9 +65,9 @@ impl System {
     fn label(self) -> &'static str {
         match self {
             System::Vault => "sqlvault API",
-            System::TxPerWrite => "SQLCipher, 1 tx per write",
-            System::OneTx => "SQLCipher, 1 tx",
-            System::Buffered => "SQLCipher, 1 tx, 64 KiB buffer",
+            System::TxPerWrite => "plain SQLite, 1 tx per write",
+            System::OneTx => "plain SQLite, 1 tx",
+            System::Buffered => "plain SQLite, 1 tx, 64 KiB buffer",
         }
     }
 }
@@ -88,11 +89,9 @@ fn next_mib(gen: &mut Stream, sum: &mut Checksum, buf: &mut [u8]) -> Duration {
     t.elapsed()
 }
 
-fn cipher_conn(spec: &Spec) -> Result<Connection> {
+fn plain_conn(spec: &Spec) -> Result<Connection> {
     let conn = Connection::open(&spec.path).with_context(|| format!("cannot open {}", spec.path.display()))?;
-    conn.execute_batch(&format!(
-        "PRAGMA key = \"{RAW_KEY}\"; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;"
-    ))?;
+    conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;")?;
     Ok(conn)
 }
 
@@ -138,7 +137,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
             out.add("read", m.stop(bytes as f64)?);
         }
         System::TxPerWrite | System::OneTx | System::Buffered => {
-            let conn = cipher_conn(&spec)?;
+            let conn = plain_conn(&spec)?;
             conn.execute_batch("CREATE TABLE blocks (id INTEGER PRIMARY KEY, data BLOB NOT NULL);")?;
             let mut m = Meter::start()?;
             {
@@ -175,7 +174,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
             }
             out.add("write", m.stop(bytes as f64)?);
             drop(conn);
-            let conn = cipher_conn(&spec)?;
+            let conn = plain_conn(&spec)?;
             let mut m = Meter::start()?;
             let mut stmt = conn.prepare("SELECT data FROM blocks ORDER BY id")?;
             let mut rows = stmt.query([])?;
@@ -303,8 +302,7 @@ pub fn stream(a: &StreamArgs) -> Result<harness::ScenarioReport> {
          or holes) in application writes of the given size, then reads it back in reads of the same size \
          and verifies a checksum. sqlvault: a fresh vault, `create_file` + `write_all` per application \
          write, `close` and `Vault::sync` (the data is then durable); read after `Vault::open` with \
-         `open_file` + `read_exact`. SQLCipher rungs: a fresh database keyed with a raw key (no KDF \
-         measured), WAL, `synchronous=NORMAL` (sqlvault's default durability), one table \
+         `open_file` + `read_exact`. Plain-SQLite rungs: a fresh, unencrypted database, WAL, `synchronous=NORMAL` (sqlvault's default durability), one table \
          `blocks(id INTEGER PRIMARY KEY, data BLOB)`; read back with `SELECT data ORDER BY id`. The \
          one-transaction-per-write rung runs only where it needs at most {MAX_NAIVE_TX} transactions (the \
          2 MiB file in 256 B writes is exactly that; the large file only with 64 KiB and 1 MiB writes). Reads come from the page cache (the \
