@@ -12,5 +12,7 @@ pub(crate) mod checkpoint;
 pub(crate) mod commit;
 pub(crate) mod compact;
 pub(crate) mod engine;
+#[cfg(test)]
+mod journal_speed;
 pub(crate) mod schema;
 pub(crate) mod vfs;
