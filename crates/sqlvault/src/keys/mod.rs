@@ -210,7 +210,7 @@ pub struct CipherSettings {
     /// The AEAD sealing every page (format 2).
     pub page_cipher: PageCipher,
     /// Bytes SQLite leaves unused at the end of every page; the last 48 hold the nonce
-    /// and tag ([`page::TRAILER`]).
+    /// and tag (`keys::page::TRAILER`).
     pub reserve: u8,
 }
 
