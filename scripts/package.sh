@@ -12,7 +12,8 @@
 #   scripts/package.sh --dev     the dev profile, reusing the test build (scripts/test.sh's package stage)
 #
 # VERSION is the workspace's (Cargo.toml [workspace.package]); the Python and Maven
-# versions must match it. The .so is stripped of debug info in every package.
+# versions must match it. The .nupkg's .so is stripped of debug info; maturin cannot strip
+# the wheel's (uniffi-bindgen reads its metadata symbols after the build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,7 +45,7 @@ venv="$target/pyenv"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check "maturin>=1.9,<2"
 (cd bindings/python && PATH="$venv/bin:$PATH" nice maturin build --quiet --locked --profile "$profile" \
-  --compatibility linux --strip --out "$dist")
+  --compatibility linux --out "$dist")
 
 # 2. The jar with the .so inside and its dependencies (mvn package, no tests: the jvm stage
 # runs them). It also builds the CLI (the cross-language tests use it).
