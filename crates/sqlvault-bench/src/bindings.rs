@@ -368,11 +368,9 @@ fn python_case(python: &Path, spec: &Spec) -> Result<CaseOutput> {
 }
 
 /// What the C#, C and Java cases are built from: the packages of `dist/`
-/// (`scripts/package.sh`), unpacked into `work`.
+/// (`scripts/package.sh`); `SqlVault.dll` and `libsqlvault_ffi.so` of the .nupkg
+/// unpacked into a work directory, the C# and C bench programs compiled beside them.
 struct Packaged {
-    /// `SqlVault.dll` and `libsqlvault_ffi.so` from the .nupkg, with the C# and C
-    /// bench programs compiled beside them.
-    dir: PathBuf,
     csharp: Option<PathBuf>,
     c: Option<PathBuf>,
     jar: Option<PathBuf>,
@@ -389,7 +387,7 @@ fn run_ok(c: &mut Command) -> Result<()> {
 
 fn unpack(dist: &Path, work: &Path) -> Result<Packaged> {
     let version = env!("CARGO_PKG_VERSION");
-    let mut p = Packaged { dir: work.to_path_buf(), csharp: None, c: None, jar: None, skipped: Vec::new() };
+    let mut p = Packaged { csharp: None, c: None, jar: None, skipped: Vec::new() };
     let jar = dist.join(format!("sqlvault-jvm-{version}.jar"));
     if jar.is_file() {
         p.jar = Some(jar);
@@ -403,10 +401,12 @@ fn unpack(dist: &Path, work: &Path) -> Result<Packaged> {
     }
     let nu = work.join("nupkg");
     run_ok(Command::new("unzip").args(["-q", "-o"]).arg(&nupkg).arg("-d").arg(&nu))?;
-    for (from, to) in
-        [("lib/netstandard2.0/SqlVault.dll", "SqlVault.dll"), ("runtimes/linux-x64/native/libsqlvault_ffi.so", "libsqlvault_ffi.so")]
-    {
-        std::fs::copy(nu.join(from), work.join(to)).with_context(|| format!("cannot copy {from} of {}", nupkg.display()))?;
+    for (from, to) in [
+        ("lib/netstandard2.0/SqlVault.dll", "SqlVault.dll"),
+        ("runtimes/linux-x64/native/libsqlvault_ffi.so", "libsqlvault_ffi.so"),
+    ] {
+        std::fs::copy(nu.join(from), work.join(to))
+            .with_context(|| format!("cannot copy {from} of {}", nupkg.display()))?;
     }
     let src = root().join("crates/sqlvault-bench/bindings");
     let exe = work.join("BenchIo.exe");
@@ -475,7 +475,10 @@ pub fn run(args: &BindingsArgs) -> Result<Vec<Target>> {
         }
     };
     let dist = args.dist.clone().unwrap_or_else(|| root().join("dist"));
-    if !args.quick && args.dist.is_none() && !dist.join(format!("SqlVault.{}.nupkg", env!("CARGO_PKG_VERSION"))).is_file() {
+    if !args.quick
+        && args.dist.is_none()
+        && !dist.join(format!("SqlVault.{}.nupkg", env!("CARGO_PKG_VERSION"))).is_file()
+    {
         eprintln!("bindings: building dist/ (bash scripts/package.sh, release)");
         run_ok(Command::new("bash").arg(root().join("scripts/package.sh")))?;
     }
@@ -536,7 +539,8 @@ pub fn run(args: &BindingsArgs) -> Result<Vec<Target>> {
         reps,
         &foreign,
     )?;
-    let ratio = |group: &str, system: &str| harness::value(&rows, group, system) / harness::value(&rows, group, "Rust API");
+    let ratio =
+        |group: &str, system: &str| harness::value(&rows, group, system) / harness::value(&rows, group, "Rust API");
     let ratios: Vec<Ratios> = foreign
         .iter()
         .map(|(system, _)| Ratios {
@@ -552,7 +556,7 @@ pub fn run(args: &BindingsArgs) -> Result<Vec<Target>> {
         machine: Machine::describe(),
         mib,
         reps,
-        python: python.map(|p| p.display().to_string()).unwrap_or_default(),
+        python: python.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
         dist: dist.display().to_string(),
         rows,
         ratios,
@@ -563,11 +567,21 @@ pub fn run(args: &BindingsArgs) -> Result<Vec<Target>> {
     let mut targets = Vec::new();
     for r in &report.ratios {
         let s = &r.system;
-        targets.push(Target::new("bindings", format!("{s} streaming write >= 0.8x the Rust API"), report::ratio(r.write), judged(r.write >= 0.8)));
-        targets.push(Target::new("bindings", format!("{s} streaming read >= 0.8x the Rust API"), report::ratio(r.read), judged(r.read >= 0.8)));
         targets.push(Target::new(
             "bindings",
-            format!("{s} open with a key file + small write within 2x of Rust"),
+            &format!("{s} streaming write >= 0.8x the Rust API"),
+            report::ratio(r.write),
+            judged(r.write >= 0.8),
+        ));
+        targets.push(Target::new(
+            "bindings",
+            &format!("{s} streaming read >= 0.8x the Rust API"),
+            report::ratio(r.read),
+            judged(r.read >= 0.8),
+        ));
+        targets.push(Target::new(
+            "bindings",
+            &format!("{s} open with a key file + small write within 2x of Rust"),
             report::ratio(r.open),
             judged(r.open <= 2.0),
         ));
@@ -589,9 +603,15 @@ fn markdown(r: &BindingsReport) -> String {
          `sqlvault_file_append`/`sqlvault_file_read_at` into the caller's buffer). Open: open the vault with a \
          key file, write a 4 KiB file, close, {} times, in ms per round (lower is better). Medians of {} \
          repetitions; ratio: binding over Rust (MB/s for streaming, ms for open).\n\n",
-        r.dist, if r.python.is_empty() { "none" } else { &r.python }, r.mib, OPENS, r.reps
+        r.dist,
+        if r.python.is_empty() { "none" } else { &r.python },
+        r.mib,
+        OPENS,
+        r.reps
     ));
-    s.push_str("| phase | system | MB/s or ms | CPU ms/MB or ms/op | peak RSS MiB | vs Rust |\n|---|---|--:|--:|--:|--:|\n");
+    s.push_str(
+        "| phase | system | MB/s or ms | CPU ms/MB or ms/op | peak RSS MiB | vs Rust |\n|---|---|--:|--:|--:|--:|\n",
+    );
     for row in &r.rows {
         s.push_str(&format!(
             "| {} | {} | {:.1} | {:.2} | {:.0} | {} |\n",
