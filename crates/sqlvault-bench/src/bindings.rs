@@ -412,8 +412,8 @@ fn unpack(dist: &Path, work: &Path) -> Result<Packaged> {
     let exe = work.join("BenchIo.exe");
     match run_ok(
         Command::new("mcs")
-            .args(["-langversion:7.2", "-optimize", "-warnaserror", "-r:"])
-            .arg(work.join("SqlVault.dll"))
+            .args(["-langversion:7.2", "-optimize", "-warnaserror"])
+            .arg(format!("-r:{}", work.join("SqlVault.dll").display()))
             .arg(format!("-out:{}", exe.display()))
             .arg(src.join("BenchIo.cs")),
     ) {
