@@ -26,7 +26,7 @@ use hmac::{Hmac, Mac};
 use sha2::{Sha256, Sha512};
 use zeroize::Zeroizing;
 
-use super::{CipherSettings, HmacAlgorithm, MasterKey};
+use super::{HmacAlgorithm, MasterKey};
 use crate::error::{Error, Result};
 
 /// SQLite's magic, which SQLCipher replaces with the salt in page 1.
@@ -58,8 +58,9 @@ pub(crate) struct V1Pages {
 }
 
 impl V1Pages {
-    /// The keys for the vault whose page 1 begins with `salt` (its first 16 bytes on disk).
-    pub(crate) fn new(master: &MasterKey, cipher: CipherSettings, salt: &[u8]) -> Result<V1Pages> {
+    /// The keys for the vault of `page_size`-byte pages MACed with `hmac` whose page 1
+    /// begins with `salt` (its first 16 bytes on disk).
+    pub(crate) fn new(master: &MasterKey, page_size: u32, hmac: HmacAlgorithm, salt: &[u8]) -> Result<V1Pages> {
         let salt: [u8; SALT_LEN] = salt
             .get(..SALT_LEN)
             .and_then(|s| s.try_into().ok())
@@ -68,12 +69,12 @@ impl V1Pages {
         let mut mac = Zeroizing::new([0u8; 32]);
         pbkdf2::pbkdf2::<Hmac<Sha512>>(&master.0[..], &masked, FAST_KDF_ITER, &mut mac[..])
             .map_err(|_| Error::damaged("cannot derive the format-1 HMAC key"))?;
-        let page_size = cipher.page_size as usize;
-        let reserve = reserve(cipher.hmac);
+        let page_size = page_size as usize;
+        let reserve = reserve(hmac);
         if page_size < SALT_LEN + reserve + 16 || (page_size - reserve) % 16 != 0 {
             return Err(Error::damaged(format!("format-1 page size {page_size} cannot hold its reserve")));
         }
-        Ok(V1Pages { enc: Zeroizing::new(*master.0), mac, hmac: cipher.hmac, page_size, reserve })
+        Ok(V1Pages { enc: Zeroizing::new(*master.0), mac, hmac, page_size, reserve })
     }
 
     /// Checks and decrypts page `n` (1-based) in place: afterwards `page` holds SQLite's

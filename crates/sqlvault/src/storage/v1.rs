@@ -263,7 +263,7 @@ mod tests {
         let stored = StoredPages::open(path, header.cipher.page_size)?;
         let mut page = vec![0u8; header.cipher.page_size as usize];
         stored.read(1, &mut page)?;
-        let keys = V1Pages::new(master, header.cipher, &page)?;
+        let keys = V1Pages::new(master, header.cipher.page_size, header.cipher.hmac, &page)?;
         let mut plain = Vec::new();
         for n in 1..=stored.count() {
             stored.read(n, &mut page)?;
