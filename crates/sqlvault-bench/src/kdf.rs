@@ -12,7 +12,7 @@ use std::time::Instant;
 use serde::Serialize;
 use sqlvault::bench::Header;
 use sqlvault::secrets::CipherSettings;
-use sqlvault::secrets::{HmacAlgorithm, KdfParams};
+use sqlvault::secrets::{KdfParams, PageCipher};
 use sqlvault::Secret;
 
 use crate::error::{Context, Result};
@@ -71,7 +71,7 @@ struct KdfReport {
 
 fn time_one(params: KdfParams) -> Result<f64> {
     let secret = Secret::passphrase("correct horse battery staple");
-    let cipher = CipherSettings { page_size: sqlvault::DEFAULT_PAGE_SIZE, hmac: HmacAlgorithm::Sha256 };
+    let cipher = CipherSettings::new(sqlvault::DEFAULT_PAGE_SIZE, PageCipher::Aegis256);
     let t = Instant::now();
     let made =
         Header::create(&secret, params, cipher).with_context(|| format!("key derivation with {params:?} failed"))?;

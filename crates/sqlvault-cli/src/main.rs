@@ -95,7 +95,7 @@ impl From<sqlvault::Error> for CliError {
 #[command(
     name = "sqlvault",
     version,
-    about = "Encrypted files, tags and records in one SQLCipher file",
+    about = "Encrypted files, tags and records in one file",
     after_help = exit::after_help()
 )]
 pub(crate) struct Cli {
@@ -124,6 +124,28 @@ pub(crate) enum DurabilityArg {
     Normal,
 }
 
+/// `init --cipher`: the names of [`sqlvault::secrets::PageCipher`].
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub(crate) enum CipherArg {
+    #[value(name = "aegis-256")]
+    Aegis256,
+    #[value(name = "aegis-128l")]
+    Aegis128L,
+    #[value(name = "xchacha20-poly1305")]
+    XChaCha20Poly1305,
+}
+
+impl From<CipherArg> for sqlvault::secrets::PageCipher {
+    fn from(c: CipherArg) -> Self {
+        use sqlvault::secrets::PageCipher as P;
+        match c {
+            CipherArg::Aegis256 => P::Aegis256,
+            CipherArg::Aegis128L => P::Aegis128L,
+            CipherArg::XChaCha20Poly1305 => P::XChaCha20Poly1305,
+        }
+    }
+}
+
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
     /// Create a new vault (asks for a passphrase twice unless given another way).
@@ -133,9 +155,13 @@ pub(crate) enum Command {
         /// Content chunk size in KiB (power of two, 4..1024).
         #[arg(long, default_value_t = sqlvault::DEFAULT_CHUNK_SIZE / 1024, value_name = "KIB")]
         chunk_kib: u32,
-        /// SQLCipher page size in KiB (power of two, 4..64).
+        /// Database page size in KiB (power of two, 4..64).
         #[arg(long, default_value_t = sqlvault::DEFAULT_PAGE_SIZE / 1024, value_name = "KIB")]
         page_kib: u32,
+        /// The AEAD sealing every page [default: aegis-256 where the CPU has AES
+        /// instructions, else xchacha20-poly1305].
+        #[arg(long, value_name = "NAME")]
+        cipher: Option<CipherArg>,
         /// Argon2id memory cost in MiB.
         #[arg(long, default_value_t = KdfParams::default().memory_kib / 1024, value_name = "MIB")]
         kdf_memory_mib: u32,
@@ -481,7 +507,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
 /// Runs one command; `batch` calls it once per line with the vault already open.
 pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
     match command {
-        Command::Init { vault, chunk_kib, page_kib, kdf_memory_mib, kdf_iterations } => {
+        Command::Init { vault, chunk_kib, page_kib, cipher, kdf_memory_mib, kdf_iterations } => {
             let secret = secret::new_secret(
                 ctx.secret.key_file.as_deref(),
                 ctx.secret.passphrase_file.as_deref(),
@@ -491,16 +517,16 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
             let opts = CreateOptions {
                 chunk_size: chunk_kib.saturating_mul(1024),
                 page_size: page_kib.saturating_mul(1024),
+                cipher: cipher.map_or_else(sqlvault::secrets::PageCipher::default_for_cpu, Into::into),
                 kdf: KdfParams {
                     memory_kib: kdf_memory_mib.saturating_mul(1024),
                     iterations: kdf_iterations,
                     parallelism: 1,
                 },
                 engine: ctx.config.clone(),
-                ..CreateOptions::default()
             };
             Vault::create(&vault, &secret, &opts)?.close()?;
-            note!("created {}", vault.display());
+            note!("created {} (pages sealed with {})", vault.display(), opts.cipher);
         }
         Command::Keygen { file } => {
             sqlvault::secrets::generate_key_file(&file)?;
@@ -671,9 +697,11 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
             } else {
                 outln!("format version: {} (schema {})", i.format_version, i.schema_version);
                 outln!(
-                    "cipher:         SQLCipher 4, AES-256, {} pages of {} KiB",
-                    i.cipher.hmac.sqlcipher_name(),
-                    i.cipher.page_size / 1024
+                    "cipher:         {} (format {}), {} KiB pages, {} reserved bytes",
+                    i.cipher.page_cipher,
+                    i.format_version,
+                    i.cipher.page_size / 1024,
+                    i.cipher.reserve
                 );
                 outln!("chunk size:     {} KiB", i.chunk_size / 1024);
                 for s in &i.key_slots {

@@ -79,7 +79,9 @@ impl From<sqlvault::Error> for VaultError {
             E::IsADirectory { .. } => VaultError::IsADirectory { detail, errno },
             E::DirectoryNotEmpty { .. } => VaultError::DirectoryNotEmpty { detail, errno },
             E::WrongSecret { .. } => VaultError::WrongSecret { detail, errno },
-            E::NotAVault { .. } | E::UnsupportedVersion { .. } => VaultError::NotAVault { detail, errno },
+            E::NotAVault { .. } | E::UnsupportedVersion { .. } | E::Format1 { .. } => {
+                VaultError::NotAVault { detail, errno }
+            }
             E::Damaged { .. } => VaultError::Damaged { detail, errno },
             E::InvalidPath { .. }
             | E::InvalidArgument { .. }

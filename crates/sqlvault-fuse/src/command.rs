@@ -238,6 +238,7 @@ fn encode_error(e: &Error) -> String {
         Error::WrongSecret { what } => vec!["wrong-secret".into(), clean(what)],
         Error::NotAVault { path, reason } => vec!["not-a-vault".into(), clean(path), clean(reason)],
         Error::Damaged { what } => vec!["damaged".into(), clean(what)],
+        Error::Format1 { path } => vec!["format-1".into(), clean(path)],
         Error::UnsupportedVersion { found, supported } => {
             vec!["unsupported".into(), found.to_string(), supported.to_string()]
         }
@@ -260,6 +261,7 @@ fn decode_error(msg: &str) -> Error {
         Some("wrong-secret") => Error::WrongSecret { what: s(2) },
         Some("not-a-vault") => Error::NotAVault { path: s(2), reason: s(3) },
         Some("damaged") => Error::Damaged { what: s(2) },
+        Some("format-1") => Error::Format1 { path: s(2) },
         Some("unsupported") => {
             Error::UnsupportedVersion { found: n(2).unwrap_or(0) as u32, supported: n(3).unwrap_or(0) as u32 }
         }

@@ -44,6 +44,13 @@ pub enum Error {
         /// What was wrong with it.
         reason: String,
     },
+    /// The vault is in format 1 (SQLCipher pages), which this build opens only to
+    /// convert it (`sqlvault upgrade`).
+    #[error("{path} is a format-1 (SQLCipher) vault: run `sqlvault upgrade {path}` once to convert it")]
+    Format1 {
+        /// The vault file.
+        path: String,
+    },
     /// A page failed authentication, the file is truncated, or an invariant is broken.
     #[error("vault is damaged: {what}")]
     Damaged {
@@ -196,7 +203,7 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         use Error::*;
         match self {
-            WrongSecret { .. } | NotAVault { .. } | UnsupportedVersion { .. } => ErrorKind::Access,
+            WrongSecret { .. } | NotAVault { .. } | UnsupportedVersion { .. } | Format1 { .. } => ErrorKind::Access,
             Damaged { .. } => ErrorKind::Damaged,
             NotFound { .. }
             | AlreadyExists { .. }
@@ -228,7 +235,7 @@ impl Error {
     pub fn errno(&self) -> i32 {
         use Error::*;
         match self {
-            WrongSecret { .. } | NotAVault { .. } | UnsupportedVersion { .. } => libc::EACCES,
+            WrongSecret { .. } | NotAVault { .. } | UnsupportedVersion { .. } | Format1 { .. } => libc::EACCES,
             Damaged { .. } => libc::EIO,
             NotFound { .. } => libc::ENOENT,
             AlreadyExists { .. } => libc::EEXIST,
@@ -311,6 +318,11 @@ impl From<rusqlite::Error> for Error {
                     ))
                 }
                 C::ReadOnly => return Error::ReadOnly,
+                C::SystemIoFailure if f.extended_code == rusqlite::ffi::SQLITE_IOERR_DATA => {
+                    return Error::damaged(
+                        "a database page failed authentication (file tampered or truncated); nothing read with it was returned",
+                    )
+                }
                 _ => {}
             }
         }

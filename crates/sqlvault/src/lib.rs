@@ -150,9 +150,15 @@ pub mod secrets {
     //! add and remove slots and repair a damaged header copy: they work on the vault
     //! file by path, whether or not it is open (in this process or another), each under
     //! a lock on the header, one header copy at a time. [`CipherSettings`] (page size,
-    //! [`HmacAlgorithm`]) are fixed when the vault is created
-    //! ([`CreateOptions`](crate::CreateOptions)).
-    pub use crate::keys::{generate_key_file, CipherSettings, HmacAlgorithm, KdfParams, SlotInfo, SlotKind};
+    //! [`PageCipher`], reserved bytes) are fixed when the vault is created
+    //! ([`CreateOptions`](crate::CreateOptions)); [`HmacAlgorithm`] names the page MAC of
+    //! a format-1 (SQLCipher) vault.
+    /// The page opener, for the fuzz target (feature `testing`).
+    #[cfg(feature = "testing")]
+    pub use crate::keys::page::{page_keys_for_testing, PageKeys, TagMismatch};
+    pub use crate::keys::{
+        generate_key_file, CipherSettings, HmacAlgorithm, KdfParams, PageCipher, SlotInfo, SlotKind,
+    };
     pub use crate::vault::secrets::{add_secret, change_secret, remove_secret, repair_header};
 }
 

@@ -1,14 +1,14 @@
 //! Keys: the only module that touches secret bytes.
 //!
 //! Envelope design (as in LUKS, gocryptfs and restic): a random 256-bit *master key*
-//! encrypts the SQLCipher database; each *key slot* in the vault header wraps the
+//! keys the database's page cipher ([`page`]); each *key slot* in the vault header wraps the
 //! master key with a key-encryption key derived from one secret:
 //!
 //! * a passphrase, through Argon2id with the parameters stored in the slot;
 //! * a 32-byte key file, through BLAKE3 `derive_key` (already high-entropy, no KDF cost).
 //!
 //! Wrapping is XChaCha20-Poly1305 with the slot's fixed fields as associated data, so a
-//! wrong secret and a tampered slot are both detected before SQLCipher sees a key.
+//! wrong secret and a tampered slot are both detected before any page is opened.
 //! Changing the passphrase rewrites one 4 KiB header copy, whatever the vault's size.
 //!
 //! The header region ([`HEADER_LEN`] bytes) holds two copies of the header,
@@ -17,10 +17,16 @@
 //! valid copy, which opens with either the old or the new secret, never neither.
 //! See `docs/format.md` for the byte layout.
 //!
+//! [`page`] seals and opens database pages (format 2): the page keys are derived from
+//! the master key and the file id the header carries, so two replicas sharing a master
+//! key still have unrelated page keys. A format-1 header (SQLCipher pages) still
+//! decodes, so that it can be converted ([`Header::format2_from`]).
+//!
 //! [`remote`] (feature `remote`) holds the keys a replica derives for a remote and the
 //! sealing and naming of the remote's objects, so that replication, too, touches
 //! secret bytes only here. [`random_bytes`] is the one source of randomness.
 
+pub mod page;
 #[cfg(feature = "remote")]
 pub(crate) mod remote;
 #[cfg(feature = "upgrade-v1")]
@@ -36,14 +42,18 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use zeroize::{Zeroize, Zeroizing};
 
 use crate::error::{Error, Result};
+pub use page::PageCipher;
 
 /// Bytes reserved at the start of the vault file for the key header; the database
 /// follows (the VFS shifts it past this region).
 pub const HEADER_LEN: i64 = 8192;
 /// Magic bytes at the start of each header copy.
 pub const MAGIC: &[u8; 8] = b"SQLVAULT";
-/// On-disk format version written by this build.
-pub const FORMAT_VERSION: u32 = 1;
+/// On-disk format version written by this build: 2, pages sealed by sqlvault's VFS
+/// ([`page`]). Version 1 (SQLCipher pages) is read only to be converted.
+pub const FORMAT_VERSION: u32 = 2;
+/// The format whose pages SQLCipher encrypted.
+pub const FORMAT_SQLCIPHER: u32 = 1;
 /// Size of one header copy; two copies fill the header region.
 pub const COPY_LEN: usize = (HEADER_LEN as usize) / 2;
 /// Maximum number of key slots.
@@ -61,40 +71,6 @@ impl MasterKey {
         let mut k = Zeroizing::new([0u8; 32]);
         random_bytes(&mut *k)?;
         Ok(MasterKey(k))
-    }
-
-    /// Keys a freshly opened SQLCipher connection with this key as a raw key (no
-    /// PBKDF2) and the vault's cipher settings. The only place the key meets SQLite.
-    pub(crate) fn key_connection(&self, conn: &rusqlite::Connection, cipher: &CipherSettings) -> Result<()> {
-        let lit = self.sqlcipher_literal();
-        // SAFETY: `conn.handle()` is a valid open connection; the key buffer outlives the call.
-        let rc = unsafe {
-            rusqlite::ffi::sqlite3_key_v2(conn.handle(), c"main".as_ptr(), lit.as_ptr().cast(), lit.len() as i32)
-        };
-        drop(lit);
-        if rc != rusqlite::ffi::SQLITE_OK {
-            return Err(Error::damaged(format!("SQLCipher refused the key (code {rc})")));
-        }
-        conn.execute_batch(&format!(
-            "PRAGMA cipher_page_size={ps}; PRAGMA cipher_hmac_algorithm={hmac}; PRAGMA cipher_kdf_algorithm=PBKDF2_HMAC_SHA512; \
-             PRAGMA cipher_memory_security=OFF;",
-            ps = cipher.page_size,
-            hmac = cipher.hmac.sqlcipher_name(),
-        ))?;
-        Ok(())
-    }
-
-    /// The key as SQLCipher's raw-key literal `x'<64 hex>'`, so its PBKDF2 never runs.
-    fn sqlcipher_literal(&self) -> Zeroizing<Vec<u8>> {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let mut s = Zeroizing::new(Vec::with_capacity(67));
-        s.extend_from_slice(b"x'");
-        for b in self.0.iter() {
-            s.push(HEX[(b >> 4) as usize]);
-            s.push(HEX[(b & 15) as usize]);
-        }
-        s.push(b'\'');
-        s
     }
 }
 
@@ -227,16 +203,27 @@ pub struct SlotInfo {
     pub kdf: Option<KdfParams>,
 }
 
-/// Cipher settings SQLCipher needs before it can read page 1; kept in the header.
+/// How the database's pages are laid out and sealed; kept in the header, fixed at
+/// creation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct CipherSettings {
-    /// SQLCipher page size in bytes.
+    /// Database page size in bytes.
     pub page_size: u32,
-    /// SQLCipher page HMAC.
-    pub hmac: HmacAlgorithm,
+    /// The AEAD sealing every page (format 2).
+    pub page_cipher: PageCipher,
+    /// Bytes SQLite leaves unused at the end of every page; the last 48 hold the nonce
+    /// and tag ([`page::TRAILER`]).
+    pub reserve: u8,
 }
 
-/// The HMAC SQLCipher authenticates each page with.
+impl CipherSettings {
+    /// Format-2 settings for new vaults: `page_size` bytes, 48 reserved.
+    pub fn new(page_size: u32, page_cipher: PageCipher) -> CipherSettings {
+        CipherSettings { page_size, page_cipher, reserve: page::TRAILER as u8 }
+    }
+}
+
+/// The HMAC SQLCipher authenticated each page of a format-1 vault with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum HmacAlgorithm {
     /// HMAC-SHA256.
@@ -253,6 +240,14 @@ impl HmacAlgorithm {
         match self {
             HmacAlgorithm::Sha256 => "HMAC_SHA256",
             HmacAlgorithm::Sha512 => "HMAC_SHA512",
+        }
+    }
+    /// Bytes SQLCipher 4 reserves per page with this HMAC: a 16-byte IV and the MAC,
+    /// rounded up to 16.
+    pub fn sqlcipher_reserve(self) -> u8 {
+        match self {
+            HmacAlgorithm::Sha256 => 48,
+            HmacAlgorithm::Sha512 => 80,
         }
     }
     fn code(self) -> u8 {
@@ -277,8 +272,14 @@ pub struct Header {
     pub version: u32,
     /// Bumped at every rewrite; the newest valid copy wins.
     pub generation: u64,
-    /// Page size and HMAC of the database.
+    /// Page size, page cipher and reserve of the database. For a format-1 header
+    /// (`version` 1) the page cipher means nothing: see [`Header::format1_hmac`].
     pub cipher: CipherSettings,
+    /// Random per vault file (format 2): bound into every page's key and associated
+    /// data, so a page of another vault, even a replica, never opens here.
+    pub(crate) file_id: [u8; 16],
+    /// The SQLCipher HMAC of a format-1 header; `None` in format 2.
+    format1_hmac: Option<HmacAlgorithm>,
     slots: Vec<Option<Slot>>,
 }
 
@@ -287,9 +288,46 @@ impl Header {
     pub fn create(secret: &Secret, kdf: KdfParams, cipher: CipherSettings) -> Result<(Header, MasterKey)> {
         kdf.check()?;
         let master = MasterKey::random()?;
-        let mut header = Header { version: FORMAT_VERSION, generation: 1, cipher, slots: vec![None; MAX_SLOTS] };
+        let mut header = Header {
+            version: FORMAT_VERSION,
+            generation: 1,
+            cipher,
+            file_id: new_file_id()?,
+            format1_hmac: None,
+            slots: vec![None; MAX_SLOTS],
+        };
         header.slots[0] = Some(wrap(&master, secret, kdf)?);
         Ok((header, master))
+    }
+
+    /// A format-2 header for the conversion of the format-1 vault whose header is
+    /// `v1`: the same key slots (so the same secrets open the same master key), page
+    /// size and reserve (so pages convert one for one), a new file id, pages sealed
+    /// with `page_cipher`, generation 1.
+    #[allow(dead_code)] // until the upgrade lands
+    pub(crate) fn format2_from(v1: &Header, page_cipher: PageCipher) -> Result<Header> {
+        let hmac = v1.format1_hmac.ok_or_else(|| Error::InvalidArgument { what: "not a format-1 header".into() })?;
+        Ok(Header {
+            version: FORMAT_VERSION,
+            generation: 1,
+            cipher: CipherSettings { page_size: v1.cipher.page_size, page_cipher, reserve: hmac.sqlcipher_reserve() },
+            file_id: new_file_id()?,
+            format1_hmac: None,
+            slots: v1.slots.clone(),
+        })
+    }
+
+    /// The same header with a new file id: a vault file made from another's header (a
+    /// clone from a remote) gets page keys of its own.
+    #[cfg(feature = "remote")]
+    pub(crate) fn with_new_file_id(mut self) -> Result<Header> {
+        self.file_id = new_file_id()?;
+        Ok(self)
+    }
+
+    /// The SQLCipher HMAC of a format-1 vault (`Some` exactly when `version` is 1).
+    pub fn format1_hmac(&self) -> Option<HmacAlgorithm> {
+        self.format1_hmac
     }
 
     /// Tries every slot of the secret's kind; returns the master key and the slot used.
@@ -358,7 +396,14 @@ impl Header {
         b[8..12].copy_from_slice(&self.version.to_le_bytes());
         b[12..20].copy_from_slice(&self.generation.to_le_bytes());
         b[20..24].copy_from_slice(&self.cipher.page_size.to_le_bytes());
-        b[24] = self.cipher.hmac.code();
+        match self.format1_hmac {
+            Some(hmac) => b[24] = hmac.code(),
+            None => {
+                b[25] = self.cipher.page_cipher.code();
+                b[26] = self.cipher.reserve;
+                b[32..48].copy_from_slice(&self.file_id);
+            }
+        }
         for (i, slot) in self.slots.iter().enumerate() {
             let at = SLOTS_AT + i * SLOT_LEN;
             if let Some(s) = slot {
@@ -385,10 +430,23 @@ impl Header {
         }
         let generation = u64::from_le_bytes(b[12..20].try_into().unwrap_or_default());
         let page_size = u32::from_le_bytes(b[20..24].try_into().unwrap_or_default());
-        let hmac = HmacAlgorithm::from_code(b[24]).ok_or_else(|| Error::damaged("unknown HMAC algorithm in header"))?;
         if !(512..=65536).contains(&page_size) || !page_size.is_power_of_two() {
             return Err(Error::damaged("invalid page size in header"));
         }
+        let (cipher, file_id, format1_hmac) = if version == FORMAT_SQLCIPHER {
+            let hmac =
+                HmacAlgorithm::from_code(b[24]).ok_or_else(|| Error::damaged("unknown HMAC algorithm in header"))?;
+            (CipherSettings::new(page_size, PageCipher::Aegis256), [0u8; 16], Some(hmac))
+        } else {
+            let page_cipher =
+                PageCipher::from_code(b[25]).ok_or_else(|| Error::damaged("unknown page cipher in header"))?;
+            let reserve = b[26];
+            if usize::from(reserve) < page::TRAILER || u32::from(reserve) * 4 > page_size {
+                return Err(Error::damaged(format!("invalid reserve of {reserve} bytes per page in header")));
+            }
+            let file_id: [u8; 16] = b[32..48].try_into().unwrap_or_default();
+            (CipherSettings { page_size, page_cipher, reserve }, file_id, None)
+        };
         let mut slots = vec![None; MAX_SLOTS];
         for (i, slot) in slots.iter_mut().enumerate() {
             let at = SLOTS_AT + i * SLOT_LEN;
@@ -408,7 +466,7 @@ impl Header {
                 wrapped: s[56..104].try_into().unwrap_or([0; 48]),
             });
         }
-        Ok(Some(Header { version, generation, cipher: CipherSettings { page_size, hmac }, slots }))
+        Ok(Some(Header { version, generation, cipher, file_id, format1_hmac, slots }))
     }
 
     /// Reads the newest valid header copy from the vault file at `path`.
@@ -557,6 +615,12 @@ fn slot_fixed(s: &Slot, index: usize) -> [u8; SLOT_FIXED] {
     b
 }
 
+fn new_file_id() -> Result<[u8; 16]> {
+    let mut id = [0u8; 16];
+    random_bytes(&mut id)?;
+    Ok(id)
+}
+
 /// Fills `buf` from the operating system's random source (nonces, salts, keys, ids).
 pub(crate) fn random_bytes(buf: &mut [u8]) -> Result<()> {
     getrandom::getrandom(buf).map_err(|e| Error::Io {
@@ -642,7 +706,7 @@ mod tests {
         fast().check().unwrap();
     }
     fn cipher() -> CipherSettings {
-        CipherSettings { page_size: 4096, hmac: HmacAlgorithm::Sha256 }
+        CipherSettings::new(4096, PageCipher::Aegis256)
     }
 
     #[test]
@@ -682,12 +746,28 @@ mod tests {
     }
 
     #[test]
-    fn raw_key_literal_has_sqlcipher_shape() {
-        let k = MasterKey(Zeroizing::new([0xab; 32]));
-        let lit = k.sqlcipher_literal();
-        assert_eq!(lit.len(), 67);
-        assert!(lit.starts_with(b"x'abab"));
-        assert!(lit.ends_with(b"'"));
+    fn format2_header_round_trips_cipher_reserve_and_file_id() {
+        let (h, _) = Header::create(&Secret::passphrase("p"), fast(), cipher()).unwrap();
+        let b = h.encode();
+        assert_eq!((b[8], b[24], b[25], b[26]), (2, 0, 1, 48));
+        assert_eq!(b[32..48], h.file_id);
+        let h2 = Header::decode(&b).unwrap().unwrap();
+        assert_eq!((h2.version, h2.cipher, h2.file_id, h2.format1_hmac), (2, h.cipher, h.file_id, None));
+    }
+
+    #[test]
+    fn format1_header_decodes_and_converts_keeping_slots() {
+        let (mut h, k) = Header::create(&Secret::passphrase("p"), fast(), cipher()).unwrap();
+        h.version = FORMAT_SQLCIPHER;
+        h.format1_hmac = Some(HmacAlgorithm::Sha512);
+        let b = h.encode();
+        assert_eq!((b[24], b[25], b[26]), (2, 0, 0));
+        let v1 = Header::decode(&b).unwrap().unwrap();
+        assert_eq!((v1.version, v1.format1_hmac()), (1, Some(HmacAlgorithm::Sha512)));
+        let v2 = Header::format2_from(&v1, PageCipher::XChaCha20Poly1305).unwrap();
+        assert_eq!((v2.version, v2.cipher.reserve, v2.cipher.page_size), (2, 80, 4096));
+        let (k2, _) = Header::decode(&v2.encode()).unwrap().unwrap().unlock(&Secret::passphrase("p"), "v").unwrap();
+        assert_eq!(*k.0, *k2.0);
     }
 
     #[test]

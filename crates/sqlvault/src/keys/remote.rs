@@ -44,19 +44,21 @@ impl Header {
         self.encode()
     }
 
-    /// BLAKE3 of the key slots and cipher settings (not the generation, which each
-    /// file counts on its own): equal digests, the same secrets open the same key.
+    /// BLAKE3 of the key slots and page size (not the version, generation, page
+    /// cipher or file id, which each replica's file has of its own): equal digests, the
+    /// same secrets open the same key.
     pub(crate) fn slots_digest(&self) -> [u8; 32] {
         let mut b = self.encode();
-        b[12..20].fill(0);
+        b[8..20].fill(0);
+        b[24..64].fill(0);
         *blake3::hash(&b[..CHECKSUM_AT]).as_bytes()
     }
 
     /// Takes the key slots of `other` (a remote's, authenticated by the caller), keeping
-    /// this header's version and generation.
+    /// this header's version, generation, cipher settings and file id.
     pub(crate) fn adopt_slots(&mut self, other: &Header) -> Result<()> {
-        if other.cipher != self.cipher {
-            return Err(Error::damaged("the remote's key slots have other cipher settings"));
+        if other.cipher.page_size != self.cipher.page_size {
+            return Err(Error::damaged("the remote's key slots have another page size"));
         }
         self.slots = other.slots.clone();
         Ok(())

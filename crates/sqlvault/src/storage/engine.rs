@@ -1,24 +1,30 @@
-//! Storage engine: SQLCipher connections, pragmas, schema migrations, and the
+//! Storage engine: connections, pragmas, schema migrations, and the
 //! one-writer / many-readers discipline.
 //!
-//! * The master key is handed to SQLCipher as a raw key (`x'..'`), so opening a
-//!   connection costs no key derivation; the passphrase KDF ran once in [`crate::keys`].
+//! * The page keys are derived once per open from the master key (the passphrase KDF
+//!   ran once in [`crate::keys`]) and reach the VFS through its registry
+//!   ([`vfs::PageKeysEntry`]): a connection's URI names them, SQL never sees a key.
+//! * At creation the page size and 48 reserved bytes per page are set before the first
+//!   page is written; every connection checks the reserve (the sealed trailer must not
+//!   overlap SQLite's data).
 //! * One writer connection per process, with group commit ([`crate::storage::commit`]):
 //!   concurrent writers share one `BEGIN IMMEDIATE` transaction, each in its own
 //!   savepoint; a second process waits on the busy handler instead of failing halfway
 //!   (article 001).
 //! * Reader connections are pooled and reused; in WAL mode they never block the writer.
 //! * `temp_store=MEMORY`: SQLite never writes plaintext temporary files.
-//! * Damage is never data: when a page fails its HMAC, SQLCipher zeroes it, records a
-//!   sticky error in the connection's codec and lets the statement go on, so a
-//!   statement can succeed on the zeros (a record value, a tag, a link target read back
-//!   as zeros, or a row "missing"). Every read transaction, every write closure and
-//!   every serialized call therefore ends by asking the codec (`PRAGMA cipher_status`,
-//!   [`codec_intact`]) before anything reaches the caller; a failed codec turns the
-//!   result into [`Error::Damaged`]. A reader connection in that state is dropped; the
-//!   writer connection cannot be replaced while the vault is open, so from then on
-//!   every write fails with `Damaged` (reopen the vault after repairing or restoring it).
+//! * Damage is never data: a page that fails its tag fails the read that asked for it
+//!   (`SQLITE_IOERR_DATA`, [`Error::Damaged`]) and marks the connection. Every read
+//!   transaction, every write closure and every serialized call also ends by asking
+//!   the VFS whether the connection met such a page ([`codec_intact`], no I/O), so an
+//!   error SQLite might swallow still reaches the caller as `Damaged`. A reader
+//!   connection in that state is dropped; the writer connection cannot be replaced
+//!   while the vault is open, so from then on every write fails with `Damaged` (reopen
+//!   the vault after repairing or restoring it).
+//! * `secure_delete` stays on (SQLCipher forced it): freed pages are zeroed before they
+//!   are sealed again, so deleted content is gone even if the master key leaks later.
 
+use std::ffi::c_int;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -30,6 +36,7 @@ use crate::storage::checkpoint::Checkpointer;
 use crate::storage::commit::{CommitStats, WriteTx, Writer};
 
 use crate::error::{Error, Result};
+use crate::keys::page::PageKeys;
 use crate::keys::{CipherSettings, MasterKey};
 use crate::storage::schema;
 use crate::storage::vfs;
@@ -90,8 +97,12 @@ impl Default for EngineConfig {
 
 pub(crate) struct Engine {
     path: PathBuf,
+    /// For keys derived from it (replication).
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
     key: MasterKey,
     cipher: CipherSettings,
+    /// The page keys in the VFS's registry, for as long as the engine lives.
+    page_keys: vfs::PageKeysEntry,
     config: EngineConfig,
     writer: Option<Arc<Writer>>,
     readers: Mutex<Vec<Connection>>,
@@ -101,9 +112,8 @@ pub(crate) struct Engine {
     cpus: usize,
     /// Writer commits known synced to disk by `sync` (see there).
     synced_commits: std::sync::atomic::AtomicU64,
-    /// The writer connection met a page that failed authentication: SQLCipher's error
-    /// is sticky (every later page it reads is zeros, every write fails), so every
-    /// later use of the writer reports damage.
+    /// The writer connection met a page that failed authentication: every later use of
+    /// the writer reports damage (its cache may hold a mix of states).
     writer_damaged: std::sync::atomic::AtomicBool,
     /// After `writer`: its WAL hook points into the checkpointer's shared state, which
     /// must outlive the writer connection.
@@ -116,14 +126,17 @@ impl Engine {
         path: &Path,
         key: MasterKey,
         cipher: CipherSettings,
+        file_id: [u8; 16],
         config: EngineConfig,
         create: bool,
     ) -> Result<Engine> {
         vfs::register().map_err(|e| Error::Io { context: e, source: std::io::Error::other("vfs") })?;
+        let page_keys = vfs::PageKeysEntry::new(PageKeys::new(&key, file_id, cipher.page_cipher, cipher.page_size))?;
         let mut engine = Engine {
             path: path.to_path_buf(),
             key,
             cipher,
+            page_keys,
             config,
             writer: None,
             readers: Mutex::new(Vec::new()),
@@ -134,7 +147,7 @@ impl Engine {
             checkpointer: None,
         };
         if create {
-            let conn = engine.connect(true)?;
+            let conn = engine.connect_new()?;
             conn.execute_batch("PRAGMA journal_mode=WAL;")?;
             schema::create(&conn)?;
             engine.checkpointer = Some(Checkpointer::start(
@@ -164,28 +177,61 @@ impl Engine {
         Ok(engine)
     }
 
+    /// The writer connection of a new vault: page size and reserve set before page 1
+    /// is first written.
+    fn connect_new(&self) -> Result<Connection> {
+        let conn = self.open_connection(true)?;
+        conn.execute_batch(&format!("PRAGMA page_size={}", self.cipher.page_size))?;
+        let mut reserve = c_int::from(self.cipher.reserve);
+        // SAFETY: the handle is valid; RESERVE_BYTES takes a pointer to an int.
+        let rc = unsafe {
+            rusqlite::ffi::sqlite3_file_control(
+                conn.handle(),
+                c"main".as_ptr(),
+                rusqlite::ffi::SQLITE_FCNTL_RESERVE_BYTES,
+                &mut reserve as *mut c_int as *mut std::ffi::c_void,
+            )
+        };
+        if rc != rusqlite::ffi::SQLITE_OK {
+            return Err(Error::damaged(format!("SQLite refused to reserve bytes per page (code {rc})")));
+        }
+        self.finish_connection(conn, true)
+    }
+
     fn connect(&self, writer: bool) -> Result<Connection> {
+        let conn = self.open_connection(writer)?;
+        self.finish_connection(conn, false)
+    }
+
+    fn open_connection(&self, writer: bool) -> Result<Connection> {
         let flags = if writer {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
         } else {
             OpenFlags::SQLITE_OPEN_READ_ONLY
         } | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_EXRESCODE;
-        let mut conn = Connection::open_with_flags_and_vfs(&self.path, flags, vfs::VFS_NAME)?;
+            | OpenFlags::SQLITE_OPEN_EXRESCODE
+            | OpenFlags::SQLITE_OPEN_URI;
+        let uri = self.page_keys.uri(&self.path);
+        let conn = Connection::open_with_flags_and_vfs(std::path::Path::new(&uri), flags, vfs::VFS_NAME)?;
+        Ok(conn)
+    }
+
+    fn finish_connection(&self, mut conn: Connection, new: bool) -> Result<Connection> {
         // Guard rails for application SQL (inert for ours); room for its statements.
         crate::storage::authorizer::install(&mut conn)?;
         conn.set_prepared_statement_cache_capacity(64);
         // SAFETY: the handle is valid while `conn` lives.
         vfs::count_statements(unsafe { conn.handle() });
-        // SQLCipher logs decryption failures to stderr; we report them as errors instead.
-        conn.execute_batch("PRAGMA cipher_log_level = NONE")?;
-        self.key.key_connection(&conn, &self.cipher)?;
         conn.busy_timeout(self.config.busy_timeout)?;
         // First read of page 1: a wrong key or a tampered page fails here.
         conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get::<_, i64>(0))?;
         codec_intact(&conn)?;
+        if !new {
+            self.check_reserve(&conn)?;
+        }
         conn.execute_batch(&format!(
-            "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-{cache}; PRAGMA synchronous={sync}; PRAGMA foreign_keys=OFF;",
+            "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-{cache}; PRAGMA synchronous={sync}; PRAGMA foreign_keys=OFF; \
+             PRAGMA secure_delete=ON; PRAGMA mmap_size=0;",
             cache = self.config.cache_kib,
             sync = match self.config.durability {
                 Durability::Full => "FULL",
@@ -193,6 +239,28 @@ impl Engine {
             },
         ))?;
         Ok(conn)
+    }
+
+    /// Fails with `Damaged` if SQLite reserves fewer bytes per page than the sealed
+    /// trailer needs (page 1 is authenticated, so only a bug or another program could
+    /// have set it).
+    fn check_reserve(&self, conn: &Connection) -> Result<()> {
+        let mut reserve: c_int = -1;
+        // SAFETY: as in `connect_new`; -1 asks for the current value.
+        let rc = unsafe {
+            rusqlite::ffi::sqlite3_file_control(
+                conn.handle(),
+                c"main".as_ptr(),
+                rusqlite::ffi::SQLITE_FCNTL_RESERVE_BYTES,
+                &mut reserve as *mut c_int as *mut std::ffi::c_void,
+            )
+        };
+        if rc != rusqlite::ffi::SQLITE_OK || reserve < crate::keys::page::TRAILER as c_int {
+            return Err(Error::damaged(format!(
+                "the database reserves {reserve} bytes per page, fewer than its seal needs"
+            )));
+        }
+        Ok(())
     }
 
     /// Runs `f` as one all-or-nothing write: if it returns `Ok` its work commits, if it
@@ -250,7 +318,7 @@ impl Engine {
         }
     }
 
-    /// A batch whose writer met damage fails at `COMMIT` (SQLCipher refuses to encrypt
+    /// A batch whose writer met damage may fail at `COMMIT` (a page it needs fails its tag)
     /// pages once its error is set), which SQLite reports as an I/O or memory error:
     /// every caller of that batch is told the real reason.
     fn writer_outcome<T>(&self, r: Result<T>) -> Result<T> {
@@ -380,13 +448,13 @@ impl Engine {
             conn.execute_batch("COMMIT")?;
             out
         })();
-        // Whatever `f` returned may stand on a zeroed page (see the module doc): the
-        // codec has the last word, on success and on failure alike.
+        // Whatever `f` returned may stand on a page that failed (see the module doc):
+        // the VFS's mark has the last word, on success and on failure alike.
         let result = codec_intact(&conn).and(result);
         match &result {
             Ok(_) => self.put_reader(conn),
-            // SQLCipher leaves a connection that met a page failing authentication in
-            // a sticky error state (every later page reads as zeros): never reuse it.
+            // A connection that met a page failing authentication stays marked (see
+            // `codec_intact`): never reuse it.
             Err(Error::Damaged { .. }) => drop(conn),
             Err(_) => {
                 let _ = conn.execute_batch("ROLLBACK");
@@ -515,20 +583,14 @@ pub(crate) fn in_transaction<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
-/// Fails with `Damaged` once SQLCipher's codec on `conn` has met a page that failed
-/// authentication. SQLCipher zeroes such a page and sets a sticky error
-/// (`sqlcipher_codec_ctx_set_error`) but the statement reading it may still succeed;
-/// `PRAGMA cipher_status` reports that error: "1" while none is set. Prepared anew
-/// each time, never cached: SQLCipher computes the answer when the pragma is compiled.
-/// A connection without a key has no codec and answers "0": only for keyed ones.
-/// Costs one statement compile and step, no page read (about a microsecond or two,
-/// see docs/reliability.md).
+/// Fails with `Damaged` once a page read through `conn` failed its tag (the VFS marks
+/// the connection's main file, see [`vfs::tag_failed`]). No statement, no I/O.
 pub(crate) fn codec_intact(conn: &Connection) -> Result<()> {
-    let status: String = conn.query_row("PRAGMA cipher_status", [], |r| r.get(0))?;
-    if status == "1" {
-        Ok(())
-    } else {
+    // SAFETY: the handle is valid while `conn` lives.
+    if vfs::tag_failed(unsafe { conn.handle() }) {
         Err(page_damage())
+    } else {
+        Ok(())
     }
 }
 

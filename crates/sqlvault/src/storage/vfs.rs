@@ -1,30 +1,66 @@
-//! A thin SQLite VFS shim that keeps the vault one file.
+//! The vault's SQLite VFS: one file, every page sealed.
 //!
 //! The vault file starts with a [`HEADER_LEN`]-byte header region (key slots, see
-//! [`crate::keys`]); the SQLCipher database follows it. This shim wraps the platform's
-//! default VFS and shifts every read, write, truncate and size of the *main database
-//! file* by `HEADER_LEN`, so SQLite never sees the header. WAL, shared-memory and
-//! journal files pass through unchanged. SQLCipher encrypts pages above this layer,
-//! so the shim only ever moves ciphertext.
+//! [`crate::keys`]); the database follows it. This VFS wraps the platform's default
+//! VFS, shifts every read, write, truncate and size of the *main database file* by
+//! `HEADER_LEN` (so SQLite never sees the header), and seals every page on its way to
+//! the disk and opens it on its way back ([`crate::keys::page`], vault format 2):
 //!
-//! The shim also counts, per thread, the reads, writes and syncs it passes on (main
-//! database and WAL apart) and the statements the thread's connections ran, with
-//! their virtual-machine steps (feature `io-counts`): see
-//! [`IoCounts`]. The counts are what a file operation costs in SQLite pages,
-//! independent of timing, so tests can assert them (`tests/io_counts.rs`).
+//! * **main file**: SQLite writes whole pages; page `n` is at `(n-1)·P`. A read of
+//!   part of a page (SQLite's 100-byte header read of page 1) opens the whole page and
+//!   copies the part. Page 1 is sealed whole: the file holds no SQLite plaintext.
+//! * **WAL**: a frame is a 24-byte header then a page, written as two writes; the
+//!   page number comes from the header written just before on the same handle, else
+//!   from a 4-byte read of it. The frame header's checksum (SQLite's, over the
+//!   plaintext) is XORed with a mask keyed by the frame's salts and offset, on write
+//!   and on read, so the file says nothing about the plaintext. A whole-frame read
+//!   (WAL recovery) whose page fails its tag returns the frame zeroed: SQLite's
+//!   checksum then ends the log there, as for a frame torn by a crash.
+//! * **rollback journal**: records are page number (4), page (`P`), checksum (4),
+//!   written and read in that order; the page number comes from the 4 bytes just
+//!   before, the checksum is masked with a key derived from the page's nonce.
+//! * every other file kind (temporary databases and journals, statement journals,
+//!   super-journals) is refused at `xOpen`: the engine keeps them in memory, and a
+//!   change that lets one reach the disk fails instead of writing plaintext.
 //!
-//! Memory-mapped I/O is refused (`xFetch` returns no page): SQLCipher never maps an
-//! encrypted database anyway, and refusing keeps the offset arithmetic in one place.
+//! Keys never pass through SQL: [`PageKeysEntry`] puts a vault's page keys in a
+//! process-wide registry under a random token, and the engine opens its connections
+//! with a URI naming that token (`sqlvault_keys=`). The main file takes the keys from
+//! the registry at `xOpen`; its WAL and journal find them through
+//! `sqlite3_database_file_object`. A main file opened without a known token is refused.
+//!
+//! A page that fails its tag is `SQLITE_IOERR_DATA` (the engine's `Damaged`) and marks
+//! the connection's main file: [`tag_failed`] tells the engine whether a connection
+//! met one, as SQLCipher's sticky codec error did.
+//!
+//! The VFS also counts, per thread, the reads, writes and syncs SQLite asked for (main
+//! database and WAL apart; the VFS's own small reads of frame headers are not counted)
+//! and the statements the thread's connections ran, with their virtual-machine steps
+//! (feature `io-counts`): see [`IoCounts`]. The counts are what a file operation costs
+//! in SQLite pages, independent of timing, so tests can assert them
+//! (`tests/io_counts.rs`).
+//!
+//! Memory-mapped I/O is refused (`xFetch` returns no page): a mapped page would hand
+//! SQLite the sealed bytes.
 
 use std::cell::Cell;
-use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void, CStr, OsString};
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rusqlite::ffi;
+
+use crate::error::{Error, Result};
+use crate::keys::page::{PageKeys, TRAILER};
 
 /// Name under which the shim is registered with SQLite.
 pub const VFS_NAME: &str = "sqlvault";
 const VFS_NAME_C: &CStr = c"sqlvault";
+/// The URI parameter naming a registry entry.
+const KEYS_PARAM: &CStr = c"sqlvault_keys";
+const WAL_HEADER: i64 = 32;
+const FRAME_HEADER: usize = 24;
 
 pub use crate::keys::HEADER_LEN;
 
@@ -36,8 +72,23 @@ struct ShimFile {
     real: *mut ffi::sqlite3_file,
     /// Byte offset added to every access of the wrapped file.
     offset: i64,
-    /// Which counters this file's I/O goes to.
+    /// Which counters this file's I/O goes to, and how its pages are laid out.
     kind: FileKind,
+    /// The page keys (an `Arc` turned into a raw pointer; released at close).
+    keys: *const PageKeys,
+    /// The connection's main file (this one for a main file): where a failed tag is
+    /// recorded. A WAL or journal closes before its main file.
+    owner: *mut ShimFile,
+    /// Set once a page read through this main file (or its WAL or journal) failed.
+    tag_failed: bool,
+    /// Scratch of one frame (`P + 24` bytes, a `Box<[u8]>` turned into a raw pointer).
+    scratch: *mut u8,
+    /// WAL: offset and page number of the frame header last written or read.
+    last_frame: (i64, u32),
+    /// Journal: offset and value of the last 4-byte write or read (a page number).
+    last_small: (i64, u32),
+    /// Journal: where the last page sealed or opened ends, and its nonce.
+    last_page: (i64, [u8; 32]),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -45,7 +96,77 @@ struct ShimFile {
 enum FileKind {
     Main,
     Wal,
-    Other,
+    Journal,
+}
+
+/// The page keys of one open vault in the process-wide registry, under a random
+/// token; dropping it removes them. Connections opened with [`PageKeysEntry::uri`]
+/// find them.
+pub(crate) struct PageKeysEntry {
+    token: u64,
+}
+
+fn registry() -> &'static Mutex<HashMap<u64, Arc<PageKeys>>> {
+    static R: OnceLock<Mutex<HashMap<u64, Arc<PageKeys>>>> = OnceLock::new();
+    R.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+impl PageKeysEntry {
+    pub(crate) fn new(keys: PageKeys) -> Result<PageKeysEntry> {
+        let mut map = registry().lock().map_err(|_| Error::poisoned())?;
+        loop {
+            let mut t = [0u8; 8];
+            crate::keys::random_bytes(&mut t)?;
+            let token = u64::from_le_bytes(t);
+            if token != 0 && !map.contains_key(&token) {
+                map.insert(token, Arc::new(keys));
+                return Ok(PageKeysEntry { token });
+            }
+        }
+    }
+
+    /// The URI that opens `path` with these keys (open it with `SQLITE_OPEN_URI`).
+    pub(crate) fn uri(&self, path: &Path) -> OsString {
+        use std::os::unix::ffi::OsStrExt;
+        let mut s = String::from("file:");
+        for &b in path.as_os_str().as_bytes() {
+            if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+                s.push(b as char);
+            } else {
+                s.push_str(&format!("%{b:02X}"));
+            }
+        }
+        s.push_str(&format!("?sqlvault_keys={}", self.token));
+        OsString::from(s)
+    }
+}
+
+impl Drop for PageKeysEntry {
+    fn drop(&mut self) {
+        if let Ok(mut map) = registry().lock() {
+            map.remove(&self.token);
+        }
+    }
+}
+
+/// Whether a page read through `db`'s main database (or its WAL or journal) failed
+/// authentication since the connection opened. No I/O, no statement.
+pub(crate) fn tag_failed(db: *mut ffi::sqlite3) -> bool {
+    let mut file: *mut ffi::sqlite3_file = std::ptr::null_mut();
+    // SAFETY: `db` is an open connection; FILE_POINTER stores the main file's pointer,
+    // which is a `ShimFile` when the database was opened through this VFS.
+    unsafe {
+        let rc = ffi::sqlite3_file_control(
+            db,
+            c"main".as_ptr(),
+            ffi::SQLITE_FCNTL_FILE_POINTER,
+            &mut file as *mut *mut ffi::sqlite3_file as *mut c_void,
+        );
+        if rc != ffi::SQLITE_OK || file.is_null() || !std::ptr::eq((*file).pMethods, &METHODS) {
+            return false;
+        }
+        (*(file as *mut ShimFile)).tag_failed
+    }
 }
 
 /// I/O the calling thread's SQLite connections did through the vault's VFS, and the
@@ -236,6 +357,33 @@ unsafe fn parts(f: *mut ffi::sqlite3_file) -> (*mut ffi::sqlite3_file, &'static 
     (real, &*(*real).pMethods, (*shim).offset)
 }
 
+/// The page keys for a file being opened: from the registry for a main database (the
+/// token in its URI), from the main database's file for its WAL or journal.
+unsafe fn keys_for(name: *const c_char, kind: FileKind) -> Option<Arc<PageKeys>> {
+    if name.is_null() {
+        return None;
+    }
+    if kind == FileKind::Main {
+        let v = ffi::sqlite3_uri_parameter(name, KEYS_PARAM.as_ptr());
+        if v.is_null() {
+            return None;
+        }
+        let token: u64 = CStr::from_ptr(v).to_str().ok()?.parse().ok()?;
+        return registry().lock().ok()?.get(&token).cloned();
+    }
+    let main = ffi::sqlite3_database_file_object(name);
+    if main.is_null() || !std::ptr::eq((*main).pMethods, &METHODS) {
+        return None;
+    }
+    let keys = (*(main as *mut ShimFile)).keys;
+    if keys.is_null() {
+        return None;
+    }
+    // SAFETY: `keys` came from `Arc::into_raw` and the main file holds its count.
+    Arc::increment_strong_count(keys);
+    Some(Arc::from_raw(keys))
+}
+
 unsafe extern "C" fn shim_open(
     vfs: *mut ffi::sqlite3_vfs,
     name: *const c_char,
@@ -247,21 +395,41 @@ unsafe extern "C" fn shim_open(
     let shim = file as *mut ShimFile;
     let real = (file as *mut u8).add(std::mem::size_of::<ShimFile>()) as *mut ffi::sqlite3_file;
     (*shim).base.pMethods = std::ptr::null();
+    let kind = if flags & ffi::SQLITE_OPEN_MAIN_DB != 0 {
+        FileKind::Main
+    } else if flags & ffi::SQLITE_OPEN_WAL != 0 {
+        FileKind::Wal
+    } else if flags & ffi::SQLITE_OPEN_MAIN_JOURNAL != 0 {
+        FileKind::Journal
+    } else {
+        // Temporary databases and journals, statement and super-journals: the engine
+        // keeps them in memory; on disk they would hold plaintext.
+        return ffi::SQLITE_CANTOPEN;
+    };
+    let Some(keys) = keys_for(name, kind) else { return ffi::SQLITE_CANTOPEN };
     let Some(open) = (*real_vfs).xOpen else { return ffi::SQLITE_ERROR };
     let rc = open(real_vfs, name, real, flags, out_flags);
     if rc != ffi::SQLITE_OK || (*real).pMethods.is_null() {
         return rc;
     }
-    (*shim).real = real;
-    (*shim).offset = if flags & ffi::SQLITE_OPEN_MAIN_DB != 0 { HEADER_LEN } else { 0 };
-    (*shim).kind = if flags & ffi::SQLITE_OPEN_MAIN_DB != 0 {
-        FileKind::Main
-    } else if flags & ffi::SQLITE_OPEN_WAL != 0 {
-        FileKind::Wal
-    } else {
-        FileKind::Other
-    };
-    (*shim).base.pMethods = &METHODS;
+    let owner = if kind == FileKind::Main { shim } else { ffi::sqlite3_database_file_object(name) as *mut ShimFile };
+    let scratch = vec![0u8; keys.page_size() + FRAME_HEADER].into_boxed_slice();
+    std::ptr::write(
+        shim,
+        ShimFile {
+            base: ffi::sqlite3_file { pMethods: &METHODS },
+            real,
+            offset: if kind == FileKind::Main { HEADER_LEN } else { 0 },
+            kind,
+            keys: Arc::into_raw(keys),
+            owner,
+            tag_failed: false,
+            scratch: Box::into_raw(scratch) as *mut u8,
+            last_frame: (-1, 0),
+            last_small: (-1, 0),
+            last_page: (-1, [0; 32]),
+        },
+    );
     rc
 }
 
@@ -273,41 +441,341 @@ macro_rules! call {
 
 unsafe extern "C" fn shim_close(f: *mut ffi::sqlite3_file) -> c_int {
     let (real, m, _) = parts(f);
-    call!(m, xClose(real))
+    let rc = call!(m, xClose(real));
+    let shim = f as *mut ShimFile;
+    let keys = std::mem::replace(&mut (*shim).keys, std::ptr::null());
+    if !keys.is_null() {
+        let len = (*keys).page_size() + FRAME_HEADER;
+        drop(Arc::from_raw(keys));
+        let scratch = std::mem::replace(&mut (*shim).scratch, std::ptr::null_mut());
+        if !scratch.is_null() {
+            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(scratch, len)));
+        }
+    }
+    rc
+}
+
+/// The file's keys and scratch buffer (`P + 24` bytes).
+unsafe fn state<'a>(f: *mut ffi::sqlite3_file) -> (&'a mut ShimFile, &'a PageKeys, &'a mut [u8]) {
+    let shim = &mut *(f as *mut ShimFile);
+    let keys = &*shim.keys;
+    let scratch = std::slice::from_raw_parts_mut(shim.scratch, keys.page_size() + FRAME_HEADER);
+    (shim, keys, scratch)
+}
+
+/// Records a failed tag on the connection's main file and returns the error SQLite
+/// reports as damage.
+unsafe fn tag_failure(shim: &mut ShimFile) -> c_int {
+    if !shim.owner.is_null() {
+        (*shim.owner).tag_failed = true;
+    }
+    ffi::SQLITE_IOERR_DATA
+}
+
+unsafe fn raw_read(f: *mut ffi::sqlite3_file, buf: &mut [u8], ofst: i64) -> c_int {
+    let (real, m, off) = parts(f);
+    call!(m, xRead(real, buf.as_mut_ptr().cast(), buf.len() as c_int, ofst + off))
+}
+
+unsafe fn raw_write(f: *mut ffi::sqlite3_file, buf: &[u8], ofst: i64) -> c_int {
+    let (real, m, off) = parts(f);
+    call!(m, xWrite(real, buf.as_ptr().cast(), buf.len() as c_int, ofst + off))
+}
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
 unsafe extern "C" fn shim_read(f: *mut ffi::sqlite3_file, buf: *mut c_void, amt: c_int, ofst: i64) -> c_int {
-    let (real, m, off) = parts(f);
-    let n = amt.max(0) as u64;
-    match (*(f as *mut ShimFile)).kind {
+    let n = amt.max(0) as usize;
+    let kind = (*(f as *mut ShimFile)).kind;
+    match kind {
         FileKind::Main => count(|c| {
             c.db_reads += 1;
-            c.db_read_bytes += n;
+            c.db_read_bytes += n as u64;
         }),
         FileKind::Wal => count(|c| {
             c.wal_reads += 1;
-            c.wal_read_bytes += n;
+            c.wal_read_bytes += n as u64;
         }),
-        FileKind::Other => {}
+        FileKind::Journal => {}
     }
-    call!(m, xRead(real, buf, amt, ofst + off))
+    if buf.is_null() || ofst < 0 {
+        return ffi::SQLITE_IOERR_READ;
+    }
+    let out = std::slice::from_raw_parts_mut(buf as *mut u8, n);
+    match kind {
+        FileKind::Main => read_main(f, out, ofst),
+        FileKind::Wal => read_wal(f, out, ofst),
+        FileKind::Journal => read_journal(f, out, ofst),
+    }
 }
 
 unsafe extern "C" fn shim_write(f: *mut ffi::sqlite3_file, buf: *const c_void, amt: c_int, ofst: i64) -> c_int {
-    let (real, m, off) = parts(f);
-    let n = amt.max(0) as u64;
-    match (*(f as *mut ShimFile)).kind {
+    let n = amt.max(0) as usize;
+    let kind = (*(f as *mut ShimFile)).kind;
+    match kind {
         FileKind::Main => count(|c| {
             c.db_writes += 1;
-            c.db_write_bytes += n;
+            c.db_write_bytes += n as u64;
         }),
         FileKind::Wal => count(|c| {
             c.wal_writes += 1;
-            c.wal_write_bytes += n;
+            c.wal_write_bytes += n as u64;
         }),
-        FileKind::Other => {}
+        FileKind::Journal => {}
     }
-    call!(m, xWrite(real, buf, amt, ofst + off))
+    if buf.is_null() || ofst < 0 {
+        return ffi::SQLITE_IOERR_WRITE;
+    }
+    let data = std::slice::from_raw_parts(buf as *const u8, n);
+    match kind {
+        FileKind::Main => write_main(f, data, ofst),
+        FileKind::Wal => write_wal(f, data, ofst),
+        FileKind::Journal => write_journal(f, data, ofst),
+    }
+}
+
+/// Whether a short read returned nothing (only zeros): reading past the end, which
+/// SQLite expects of an empty or growing file. Part of a page is damage.
+fn nothing_read(b: &[u8]) -> bool {
+    b.iter().all(|x| *x == 0)
+}
+
+unsafe fn read_main(f: *mut ffi::sqlite3_file, out: &mut [u8], ofst: i64) -> c_int {
+    let (shim, keys, scratch) = state(f);
+    let p = keys.page_size() as i64;
+    let start = ofst - ofst % p;
+    if ofst + out.len() as i64 > start + p {
+        return ffi::SQLITE_IOERR_READ;
+    }
+    let pgno = (start / p + 1) as u32;
+    let whole = out.len() as i64 == p;
+    let page = if whole { &mut out[..] } else { &mut scratch[..p as usize] };
+    let rc = raw_read(f, page, start);
+    if rc == ffi::SQLITE_IOERR_SHORT_READ && nothing_read(page) {
+        out.fill(0);
+        return rc;
+    }
+    if rc != ffi::SQLITE_OK && rc != ffi::SQLITE_IOERR_SHORT_READ {
+        return rc;
+    }
+    if rc == ffi::SQLITE_IOERR_SHORT_READ || keys.open(page, pgno).is_err() {
+        out.fill(0);
+        return tag_failure(shim);
+    }
+    if !whole {
+        let at = (ofst - start) as usize;
+        let len = out.len();
+        out.copy_from_slice(&scratch[at..at + len]);
+    }
+    ffi::SQLITE_OK
+}
+
+unsafe fn write_main(f: *mut ffi::sqlite3_file, data: &[u8], ofst: i64) -> c_int {
+    let (_, keys, scratch) = state(f);
+    let p = keys.page_size();
+    if data.len() != p || ofst % p as i64 != 0 {
+        return ffi::SQLITE_IOERR_WRITE;
+    }
+    let pgno = (ofst / p as i64 + 1) as u32;
+    // Page 1's byte 20 is SQLite's reserve: the trailer must not overlap its data.
+    if pgno == 1 && usize::from(data[20]) < TRAILER {
+        return ffi::SQLITE_IOERR_WRITE;
+    }
+    let page = &mut scratch[..p];
+    page.copy_from_slice(data);
+    if keys.seal(page, pgno).is_err() {
+        return ffi::SQLITE_IOERR_WRITE;
+    }
+    raw_write(f, page, ofst)
+}
+
+/// XORs the frame header `h` (24 bytes, at `frame` in the WAL) with its checksum mask.
+fn mask_frame_header(keys: &PageKeys, h: &mut [u8], frame: i64) {
+    let m = keys.wal_mask(&h[8..16], frame as u64);
+    for (b, k) in h[16..24].iter_mut().zip(m) {
+        *b ^= k;
+    }
+}
+
+/// Where `ofst` falls in the WAL: the frame's offset and the position in it.
+fn wal_position(ofst: i64, p: usize) -> (i64, usize) {
+    let frame_len = (p + FRAME_HEADER) as i64;
+    let rel = (ofst - WAL_HEADER) % frame_len;
+    (ofst - rel, rel as usize)
+}
+
+/// The page number in the header of the frame at `frame`: the one last seen on this
+/// handle, else read from the file.
+unsafe fn frame_pgno(f: *mut ffi::sqlite3_file, frame: i64) -> Option<u32> {
+    let shim = &*(f as *mut ShimFile);
+    if shim.last_frame.0 == frame {
+        return Some(shim.last_frame.1);
+    }
+    let mut b = [0u8; 4];
+    (raw_read(f, &mut b, frame) == ffi::SQLITE_OK).then(|| be32(&b))
+}
+
+unsafe fn read_wal(f: *mut ffi::sqlite3_file, out: &mut [u8], ofst: i64) -> c_int {
+    if ofst + out.len() as i64 <= WAL_HEADER {
+        return raw_read(f, out, ofst);
+    }
+    let (shim, keys, scratch) = state(f);
+    let p = keys.page_size();
+    if ofst < WAL_HEADER {
+        return ffi::SQLITE_IOERR_READ;
+    }
+    let (frame, rel) = wal_position(ofst, p);
+    if rel == 0 && out.len() == p + FRAME_HEADER {
+        // A whole frame (recovery): a page that fails its tag ends the log here.
+        let rc = raw_read(f, out, ofst);
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        let (h, page) = out.split_at_mut(FRAME_HEADER);
+        mask_frame_header(keys, h, frame);
+        let pgno = be32(h);
+        shim.last_frame = (frame, pgno);
+        if keys.open(page, pgno).is_err() {
+            out.fill(0);
+        }
+        return ffi::SQLITE_OK;
+    }
+    if rel + out.len() <= FRAME_HEADER {
+        let h = &mut scratch[..FRAME_HEADER];
+        let rc = raw_read(f, h, frame);
+        if rc != ffi::SQLITE_OK {
+            out.fill(0);
+            return rc;
+        }
+        mask_frame_header(keys, h, frame);
+        shim.last_frame = (frame, be32(h));
+        let len = out.len();
+        out.copy_from_slice(&h[rel..rel + len]);
+        return ffi::SQLITE_OK;
+    }
+    if rel == FRAME_HEADER && out.len() == p {
+        let Some(pgno) = frame_pgno(f, frame) else { return ffi::SQLITE_IOERR_READ };
+        let rc = raw_read(f, out, ofst);
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        if keys.open(out, pgno).is_err() {
+            return tag_failure(&mut *(f as *mut ShimFile));
+        }
+        return ffi::SQLITE_OK;
+    }
+    ffi::SQLITE_IOERR_READ
+}
+
+unsafe fn write_wal(f: *mut ffi::sqlite3_file, data: &[u8], ofst: i64) -> c_int {
+    if ofst == 0 && data.len() as i64 == WAL_HEADER {
+        return raw_write(f, data, ofst);
+    }
+    let (shim, keys, scratch) = state(f);
+    let p = keys.page_size();
+    if ofst < WAL_HEADER {
+        return ffi::SQLITE_IOERR_WRITE;
+    }
+    let (frame, rel) = wal_position(ofst, p);
+    if rel == 0 && (data.len() == FRAME_HEADER || data.len() == FRAME_HEADER + p) {
+        let buf = &mut scratch[..data.len()];
+        buf.copy_from_slice(data);
+        let pgno = be32(buf);
+        mask_frame_header(keys, &mut buf[..FRAME_HEADER], frame);
+        if data.len() > FRAME_HEADER && keys.seal(&mut buf[FRAME_HEADER..], pgno).is_err() {
+            return ffi::SQLITE_IOERR_WRITE;
+        }
+        shim.last_frame = (frame, pgno);
+        return raw_write(f, buf, ofst);
+    }
+    if rel == FRAME_HEADER && data.len() == p {
+        let Some(pgno) = frame_pgno(f, frame) else { return ffi::SQLITE_IOERR_WRITE };
+        let page = &mut scratch[..p];
+        page.copy_from_slice(data);
+        if keys.seal(page, pgno).is_err() {
+            return ffi::SQLITE_IOERR_WRITE;
+        }
+        return raw_write(f, page, ofst);
+    }
+    ffi::SQLITE_IOERR_WRITE
+}
+
+/// Whether `ofst` is where a journal record's page starts: records start at multiples
+/// of 8 (headers fill whole sectors, records are `P + 8` bytes), after their 4-byte page
+/// number.
+fn journal_page_at(ofst: i64) -> bool {
+    ofst % 8 == 4
+}
+
+/// The page number of the journal record whose page starts at `ofst`.
+unsafe fn journal_pgno(f: *mut ffi::sqlite3_file, ofst: i64) -> Option<u32> {
+    let shim = &*(f as *mut ShimFile);
+    if shim.last_small.0 == ofst - 4 {
+        return Some(shim.last_small.1);
+    }
+    let mut b = [0u8; 4];
+    (raw_read(f, &mut b, ofst - 4) == ffi::SQLITE_OK).then(|| be32(&b))
+}
+
+unsafe fn read_journal(f: *mut ffi::sqlite3_file, out: &mut [u8], ofst: i64) -> c_int {
+    let (shim, keys, _) = state(f);
+    let p = keys.page_size();
+    if out.len() == p && journal_page_at(ofst) {
+        let Some(pgno) = journal_pgno(f, ofst) else { return ffi::SQLITE_IOERR_READ };
+        let rc = raw_read(f, out, ofst);
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        let mut nonce = [0u8; 32];
+        nonce.copy_from_slice(&out[p - TRAILER..p - TRAILER + 32]);
+        shim.last_page = (ofst + p as i64, nonce);
+        if keys.open(out, pgno).is_err() {
+            return tag_failure(shim);
+        }
+        return ffi::SQLITE_OK;
+    }
+    let rc = raw_read(f, out, ofst);
+    if rc == ffi::SQLITE_OK && out.len() == 4 {
+        if shim.last_page.0 == ofst {
+            // The checksum after the page just read.
+            for (b, k) in out.iter_mut().zip(keys.journal_mask(&shim.last_page.1)) {
+                *b ^= k;
+            }
+        } else {
+            shim.last_small = (ofst, be32(out));
+        }
+    }
+    rc
+}
+
+unsafe fn write_journal(f: *mut ffi::sqlite3_file, data: &[u8], ofst: i64) -> c_int {
+    let (shim, keys, scratch) = state(f);
+    let p = keys.page_size();
+    if data.len() == p && journal_page_at(ofst) {
+        let Some(pgno) = journal_pgno(f, ofst) else { return ffi::SQLITE_IOERR_WRITE };
+        let page = &mut scratch[..p];
+        page.copy_from_slice(data);
+        if keys.seal(page, pgno).is_err() {
+            return ffi::SQLITE_IOERR_WRITE;
+        }
+        let mut nonce = [0u8; 32];
+        nonce.copy_from_slice(&page[p - TRAILER..p - TRAILER + 32]);
+        shim.last_page = (ofst + p as i64, nonce);
+        return raw_write(f, page, ofst);
+    }
+    if data.len() == 4 {
+        if shim.last_page.0 == ofst {
+            let mut b = [0u8; 4];
+            for ((o, d), k) in b.iter_mut().zip(data).zip(keys.journal_mask(&shim.last_page.1)) {
+                *o = d ^ k;
+            }
+            return raw_write(f, &b, ofst);
+        }
+        shim.last_small = (ofst, be32(data));
+    }
+    raw_write(f, data, ofst)
 }
 
 unsafe extern "C" fn shim_truncate(f: *mut ffi::sqlite3_file, size: i64) -> c_int {

@@ -15,7 +15,7 @@ use crate::fs::handle::Files;
 use crate::fs::reclaim;
 use crate::fs::tree::{self, FileType, InodeId};
 use crate::fsck::{FsckPhase, FsckProgress, FsckReport};
-use crate::keys::{CipherSettings, Header, HmacAlgorithm, KdfParams, Secret, SlotInfo};
+use crate::keys::{CipherSettings, Header, KdfParams, PageCipher, Secret, SlotInfo};
 use crate::ops::{Ops, Progress};
 use crate::storage::commit::CommitStats;
 use crate::storage::compact::CompactReport;
@@ -53,10 +53,10 @@ pub use clone::{Allocate, SeekHole};
 pub struct CreateOptions {
     /// Bytes per content chunk (power of two, 4 KiB..1 MiB).
     pub chunk_size: u32,
-    /// SQLCipher page size (power of two, 4 KiB..64 KiB).
+    /// Database page size (power of two, 4 KiB..64 KiB).
     pub page_size: u32,
-    /// SQLCipher page HMAC.
-    pub hmac: HmacAlgorithm,
+    /// The AEAD sealing every page ([`PageCipher::default_for_cpu`] by default).
+    pub cipher: PageCipher,
     /// Argon2id cost of the first passphrase slot.
     pub kdf: KdfParams,
     /// Engine settings of the returned handle.
@@ -65,8 +65,8 @@ pub struct CreateOptions {
 
 /// Default chunk size, picked from the sweep in `docs/benchmarks.md`.
 pub const DEFAULT_CHUNK_SIZE: u32 = 64 * 1024;
-/// Default SQLCipher page size. SQLCipher reserves bytes at the end of every page (48
-/// with the default HMAC-SHA256: a 16-byte IV and a 32-byte MAC; 80 with HMAC-SHA512),
+/// Default page size. The page cipher reserves 48 bytes at the end of every page (a
+/// 32-byte nonce and a 16-byte tag; SQLCipher's HMAC-SHA256 reserved as many),
 /// so a 64 KiB chunk never fits one 64 KiB page: it spills 57 KiB onto an overflow page and wastes 8 KiB.
 /// On 8 KiB pages it fills 8 overflow pages almost exactly. Measured (256 MiB file,
 /// 64 KiB chunks, one run): 8 KiB pages wrote 183 MB/s, read 659 MB/s, file 1.019x
@@ -78,7 +78,7 @@ impl Default for CreateOptions {
         CreateOptions {
             chunk_size: DEFAULT_CHUNK_SIZE,
             page_size: DEFAULT_PAGE_SIZE,
-            hmac: HmacAlgorithm::Sha256,
+            cipher: PageCipher::default_for_cpu(),
             kdf: KdfParams::default(),
             engine: EngineConfig::default(),
         }
@@ -94,7 +94,7 @@ pub struct Info {
     pub schema_version: i64,
     /// Bytes per content chunk.
     pub chunk_size: u32,
-    /// Page size and HMAC.
+    /// Page size, page cipher and reserved bytes per page.
     pub cipher: CipherSettings,
     /// The key slots in use.
     pub key_slots: Vec<SlotInfo>,
@@ -180,7 +180,7 @@ impl Vault {
         use std::os::unix::fs::OpenOptionsExt;
         let path = path.as_ref();
         check_sizes(opts)?;
-        let cipher = CipherSettings { page_size: opts.page_size, hmac: opts.hmac };
+        let cipher = CipherSettings::new(opts.page_size, opts.cipher);
         let (header, master) = Header::create(secret, opts.kdf, cipher)?;
         let file =
             std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map_err(|e| {
@@ -192,7 +192,7 @@ impl Vault {
         let made = (|| {
             header.write_new(&file)?;
             drop(file);
-            let engine = Engine::open(path, master, cipher, opts.engine.clone(), true)?;
+            let engine = Engine::open(path, master, cipher, header.file_id, opts.engine.clone(), true)?;
             let (uid, gid) = ids();
             engine.write(|tx| schema::initialize(tx, opts.chunk_size, tree::now_ns(), uid, gid))?;
             Ok(engine)
@@ -209,7 +209,8 @@ impl Vault {
     }
 
     /// Opens an existing vault. The secret is checked against the header's key slots
-    /// before SQLCipher sees any key.
+    /// before any page is opened. A format-1 (SQLCipher) vault fails with
+    /// [`Error::Format1`]: `sqlvault upgrade` converts it.
     ///
     /// `config` is an [`EngineConfig`] or a reference to one, as `create` takes
     /// `&CreateOptions`.
@@ -217,8 +218,11 @@ impl Vault {
         let path = path.as_ref();
         let config = config.borrow().clone();
         let header = Header::read(path)?;
+        if header.format1_hmac().is_some() {
+            return Err(Error::Format1 { path: path.display().to_string() });
+        }
         let (master, _) = header.unlock(secret, &path.display().to_string())?;
-        let engine = Engine::open(path, master, header.cipher, config, false)?;
+        let engine = Engine::open(path, master, header.cipher, header.file_id, config, false)?;
         let chunk_size = engine.read(|c| schema::meta_int(c, "chunk_size"))?;
         let chunk_size = u32::try_from(chunk_size)
             .ok()

@@ -392,7 +392,9 @@ impl Vault {
         let key_copy =
             store.get(names::KEYS)?.ok_or_else(|| Error::NotFound { path: format!("vault at {}", url.url()) })?.0;
         let keys_obj = keyslots::decode(&key_copy)?;
-        let header = keys_obj.header.clone();
+        // The remote's key slots, in a header with a file id of this file's own: page keys
+        // are derived per file, so no page of another replica opens here.
+        let header = keys_obj.header.clone().with_new_file_id()?;
         let (master, _) = header.unlock(secret, &url.url())?;
         keyslots::check_for_clone(&keys_obj, &master)?;
         let keys = RemoteKeys::new(&master);
@@ -417,7 +419,7 @@ impl Vault {
         let made = (|| {
             header.write_new(&file)?;
             drop(file);
-            let engine = Engine::open(dest, master, header.cipher, config, true)?;
+            let engine = Engine::open(dest, master, header.cipher, header.file_id, config, true)?;
             let (uid, gid) = ids();
             engine.write(|tx| schema::initialize(tx, rconfig.chunk_size, tree::now_ns(), uid, gid))?;
             engine.write(|tx| {
