@@ -18,14 +18,12 @@
 //! [`Error::Damaged`] naming the page, never wrong bytes. The plaintext's reserved
 //! bytes are zeroed (they held the IV and MAC).
 
-// Used by `vault::upgrade`, which lands with format 2's sealing.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use aes::cipher::{BlockDecryptMut, KeyIvInit};
 use hmac::{Hmac, Mac};
 use sha2::{Sha256, Sha512};
 use zeroize::Zeroizing;
 
+use super::page::PageKeys;
 use super::{HmacAlgorithm, MasterKey};
 use crate::error::{Error, Result};
 
@@ -111,6 +109,19 @@ impl V1Pages {
             page[..SALT_LEN].copy_from_slice(SQLITE_MAGIC);
         }
         Ok(())
+    }
+}
+
+impl V1Pages {
+    /// Converts page `n` in place from format 1 to format 2: opened (HMAC checked) with
+    /// these keys, then sealed with `to` as the same page number, so the plaintext never
+    /// leaves `keys`. On failure the buffer is zeroed.
+    pub(crate) fn reseal(&self, n: u32, page: &mut [u8], to: &PageKeys) -> Result<()> {
+        let r = self.open(n, page).and_then(|()| to.seal(page, n));
+        if r.is_err() {
+            page.fill(0);
+        }
+        r
     }
 }
 

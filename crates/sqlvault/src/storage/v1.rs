@@ -12,9 +12,6 @@
 //! point leaves the WAL with every frame: rerunning (or opening with a format-1 build)
 //! redoes the same copy.
 
-// Used by `vault::upgrade`, which lands with format 2's sealing.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -263,7 +260,8 @@ mod tests {
         let stored = StoredPages::open(path, header.cipher.page_size)?;
         let mut page = vec![0u8; header.cipher.page_size as usize];
         stored.read(1, &mut page)?;
-        let keys = V1Pages::new(master, header.cipher.page_size, header.cipher.hmac, &page)?;
+        let hmac = header.format1_hmac().ok_or_else(|| Error::damaged("not a format-1 vault"))?;
+        let keys = V1Pages::new(master, header.cipher.page_size, hmac, &page)?;
         let mut plain = Vec::new();
         for n in 1..=stored.count() {
             stored.read(n, &mut page)?;
@@ -396,7 +394,11 @@ mod tests {
             let path = copy(name, dir.path());
             let m = manifest(name);
             let header = Header::read(&path).unwrap();
-            assert_eq!(crate::keys::v1::reserve(header.cipher.hmac) as u64, m["reserve"].as_u64().unwrap(), "{name}");
+            assert_eq!(
+                crate::keys::v1::reserve(header.format1_hmac().unwrap()) as u64,
+                m["reserve"].as_u64().unwrap(),
+                "{name}"
+            );
             assert_eq!(u64::from(header.cipher.page_size), m["page_size"].as_u64().unwrap(), "{name}");
             let had_wal = sidecar(&path, "-wal").exists();
             assert_eq!(had_wal, m["wal"].as_bool().unwrap(), "{name}");

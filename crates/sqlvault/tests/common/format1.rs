@@ -122,3 +122,8 @@ pub fn copy_fixture(name: &str, dir: &Path) -> PathBuf {
 pub fn key_file() -> PathBuf {
     fixtures().join("format1.key")
 }
+
+/// `VAULT-wal`.
+pub fn wal_of(vault: &Path) -> PathBuf {
+    PathBuf::from(format!("{}-wal", vault.display()))
+}
