@@ -17,7 +17,7 @@ pub fn upgrade(ctx: &Ctx, vault: &Path) -> Result<(), CliError> {
     let start = std::time::Instant::now();
     let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     pb.set_style(
-        ProgressStyle::with_template("{spinner} upgrading: {pos}/{len} pages {bytes_per_sec} [{wide_bar}] {eta}")
+        ProgressStyle::with_template("{spinner} upgrading: {pos}/{len} pages {per_sec} [{wide_bar}] {eta}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     if !crate::secret::is_terminal() {

@@ -191,7 +191,9 @@ fn free_bytes(path: &Path) -> Result<u64> {
 /// An exclusive open-file-description lock on SQLite's lock bytes (the pending,
 /// reserved and shared bytes at 1 GiB) of the vault file, released on drop. It
 /// conflicts with every process's SQLite locks on the file, this process's included.
-struct SqliteLock(#[allow(dead_code)] File);
+struct SqliteLock {
+    _file: File,
+}
 
 /// SQLite's `PENDING_BYTE`; the reserved byte and the 510 shared bytes follow it.
 const SQLITE_LOCK_BYTES: (i64, i64) = (0x4000_0000, 512);
@@ -218,6 +220,6 @@ impl SqliteLock {
                 _ => Err(Error::io(format!("cannot lock {}", path.display()), e)),
             };
         }
-        Ok(SqliteLock(f))
+        Ok(SqliteLock { _file: f })
     }
 }
