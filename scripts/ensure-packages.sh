@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sqlvault needs to build and test, if missing:
-# OpenSSL headers for SQLCipher's crypto, FUSE 3 for mounts, attr and sqlite3 for tests,
+# pkg-config, FUSE 3 for mounts, attr and sqlite3 for tests,
 # gocryptfs and cryfs for the benchmark suite's peers scenario, bsdutils (`script`, a
 # terminal for the CLI review test).
 set -euo pipefail
-packages=(libssl-dev pkg-config fuse3 attr sqlite3 gocryptfs cryfs bsdutils)
+packages=(pkg-config fuse3 attr sqlite3 gocryptfs cryfs bsdutils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -57,12 +57,34 @@ ensure_versitygw() {
     export SQLVAULT_VERSITYGW="$gobin/versitygw"
 }
 
+# No OpenSSL (issue 24): pages are sealed by sqlvault's own VFS (aegis, RustCrypto), so
+# nothing in the dependency graph pulls openssl-sys and the CLI links no libcrypto or
+# libssl. Checked on each CLI binary given that exists.
+check_no_openssl() {
+    step "no OpenSSL: cargo tree -i openssl-sys, ldd of the CLI"
+    if cargo tree --workspace --locked -e normal,build -i openssl-sys 2>/dev/null | grep -q .; then
+        echo "test.sh: openssl-sys is in the dependency graph:" >&2
+        cargo tree --workspace --locked -e normal,build -i openssl-sys >&2
+        return 1
+    fi
+    local bin
+    for bin in "$@"; do
+        [[ -x "$bin" ]] || continue
+        if ldd "$bin" | grep -E 'libcrypto|libssl'; then
+            echo "test.sh: $bin links OpenSSL" >&2
+            return 1
+        fi
+        echo "$bin: no libcrypto, no libssl"
+    done
+}
+
 stage_rust() {
     bash scripts/ensure-pjdfstest.sh
     ensure_versitygw
     step "cargo fmt --check, cargo clippy -D warnings"
     cargo fmt --all --check
     build_workspace
+    check_no_openssl "${CARGO_TARGET_DIR:-target}/debug/sqlvault"
     step "cargo test --workspace"
     cargo test --workspace --locked
     # Every item's docs, links included (after the tests, which say more when both fail).
@@ -102,6 +124,7 @@ stage_bench() {
     build_workspace
     out="$(mktemp -d)"  # not local: the trap runs when the stage's subshell exits
     trap 'rm -rf "$out"' EXIT
+    check_no_openssl "${CARGO_TARGET_DIR:-target}/debug/sqlvault" "${CARGO_TARGET_DIR:-target}/release/sqlvault"
     "${CARGO_TARGET_DIR:-target}/debug/sqlvault-bench" all --quick --out "$out" >"$out/stdout.md"
     sed -n '/^## Targets/,$p' "$out/benchmarks.md"
 }

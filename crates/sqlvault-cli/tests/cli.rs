@@ -296,3 +296,35 @@ fn concurrent_processes_never_fail_busy() {
     let info: serde_json::Value = serde_json::from_str(&e.ok(&["info", "--json", e.v()])).unwrap();
     assert!(info["dedup_ratio"].as_f64().unwrap() > 5.0, "{info}");
 }
+
+#[test]
+fn init_cipher_is_recorded_and_shown_by_info() {
+    let e = Env::new();
+    // The default: AEGIS-256 where the CPU has AES instructions, else XChaCha20-Poly1305.
+    let info = e.json(&["info", "--json", e.v()]);
+    assert_eq!(info["format_version"], 2);
+    assert!(["aegis-256", "xchacha20-poly1305"].contains(&info["cipher"]["page_cipher"].as_str().unwrap()), "{info}");
+    for (name, shown) in
+        [("aegis-256", "AEGIS-256"), ("aegis-128l", "AEGIS-128L"), ("xchacha20-poly1305", "XChaCha20-Poly1305")]
+    {
+        let v = e.path(&format!("{name}.vault"));
+        let v = v.to_str().unwrap();
+        e.ok(&["init", v, "--cipher", name, "--kdf-memory-mib", "1", "--kdf-iterations", "1"]);
+        let info = e.json(&["info", "--json", v]);
+        assert_eq!(info["cipher"]["page_cipher"], name, "{info}");
+        assert_eq!(info["cipher"]["reserve"], 48, "{info}");
+        let text = e.ok(&["info", v]);
+        assert!(
+            text.contains(&format!("cipher:         {shown} (format 2), 8 KiB pages, 48 reserved bytes")),
+            "{text}"
+        );
+        let f = e.path("x.txt");
+        std::fs::write(&f, b"sealed").unwrap();
+        e.ok(&["put", v, f.to_str().unwrap(), "/x.txt"]);
+        assert_eq!(e.ok(&["cat", v, "/x.txt"]), "sealed");
+    }
+    let bad = e.path("bad.vault");
+    let out = e.run(&["init", bad.to_str().unwrap(), "--cipher", "aes-256-gcm"]);
+    assert!(!out.status.success());
+    assert!(!bad.exists());
+}

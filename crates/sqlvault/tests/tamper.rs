@@ -601,3 +601,238 @@ fn writes_on_a_tampered_vault_fail_as_damage_and_keep_nothing_wrong() {
     eprintln!("tamper then write: {n} flips, {writes_damaged} runs with a write failing as damage; reads: {t:?}");
     assert!(writes_damaged > 0, "some flips must be met by the writes: {t:?}");
 }
+
+// ---- Format 2: pages bound to their number and to their vault file ----
+
+/// The page size of [`make_vault`]'s vaults (`opts(4096)`).
+const PAGE: usize = 4096;
+const HEADER: usize = 8192;
+
+fn page_of(b: &[u8], n: usize) -> &[u8] {
+    &b[HEADER + (n - 1) * PAGE..HEADER + n * PAGE]
+}
+
+fn put_page(b: &mut [u8], n: usize, page: &[u8]) {
+    b[HEADER + (n - 1) * PAGE..HEADER + n * PAGE].copy_from_slice(page);
+}
+
+fn write_fresh(path: &Path, bytes: &[u8]) {
+    for s in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{s}", path.display()));
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn page_moved_or_copied_from_another_vault_is_damage() {
+    // Moving a sealed page to another page number, or putting in its place the page of
+    // the same number from another vault (same passphrase, same content, other master
+    // key and file id): the tag fails, never data.
+    let dir = tempfile::tempdir().unwrap();
+    let (orig, model) = make_vault(dir.path());
+    let other_dir = dir.path().join("other");
+    std::fs::create_dir(&other_dir).unwrap();
+    let (other, _) = make_vault(&other_dir);
+    let a = std::fs::read(&orig).unwrap();
+    let b = std::fs::read(&other).unwrap();
+    let pages = (a.len() - HEADER) / PAGE;
+    let path = dir.path().join("t.vault");
+    let mut rng = Rng(0x9a9e);
+    let (mut moved, mut foreign) = (Tally::default(), Tally::default());
+    let n = 40;
+    for trial in 0..n {
+        let i = 1 + rng.below(pages as u64) as usize;
+        let mut x = a.clone();
+        if trial % 2 == 0 {
+            let j = 1 + (i + rng.below(pages as u64 - 1) as usize) % pages;
+            put_page(&mut x, i, page_of(&a, j));
+            write_fresh(&path, &x);
+            check(&path, EngineConfig::default(), &|m| *m == model, &format!("page {j} at {i}"), &mut moved);
+        } else {
+            put_page(&mut x, i, page_of(&b, i.min((b.len() - HEADER) / PAGE)));
+            write_fresh(&path, &x);
+            check(&path, EngineConfig::default(), &|m| *m == model, &format!("other vault's page {i}"), &mut foreign);
+        }
+    }
+    eprintln!("moved pages: {moved:?}; pages of another vault: {foreign:?}");
+    // Free pages are never read; every other page is.
+    assert!(moved.damaged >= n / 2 * 2 / 3, "{moved:?}");
+    assert!(foreign.damaged >= n / 2 * 2 / 3, "{foreign:?}");
+    // Page 1 is read at every open.
+    let mut x = a.clone();
+    put_page(&mut x, 1, page_of(&b, 1));
+    write_fresh(&path, &x);
+    assert!(matches!(Vault::open(&path, &pass(), EngineConfig::default()), Err(Error::Damaged { .. })));
+}
+
+#[test]
+fn page_from_a_clone_with_the_same_master_key_is_damage() {
+    // A clone unwraps the same master key from the same slots, but its file id is its
+    // own: its pages never open in the original, and the original's never in it.
+    let server = common::s3::S3Server::start();
+    let url = format!("{}/vaults/one", server.bucket("clonepages"));
+    let dir = tempfile::tempdir().unwrap();
+    let (orig, model) = make_vault(dir.path());
+    let v = Vault::open(&orig, &pass(), EngineConfig::default()).unwrap();
+    v.remote("origin").add(&url, Some(&server.endpoint)).unwrap();
+    v.remote("origin").push(&sqlvault::Ops::default()).unwrap();
+    v.close().unwrap();
+    let clone_path = dir.path().join("clone.vault");
+    let c = Vault::clone_remote(
+        &url,
+        Some(&server.endpoint),
+        &clone_path,
+        &pass(),
+        EngineConfig::default(),
+        &sqlvault::remote::At::Newest,
+        &sqlvault::Ops::default(),
+    )
+    .unwrap();
+    assert_eq!(observe(&c).unwrap(), model);
+    c.close().unwrap();
+    let a = std::fs::read(&orig).unwrap();
+    let b = std::fs::read(&clone_path).unwrap();
+    assert_ne!(a[32..48], b[32..48], "the clone has a file id of its own");
+    let pages = (a.len() - HEADER) / PAGE;
+    let path = dir.path().join("t.vault");
+    let mut t = Tally::default();
+    let mut tried = 0;
+    for i in (1..=pages.min((b.len() - HEADER) / PAGE)).step_by(3) {
+        let mut x = a.clone();
+        put_page(&mut x, i, page_of(&b, i));
+        write_fresh(&path, &x);
+        check(&path, EngineConfig::default(), &|m| *m == model, &format!("clone's page {i}"), &mut t);
+        tried += 1;
+    }
+    eprintln!("clone's pages in the original: {tried} tried: {t:?}");
+    assert!(t.damaged >= tried * 2 / 3, "{t:?}");
+}
+
+#[test]
+fn wal_frame_moved_or_from_another_vault_never_yields_foreign_data() {
+    // In a crashed writer's WAL: a frame's page replaced by another frame's page, or by
+    // the page of the same frame of another vault's crashed WAL. Recovery reads whole
+    // frames; the page fails its tag, is returned zeroed, SQLite's checksum ends the
+    // log there: the outcome is a prefix of the writer's commits (or damage).
+    let dir = tempfile::tempdir().unwrap();
+    let (path, base) = make_vault(dir.path());
+    let mut writer = start_writer(&path);
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    let other_dir = dir.path().join("other");
+    std::fs::create_dir(&other_dir).unwrap();
+    let (other, _) = make_vault(&other_dir);
+    let mut w2 = start_writer(&other);
+    w2.kill().unwrap();
+    w2.wait().unwrap();
+    let orig = std::fs::read(&path).unwrap();
+    let wal = std::fs::read(format!("{}-wal", path.display())).unwrap();
+    let other_wal = std::fs::read(format!("{}-wal", other.display())).unwrap();
+    let frame = PAGE + 24;
+    let frames = (wal.len() - 32) / frame;
+    let page_at = |k: usize| 32 + k * frame + 24;
+    let prefixes: Vec<Model> = (0..=WAL_FILES)
+        .flat_map(|k| {
+            let mut torn = with_wal_files(base.clone(), k);
+            torn.insert(format!("/w{k}"), Vec::new());
+            [with_wal_files(base.clone(), k), torn]
+        })
+        .collect();
+    let full = with_wal_files(base.clone(), WAL_FILES);
+    let copy = dir.path().join("c.vault");
+    let mut rng = Rng(0xf4a3e);
+    let mut t = Tally::default();
+    let mut rolled_back = 0;
+    let n = 30;
+    for trial in 0..n {
+        let k = rng.below(frames as u64) as usize;
+        let mut w = wal.clone();
+        let what = if trial % 2 == 0 {
+            let m = (k + 1 + rng.below(frames as u64 - 1) as usize) % frames;
+            w[page_at(k)..page_at(k) + PAGE].copy_from_slice(&wal[page_at(m)..page_at(m) + PAGE]);
+            format!("frame {m}'s page in frame {k}")
+        } else {
+            let k = k.min((other_wal.len() - 32) / frame - 1);
+            w[page_at(k)..page_at(k) + PAGE].copy_from_slice(&other_wal[page_at(k)..page_at(k) + PAGE]);
+            format!("another vault's frame {k}")
+        };
+        write_fresh(&copy, &orig);
+        std::fs::write(format!("{}-wal", copy.display()), &w).unwrap();
+        check(&copy, EngineConfig::default(), &|m| prefixes.contains(m), &what, &mut t);
+        if let Ok(v) = Vault::open(&copy, &pass(), EngineConfig::default()) {
+            rolled_back += usize::from(observe(&v).map(|m| m != full).unwrap_or(false));
+        }
+    }
+    eprintln!("WAL frames moved or foreign: {n}: {t:?}, {rolled_back} rolled back to an earlier commit");
+    assert!(rolled_back + t.damaged >= n * 2 / 3, "most replaced frames end the log early: {t:?}");
+}
+
+#[test]
+fn page_replay_is_not_detected() {
+    // Documents a limit (docs/SECURITY.md, "Replay of one page"): an older sealed
+    // version of a page, put back at its own page number in its own vault file, opens.
+    // Here: a record's value is changed in place; putting back the old copy of the one
+    // page that holds it returns the old value, with no error.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.vault");
+    let v = Vault::create(&path, &pass(), &opts(4096)).unwrap();
+    v.records("notes").put("key", "the value before, version 1").unwrap();
+    v.close().unwrap();
+    let old = std::fs::read(&path).unwrap();
+    let v = Vault::open(&path, &pass(), EngineConfig::default()).unwrap();
+    v.records("notes").put("key", "the value after!, version 2").unwrap();
+    v.close().unwrap();
+    let new = std::fs::read(&path).unwrap();
+    assert_eq!(old.len(), new.len());
+    let replayed = dir.path().join("t.vault");
+    let mut outcomes = Vec::new();
+    for n in 2..=(new.len() - HEADER) / PAGE {
+        if page_of(&old, n) == page_of(&new, n) {
+            continue;
+        }
+        let mut x = new.clone();
+        put_page(&mut x, n, page_of(&old, n));
+        write_fresh(&replayed, &x);
+        let got = Vault::open(&replayed, &pass(), EngineConfig::default()).and_then(|v| v.records("notes").get("key"));
+        let outcome = match got {
+            Ok(Some(v)) => String::from_utf8(v).unwrap(),
+            Ok(None) => "missing".to_string(),
+            Err(Error::Damaged { .. }) => "damaged".to_string(),
+            Err(e) => panic!("page {n}: {e:?}"),
+        };
+        eprintln!("old page {n} put back: {outcome}");
+        outcomes.push(outcome);
+    }
+    assert!(
+        outcomes.iter().any(|o| o == "the value before, version 1"),
+        "one page replayed returns the old value without an error: {outcomes:?}"
+    );
+}
+
+#[test]
+fn no_plaintext_in_any_file_the_engine_leaves() {
+    // Markers as content, names, tags and records, while the vault is open (vault file,
+    // WAL and shared-memory index on disk) and after it closed.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.vault");
+    let marker = "MARKER-9c1e-plaintext-must-not-appear";
+    let v = Vault::create(&path, &pass(), &opts(4096)).unwrap();
+    v.create_dir_all(&format!("/{marker}-dir")).unwrap();
+    v.write_file(&format!("/{marker}-dir/{marker}.txt"), marker.repeat(300).as_bytes()).unwrap();
+    v.set_tags(&format!("/{marker}-dir/{marker}.txt"), &[(marker, TagValue::Text(marker.repeat(20)))]).unwrap();
+    v.records(marker).put(marker, marker.repeat(50)).unwrap();
+    v.sync().unwrap();
+    let leaves = |what: &str| {
+        let mut seen = 0;
+        for s in ["", "-wal", "-shm", "-journal"] {
+            let Ok(b) = std::fs::read(format!("{}{s}", path.display())) else { continue };
+            seen += 1;
+            assert!(!b.windows(marker.len()).any(|w| w == marker.as_bytes()), "{what}: marker in the file {s}");
+            assert!(!b.windows(15).any(|w| w == b"SQLite format 3"), "{what}: SQLite's header in {s}");
+        }
+        seen
+    };
+    assert!(leaves("open") >= 3, "vault, WAL and index are on disk while open");
+    v.close().unwrap();
+    assert_eq!(leaves("closed"), 1);
+}

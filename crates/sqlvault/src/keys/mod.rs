@@ -212,7 +212,7 @@ pub struct CipherSettings {
     /// The AEAD sealing every page (format 2).
     pub page_cipher: PageCipher,
     /// Bytes SQLite leaves unused at the end of every page; the last 48 hold the nonce
-    /// and tag ([`page::TRAILER`]).
+    /// and tag (`keys::page::TRAILER`).
     pub reserve: u8,
 }
 
@@ -304,7 +304,7 @@ impl Header {
     /// `v1`: the same key slots (so the same secrets open the same master key), page
     /// size and reserve (so pages convert one for one), a new file id, pages sealed
     /// with `page_cipher`, generation 1.
-    #[allow(dead_code)] // until the upgrade lands
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))] // and the upgrade
     pub(crate) fn format2_from(v1: &Header, page_cipher: PageCipher) -> Result<Header> {
         let hmac = v1.format1_hmac.ok_or_else(|| Error::InvalidArgument { what: "not a format-1 header".into() })?;
         Ok(Header {

@@ -887,3 +887,169 @@ unsafe extern "C" fn shim_fetch(_f: *mut ffi::sqlite3_file, _ofst: i64, _amt: c_
 unsafe extern "C" fn shim_unfetch(_f: *mut ffi::sqlite3_file, _ofst: i64, _p: *mut c_void) -> c_int {
     ffi::SQLITE_OK
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::{MasterKey, PageCipher};
+    use rusqlite::{Connection, OpenFlags};
+
+    const P: usize = 4096;
+    const MARKER: &str = "plaintext-marker-7f3a9c";
+
+    /// A database through this VFS with page keys of a random master key, and a second
+    /// copy of those keys for the test to open pages with.
+    fn open(path: &Path, journal: &str) -> (Connection, PageKeysEntry, PageKeys) {
+        register().unwrap();
+        let master = MasterKey::random().unwrap();
+        let id = [3u8; 16];
+        let entry = PageKeysEntry::new(PageKeys::new(&master, id, PageCipher::Aegis256, P as u32)).unwrap();
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags_and_vfs(Path::new(&entry.uri(path)), flags, VFS_NAME).unwrap();
+        conn.execute_batch(&format!("PRAGMA page_size={P}")).unwrap();
+        let mut reserve: c_int = TRAILER as c_int;
+        // SAFETY: valid handle; RESERVE_BYTES takes an int pointer.
+        let rc = unsafe {
+            ffi::sqlite3_file_control(
+                conn.handle(),
+                c"main".as_ptr(),
+                ffi::SQLITE_FCNTL_RESERVE_BYTES,
+                &mut reserve as *mut c_int as *mut c_void,
+            )
+        };
+        assert_eq!(rc, ffi::SQLITE_OK);
+        conn.execute_batch(&format!("PRAGMA journal_mode={journal}; PRAGMA temp_store=MEMORY;")).unwrap();
+        (conn, entry, PageKeys::new(&master, id, PageCipher::Aegis256, P as u32))
+    }
+
+    fn fill(conn: &Connection, tag: &str) {
+        conn.execute_batch("CREATE TABLE IF NOT EXISTS t(x TEXT)").unwrap();
+        for i in 0..200 {
+            conn.execute("INSERT INTO t VALUES (?1)", [format!("{MARKER}-{tag}-{i}-{}", "y".repeat(200))]).unwrap();
+        }
+    }
+
+    fn contains(hay: &[u8], needle: &str) -> bool {
+        hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+    }
+
+    /// SQLite's WAL checksum (https://www.sqlite.org/fileformat2.html, "Checksum Algorithm").
+    fn wal_sum(big_endian: bool, mut s: (u32, u32), data: &[u8]) -> (u32, u32) {
+        for w in data.chunks(8) {
+            let word = |b: &[u8]| {
+                let b = [b[0], b[1], b[2], b[3]];
+                if big_endian {
+                    u32::from_be_bytes(b)
+                } else {
+                    u32::from_le_bytes(b)
+                }
+            };
+            s.0 = s.0.wrapping_add(word(&w[..4])).wrapping_add(s.1);
+            s.1 = s.1.wrapping_add(word(&w[4..])).wrapping_add(s.0);
+        }
+        s
+    }
+
+    #[test]
+    fn wal_pages_are_sealed_and_frame_checksums_masked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
+        let (conn, _entry, keys) = open(&path, "WAL");
+        conn.execute_batch("PRAGMA wal_autocheckpoint=0").unwrap();
+        fill(&conn, "wal");
+        let wal = std::fs::read(dir.path().join("w.db-wal")).unwrap();
+        let main = std::fs::read(&path).unwrap();
+        assert!(!contains(&wal, MARKER) && !contains(&main, MARKER), "plaintext on disk");
+        assert!(!contains(&main, "SQLite format 3"), "page 1 is sealed whole");
+        let big_endian = be32(&wal) & 1 == 1;
+        let mut sum = wal_sum(big_endian, (0, 0), &wal[..24]);
+        assert_eq!((sum.0, sum.1), (be32(&wal[24..]), be32(&wal[28..])), "the WAL header's checksum stays");
+        let mut frames = 0;
+        for frame in wal[32..].chunks_exact(P + FRAME_HEADER) {
+            let (h, sealed) = frame.split_at(FRAME_HEADER);
+            if h[8..16] != wal[16..24] {
+                break;
+            }
+            let mut page = sealed.to_vec();
+            keys.open(&mut page, be32(h)).unwrap();
+            sum = wal_sum(big_endian, sum, &h[..8]);
+            sum = wal_sum(big_endian, sum, &page);
+            let stored = (be32(&h[16..]), be32(&h[20..]));
+            assert_ne!(stored, sum, "frame {frames}: SQLite's plaintext checksum is on disk");
+            let mut unmasked = h.to_vec();
+            let off = WAL_HEADER + (frames * (P + FRAME_HEADER)) as i64;
+            mask_frame_header(&keys, &mut unmasked, off);
+            assert_eq!((be32(&unmasked[16..]), be32(&unmasked[20..])), sum, "frame {frames}");
+            frames += 1;
+        }
+        assert!(frames > 20, "{frames} frames");
+        let n: i64 =
+            conn.query_row("SELECT count(*) FROM t WHERE x LIKE ?1", [format!("{MARKER}%")], |r| r.get(0)).unwrap();
+        assert_eq!(n, 200);
+    }
+
+    #[test]
+    fn journal_records_are_sealed_masked_and_roll_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.db");
+        let (conn, _entry, keys) = open(&path, "DELETE");
+        fill(&conn, "old");
+        conn.execute_batch("BEGIN; UPDATE t SET x = 'new ' || x;").unwrap();
+        let j = std::fs::read(dir.path().join("j.db-journal")).unwrap();
+        assert!(!contains(&j, MARKER), "plaintext in the journal");
+        let cksum_init = be32(&j[12..]);
+        let header = be32(&j[20..]) as usize;
+        assert_eq!(be32(&j[24..]) as usize, P);
+        let mut records = 0;
+        for r in j[header..].chunks_exact(P + 8) {
+            let pgno = be32(r);
+            if pgno == 0 {
+                break;
+            }
+            let mut page = r[4..4 + P].to_vec();
+            let nonce = page[P - TRAILER..P - TRAILER + 32].to_vec();
+            keys.open(&mut page, pgno).unwrap();
+            let mut sum = cksum_init;
+            let mut i = P as i64 - 200;
+            while i > 0 {
+                sum = sum.wrapping_add(u32::from(page[i as usize]));
+                i -= 200;
+            }
+            let stored = be32(&r[4 + P..]);
+            assert_ne!(stored, sum, "record {records}: SQLite's plaintext checksum is on disk");
+            let m = keys.journal_mask(&nonce);
+            assert_eq!(stored ^ u32::from_be_bytes(m), sum, "record {records}");
+            records += 1;
+        }
+        assert!(records > 5, "{records} records");
+        // Rollback plays the journal back through the VFS: the old rows return.
+        conn.execute_batch("ROLLBACK").unwrap();
+        let old: i64 =
+            conn.query_row("SELECT count(*) FROM t WHERE x LIKE ?1", [format!("{MARKER}-old%")], |r| r.get(0)).unwrap();
+        assert_eq!(old, 200);
+    }
+
+    #[test]
+    fn temporary_files_are_refused_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let (conn, _entry, _) = open(&dir.path().join("t.db"), "WAL");
+        conn.execute_batch("PRAGMA temp_store=FILE").unwrap();
+        // A tiny cache, so the temporary database must spill to a file.
+        let r = conn.execute_batch(
+            "CREATE TEMP TABLE tt(x); PRAGMA temp.cache_size=2; \
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 2000) \
+             INSERT INTO tt SELECT randomblob(1000) FROM n;",
+        );
+        assert!(r.is_err(), "a temporary database on disk would hold plaintext");
+    }
+
+    #[test]
+    fn a_main_file_without_keys_is_refused() {
+        register().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE;
+        let r = Connection::open_with_flags_and_vfs(dir.path().join("k.db"), flags, VFS_NAME)
+            .and_then(|c| c.execute_batch("CREATE TABLE t(x)"));
+        assert!(r.is_err());
+    }
+}

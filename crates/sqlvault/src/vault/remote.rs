@@ -392,9 +392,13 @@ impl Vault {
         let key_copy =
             store.get(names::KEYS)?.ok_or_else(|| Error::NotFound { path: format!("vault at {}", url.url()) })?.0;
         let keys_obj = keyslots::decode(&key_copy)?;
-        // The remote's key slots, in a header with a file id of this file's own: page keys
-        // are derived per file, so no page of another replica opens here.
-        let header = keys_obj.header.clone().with_new_file_id()?;
+        // The remote's key slots, in a format-2 header with a file id of this file's own:
+        // page keys are derived per file, so no page of another replica opens here. (A
+        // remote pushed by a format-1 replica carries a format-1 header: same slots.)
+        let header = match keys_obj.header.format1_hmac() {
+            Some(_) => Header::format2_from(&keys_obj.header, crate::keys::PageCipher::default_for_cpu())?,
+            None => keys_obj.header.clone().with_new_file_id()?,
+        };
         let (master, _) = header.unlock(secret, &url.url())?;
         keyslots::check_for_clone(&keys_obj, &master)?;
         let keys = RemoteKeys::new(&master);

@@ -1,0 +1,135 @@
+//! The on-disk format, pinned: `fixtures/format2.vault` (made once by this file with
+//! `SQLVAULT_WRITE_FIXTURE=1`, committed with its passphrase beside it) must open with
+//! every file, tag, record and snapshot it was made with, check clean, and keep the
+//! header and page layout docs/format.md describes. A change to the format (header
+//! fields, key derivation, associated data, sealed-page layout, schema) fails here.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use sqlvault::secrets::{KdfParams, PageCipher};
+use sqlvault::{CreateOptions, EngineConfig, Secret, TagValue, Vault};
+
+const P: usize = 4096;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format2.vault")
+}
+
+fn secret() -> Secret {
+    let p = std::fs::read_to_string(fixture().with_extension("passphrase")).unwrap();
+    Secret::passphrase(p.trim_end_matches('\n'))
+}
+
+fn data() -> Vec<u8> {
+    (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect()
+}
+
+/// Writes the fixture (run once, by hand, when the format changes on purpose).
+fn write_fixture(path: &Path) {
+    let opts = CreateOptions {
+        chunk_size: 4096,
+        page_size: P as u32,
+        cipher: PageCipher::Aegis256,
+        kdf: KdfParams { memory_kib: 64, iterations: 1, parallelism: 1 },
+        ..Default::default()
+    };
+    let v = Vault::create(path, &secret(), &opts).unwrap();
+    v.create_dir_all("/dir").unwrap();
+    v.write_file("/hello.txt", b"hello, format 2\n").unwrap();
+    v.write_file("/dir/data.bin", &data()).unwrap();
+    v.set_tags("/hello.txt", &[("kind", TagValue::Text("greeting".into())), ("n", TagValue::Int(42))]).unwrap();
+    v.records("notes").put("k1", "a record value").unwrap();
+    v.snapshot("s1").unwrap();
+    v.write_file("/after.txt", b"written after the snapshot").unwrap();
+    v.close().unwrap();
+}
+
+#[test]
+fn format2_fixture_opens_with_its_contents_and_layout() {
+    if std::env::var("SQLVAULT_WRITE_FIXTURE").is_ok() {
+        let _ = std::fs::remove_file(fixture());
+        write_fixture(&fixture());
+    }
+    // A copy: opening for writing would change the committed file.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.vault");
+    std::fs::copy(fixture(), &path).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+
+    // Header copy A: magic, version 2, page size, cipher AEGIS-256, reserve 48, file id.
+    assert_eq!(&bytes[0..8], b"SQLVAULT");
+    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 2);
+    assert_eq!(u32::from_le_bytes(bytes[20..24].try_into().unwrap()) as usize, P);
+    assert_eq!((bytes[24], bytes[25], bytes[26]), (0, 1, 48));
+    assert!(bytes[32..48].iter().any(|b| *b != 0), "file id");
+    assert_eq!(blake3::hash(&bytes[..4064]).as_bytes(), &bytes[4064..4096], "checksum");
+    // The database: whole sealed pages after the 8 KiB header region, no SQLite plaintext.
+    assert_eq!((bytes.len() - 8192) % P, 0);
+    let db = &bytes[8192..];
+    assert!(!db.windows(15).any(|w| w == b"SQLite format 3"), "page 1 is sealed whole");
+    assert!(!db.windows(15).any(|w| w == b"hello, format 2"), "content is sealed");
+    for page in db.chunks(P) {
+        let nonce = &page[P - 48..P - 16];
+        assert!(nonce.iter().any(|b| *b != 0), "each page carries a nonce at P-48");
+    }
+
+    let v = Vault::open(&path, &secret(), EngineConfig::default()).unwrap();
+    assert_eq!(v.read_file("/hello.txt").unwrap(), b"hello, format 2\n");
+    assert_eq!(v.read_file("/dir/data.bin").unwrap(), data());
+    assert_eq!(v.read_file("/after.txt").unwrap(), b"written after the snapshot");
+    assert_eq!(v.tag("/hello.txt", "kind").unwrap(), Some(TagValue::Text("greeting".into())));
+    assert_eq!(v.tag("/hello.txt", "n").unwrap(), Some(TagValue::Int(42)));
+    assert_eq!(v.records("notes").get("k1").unwrap().as_deref(), Some(&b"a record value"[..]));
+    let snaps = v.snapshots().unwrap();
+    assert_eq!(snaps.len(), 1);
+    assert_eq!((snaps[0].name.as_str(), snaps[0].files), ("s1", 2));
+    let info = v.info().unwrap();
+    assert_eq!((info.format_version, info.cipher.page_cipher, info.cipher.reserve), (2, PageCipher::Aegis256, 48));
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
+    v.close().unwrap();
+}
+
+#[test]
+fn a_format1_vault_is_refused_with_the_upgrade_hint() {
+    // A format-1 header: version 1, the HMAC code at byte 24, no cipher, reserve or file id.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.vault");
+    let v = Vault::create(&path, &common::pass(), &common::opts(4096)).unwrap();
+    v.close().unwrap();
+    let mut b = std::fs::read(&path).unwrap();
+    for copy in [0, 4096] {
+        let h = &mut b[copy..copy + 4096];
+        h[8..12].copy_from_slice(&1u32.to_le_bytes());
+        h[24] = 1;
+        h[25..48].fill(0);
+        let sum = *blake3::hash(&h[..4064]).as_bytes();
+        h[4064..].copy_from_slice(&sum);
+    }
+    std::fs::write(&path, &b).unwrap();
+    let e = Vault::open(&path, &common::pass(), EngineConfig::default()).err().expect("refused");
+    assert!(matches!(e, sqlvault::Error::Format1 { .. }), "{e:?}");
+    let p = path.display();
+    assert_eq!(
+        e.to_string(),
+        format!("{p} is a format-1 (SQLCipher) vault: run `sqlvault upgrade {p}` once to convert it")
+    );
+}
+
+#[test]
+fn every_page_cipher_makes_a_vault_that_reopens() {
+    for cipher in PageCipher::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.vault");
+        let v = Vault::create(&path, &common::pass(), &CreateOptions { cipher, ..common::opts(4096) }).unwrap();
+        v.write_file("/f", &data()).unwrap();
+        v.close().unwrap();
+        let b = std::fs::read(&path).unwrap();
+        assert_eq!(b[25], cipher as u8 + 1, "{cipher}: header byte 25");
+        let v = Vault::open(&path, &common::pass(), EngineConfig::default()).unwrap();
+        assert_eq!(v.read_file("/f").unwrap(), data(), "{cipher}");
+        assert_eq!(v.info().unwrap().cipher.page_cipher, cipher);
+        assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
+    }
+}
