@@ -461,6 +461,41 @@ mod tests {
         }
     }
 
+    /// CPU cost of converting a page (HMAC check, AES-CBC decryption, format-2 seal) over
+    /// the fixture's pages, repeated: `cargo test -p sqlvault --lib conversion_speed --
+    /// --ignored --nocapture`. Prints MB/s of one core.
+    #[test]
+    #[ignore = "a measurement"]
+    fn conversion_speed() {
+        use crate::keys::page::{PageCipher, PageKeys};
+        let dir = tempfile::tempdir().unwrap();
+        let path = copy("format1.vault", dir.path());
+        let header = Header::read(&path).unwrap();
+        let master = unlock(&path);
+        let stored = StoredPages::open(&path, 8192).unwrap();
+        let pages: Vec<Vec<u8>> = (1..=stored.count())
+            .map(|n| {
+                let mut p = vec![0u8; 8192];
+                stored.read(n, &mut p).unwrap();
+                p
+            })
+            .collect();
+        let from = V1Pages::new(&master, 8192, header.format1_hmac().unwrap(), &pages[0]).unwrap();
+        for cipher in PageCipher::ALL {
+            let to = PageKeys::new(&master, [9; 16], cipher, 8192);
+            let (rounds, mut buf) = (300, vec![0u8; 8192]);
+            let t = std::time::Instant::now();
+            for _ in 0..rounds {
+                for (i, p) in pages.iter().enumerate() {
+                    buf.copy_from_slice(p);
+                    from.reseal(i as u32 + 1, &mut buf, &to).unwrap();
+                }
+            }
+            let mb = (rounds * pages.len() * 8192) as f64 / 1e6;
+            eprintln!("format 1 -> {cipher}: {:.0} MB/s ({mb:.0} MB)", mb / t.elapsed().as_secs_f64());
+        }
+    }
+
     #[test]
     fn wrong_master_key_fails_on_page_1() {
         let dir = tempfile::tempdir().unwrap();
