@@ -108,6 +108,22 @@ fn upgrade_waits_for_no_one_having_the_vault_open() {
     assert!(Vault::upgrade(&path, &Secret::passphrase(PASSPHRASE), &Ops::default()).unwrap().converted);
 }
 
+/// A symlink to the vault: the file it names is converted, the link stays a link.
+#[test]
+fn upgrade_through_a_symlink_converts_its_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = copy_fixture("format1.vault", dir.path());
+    let link = dir.path().join("link.vault");
+    std::os::unix::fs::symlink(&path, &link).unwrap();
+    assert!(Vault::upgrade(&link, &Secret::passphrase(PASSPHRASE), &Ops::default()).unwrap().converted);
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(header_version(&path), 2);
+    check_vault(
+        &Vault::open(&link, &Secret::passphrase(PASSPHRASE), EngineConfig::default()).unwrap(),
+        &manifest("format1.vault"),
+    );
+}
+
 /// A flipped byte in a page stops the upgrade with `Damaged` naming the page; the
 /// vault is left as it was and no partial copy stays.
 #[test]

@@ -67,7 +67,15 @@ impl Vault {
     /// written) and stops between batches of pages once `ops`'s interrupt is set,
     /// leaving the vault in format 1.
     pub fn upgrade(path: impl AsRef<Path>, secret: &Secret, ops: &Ops<'_>) -> Result<UpgradeSummary> {
-        let path = path.as_ref();
+        // A symlink is followed: the file it names is converted, the link stays.
+        let real = match std::fs::symlink_metadata(path.as_ref()) {
+            Ok(m) if m.file_type().is_symlink() => Some(
+                std::fs::canonicalize(path.as_ref())
+                    .map_err(|e| Error::io(format!("cannot resolve {}", path.as_ref().display()), e))?,
+            ),
+            _ => None,
+        };
+        let path = real.as_deref().unwrap_or(path.as_ref());
         super::secrets::with_header_lock(path, || {
             let v1 = Header::read(path)?;
             let (master, _) = v1.unlock(secret, &path.display().to_string())?;
@@ -191,9 +199,17 @@ fn free_bytes(path: &Path) -> Result<u64> {
 /// An exclusive open-file-description lock on SQLite's lock bytes (the pending,
 /// reserved and shared bytes at 1 GiB) of the vault file, released on drop. It
 /// conflicts with every process's SQLite locks on the file, this process's included.
+/// Where there are no OFD locks (not Linux or Android) it is a POSIX record lock, which
+/// excludes other processes only, and only until this process closes any descriptor
+/// of the file.
 struct SqliteLock {
     _file: File,
 }
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const SETLK: libc::c_int = libc::F_OFD_SETLK;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const SETLK: libc::c_int = libc::F_SETLK;
 
 /// SQLite's `PENDING_BYTE`; the reserved byte and the 510 shared bytes follow it.
 const SQLITE_LOCK_BYTES: (i64, i64) = (0x4000_0000, 512);
@@ -213,7 +229,7 @@ impl SqliteLock {
         fl.l_start = SQLITE_LOCK_BYTES.0;
         fl.l_len = SQLITE_LOCK_BYTES.1;
         // SAFETY: fcntl on a valid descriptor with a valid flock.
-        if unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl) } != 0 {
+        if unsafe { libc::fcntl(f.as_raw_fd(), SETLK, &fl) } != 0 {
             let e = std::io::Error::last_os_error();
             return match e.raw_os_error() {
                 Some(libc::EAGAIN) | Some(libc::EACCES) => Err(Error::Busy),
