@@ -31,6 +31,7 @@ mod snapshots;
 mod special;
 mod sql;
 mod transfer;
+mod upgrade;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -336,6 +337,12 @@ pub(crate) enum Command {
     /// Give free pages back to the file system (VACUUM), with a progress bar; on a vault
     /// made before schema version 8, first move chunk bytes to the arrival-ordered table.
     Compact {
+        /// The vault file.
+        vault: PathBuf,
+    },
+    /// Convert a format-1 (SQLCipher) vault to format 2 in place, with a progress bar;
+    /// safe to interrupt or kill (run it again to finish); a format-2 vault is left as is.
+    Upgrade {
         /// The vault file.
         vault: PathBuf,
     },
@@ -683,6 +690,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
         Command::Snapshots { vault, json } => snapshots::list(ctx, vault, json)?,
         Command::Restore(args) => return snapshots::restore(ctx, args),
         Command::Compact { vault } => snapshots::compact(ctx, vault)?,
+        Command::Upgrade { vault } => upgrade::upgrade(ctx, &vault)?,
         Command::Sql(args) => sql::run(ctx, args)?,
         Command::Meta(cmd) => return meta::run(ctx, cmd),
         Command::Remote(cmd) => return remote::run(ctx, cmd),

@@ -104,6 +104,8 @@ pub use vault::remote::Remote;
 #[cfg(feature = "remote")]
 pub use vault::replicate::{Replicator, ReplicatorStart, Round};
 pub use vault::transaction::Tx;
+#[cfg(feature = "upgrade-v1")]
+pub use vault::upgrade::UpgradeSummary;
 pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
 
 pub mod sql {

@@ -29,6 +29,8 @@
 pub mod page;
 #[cfg(feature = "remote")]
 pub(crate) mod remote;
+#[cfg(feature = "upgrade-v1")]
+pub(crate) mod v1;
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};

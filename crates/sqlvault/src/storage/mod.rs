@@ -13,4 +13,6 @@ pub(crate) mod commit;
 pub(crate) mod compact;
 pub(crate) mod engine;
 pub(crate) mod schema;
+#[cfg(feature = "upgrade-v1")]
+pub(crate) mod v1;
 pub(crate) mod vfs;

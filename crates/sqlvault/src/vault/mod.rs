@@ -44,6 +44,8 @@ pub(crate) mod secrets;
 mod snapshots;
 mod sql;
 pub(crate) mod transaction;
+#[cfg(feature = "upgrade-v1")]
+pub(crate) mod upgrade;
 pub(crate) mod whole;
 
 pub use clone::{Allocate, SeekHole};
