@@ -104,7 +104,8 @@ pub use vault::remote::Remote;
 #[cfg(feature = "remote")]
 pub use vault::replicate::{Replicator, ReplicatorStart, Round};
 pub use vault::transaction::Tx;
-pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
+pub use fs::chunks::Compression;
+pub use vault::{CreateOptions, DirEntry, Info, RecompressReport, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
 
 pub mod sql {
     //! Application SQL beyond the calls on [`Vault`](crate::Vault): the [`Row`] that

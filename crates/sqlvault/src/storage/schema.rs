@@ -244,6 +244,14 @@ const MIGRATIONS: &[&str] = &[
     "
     CREATE INDEX IF NOT EXISTS snap_dirents_by_ino ON snap_dirents(snap, ino);
     ",
+    // 11: chunks stored compressed (see fs/chunks.rs): how the bytes are stored and
+    // their stored length; `len` and `hash` stay the plaintext's. Rows written before
+    // are stored as is (codec 0, stored NULL: `len` bytes). The vault's setting is the
+    // `meta` row `compression` (no row: `none`).
+    "
+    ALTER TABLE chunks ADD COLUMN codec INTEGER NOT NULL DEFAULT 0;  -- 0: as is, 1: one zstd frame
+    ALTER TABLE chunks ADD COLUMN stored INTEGER;                    -- bytes as stored; NULL: len
+    ",
 ];
 
 /// Every table, index and trigger of ours. Application SQL may not touch them, nor create an
