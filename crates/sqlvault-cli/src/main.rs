@@ -682,10 +682,13 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
                 Some(c) => {
                     v.set_compression(c.into())?;
                     v.close()?;
-                    note!("new chunks are stored {}; `compact --recompress` rewrites the old ones", match c {
-                        CompressionArg::Zstd => "compressed (zstd)",
-                        CompressionArg::None => "as they are",
-                    });
+                    note!(
+                        "new chunks are stored {}; `compact --recompress` rewrites the old ones",
+                        match c {
+                            CompressionArg::Zstd => "compressed (zstd)",
+                            CompressionArg::None => "as they are",
+                        }
+                    );
                 }
             }
         }

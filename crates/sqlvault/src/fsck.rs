@@ -371,13 +371,10 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
         let codec: i64 = row.get(3)?;
         let stored_len: i64 = row.get(4)?;
         let stored = row.get_ref(5)?.as_blob().unwrap_or_default();
-        // The stored form: how it is stored must be known, its length recorded, and a
-        // compressed chunk must decode to exactly its length.
+        // The stored form: how it is stored must be known, a compressed chunk must
+        // decode to exactly its length, and the stored length be recorded right.
         let form = match chunks::Codec::from_i64(codec) {
             Err(_) => Some(format!("chunk {id}: unknown codec {codec}")),
-            Ok(_) if stored_len != stored.len() as i64 => {
-                Some(format!("chunk {id}: stored length {stored_len} is wrong (stored bytes are {})", stored.len()))
-            }
             Ok(chunks::Codec::Zstd) if len < 0 || len > chunk_size as i64 => {
                 Some(format!("chunk {id}: length {len} is wrong (above the chunk size)"))
             }
@@ -406,6 +403,8 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
             Some(format!("chunk {id}: length {len} is wrong (data is {} bytes)", data.len()))
         } else if !chunks::id_fits(id, &actual) {
             Some(format!("chunk {id}: id is outside its hash's window"))
+        } else if stored_len != stored.len() as i64 {
+            Some(format!("chunk {id}: stored length {stored_len} is wrong (stored bytes are {})", stored.len()))
         } else {
             None
         };
@@ -462,6 +461,26 @@ mod tests {
 
     fn problems(c: &Connection) -> Vec<String> {
         check(c, 64 * 1024, &|_| {}).unwrap().problems
+    }
+
+    #[test]
+    fn compressed_chunks_are_checked_decoded() {
+        let c = db();
+        chunks::set_compression(&c, chunks::Compression::Zstd).unwrap();
+        let text: Vec<u8> = (0..3000).flat_map(|i: u32| format!("line {i}\n").into_bytes()).take(4096).collect();
+        chunks::put(&c, 2, 0, &text).unwrap();
+        c.execute("UPDATE inodes SET size = 4096 WHERE ino = 2", []).unwrap();
+        let codec: i64 = c.query_row("SELECT codec FROM chunks", [], |r| r.get(0)).unwrap();
+        assert_eq!(codec, 1);
+        let before = problems(&c);
+        // A frame cut short does not decode; a stored length that lies is reported.
+        c.execute("UPDATE chunk_data SET data = substr(data, 1, length(data) - 1)", []).unwrap();
+        c.execute("UPDATE chunks SET stored = stored - 1", []).unwrap();
+        let p = problems(&c);
+        assert!(p.iter().any(|m| m.ends_with("compressed bytes do not decode to its length 4096")), "{p:?}");
+        c.execute("UPDATE chunks SET codec = 9", []).unwrap();
+        let p = problems(&c);
+        assert!(p.iter().any(|m| m.ends_with("unknown codec 9")), "{p:?} (before: {before:?})");
     }
 
     #[test]

@@ -138,7 +138,9 @@ thread_local! {
         const { RefCell::new(None) };
 }
 
-fn with_zstd<T>(f: impl FnOnce(&mut zstd::bulk::Compressor<'static>, &mut zstd::bulk::Decompressor<'static>) -> T) -> Result<T> {
+fn with_zstd<T>(
+    f: impl FnOnce(&mut zstd::bulk::Compressor<'static>, &mut zstd::bulk::Decompressor<'static>) -> T,
+) -> Result<T> {
     ZSTD.with(|cell| {
         let mut cell = cell.borrow_mut();
         if cell.is_none() {
@@ -605,7 +607,8 @@ pub fn recompress(conn: &Connection, c: Compression, mut after: i64, budget: u64
 /// A compressed chunk is decompressed straight from SQLite's copy of the row into the
 /// returned buffer: the one copy a chunk stored as is costs too.
 pub fn read(conn: &Connection, id: ChunkId) -> Result<Vec<u8>> {
-    let mut stmt = conn.prepare_cached(&format!("SELECT c.hash, c.len, c.codec, {DATA} FROM {WITH_DATA} WHERE c.id = ?1"))?;
+    let mut stmt =
+        conn.prepare_cached(&format!("SELECT c.hash, c.len, c.codec, {DATA} FROM {WITH_DATA} WHERE c.id = ?1"))?;
     let mut rows = stmt.query([id.0])?;
     let row = rows.next()?.ok_or_else(|| Error::damaged(format!("chunk {} is referenced but missing", id.0)))?;
     let h: Vec<u8> = row.get(0)?;
@@ -959,8 +962,11 @@ mod tests {
         // Another valid frame of the right length: the hash says no.
         c.execute("UPDATE chunks SET codec = 1 WHERE id = ?1", [id.0]).unwrap();
         let other = encode(&text(65537)[1..], Compression::Zstd).unwrap();
-        c.execute("UPDATE chunk_data SET data = ?2 WHERE id = (SELECT body FROM chunks WHERE id = ?1)", params![id.0, other])
-            .unwrap();
+        c.execute(
+            "UPDATE chunk_data SET data = ?2 WHERE id = (SELECT body FROM chunks WHERE id = ?1)",
+            params![id.0, other],
+        )
+        .unwrap();
         assert!(matches!(read(&c, id), Err(Error::Damaged { .. })));
         assert!(read_stored(&c, id).is_err());
     }

@@ -452,8 +452,9 @@ mod tests {
         let store = Store::new(mem.clone(), "p", "mem".into()).unwrap();
         remember_layout(&store, format::PACKS_LAYOUT);
         let keys = RemoteKeys::for_tests();
-        let text: Vec<Vec<u8>> =
-            (0..200u32).map(|i| format!("line {i} of a text that compresses well\n").repeat(100).into_bytes()).collect();
+        let text: Vec<Vec<u8>> = (0..200u32)
+            .map(|i| format!("line {i} of a text that compresses well\n").repeat(100).into_bytes())
+            .collect();
         let stored: Vec<Stored> = text
             .iter()
             .enumerate()
@@ -466,7 +467,8 @@ mod tests {
         let items = text.iter().zip(&stored).map(|(d, s)| Ok((keys.chunk_id(blake3::hash(d).as_bytes()), s.clone())));
         upload(&store, &keys, items, 8192, |n| weight += n).unwrap();
         assert_eq!(weight, text.iter().map(|d| d.len() as u64).sum::<u64>(), "progress counts plaintext");
-        let packed: usize = store.list(names::PACKS).unwrap().iter().map(|p| store.get_required(p).unwrap().len()).sum();
+        let packed: usize =
+            store.list(names::PACKS).unwrap().iter().map(|p| store.get_required(p).unwrap().len()).sum();
         // Raw, each 4 KB chunk seals to 4 KiB and its nonce and tag: 827,200 bytes for all
         // 200. The compressed half seals to the 512-byte minimum each.
         assert!(packed < 200 * (512 + 4096 + 2 * 40) / 2 + 1000, "packs hold the compressed half compressed: {packed}");
