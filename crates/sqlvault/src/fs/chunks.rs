@@ -115,11 +115,7 @@ pub struct Stored {
 
 /// The vault's setting (no row, as in a vault made before schema version 11: `None`).
 pub fn compression(conn: &Connection) -> Result<Compression> {
-    let v: Option<String> = conn
-        .prepare_cached("SELECT value FROM meta WHERE key = 'compression'")?
-        .query_row([], |r| r.get(0))
-        .optional()?;
-    match v {
+    match crate::storage::schema::meta_text(conn, "compression")? {
         None => Ok(Compression::None),
         Some(v) => Compression::parse(&v).ok_or_else(|| Error::damaged(format!("unknown compression setting {v:?}"))),
     }
@@ -127,8 +123,7 @@ pub fn compression(conn: &Connection) -> Result<Compression> {
 
 /// Sets the vault's setting; chunks written from now on follow it.
 pub fn set_compression(conn: &Connection, c: Compression) -> Result<()> {
-    conn.prepare_cached("INSERT OR REPLACE INTO meta(key, value) VALUES ('compression', ?1)")?.execute([c.name()])?;
-    Ok(())
+    crate::storage::schema::set_meta_text(conn, "compression", c.name())
 }
 
 thread_local! {

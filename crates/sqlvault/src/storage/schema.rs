@@ -375,6 +375,18 @@ pub fn meta_int(conn: &Connection, key: &str) -> Result<i64> {
     })
 }
 
+/// Reads a text setting from `meta` (`None` if the vault has no such row).
+pub fn meta_text(conn: &Connection, key: &str) -> Result<Option<String>> {
+    use rusqlite::OptionalExtension;
+    Ok(conn.prepare_cached("SELECT value FROM meta WHERE key = ?1")?.query_row([key], |r| r.get(0)).optional()?)
+}
+
+/// Sets a text setting in `meta`.
+pub fn set_meta_text(conn: &Connection, key: &str, value: &str) -> Result<()> {
+    conn.prepare_cached("INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)")?.execute([key, value])?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
