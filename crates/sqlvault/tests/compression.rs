@@ -99,7 +99,7 @@ fn compressed_chunks_replicate_as_stored_and_uncompressed_remotes_still_read() {
     }
     let ci = c.info().unwrap();
     assert_eq!((ci.stored_bytes, ci.compression.as_str()), (ci.unique_bytes, "none"));
-    let url2 = format!("{}/vaults/raw", server.bucket("comp"));
+    let url2 = format!("{}/vaults/raw", server.bucket("raw"));
     c.remote("r").add(&url2, Some(&server.endpoint)).unwrap();
     let r = c.remote("r").push(&Ops::default()).unwrap();
     let PushOutcome::Pushed { bytes_uploaded, stored_bytes_uploaded, .. } = r else { panic!("{r:?}") };
@@ -131,8 +131,11 @@ fn recompress_stops_at_a_batch_and_resumes() {
     };
     let err = v.recompress(&Ops::default().progress(&report).interrupt(&stop)).unwrap_err();
     assert!(err.is_interrupted(), "{err}");
+    // The first batch (about 32 MiB of plaintext) is compressed, the rest (at least
+    // 8 MiB) not yet.
     let half = v.info().unwrap();
-    assert!(half.stored_bytes < before.stored_bytes && half.stored_bytes > before.stored_bytes / 2, "{half:?}");
+    assert!(half.stored_bytes < before.stored_bytes - (16 << 20), "{half:?}");
+    assert!(half.stored_bytes > before.stored_bytes - (33 << 20), "{half:?}");
     assert_eq!(v.read_file("/big.txt").unwrap(), big);
     drop(v);
     // Resumed after a reopen (what a crash between batches leaves is the same state).
@@ -141,7 +144,7 @@ fn recompress_stops_at_a_batch_and_resumes() {
     assert_eq!(r.stored_before, half.stored_bytes);
     let after = v.info().unwrap();
     assert_eq!(r.stored_after, after.stored_bytes);
-    assert!(after.stored_bytes < before.unique_bytes / 3, "{after:?}");
+    assert!(after.stored_bytes < half.stored_bytes - (4 << 20), "{after:?}");
     assert_eq!(after.unique_bytes, before.unique_bytes);
     assert_eq!(v.read_file("/big.txt").unwrap(), big);
     assert_eq!(v.read_file("/noise").unwrap(), noise(4, 1 << 20));
