@@ -21,9 +21,9 @@ export BORG_RELOCATED_REPO_ACCESS_IS_OK=yes BORG_BASE_DIR="$W/borg-home"
 mkdir -p "$W/data/text" "$W/data/media"
 find /usr/share /var/log /usr/lib/python3* -xdev -type f \( -name '*.json' -o -name '*.log' -o -name '*.txt' \
     -o -name '*.md' -o -name '*.html' -o -name '*.py' -o -name '*.xml' \) -size +1k 2>/dev/null | sort | head -6000 |
-    while read -r f; do cp --parents "$f" "$W/data/text/" 2>/dev/null || true; done
+    while read -r f; do cp --parents "$f" "$W/data/text/" 2>/dev/null || true; done || true
 find / -xdev -type f \( -iname '*.jpg' -o -iname '*.jpeg' \) 2>/dev/null | sort | while read -r f; do
-    cp --parents "$f" "$W/data/media/" 2>/dev/null || true; done
+    cp --parents "$f" "$W/data/media/" 2>/dev/null || true; done || true
 head -c $((32 << 20)) /dev/urandom > "$W/data/media/random.bin"
 tar --sort=name --mtime=@0 --owner=0 --group=0 -cf "$W/v1.tar" -C /usr/share doc 2>/dev/null || true
 { head -c 4096 "$W/v1.tar"; printf 'an inserted line, 57 bytes long, near the start of it.\n\n'; tail -c +4097 "$W/v1.tar"; } > "$W/v2.tar"
@@ -32,7 +32,7 @@ mkdir -p "$W/data/v1" "$W/data/v2"; mv "$W/v1.tar" "$W/data/v1/big.tar"; mv "$W/
 bytes() { du -sb "$1" | cut -f1; }
 # run NAME CMD...: prints "wall user+sys maxrss_kib" of CMD.
 run() { /usr/bin/time -f '%e %U %S %M' -o "$W/time" "$@" >/dev/null 2>"$W/err" || { cat "$W/err" >&2; return 1; }
-    awk '{printf "%.2f %.2f %d", $1, $2 + $3, $4}' "$W/time"; }
+    awk '{printf "%.2f %.2f %d\n", $1, $2 + $3, $4}' "$W/time"; }
 
 "$SV" keygen "$W/key" >/dev/null 2>&1
 echo "| set | MiB | tool | stored MiB | stored / data | import s | CPU s | CPU ms/MiB | peak RSS MiB |"
