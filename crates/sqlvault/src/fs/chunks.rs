@@ -104,6 +104,7 @@ impl Codec {
     }
 }
 
+#[cfg(feature = "remote")] // replication moves chunks as stored
 /// A chunk as stored: how, its plaintext length, and the stored bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stored {
@@ -237,6 +238,7 @@ pub fn acquire(conn: &Connection, data: &[u8]) -> Result<ChunkId> {
     acquire_with(conn, &h, |conn, id| insert(conn, id, &h, 1, data))
 }
 
+#[cfg(feature = "remote")] // replication moves chunks as stored
 /// [`acquire`] of a chunk that arrived stored (and checked against `h`): kept as it
 /// came if compressed, else stored as the setting says.
 pub(crate) fn acquire_stored(conn: &Connection, h: &Hash, chunk: &Stored) -> Result<ChunkId> {
@@ -288,6 +290,7 @@ pub(crate) fn insert(conn: &Connection, id: i64, h: &[u8], refs: i64, data: &[u8
     }
 }
 
+#[cfg(feature = "remote")] // replication moves chunks as stored
 /// [`insert`] of a chunk that arrived stored: a compressed one is kept as it came.
 pub(crate) fn insert_stored(conn: &Connection, id: i64, h: &[u8], refs: i64, chunk: &Stored) -> Result<()> {
     match chunk.codec {
@@ -624,6 +627,7 @@ fn check(id: i64, h: &[u8], data: &[u8]) -> Result<()> {
     Ok(())
 }
 
+#[cfg(feature = "remote")] // replication moves chunks as stored
 /// Reads a chunk as stored (for replication), checked against its hash (a compressed
 /// one is decompressed to check it, and the plaintext dropped).
 pub fn read_stored(conn: &Connection, id: ChunkId) -> Result<Stored> {
@@ -637,6 +641,7 @@ pub fn read_stored(conn: &Connection, id: ChunkId) -> Result<Stored> {
     Ok(chunk)
 }
 
+#[cfg(feature = "remote")] // replication moves chunks as stored
 /// Checks that a stored chunk decodes to its length and to the plaintext hashed `h`.
 pub fn verify(chunk: &Stored, h: &[u8]) -> Result<()> {
     match chunk.codec {
