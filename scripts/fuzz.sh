@@ -20,7 +20,7 @@ cargo +nightly fuzz build -O --codegen-units 16
 echo "fuzz: build took $(( $(date +%s) - started )) s"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-for target in path_parse file_ops page_open; do
+for target in path_parse file_ops page_open chunk_decode; do
   mkdir -p "corpus/$target" "$scratch/$target"
   echo "fuzz: $target for $secs s"
   set +e

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything CI runs (.ci/run), in stages a developer can also run alone:
 #
-#   scripts/test.sh                 all stages: rust, python, jvm, dotnet, fuzz, bench
+#   scripts/test.sh                 all stages: rust, python, jvm, dotnet, package, fuzz, bench
 #   scripts/test.sh rust            fmt, clippy -D warnings, cargo doc -D warnings, cargo test
 #   scripts/test.sh python jvm      several stages (run in the order above)
 #
@@ -11,8 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(rust python jvm dotnet fuzz bench)
-usage() { echo "usage: scripts/test.sh [rust|python|jvm|dotnet|fuzz|bench]..." >&2; exit 1; }
+all=(rust python jvm dotnet package fuzz bench)
+usage() { echo "usage: scripts/test.sh [rust|python|jvm|dotnet|package|fuzz|bench]..." >&2; exit 1; }
 for s in "$@"; do [[ " ${all[*]} " == *" $s "* ]] || usage; done
 stages=()
 for s in "${all[@]}"; do
@@ -108,6 +108,12 @@ stage_jvm() { bash scripts/jvm-tests.sh; }
 # The .NET binding: Mono and NUnit 2.6 from Debian if missing, SqlVault.dll and its tests
 # compiled with mcs, nunit-console (scripts/dotnet-tests.sh).
 stage_dotnet() { bash scripts/dotnet-tests.sh; }
+
+# The packages (docs/packaging.md): dist/ built by scripts/package.sh in the dev profile
+# (the test build's artifacts; the release build is for publishing and the bench), then
+# installed and used with no cargo on PATH: the wheel in a fresh venv, the jar, the
+# .nupkg on Mono and on CoreCLR 3.1 (PyPI's dotnetcore2), and vaults across languages.
+stage_package() { bash scripts/package.sh --dev && bash scripts/package-tests.sh; }
 
 # Each fuzz target for a bounded time (30 s by default; SQLVAULT_FUZZ=0 skips).
 stage_fuzz() { env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS bash scripts/fuzz.sh; }

@@ -4,7 +4,8 @@ an application copying a stream would, and prints what it measured as JSON (the
 harness's CaseOutput: phases with wall seconds, bytes and CPU seconds; peak RSS).
 
 Every 4 KiB of the data carries a unique stamp so no chunk deduplicates, exactly as in
-the Rust case it is compared with; the stamps are checked on the way back."""
+the Rust case it is compared with; the stamps are checked on the way back. Then it opens
+a vault with the key file DIR/bench.key and writes a 4 KiB file, 20 times (phase `open`)."""
 
 import argparse
 import json
@@ -18,6 +19,7 @@ import sqlvault
 
 BLOCK = 1 << 20
 STAMP_EVERY = 4096
+OPENS = 20
 
 
 def cpu():
@@ -66,6 +68,18 @@ def main():
         if total != a.mib * BLOCK:
             sys.exit(f"read {total} bytes, wrote {a.mib * BLOCK}")
     os.remove(path)
+    # Open with the key file DIR/bench.key, write a 4 KiB file, close: OPENS times.
+    key, small = os.path.join(a.dir, "bench.key"), os.path.join(a.dir, "py-open.vault")
+    sqlvault.Vault.create(small, key_file=key).close()
+    data = bytes(4096)
+    c0, t0 = cpu(), time.perf_counter()
+    for i in range(OPENS):
+        with sqlvault.Vault.open(small, key_file=key) as v:
+            v.write_bytes(f"/small-{i}.bin", data)
+    phases["open"] = {"seconds": time.perf_counter() - t0, "units": OPENS, "cpu_s": cpu() - c0}
+    for f in (small, small + "-wal", small + "-shm"):
+        if os.path.exists(f):
+            os.remove(f)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"phases": phases, "peak_rss_kib": peak, "notes": {"python": sys.version.split()[0]}}))
 

@@ -30,6 +30,30 @@ def test_create_open_passphrase_and_context_manager(vault_path):
         assert v.exists("/a")
 
 
+def test_upgrade_of_a_format1_vault(tmp_path):
+    """The committed format-1 (SQLCipher) fixtures, copied, converted and opened."""
+    import shutil
+
+    from conftest import ROOT
+
+    fixtures = ROOT / "crates" / "sqlvault" / "tests" / "fixtures"
+    passphrase = (fixtures / "format1.passphrase").read_text().rstrip("\n")
+    p = tmp_path / "format1.vault"
+    shutil.copy(fixtures / "format1.vault", p)
+    with pytest.raises(sqlvault.WrongSecretError):
+        sqlvault.Vault.upgrade(p, "nope")
+    with sqlvault.Vault.upgrade(p, passphrase) as v:
+        assert v.read_bytes("/hello.txt") == b"hello again, after the snapshot\n"
+    with sqlvault.Vault.upgrade(p, passphrase) as v:  # already format 2: only opened
+        assert v.exists("/data/multi.bin")
+    q = tmp_path / "format1-sha512.vault"
+    shutil.copy(fixtures / "format1-sha512.vault", q)
+    with sqlvault.Vault.upgrade(q, key_file=fixtures / "format1.key") as v:
+        assert v.read_bytes("/docs/a/b/deep.txt") == b"deep in the tree\n"
+    with sqlvault.Vault.open(q, passphrase) as v:
+        assert v.exists("/docs/hello-link")
+
+
 def test_key_file(vault_path, key_file, tmp_path):
     with sqlvault.Vault.create(vault_path, key_file=key_file) as v:
         v.write_bytes("/k", b"key")

@@ -1,18 +1,26 @@
-//! `bindings`: a large file written and read through the Python binding's buffered
-//! file objects against the Rust API, in the same run.
+//! `bindings`: each language binding against the Rust API, in the same run: a large
+//! file streamed (write, then read) and "open a vault with a key file and write a small
+//! file".
 //!
-//! Each repetition runs two child processes on the same disk: this program's `case
-//! bindings` (the Rust API: `Vault::create_file` + `write_all`, then `open_file` +
-//! `read`, 1 MiB per call) and `bindings/python/bench/bench_io.py` (the same through
-//! `Vault.open(path, "wb")`/`"rb"`, i.e. `io.BufferedWriter`/`BufferedReader` over the
-//! FFI crate). Each measures its own wall and CPU time per phase and its peak RSS.
-//! The data is the same shape on both sides: one random MiB with a unique stamp every
-//! 4 KiB, so no chunk deduplicates. Target: Python >= 0.8x the Rust API's throughput.
+//! Each repetition runs this program's `case bindings` (the Rust API:
+//! `Vault::create_file` + `write_all`, then `open_file` + `read`, 1 MiB per call; then
+//! `Secret::from_key_file` + `Vault::open` + a 4 KiB file + close, [`OPENS`] times), then
+//! each binding's program doing the same in its own process: Python
+//! (`bindings/python/bench/bench_io.py`, buffered file objects), Java
+//! (`org.sqlvault.bench.StreamBench` in the packaged jar), C# (`bindings/BenchIo.cs` of
+//! this crate compiled by `mcs` against the packaged `SqlVault.dll`, run on Mono and on
+//! CoreCLR) and C (`bindings/bench_io.c`, `cc` against `sqlvault.h` and the packaged
+//! `.so`). Each measures its own wall and CPU time per phase and its peak RSS. The data is
+//! the same shape everywhere: one random MiB with a unique stamp every 4 KiB, so no chunk
+//! deduplicates. Targets: streaming >= 0.8x the Rust API's throughput; open + small write
+//! within 2x of its time.
 //!
-//! The Python side needs the `sqlvault` module: `--python`, else `$SQLVAULT_PYTHON`,
-//! else `target/pyenv/bin/python` (what `scripts/test.sh` builds). Without one, a full
-//! run builds that venv itself (pip: maturin, then `./bindings/python`, release
-//! profile); `--quick` does not, and reports the scenario as skipped.
+//! The Java, C# and C programs use the packages of `dist/` (`--dist`; a full run without
+//! one builds it with `scripts/package.sh`, release); CoreCLR is `--dotnet`, else the
+//! `dotnetcore2` venv `scripts/package-tests.sh` makes. Python: `--python`, else
+//! `$SQLVAULT_PYTHON`, else `target/pyenv/bin/python` (what `scripts/test.sh` builds;
+//! without one a full run builds that venv itself, release profile). What is missing is
+//! reported as skipped; `--quick` builds nothing.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -20,16 +28,21 @@ use std::process::{Command, Stdio};
 
 use serde::{Deserialize, Serialize};
 use sqlvault::secrets::KdfParams;
-use sqlvault::{CreateOptions, FileOptions, Secret, Vault};
+use sqlvault::{CreateOptions, EngineConfig, FileOptions, Secret, Vault};
 
 use crate::error::{Context, Result};
 use crate::harness::{self, CaseOutput, Collector, Meter, Target, Unit};
 use crate::report;
 use crate::sys::{self, Machine};
 
-const SECTION: &str = "## Bindings: Python file objects vs the Rust API";
+const SECTION: &str = "## Bindings: Python, Java, C#, C vs the Rust API";
 const BLOCK: usize = 1 << 20;
 const STAMP_EVERY: usize = 4096;
+/// The key file every case opens its small vault with, in the spec's directory.
+pub(crate) const KEY_FILE: &str = "bench.key";
+/// The small file written after each open, and how many opens a case times.
+const SMALL: usize = 4096;
+const OPENS: u64 = 20;
 
 /// Arguments of `sqlvault-bench bindings`.
 #[derive(Debug, clap::Args)]
@@ -47,7 +60,15 @@ pub struct BindingsArgs {
     /// Directory for the vaults (a disk, not tmpfs) [default: RESULTS_DIR/tmp].
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// 16 MiB, one repetition, no venv built: indicative only (what `all --quick` runs).
+    /// The packages the Java, C# and C cases use [default: dist/, built by
+    /// `scripts/package.sh` (release) if it has no .nupkg, unless --quick].
+    #[arg(long)]
+    pub dist: Option<PathBuf>,
+    /// CoreCLR's `dotnet` [default: the dotnetcore2 venv of scripts/package-tests.sh,
+    /// target/dotnetcore2].
+    #[arg(long)]
+    pub dotnet: Option<PathBuf>,
+    /// 16 MiB, one repetition, no venv or dist/ built: indicative only (what `all --quick` runs).
     #[arg(long)]
     pub quick: bool,
     #[command(flatten)]
@@ -69,9 +90,19 @@ struct BindingsReport {
     mib: u64,
     reps: u32,
     python: String,
+    dist: String,
     rows: Vec<harness::Row>,
-    write_ratio: f64,
-    read_ratio: f64,
+    ratios: Vec<Ratios>,
+    skipped: Vec<String>,
+}
+
+/// One binding's ratios to the Rust API (of the medians).
+#[derive(Debug, Serialize)]
+struct Ratios {
+    system: String,
+    write: f64,
+    read: f64,
+    open: f64,
 }
 
 fn stamp(buf: &mut [u8], block_no: u64) {
@@ -133,7 +164,35 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     drop(f);
     v.close().context("close")?;
     std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+
+    // Open with the key file, write a small file, close: OPENS times (the key file read
+    // each time, as a program that starts, opens and writes would).
+    let key = spec.dir.join(KEY_FILE);
+    let path = spec.dir.join("rust-open.vault");
+    let secret = Secret::from_key_file(&key).context("key file")?;
+    Vault::create(&path, &secret, &CreateOptions::default()).context("create")?.close().context("close")?;
+    let small = vec![7u8; SMALL];
+    let m = Meter::start()?;
+    for i in 0..OPENS {
+        let secret = Secret::from_key_file(&key).context("key file")?;
+        let v = Vault::open(&path, &secret, EngineConfig::default()).context("open")?;
+        let mut f = v.create_file(&format!("/small-{i}.bin")).context("create")?;
+        f.write_all(&small).context("write")?;
+        f.close().context("close")?;
+        v.close().context("close")?;
+    }
+    out.add("open", m.stop(OPENS as f64)?);
+    remove_vault(&path)?;
     Ok(out)
+}
+
+/// Removes a vault file and its WAL and shared-memory files if any.
+fn remove_vault(path: &Path) -> Result<()> {
+    std::fs::remove_file(path).with_context(|| format!("cannot remove {}", path.display()))?;
+    for ext in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+    }
+    Ok(())
 }
 
 fn root() -> PathBuf {
@@ -203,10 +262,80 @@ fn find_python(args: &BindingsArgs) -> Result<std::result::Result<PathBuf, Strin
     Ok(if has_sqlvault(&p) { Ok(p) } else { Err("the venv it built cannot import sqlvault".into()) })
 }
 
-/// Runs `reps` repetitions of the Rust case (`case bindings`) and of a binding's case
-/// (`foreign`, reported as `system`) on the same `mib`-MiB file in a temporary
-/// directory below `base`; returns the table's rows and the write and read ratios of
-/// the medians (binding / Rust). The `bindings` and `jvm` scenarios both use it.
+/// A binding's case as a table row's system name and how to run it on a spec.
+pub(crate) type Foreign<'a> = (String, Box<dyn Fn(&Spec) -> Result<CaseOutput> + 'a>);
+
+/// The group names of the table: the two streaming phases and open + small write.
+const STREAM_PHASES: [&str; 2] = ["write", "read"];
+const OPEN_PHASE: &str = "open";
+
+/// Runs `reps` repetitions of the Rust case (`case bindings`) and then of each binding's
+/// case on the same `mib`-MiB file size in a temporary directory below `base` (with the
+/// key file [`KEY_FILE`] the open phase uses); returns the table's rows, each binding's
+/// compared with the Rust API's. A case that reports no `open` phase gets no row for it.
+pub(crate) fn compare_many(
+    scenario: &str,
+    base: PathBuf,
+    mib: u64,
+    reps: u32,
+    foreign: &[Foreign<'_>],
+) -> Result<Vec<harness::Row>> {
+    std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
+    let work = tempfile::Builder::new()
+        .prefix(&format!("{scenario}-"))
+        .tempdir_in(&base)
+        .with_context(|| format!("cannot create a temporary directory in {}", base.display()))?;
+    let spec = Spec { mib, dir: work.path().to_path_buf() };
+    let mut key = [0u8; 32];
+    crate::data::Stream::new(42).fill(&mut key);
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = spec.dir.join(KEY_FILE);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        f.write_all(&key).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let mut col = Collector::default();
+    let mbps = |c: &CaseOutput, phase: &str| c.phases.get(phase).map_or(f64::NAN, |p| p.units / p.seconds / 1e6);
+    let push = |col: &mut Collector, system: &str, c: &CaseOutput| {
+        for phase in STREAM_PHASES {
+            if let Some(s) = c.phases.get(phase) {
+                col.push(phase, system, Unit::MBps, s, c.peak_rss_kib);
+            }
+        }
+        if let Some(s) = c.phases.get(OPEN_PHASE) {
+            col.push(OPEN_PHASE, system, Unit::Ms, s, c.peak_rss_kib);
+        }
+    };
+    for rep in 0..reps {
+        let rust = harness::spawn_case("bindings", &spec)?;
+        push(&mut col, "Rust API", &rust);
+        for (system, case) in foreign {
+            let other = case(&spec).with_context(|| format!("the {system} case"))?;
+            for phase in STREAM_PHASES {
+                if !other.phases.contains_key(phase) {
+                    crate::bail!("the {system} case did not report its {phase} phase");
+                }
+            }
+            push(&mut col, system, &other);
+            eprintln!(
+                "{scenario} rep {rep}: {system}: write {:.0} vs {:.0} MB/s, read {:.0} vs {:.0} MB/s (vs Rust)",
+                mbps(&other, "write"),
+                mbps(&rust, "write"),
+                mbps(&other, "read"),
+                mbps(&rust, "read"),
+            );
+        }
+    }
+    Ok(col.rows(|_, s| (s != "Rust API").then(|| "Rust API".to_string())))
+}
+
+/// [`compare_many`] with one binding; also returns its write and read ratios (binding /
+/// Rust, of the medians).
 pub(crate) fn compare_with_rust(
     scenario: &str,
     system: &str,
@@ -215,54 +344,120 @@ pub(crate) fn compare_with_rust(
     reps: u32,
     foreign: impl Fn(&Spec) -> Result<CaseOutput>,
 ) -> Result<(Vec<harness::Row>, f64, f64)> {
-    std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
-    let work = tempfile::Builder::new()
-        .prefix(&format!("{scenario}-"))
-        .tempdir_in(&base)
-        .with_context(|| format!("cannot create a temporary directory in {}", base.display()))?;
-    let spec = Spec { mib, dir: work.path().to_path_buf() };
-    let mut col = Collector::default();
-    let mbps = |c: &CaseOutput, phase: &str| c.phases[phase].units / c.phases[phase].seconds / 1e6;
-    for rep in 0..reps {
-        let rust = harness::spawn_case("bindings", &spec)?;
-        let other = foreign(&spec)?;
-        for phase in ["write", "read"] {
-            let (Some(r), Some(o)) = (rust.phases.get(phase), other.phases.get(phase)) else {
-                crate::bail!("a case did not report its {phase} phase");
-            };
-            col.push(phase, "Rust API", Unit::MBps, r, rust.peak_rss_kib);
-            col.push(phase, system, Unit::MBps, o, other.peak_rss_kib);
-        }
-        eprintln!(
-            "{scenario} rep {rep}: write {:.0} vs {:.0} MB/s, read {:.0} vs {:.0} MB/s ({system} vs Rust)",
-            mbps(&other, "write"),
-            mbps(&rust, "write"),
-            mbps(&other, "read"),
-            mbps(&rust, "read"),
-        );
-    }
-    let rows = col.rows(|_, s| (s != "Rust API").then(|| "Rust API".to_string()));
-    // The ratio of the medians, as the table shows (the per-repetition ratios are in the log).
+    let rows = compare_many(scenario, base, mib, reps, &[(system.to_string(), Box::new(foreign))])?;
     let ratio_of = |phase: &str| harness::value(&rows, phase, system) / harness::value(&rows, phase, "Rust API");
     let (w, r) = (ratio_of("write"), ratio_of("read"));
     Ok((rows, w, r))
 }
 
-fn python_case(python: &Path, spec: &Spec) -> Result<CaseOutput> {
-    let script = root().join("bindings/python/bench/bench_io.py");
-    let out = Command::new(python)
-        .arg(&script)
-        .args(["--mib", &spec.mib.to_string(), "--dir"])
-        .arg(&spec.dir)
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .with_context(|| format!("cannot run {}", script.display()))?;
+/// Runs a bench program that prints a [`CaseOutput`] as JSON on standard output.
+fn json_case(mut c: Command, what: &str) -> Result<CaseOutput> {
+    let out = c.stdin(Stdio::null()).stderr(Stdio::piped()).output().with_context(|| format!("cannot run {what}"))?;
     if !out.status.success() {
-        crate::bail!("{} failed ({}): {}", script.display(), out.status, String::from_utf8_lossy(&out.stderr).trim());
+        crate::bail!("{what} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(text.trim()).with_context(|| format!("bad output of {}: {text}", script.display()))
+    serde_json::from_str(text.trim()).with_context(|| format!("bad output of {what}: {text}"))
+}
+
+fn python_case(python: &Path, spec: &Spec) -> Result<CaseOutput> {
+    let script = root().join("bindings/python/bench/bench_io.py");
+    let mut c = Command::new(python);
+    c.arg(&script).args(["--mib", &spec.mib.to_string(), "--dir"]).arg(&spec.dir);
+    json_case(c, &script.display().to_string())
+}
+
+/// What the C#, C and Java cases are built from: the packages of `dist/`
+/// (`scripts/package.sh`); `SqlVault.dll` and `libsqlvault_ffi.so` of the .nupkg
+/// unpacked into a work directory, the C# and C bench programs compiled beside them.
+struct Packaged {
+    csharp: Option<PathBuf>,
+    c: Option<PathBuf>,
+    jar: Option<PathBuf>,
+    skipped: Vec<String>,
+}
+
+fn run_ok(c: &mut Command) -> Result<()> {
+    let out = c.stdin(Stdio::null()).output().with_context(|| format!("cannot run {c:?}"))?;
+    if !out.status.success() {
+        crate::bail!("{c:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(())
+}
+
+fn unpack(dist: &Path, work: &Path) -> Result<Packaged> {
+    let version = env!("CARGO_PKG_VERSION");
+    let mut p = Packaged { csharp: None, c: None, jar: None, skipped: Vec::new() };
+    let jar = dist.join(format!("sqlvault-jvm-{version}.jar"));
+    if jar.is_file() {
+        p.jar = Some(jar);
+    } else {
+        p.skipped.push(format!("Java: no {}", jar.display()));
+    }
+    let nupkg = dist.join(format!("SqlVault.{version}.nupkg"));
+    if !nupkg.is_file() {
+        p.skipped.push(format!("C# and C: no {}", nupkg.display()));
+        return Ok(p);
+    }
+    let nu = work.join("nupkg");
+    run_ok(Command::new("unzip").args(["-q", "-o"]).arg(&nupkg).arg("-d").arg(&nu))?;
+    for (from, to) in [
+        ("lib/netstandard2.0/SqlVault.dll", "SqlVault.dll"),
+        ("runtimes/linux-x64/native/libsqlvault_ffi.so", "libsqlvault_ffi.so"),
+    ] {
+        std::fs::copy(nu.join(from), work.join(to))
+            .with_context(|| format!("cannot copy {from} of {}", nupkg.display()))?;
+    }
+    let src = root().join("crates/sqlvault-bench/bindings");
+    let exe = work.join("BenchIo.exe");
+    match run_ok(
+        Command::new("mcs")
+            .args(["-langversion:7.2", "-optimize", "-warnaserror"])
+            .arg(format!("-r:{}", work.join("SqlVault.dll").display()))
+            .arg(format!("-out:{}", exe.display()))
+            .arg(src.join("BenchIo.cs")),
+    ) {
+        Ok(()) => {
+            std::fs::write(
+                work.join("BenchIo.runtimeconfig.json"),
+                r#"{ "runtimeOptions": { "tfm": "netcoreapp3.1", "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.0" }, "configProperties": { "System.Globalization.Invariant": true } } }"#,
+            )
+            .context("cannot write BenchIo.runtimeconfig.json")?;
+            p.csharp = Some(exe);
+        }
+        Err(e) => p.skipped.push(format!("C#: {e}")),
+    }
+    let cexe = work.join("bench_io");
+    match run_ok(
+        Command::new("cc")
+            .args(["-O2", "-Wall", "-Werror", "-o"])
+            .arg(&cexe)
+            .arg(src.join("bench_io.c"))
+            .arg("-I")
+            .arg(root().join("crates/sqlvault-ffi/include"))
+            .arg(format!("-L{}", work.display()))
+            .arg(format!("-Wl,-rpath,{}", work.display()))
+            .arg("-lsqlvault_ffi"),
+    ) {
+        Ok(()) => p.c = Some(cexe),
+        Err(e) => p.skipped.push(format!("C: {e}")),
+    }
+    Ok(p)
+}
+
+/// CoreCLR: `--dotnet`, else the `dotnetcore2` venv scripts/package-tests.sh makes.
+fn find_dotnet(args: &BindingsArgs) -> Option<PathBuf> {
+    if let Some(d) = &args.dotnet {
+        return Some(d.clone());
+    }
+    let venv = root().join("target/dotnetcore2/lib");
+    let py = std::fs::read_dir(&venv).ok()?.flatten().next()?.path();
+    let d = py.join("site-packages/dotnetcore2/bin/dotnet");
+    d.is_file().then_some(d)
+}
+
+fn bench_args(c: &mut Command, spec: &Spec) {
+    c.args(["--mib", &spec.mib.to_string(), "--dir"]).arg(&spec.dir);
 }
 
 /// Entry point of `sqlvault-bench bindings`; returns its targets (for `all`).
@@ -271,44 +466,129 @@ pub fn run(args: &BindingsArgs) -> Result<Vec<Target>> {
     if mib == 0 || reps == 0 {
         crate::bail!("--mib and --reps must be at least 1");
     }
+    let mut skipped = Vec::new();
     let python = match find_python(args)? {
-        Ok(p) => p,
+        Ok(p) => Some(p),
         Err(why) => {
-            println!("{SECTION}\n\nskipped: {why}\n");
-            eprintln!("bindings: skipped: {why}");
-            return Ok(vec![Target::new(
-                "bindings",
-                "Python file objects >= 0.8x the Rust API",
-                format!("skipped: {why}"),
-                None,
-            )]);
+            skipped.push(format!("Python: {why}"));
+            None
         }
     };
-    let (rows, w, r) = compare_with_rust(
+    let dist = args.dist.clone().unwrap_or_else(|| root().join("dist"));
+    if !args.quick
+        && args.dist.is_none()
+        && !dist.join(format!("SqlVault.{}.nupkg", env!("CARGO_PKG_VERSION"))).is_file()
+    {
+        eprintln!("bindings: building dist/ (bash scripts/package.sh, release)");
+        run_ok(Command::new("bash").arg(root().join("scripts/package.sh")))?;
+    }
+    let work = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let packaged = unpack(&dist, work.path())?;
+    skipped.extend(packaged.skipped.iter().cloned());
+    let dotnet = find_dotnet(args);
+    if packaged.csharp.is_some() && dotnet.is_none() {
+        skipped.push("C# on CoreCLR: no dotnet (--dotnet, or run scripts/package-tests.sh)".into());
+    }
+
+    let mut foreign: Vec<Foreign<'_>> = Vec::new();
+    if let Some(py) = &python {
+        foreign.push(("Python".into(), Box::new(move |spec| python_case(py, spec))));
+    }
+    if let Some(jar) = &packaged.jar {
+        foreign.push(("Java".into(), Box::new(move |spec| crate::jvm::jvm_case(jar, spec))));
+    }
+    if let Some(exe) = &packaged.csharp {
+        foreign.push((
+            "C# (Mono)".into(),
+            Box::new(move |spec| {
+                let mut c = Command::new("mono");
+                c.arg(exe);
+                bench_args(&mut c, spec);
+                json_case(c, "BenchIo.exe on Mono")
+            }),
+        ));
+        if let Some(dotnet) = &dotnet {
+            foreign.push((
+                "C# (CoreCLR 3.1)".into(),
+                Box::new(move |spec| {
+                    let mut c = Command::new(dotnet);
+                    c.arg(exe);
+                    bench_args(&mut c, spec);
+                    json_case(c, "BenchIo.exe on CoreCLR")
+                }),
+            ));
+        }
+    }
+    if let Some(exe) = &packaged.c {
+        foreign.push((
+            "C".into(),
+            Box::new(move |spec| {
+                let mut c = Command::new(exe);
+                bench_args(&mut c, spec);
+                json_case(c, "bench_io (C)")
+            }),
+        ));
+    }
+    for why in &skipped {
+        eprintln!("bindings: skipped: {why}");
+    }
+    let rows = compare_many(
         "bindings",
-        "Python file object",
         args.dir.clone().unwrap_or_else(|| args.out.results_dir.join("tmp")),
         mib,
         reps,
-        |spec| python_case(&python, spec),
+        &foreign,
     )?;
+    let ratio =
+        |group: &str, system: &str| harness::value(&rows, group, system) / harness::value(&rows, group, "Rust API");
+    let ratios: Vec<Ratios> = foreign
+        .iter()
+        .map(|(system, _)| Ratios {
+            system: system.clone(),
+            write: ratio("write", system),
+            read: ratio("read", system),
+            open: ratio(OPEN_PHASE, system),
+        })
+        .collect();
     let report = BindingsReport {
         benchmark: "bindings",
         command: sys::command_line(),
         machine: Machine::describe(),
         mib,
         reps,
-        python: python.display().to_string(),
+        python: python.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+        dist: dist.display().to_string(),
         rows,
-        write_ratio: w,
-        read_ratio: r,
+        ratios,
+        skipped,
     };
     let md = markdown(&report);
     let judged = |ok: bool| (!args.quick).then_some(ok);
-    let targets = vec![
-        Target::new("bindings", "Python buffered write >= 0.8x the Rust API", report::ratio(w), judged(w >= 0.8)),
-        Target::new("bindings", "Python buffered read >= 0.8x the Rust API", report::ratio(r), judged(r >= 0.8)),
-    ];
+    let mut targets = Vec::new();
+    for r in &report.ratios {
+        let s = &r.system;
+        targets.push(Target::new(
+            "bindings",
+            &format!("{s} streaming write >= 0.8x the Rust API"),
+            report::ratio(r.write),
+            judged(r.write >= 0.8),
+        ));
+        targets.push(Target::new(
+            "bindings",
+            &format!("{s} streaming read >= 0.8x the Rust API"),
+            report::ratio(r.read),
+            judged(r.read >= 0.8),
+        ));
+        targets.push(Target::new(
+            "bindings",
+            &format!("{s} open with a key file + small write within 2x of Rust"),
+            report::ratio(r.open),
+            judged(r.open <= 2.0),
+        ));
+    }
+    for why in &report.skipped {
+        targets.push(Target::new("bindings", "a binding", format!("skipped: {why}"), None));
+    }
     report::publish_run(&args.out, "bindings", args.quick, &report, SECTION, &md)?;
     Ok(targets)
 }
@@ -316,15 +596,25 @@ pub fn run(args: &BindingsArgs) -> Result<Vec<Target>> {
 fn markdown(r: &BindingsReport) -> String {
     let mut s = report::preamble(&r.command, &r.machine);
     s.push_str(&format!(
-        "\n\nA {} MiB file written then read, 1 MiB per call: through the Rust API (`create_file` + `write_all`, \
-         `open_file` + `read`) and through the Python binding's buffered file objects (`v.open(path, \"wb\")`, \
-         `\"rb\"` + `readinto`; {}), each in its own process. Medians of {} repetitions; ratio: Python over Rust.\n\n",
-        r.mib, r.python, r.reps
+        "\n\nEach binding from the packages of `{}` (`scripts/package.sh`; Python: {}) against the Rust API, in \
+         the same run, each case in its own process. Streaming: a {} MiB file written then read, 1 MiB per \
+         call (Rust `create_file` + `write_all`, `open_file` + `read`; Python's buffered file objects with \
+         `readinto`; Java's `openOutputStream`/`openInputStream`; C#'s `VaultStream`; C's \
+         `sqlvault_file_append`/`sqlvault_file_read_at` into the caller's buffer). Open: open the vault with a \
+         key file, write a 4 KiB file, close, {} times, in ms per round (lower is better). Medians of {} \
+         repetitions; ratio: binding over Rust (MB/s for streaming, ms for open).\n\n",
+        r.dist,
+        if r.python.is_empty() { "none" } else { &r.python },
+        r.mib,
+        OPENS,
+        r.reps
     ));
-    s.push_str("| phase | system | MB/s | CPU ms/MB | peak RSS MiB | vs Rust |\n|---|---|--:|--:|--:|--:|\n");
+    s.push_str(
+        "| phase | system | MB/s or ms | CPU ms/MB or ms/op | peak RSS MiB | vs Rust |\n|---|---|--:|--:|--:|--:|\n",
+    );
     for row in &r.rows {
         s.push_str(&format!(
-            "| {} | {} | {:.0} | {:.2} | {:.0} | {} |\n",
+            "| {} | {} | {:.1} | {:.2} | {:.0} | {} |\n",
             row.group,
             row.system,
             row.value,
@@ -333,10 +623,18 @@ fn markdown(r: &BindingsReport) -> String {
             row.vs.as_ref().map(|(_, x)| report::ratio(*x)).unwrap_or_else(|| "baseline".into())
         ));
     }
-    s.push_str(&format!(
-        "\nPython / Rust: write {}, read {} (target >= 0.8x each).\n",
-        report::ratio(r.write_ratio),
-        report::ratio(r.read_ratio)
-    ));
+    s.push('\n');
+    for x in &r.ratios {
+        s.push_str(&format!(
+            "- {}: write {}, read {} (target >= 0.8x each), open + small write {} (target <= 2x)\n",
+            x.system,
+            report::ratio(x.write),
+            report::ratio(x.read),
+            report::ratio(x.open)
+        ));
+    }
+    for why in &r.skipped {
+        s.push_str(&format!("- skipped: {why}\n"));
+    }
     s
 }

@@ -108,7 +108,7 @@ fn find_jar(args: &JvmArgs) -> Result<std::result::Result<PathBuf, String>> {
     Ok(if jar.is_file() { Ok(jar) } else { Err(format!("mvn built no {}", jar.display())) })
 }
 
-fn jvm_case(jar: &Path, spec: &crate::bindings::Spec) -> Result<CaseOutput> {
+pub(crate) fn jvm_case(jar: &Path, spec: &crate::bindings::Spec) -> Result<CaseOutput> {
     let lib = jar.parent().map(|d| d.join("lib/*")).unwrap_or_else(|| PathBuf::from("lib/*"));
     let cp = format!("{}:{}", jar.display(), lib.display());
     let out = Command::new(java())

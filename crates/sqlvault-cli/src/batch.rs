@@ -58,6 +58,7 @@ fn refused(cmd: &Command) -> Option<&'static str> {
             Some("changing key slots asks for secrets; run it on its own")
         }
         Command::Mount { .. } => Some("mount runs until unmounted"),
+        Command::Upgrade { .. } => Some("upgrade needs the vault closed; run it on its own"),
         Command::Batch(_) => Some("batch does not nest"),
         Command::Completions { .. } | Command::Man => Some("it opens no vault"),
         Command::Meta(MetaCommand::Rec(RecCommand::Put { value: None, .. })) => {

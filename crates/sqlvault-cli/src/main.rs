@@ -31,6 +31,7 @@ mod snapshots;
 mod special;
 mod sql;
 mod transfer;
+mod upgrade;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -168,6 +169,19 @@ pub(crate) enum Command {
         /// Argon2id iterations.
         #[arg(long, default_value_t = KdfParams::default().iterations, value_name = "N")]
         kdf_iterations: u32,
+        /// How chunks are stored: zstd (compressed when that saves at least 1/8) or none.
+        /// Kept in the vault; `sqlvault compression` changes it.
+        #[arg(long, value_enum, default_value_t = CompressionArg::Zstd)]
+        compression: CompressionArg,
+    },
+    /// Show or change how the vault stores new chunks (zstd or none); `compact
+    /// --recompress` rewrites the chunks already stored.
+    Compression {
+        /// The vault file.
+        vault: PathBuf,
+        /// The new setting; without it, print the current one.
+        #[arg(value_enum)]
+        setting: Option<CompressionArg>,
     },
     /// Write a new random 32-byte key file (mode 0600) for --key-file.
     Keygen {
@@ -336,6 +350,16 @@ pub(crate) enum Command {
     /// Give free pages back to the file system (VACUUM), with a progress bar; on a vault
     /// made before schema version 8, first move chunk bytes to the arrival-ordered table.
     Compact {
+        /// The vault file.
+        vault: PathBuf,
+        /// First rewrite stored chunks to the vault's compression setting (a batch per
+        /// transaction: Ctrl-C keeps what is done, a later run resumes).
+        #[arg(long)]
+        recompress: bool,
+    },
+    /// Convert a format-1 (SQLCipher) vault to format 2 in place, with a progress bar;
+    /// safe to interrupt or kill (run it again to finish); a format-2 vault is left as is.
+    Upgrade {
         /// The vault file.
         vault: PathBuf,
     },
@@ -507,7 +531,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
 /// Runs one command; `batch` calls it once per line with the vault already open.
 pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
     match command {
-        Command::Init { vault, chunk_kib, page_kib, cipher, kdf_memory_mib, kdf_iterations } => {
+        Command::Init { vault, chunk_kib, page_kib, cipher, kdf_memory_mib, kdf_iterations, compression } => {
             let secret = secret::new_secret(
                 ctx.secret.key_file.as_deref(),
                 ctx.secret.passphrase_file.as_deref(),
@@ -524,6 +548,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
                     parallelism: 1,
                 },
                 engine: ctx.config.clone(),
+                compression: compression.into(),
             };
             Vault::create(&vault, &secret, &opts)?.close()?;
             note!("created {} (pages sealed with {})", vault.display(), opts.cipher);
@@ -682,7 +707,25 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
         Command::Snapshot(args) => return snapshots::snapshot(ctx, args),
         Command::Snapshots { vault, json } => snapshots::list(ctx, vault, json)?,
         Command::Restore(args) => return snapshots::restore(ctx, args),
-        Command::Compact { vault } => snapshots::compact(ctx, vault)?,
+        Command::Compact { vault, recompress } => snapshots::compact(ctx, vault, recompress)?,
+        Command::Compression { vault, setting } => {
+            let v = ctx.open(&vault)?;
+            match setting {
+                None => outln!("{}", v.compression()?.name()),
+                Some(c) => {
+                    v.set_compression(c.into())?;
+                    v.close()?;
+                    note!(
+                        "new chunks are stored {}; `compact --recompress` rewrites the old ones",
+                        match c {
+                            CompressionArg::Zstd => "compressed (zstd)",
+                            CompressionArg::None => "as they are",
+                        }
+                    );
+                }
+            }
+        }
+        Command::Upgrade { vault } => upgrade::upgrade(ctx, &vault)?,
         Command::Sql(args) => sql::run(ctx, args)?,
         Command::Meta(cmd) => return meta::run(ctx, cmd),
         Command::Remote(cmd) => return remote::run(ctx, cmd),
@@ -712,8 +755,10 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
                 outln!("symlinks:       {}", i.symlinks);
                 let sz = |b: u64| format!("{} ({b} bytes)", ui::human(b));
                 outln!("logical size:   {}", sz(i.logical_bytes));
-                outln!("stored size:    {} in {} chunks", sz(i.stored_bytes), i.chunks);
+                outln!("unique size:    {} in {} chunks", sz(i.unique_bytes), i.chunks);
                 outln!("dedup ratio:    {:.2}", i.dedup_ratio);
+                outln!("stored size:    {} (compression {})", sz(i.stored_bytes), i.compression);
+                outln!("compression:    {:.2}", i.compression_ratio);
                 outln!("file on disk:   {}, {} free pages", sz(i.file_bytes), i.free_pages);
                 outln!("reclaimable:    {} (sqlvault compact)", sz(i.reclaimable_bytes));
                 if i.inline_chunk_bytes > 0 {
@@ -851,4 +896,22 @@ fn device_string(rdev: u64) -> String {
 /// A time as the text outputs show it: local time with its UTC offset.
 pub(crate) fn fmt_time(ns: i64) -> String {
     ui::local_time(ns)
+}
+
+/// `--compression` and `sqlvault compression`'s values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CompressionArg {
+    /// zstd, when it saves at least 1/8 of a chunk.
+    Zstd,
+    /// Chunks stored as they are.
+    None,
+}
+
+impl From<CompressionArg> for sqlvault::Compression {
+    fn from(c: CompressionArg) -> Self {
+        match c {
+            CompressionArg::Zstd => sqlvault::Compression::Zstd,
+            CompressionArg::None => sqlvault::Compression::None,
+        }
+    }
 }

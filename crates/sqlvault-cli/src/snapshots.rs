@@ -224,13 +224,35 @@ pub fn restore(ctx: &Ctx, args: RestoreArgs) -> Result<Exit, CliError> {
     Ok(Exit::Success)
 }
 
-pub fn compact(ctx: &Ctx, vault: PathBuf) -> Result<(), CliError> {
+pub fn compact(ctx: &Ctx, vault: PathBuf, recompress: bool) -> Result<(), CliError> {
     let v: Vault = ctx.open(&vault)?;
     let start = std::time::Instant::now();
     crate::progress::exit_on_interrupt(
         "compact stopped; the vault is consistent (every step is crash-safe); run compact again to give back the rest"
             .into(),
     );
+    if recompress {
+        let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        pb.set_style(
+            ProgressStyle::with_template("{spinner} recompressing: {bytes}/{total_bytes} [{wide_bar}] {eta}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        if !crate::secret::is_terminal() {
+            pb.set_draw_target(ProgressDrawTarget::hidden());
+        }
+        let r = v.recompress(&sqlvault::Ops::default().progress(&|p| {
+            pb.set_length(p.total);
+            pb.set_position(p.done);
+        }));
+        pb.finish_and_clear();
+        let r = r?;
+        note!(
+            "recompressed ({}): {} -> {} stored",
+            v.compression()?.name(),
+            crate::ui::human(r.stored_before),
+            crate::ui::human(r.stored_after)
+        );
+    }
     let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     pb.set_style(
         ProgressStyle::with_template("{spinner} compacting: {pos}/{len} pages [{wide_bar}] {eta}")

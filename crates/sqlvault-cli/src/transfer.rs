@@ -73,6 +73,11 @@ pub struct PutArgs {
     /// Remove files and directories from DEST that SRC does not have.
     #[arg(long)]
     pub delete: bool,
+    /// End with one JSON object: counts, bytes copied, and the bytes the vault's
+    /// chunks grew by before (`unique_bytes_added`) and after compression
+    /// (`stored_bytes_added`).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `sqlvault get`.
@@ -291,6 +296,7 @@ pub fn put_command(ctx: &Ctx, args: PutArgs) -> Result<Exit, CliError> {
     let ex = matcher(&args.exclude)?;
     let meta = fs::symlink_metadata(&args.source).map_err(|e| CliError::host(&args.source, e))?;
     let vault = ctx.open(&args.vault)?;
+    let before = if args.json { Some(vault.info()?) } else { None };
     let total = host_total(&args.source, &ex);
     let mut p = Put {
         vault: &vault,
@@ -314,7 +320,26 @@ pub fn put_command(ctx: &Ctx, args: PutArgs) -> Result<Exit, CliError> {
         return Err(if stopped { interrupted("copied", &p.s, p.current.as_deref(), args.dry_run, start) } else { e });
     }
     let code = finish("copied", &p.s, args.dry_run, start);
+    let s = std::mem::take(&mut p.s);
     drop(p);
+    if let Some(before) = before {
+        vault.sync()?;
+        let after = vault.info()?;
+        let grew = |a: u64, b: u64| a as i64 - b as i64;
+        crate::print_json(&serde_json::json!({
+            "files": s.files,
+            "unchanged": s.unchanged,
+            "deleted": s.deleted,
+            "directories": s.dirs,
+            "symlinks": s.links,
+            "special_files": s.specials,
+            "bytes": s.bytes,
+            "skipped": s.skipped.len(),
+            "unique_bytes_added": grew(after.unique_bytes, before.unique_bytes),
+            "stored_bytes_added": grew(after.stored_bytes, before.stored_bytes),
+            "seconds": start.elapsed().as_secs_f64(),
+        }))?;
+    }
     vault.close()?;
     Ok(code)
 }

@@ -87,6 +87,8 @@ fn bad_snapshot_input_is_one_line_and_changes_nothing() {
 #[test]
 fn compact_shrinks_the_file_and_info_shows_reclaimable_bytes() {
     let e = Env::new();
+    // Chunks as they are: the free pages below are the bytes written.
+    e.ok(&["compression", e.v(), "none"]);
     let src = e.path("src");
     std::fs::create_dir(&src).unwrap();
     for i in 0..20u32 {
@@ -126,7 +128,7 @@ fn a_vault_made_before_snapshots_is_upgraded_on_open() {
         let v = e.open();
         // (Later migrations' objects go too, so the upgrade replays every migration after 2.)
         v.debug_execute_sql(
-            "DROP TRIGGER chunks_delete_body; DROP TABLE chunk_trash; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body;
+            "DROP TRIGGER chunks_delete_body; DROP TABLE chunk_trash; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body; ALTER TABLE chunks DROP COLUMN codec; ALTER TABLE chunks DROP COLUMN stored;
              DROP TRIGGER inodes_delete_tags_xattrs; DROP TABLE snap_xattrs; DROP TABLE snap_tags; DROP TABLE chunk_holds; DROP TABLE snap_chunks;
              DROP TABLE snap_dirents; DROP TABLE snap_inodes; DROP TABLE snapshots;
              ALTER TABLE inodes DROP COLUMN rdev; DROP TABLE chunk_shares; PRAGMA user_version = 2;",
@@ -152,7 +154,7 @@ fn a_vault_made_before_device_numbers_is_upgraded_on_open_with_its_snapshots() {
         // A vault from before migration 6: snapshots, no `rdev` columns, no `chunk_shares`.
         let v = e.open();
         v.debug_execute_sql(
-            "DROP TRIGGER chunks_delete_body; DROP TABLE chunk_trash; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body;
+            "DROP TRIGGER chunks_delete_body; DROP TABLE chunk_trash; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body; ALTER TABLE chunks DROP COLUMN codec; ALTER TABLE chunks DROP COLUMN stored;
              ALTER TABLE inodes DROP COLUMN rdev; ALTER TABLE snap_inodes DROP COLUMN rdev; DROP TABLE chunk_shares;
              PRAGMA user_version = 4;",
         )
@@ -171,6 +173,8 @@ fn a_vault_with_chunk_data_inline_is_upgraded_and_both_forms_live_side_by_side()
     let e = Env::new();
     let src = e.path("src");
     make_tree(&src);
+    // Chunks as a vault before migration 11 stored them: as they are.
+    e.ok(&["compression", e.v(), "none"]);
     e.ok(&["put", e.v(), src.to_str().unwrap(), "/t"]);
     e.ok(&["snapshot", e.v(), "before"]);
     {
@@ -178,7 +182,7 @@ fn a_vault_with_chunk_data_inline_is_upgraded_and_both_forms_live_side_by_side()
         let v = e.open();
         v.debug_execute_sql(
             "UPDATE chunks SET data = (SELECT d.data FROM chunk_data d WHERE d.id = chunks.body), body = NULL;
-             DROP TRIGGER chunks_delete_body; DROP TABLE chunk_trash; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body;
+             DROP TRIGGER chunks_delete_body; DROP TABLE chunk_trash; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body; ALTER TABLE chunks DROP COLUMN codec; ALTER TABLE chunks DROP COLUMN stored;
              PRAGMA user_version = 7;",
         )
         .unwrap();

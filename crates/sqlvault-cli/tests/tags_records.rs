@@ -204,7 +204,7 @@ fn a_schema_1_vault_is_migrated_and_its_user_xattrs_become_tags() {
         let ino = vault.metadata("/a.jpg").unwrap().ino.0;
         vault
             .debug_execute_sql(&format!(
-                "DROP TRIGGER chunks_delete_body; DROP TABLE chunk_trash; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body;
+                "DROP TRIGGER chunks_delete_body; DROP TABLE chunk_trash; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body; ALTER TABLE chunks DROP COLUMN codec; ALTER TABLE chunks DROP COLUMN stored;
                  ALTER TABLE inodes DROP COLUMN rdev; DROP TABLE chunk_shares;
                  DROP TABLE tags; DROP TABLE records; DROP TABLE record_collections;
                  DROP TABLE snap_xattrs; DROP TABLE snap_tags; DROP TABLE chunk_holds; DROP TABLE snap_chunks;

@@ -606,6 +606,21 @@ int32_t sqlvault_vault_open_with_key(const char *path,
                                      size_t key_len,
                                      sqlvault_vault **out);
 
+// Converts the format-1 (SQLCipher) vault at `path` to format 2 in place, unlocked by
+// `passphrase` (as `sqlvault upgrade`: blocking; safe to kill, a rerun finishes the
+// job). Returns 1 when it converted, 0 when the vault was already format 2, or a
+// negative error code (`SQLVAULT_ERR_BUSY` while the vault is open anywhere).
+int32_t sqlvault_upgrade(const char *path,
+                         size_t path_len,
+                         const uint8_t *passphrase,
+                         size_t passphrase_len);
+
+// [`sqlvault_upgrade`] with the key file at `key_file`.
+int32_t sqlvault_upgrade_with_key_file(const char *path,
+                                       size_t path_len,
+                                       const char *key_file,
+                                       size_t key_file_len);
+
 // Closes the vault, reporting any failure (checkpointing its log into the file when
 // nothing else uses it). Files still open keep working until closed; other calls on
 // the handle fail with `SQLVAULT_ERR_CLOSED` (`-EBADF`). A second close does nothing.

@@ -135,6 +135,24 @@ impl Vault {
         Self::do_open(path, raw_key(key)?)
     }
 
+    /// Converts the format-1 (SQLCipher) vault at `path` to format 2 in place, as
+    /// `sqlvault upgrade` does (blocking, no progress; safe to kill, a rerun finishes
+    /// the job), then opens it with `passphrase`. A format-2 vault is only opened.
+    #[uniffi::constructor]
+    pub fn upgrade(path: String, passphrase: Vec<u8>) -> Result<Arc<Self>> {
+        let secret = self::passphrase(passphrase)?;
+        sqlvault::Vault::upgrade(&path, &secret, &sqlvault::Ops::default())?;
+        Self::do_open(path, secret)
+    }
+
+    /// [`Vault::upgrade`] with the key file at `key_file`.
+    #[uniffi::constructor]
+    pub fn upgrade_with_key_file(path: String, key_file: String) -> Result<Arc<Self>> {
+        let secret = self::key_file(&key_file)?;
+        sqlvault::Vault::upgrade(&path, &secret, &sqlvault::Ops::default())?;
+        Self::do_open(path, secret)
+    }
+
     /// The vault file's path, as given.
     pub fn path(&self) -> String {
         self.path.clone()

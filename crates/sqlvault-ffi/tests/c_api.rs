@@ -36,9 +36,12 @@ fn compile(out: &Path, extra: &[&str]) -> std::process::Output {
 fn run(exe: &Path, env: &[(&str, &str)]) -> String {
     let scratch = tempfile::tempdir().unwrap();
     // Cargo's LD_LIBRARY_PATH also names `target/<profile>`, whose copy may be stale.
+    // The format-1 vaults `test_upgrade` converts (copies of them).
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sqlvault/tests/fixtures");
     let out = Command::new(exe)
         .arg(scratch.path())
         .env("LD_LIBRARY_PATH", lib_dir())
+        .env("SQLVAULT_FORMAT1_FIXTURES", fixtures)
         .envs(env.iter().copied())
         .output()
         .unwrap();

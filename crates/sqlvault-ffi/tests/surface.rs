@@ -189,3 +189,31 @@ fn app_sql_typed_values_refusals_and_transactions() {
     assert_eq!(v.query("SELECT count(*) FROM t".into(), vec![]).unwrap(), vec![vec![SqlValue::Integer { v: 2 }]]);
     assert!(v.read_file("/f".into()).is_err());
 }
+
+/// `Vault.upgrade` / `upgrade_with_key_file` (what Python's and Java's `Vault.upgrade`
+/// call): the committed format-1 fixtures converted, then open; again, only opened.
+#[test]
+fn upgrade_converts_a_format1_vault_and_opens_it() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sqlvault/tests/fixtures");
+    let pass = std::fs::read_to_string(fixtures.join("format1.passphrase")).unwrap().trim_end().as_bytes().to_vec();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("format1.vault");
+    std::fs::copy(fixtures.join("format1.vault"), &p).unwrap();
+    let p = p.to_str().unwrap().to_string();
+    assert!(matches!(Vault::upgrade(p.clone(), b"nope".to_vec()), Err(VaultError::WrongSecret { .. })));
+    // Opened as it is, it says to upgrade.
+    assert!(
+        matches!(Vault::open(p.clone(), pass.clone()), Err(VaultError::NotAVault { detail, .. }) if detail.contains("upgrade"))
+    );
+    let v = Vault::upgrade(p.clone(), pass.clone()).unwrap();
+    assert_eq!(v.read_file("/hello.txt".into()).unwrap(), b"hello again, after the snapshot\n");
+    v.close().unwrap();
+    Vault::upgrade(p.clone(), pass.clone()).unwrap().close().unwrap();
+    Vault::open(p, pass).unwrap().close().unwrap();
+    let q = dir.path().join("format1-sha512.vault");
+    std::fs::copy(fixtures.join("format1-sha512.vault"), &q).unwrap();
+    let key = fixtures.join("format1.key").to_str().unwrap().to_string();
+    let v = Vault::upgrade_with_key_file(q.to_str().unwrap().into(), key).unwrap();
+    assert_eq!(v.read_file("/docs/a/b/deep.txt".into()).unwrap(), b"deep in the tree\n");
+    v.close().unwrap();
+}

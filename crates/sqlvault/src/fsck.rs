@@ -352,16 +352,40 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
         bytes_total: bytes.max(0) as u64,
     };
     progress(&at);
-    let mut stmt = c.prepare(&format!("SELECT c.id, c.hash, c.len, {} FROM {}", chunks::DATA, chunks::WITH_DATA))?;
+    let mut stmt = c.prepare(&format!(
+        "SELECT c.id, c.hash, c.len, c.codec, coalesce(c.stored, c.len), {} FROM {}",
+        chunks::DATA,
+        chunks::WITH_DATA
+    ))?;
     let mut rows = stmt.query([])?;
     let mut n = 0;
     let mut bad = 0;
+    // One buffer for every compressed chunk's plaintext (decoding never grows it past
+    // the chunk's recorded length).
+    let mut plain = Vec::new();
     while let Some(row) = rows.next()? {
         n += 1;
         let id: i64 = row.get(0)?;
         let hash: Vec<u8> = row.get(1)?;
         let len: i64 = row.get(2)?;
-        let data = row.get_ref(3)?.as_blob().unwrap_or_default();
+        let codec: i64 = row.get(3)?;
+        let stored_len: i64 = row.get(4)?;
+        let stored = row.get_ref(5)?.as_blob().unwrap_or_default();
+        // The stored form: how it is stored must be known, a compressed chunk must
+        // decode to exactly its length, and the stored length be recorded right.
+        let form = match chunks::Codec::from_i64(codec) {
+            Err(_) => Some(format!("chunk {id}: unknown codec {codec}")),
+            Ok(chunks::Codec::Zstd) if len < 0 || len > chunk_size as i64 => {
+                Some(format!("chunk {id}: length {len} is wrong (above the chunk size)"))
+            }
+            Ok(chunks::Codec::Zstd) => match chunks::decode_into(chunks::Codec::Zstd, stored, len as usize, &mut plain)
+            {
+                Ok(()) => None,
+                Err(_) => Some(format!("chunk {id}: compressed bytes do not decode to its length {len}")),
+            },
+            Ok(chunks::Codec::Raw) => None,
+        };
+        let data: &[u8] = if codec == chunks::Codec::Zstd as i64 && form.is_none() { &plain } else { stored };
         let actual = chunks::hash(data);
         at.done = n;
         at.bytes += data.len() as u64;
@@ -371,12 +395,16 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
             at.bytes_total = at.bytes_total.max(at.bytes);
             progress(&at);
         }
-        let msg = if hash != actual {
+        let msg = if form.is_some() {
+            form
+        } else if hash != actual {
             Some(format!("chunk {id}: content does not match its hash"))
         } else if len != data.len() as i64 || data.len() > chunk_size as usize {
             Some(format!("chunk {id}: length {len} is wrong (data is {} bytes)", data.len()))
         } else if !chunks::id_fits(id, &actual) {
             Some(format!("chunk {id}: id is outside its hash's window"))
+        } else if stored_len != stored.len() as i64 {
+            Some(format!("chunk {id}: stored length {stored_len} is wrong (stored bytes are {})", stored.len()))
         } else {
             None
         };
@@ -433,6 +461,26 @@ mod tests {
 
     fn problems(c: &Connection) -> Vec<String> {
         check(c, 64 * 1024, &|_| {}).unwrap().problems
+    }
+
+    #[test]
+    fn compressed_chunks_are_checked_decoded() {
+        let c = db();
+        chunks::set_compression(&c, chunks::Compression::Zstd).unwrap();
+        let text: Vec<u8> = (0..3000).flat_map(|i: u32| format!("line {i}\n").into_bytes()).take(4096).collect();
+        chunks::put(&c, 2, 0, &text).unwrap();
+        c.execute("UPDATE inodes SET size = 4096 WHERE ino = 2", []).unwrap();
+        let codec: i64 = c.query_row("SELECT codec FROM chunks", [], |r| r.get(0)).unwrap();
+        assert_eq!(codec, 1);
+        let before = problems(&c);
+        // A frame cut short does not decode; a stored length that lies is reported.
+        c.execute("UPDATE chunk_data SET data = substr(data, 1, length(data) - 1)", []).unwrap();
+        c.execute("UPDATE chunks SET stored = stored - 1", []).unwrap();
+        let p = problems(&c);
+        assert!(p.iter().any(|m| m.ends_with("compressed bytes do not decode to its length 4096")), "{p:?}");
+        c.execute("UPDATE chunks SET codec = 9", []).unwrap();
+        let p = problems(&c);
+        assert!(p.iter().any(|m| m.ends_with("unknown codec 9")), "{p:?} (before: {before:?})");
     }
 
     #[test]

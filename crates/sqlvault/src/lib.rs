@@ -80,6 +80,7 @@ mod vault;
 
 pub use error::{Error, ErrorKind, Result};
 pub use fs::bulk::RemoveSummary;
+pub use fs::chunks::Compression;
 pub use fs::handle::{FileHandle, FileOptions};
 pub use fs::path::join as join_path;
 pub use fs::tree::{Attr, FileType, InodeId, SetAttr};
@@ -104,7 +105,9 @@ pub use vault::remote::Remote;
 #[cfg(feature = "remote")]
 pub use vault::replicate::{Replicator, ReplicatorStart, Round};
 pub use vault::transaction::Tx;
-pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
+#[cfg(feature = "upgrade-v1")]
+pub use vault::upgrade::UpgradeSummary;
+pub use vault::{CreateOptions, DirEntry, Info, RecompressReport, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
 
 pub mod sql {
     //! Application SQL beyond the calls on [`Vault`](crate::Vault): the [`Row`] that
@@ -182,6 +185,21 @@ pub mod inodes {
 #[doc(hidden)]
 pub mod bench {
     pub use crate::keys::Header;
+}
+
+/// Entry points of the fuzz targets (`fuzz/`): decoders of untrusted bytes.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Decodes a stored chunk (`codec` as in `chunks.codec`) of plaintext length `len`:
+    /// the plaintext, or `Damaged`; never more than `len` bytes.
+    pub fn decode_chunk(codec: i64, stored: &[u8], len: usize) -> crate::Result<Vec<u8>> {
+        crate::fs::chunks::decode(crate::fs::chunks::Codec::from_i64(codec)?, stored, len)
+    }
+
+    /// The stored form of `data` (`Some` frame when compression saves 1/8).
+    pub fn encode_chunk(data: &[u8]) -> Option<Vec<u8>> {
+        crate::fs::chunks::encode(data, crate::fs::chunks::Compression::Zstd)
+    }
 }
 
 /// Builds a `&[SqlValue]` parameter list for [`Vault::execute`] and [`Vault::query`] from

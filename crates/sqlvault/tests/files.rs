@@ -66,7 +66,7 @@ fn equal_content_is_stored_once() {
     let info = v.info().unwrap();
     assert_eq!(info.chunks, 1);
     assert_eq!(info.logical_bytes, 81920);
-    assert_eq!(info.stored_bytes, 4096);
+    assert_eq!(info.unique_bytes, 4096);
     v.remove_file("/x").unwrap();
     v.remove_file("/y").unwrap();
     assert_eq!(v.info().unwrap().chunks, 0);

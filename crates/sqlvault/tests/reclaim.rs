@@ -36,6 +36,8 @@ fn assert_clean(v: &Vault) {
 #[test]
 fn a_quiet_vault_wipes_deleted_content_in_the_background() {
     let (t, v) = TestVault::new(64 * 1024);
+    // Chunks as they are: the byte counts below are the bytes written.
+    v.set_compression(sqlvault::Compression::None).unwrap();
     v.write_file("/big", &content(8 << 20, 1)).unwrap();
     v.write_file("/kept", &content(100_000, 2)).unwrap();
     let free_before = v.info().unwrap().reclaimable_bytes;
@@ -53,6 +55,8 @@ fn a_quiet_vault_wipes_deleted_content_in_the_background() {
 fn close_wipes_what_is_left() {
     for config in [manual_wipe(), EngineConfig::default()] {
         let (t, v) = TestVault::new_with(64 * 1024, config.clone());
+        // Chunks as they are: the byte counts below are the bytes written.
+        v.set_compression(sqlvault::Compression::None).unwrap();
         v.write_file("/a", &content(3 << 20, 3)).unwrap();
         v.remove_file("/a").unwrap();
         v.close().unwrap();
@@ -65,6 +69,8 @@ fn close_wipes_what_is_left() {
 #[test]
 fn a_vault_dropped_before_its_wipe_finishes_it_at_the_next_open() {
     let (t, v) = TestVault::new_with(64 * 1024, manual_wipe());
+    // Chunks as they are: the byte counts below are the bytes written.
+    v.set_compression(sqlvault::Compression::None).unwrap();
     v.write_file("/a", &content(2 << 20, 4)).unwrap();
     v.write_file("/b", &content(2 << 20, 5)).unwrap();
     v.remove_file("/a").unwrap();
@@ -87,6 +93,8 @@ fn a_vault_dropped_before_its_wipe_finishes_it_at_the_next_open() {
 #[test]
 fn writes_that_never_pause_still_let_the_wipe_progress() {
     let (_t, v) = TestVault::new(64 * 1024);
+    // Chunks as they are: the byte counts below are the bytes written.
+    v.set_compression(sqlvault::Compression::None).unwrap();
     v.write_file("/big", &content(16 << 20, 6)).unwrap();
     v.remove_file("/big").unwrap();
     let start = pending(&v);
@@ -107,6 +115,8 @@ fn writes_that_never_pause_still_let_the_wipe_progress() {
 #[test]
 fn a_read_only_vault_leaves_the_wipe_to_a_writer() {
     let (t, v) = TestVault::new_with(64 * 1024, manual_wipe());
+    // Chunks as they are: the byte counts below are the bytes written.
+    v.set_compression(sqlvault::Compression::None).unwrap();
     v.write_file("/a", &content(1 << 20, 7)).unwrap();
     v.remove_file("/a").unwrap();
     drop(v);

@@ -151,9 +151,9 @@ fn removing_a_snapshot_frees_only_chunks_no_one_else_references() {
     assert_eq!(v.snapshot_info("one").unwrap().unique_bytes, 0);
     assert_eq!(v.remove_snapshot("one", &sqlvault::Ops::default()).unwrap(), 0);
     assert_eq!(v.snapshot_info("two").unwrap().unique_bytes, 8192);
-    let stored = v.info().unwrap().stored_bytes;
+    let stored = v.info().unwrap().unique_bytes;
     assert_eq!(v.remove_snapshot("two", &sqlvault::Ops::default()).unwrap(), 8192);
-    assert_eq!(v.info().unwrap().stored_bytes, stored - 8192);
+    assert_eq!(v.info().unwrap().unique_bytes, stored - 8192);
     assert_eq!(v.read_file("/keep").unwrap(), pattern(3, 8192));
     assert!(matches!(v.remove_snapshot("two", &sqlvault::Ops::default()), Err(Error::NotFound { .. })));
     assert_eq!(v.info().unwrap().snapshots, 0);

@@ -696,6 +696,21 @@ class Vault:
                 return cls(_lib.Vault.open_with_key_file(p, secret))
             return cls(_lib.Vault.open(p, secret))
 
+    @classmethod
+    def upgrade(
+        cls, path: PathLike, passphrase: Optional[Union[str, bytes]] = None, *, key_file: Optional[PathLike] = None
+    ) -> "Vault":
+        """Converts the format-1 (SQLCipher) vault at ``path`` to format 2 in place, as
+        ``sqlvault upgrade`` does, and returns it open. Blocking, without progress; safe
+        to kill (calling it again finishes the job); a format-2 vault is only opened.
+        Fails (``errno`` ``EBUSY``) while the vault is open anywhere."""
+        p = _path(path)
+        kind, secret = _secret_args(passphrase, key_file)
+        with _Errors(p):
+            if kind == "key_file":
+                return cls(_lib.Vault.upgrade_with_key_file(p, secret))
+            return cls(_lib.Vault.upgrade(p, secret))
+
     def _open_file(
         self,
         path: PathLike,

@@ -178,6 +178,46 @@ pub unsafe extern "C" fn sqlvault_vault_open_with_key(
     }
 }
 
+/// Converts the format-1 (SQLCipher) vault at `path` to format 2 in place, unlocked by
+/// `passphrase` (as `sqlvault upgrade`: blocking; safe to kill, a rerun finishes the
+/// job). Returns 1 when it converted, 0 when the vault was already format 2, or a
+/// negative error code (`SQLVAULT_ERR_BUSY` while the vault is open anywhere).
+#[no_mangle]
+pub unsafe extern "C" fn sqlvault_upgrade(
+    path: *const c_char,
+    path_len: usize,
+    passphrase: *const u8,
+    passphrase_len: usize,
+) -> i32 {
+    call(|| {
+        let path = unsafe { text(path, path_len, "path")? };
+        let p = unsafe { secret(passphrase, passphrase_len, "passphrase")? };
+        let p = std::str::from_utf8(&p).map_err(|_| Failure::invalid("the passphrase is not valid UTF-8"))?;
+        upgrade(path, &sqlvault::Secret::passphrase(p))
+    })
+}
+
+/// [`sqlvault_upgrade`] with the key file at `key_file`.
+#[no_mangle]
+pub unsafe extern "C" fn sqlvault_upgrade_with_key_file(
+    path: *const c_char,
+    path_len: usize,
+    key_file: *const c_char,
+    key_file_len: usize,
+) -> i32 {
+    call(|| {
+        let path = unsafe { text(path, path_len, "path")? };
+        let key_file = unsafe { text(key_file, key_file_len, "key_file")? };
+        let secret = sqlvault::Secret::from_key_file(std::path::Path::new(key_file))?;
+        upgrade(path, &secret)
+    })
+}
+
+fn upgrade(path: &str, secret: &sqlvault::Secret) -> CResult<i32> {
+    let r = sqlvault::Vault::upgrade(path, secret, &sqlvault::Ops::default())?;
+    Ok(i32::from(r.converted))
+}
+
 /// Closes the vault, reporting any failure (checkpointing its log into the file when
 /// nothing else uses it). Files still open keep working until closed; other calls on
 /// the handle fail with `SQLVAULT_ERR_CLOSED` (`-EBADF`). A second close does nothing.

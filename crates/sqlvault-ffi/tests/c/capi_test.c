@@ -152,6 +152,53 @@ static void test_secrets(void) {
           SQLVAULT_ERR_NOT_FOUND);
 }
 
+/* Copies the file `from` to `to`. */
+static void copy_file(const char *from, const char *to) {
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    CHECK(in != NULL && out != NULL);
+    if (in == NULL || out == NULL) return;
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0) CHECK(fwrite(buf, 1, n, out) == n);
+    fclose(in);
+    fclose(out);
+}
+
+/* A format-1 (SQLCipher) vault, the committed fixture copied here, converted to format 2:
+ * a wrong passphrase is refused, the upgrade says 1 (converted) then 0 (already done),
+ * and the vault opens with its content. The same through the key file. */
+static void test_upgrade(void) {
+    const char *fixtures = getenv("SQLVAULT_FORMAT1_FIXTURES");
+    CHECK(fixtures != NULL);
+    if (fixtures == NULL) return;
+    char src[4096];
+    const char *pass = "format 1 fixture passphrase";
+    snprintf(src, sizeof src, "%s/format1.vault", fixtures);
+    const char *p = in_dir("format1.vault");
+    copy_file(src, p);
+    FAILS(sqlvault_upgrade(p, strlen(p), (const uint8_t *)"nope", 4), EACCES, SQLVAULT_ERR_WRONG_SECRET);
+    CHECK(sqlvault_upgrade(p, strlen(p), (const uint8_t *)pass, strlen(pass)) == 1);
+    CHECK(sqlvault_upgrade(p, strlen(p), (const uint8_t *)pass, strlen(pass)) == 0);
+    sqlvault_vault *v = NULL;
+    OK(sqlvault_vault_open(p, strlen(p), (const uint8_t *)pass, strlen(pass), &v));
+    uint8_t buf[64];
+    size_t len = 0;
+    OK(sqlvault_read_file(v, S("/hello.txt"), buf, sizeof buf, &len));
+    CHECK(len == strlen("hello again, after the snapshot\n") &&
+          memcmp(buf, "hello again, after the snapshot\n", len) == 0);
+    sqlvault_vault_free(v);
+
+    snprintf(src, sizeof src, "%s/format1-sha512.vault", fixtures);
+    const char *q = in_dir("format1-sha512.vault");
+    copy_file(src, q);
+    char key[4096];
+    snprintf(key, sizeof key, "%s/format1.key", fixtures);
+    CHECK(sqlvault_upgrade_with_key_file(q, strlen(q), key, strlen(key)) == 1);
+    OK(sqlvault_vault_open_with_key_file(q, strlen(q), key, strlen(key), &v));
+    CHECK(sqlvault_exists(v, S("/data/multi.bin")) == 1);
+    sqlvault_vault_free(v);
+}
+
 static void test_damage(void) {
     const char *p = in_dir("damaged.vault");
     sqlvault_vault *v = new_vault("damaged.vault");
@@ -804,6 +851,7 @@ int main(int argc, char **argv) {
     scratch = argv[1];
     test_version();
     test_secrets();
+    test_upgrade();
     test_damage();
     sqlvault_vault *v = new_vault("main.vault");
     test_paths(v);

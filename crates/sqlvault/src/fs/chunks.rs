@@ -26,6 +26,14 @@
 //! All-zero chunks are not stored: their index is left out of the map and reads as a
 //! hole. Every function here runs inside the caller's transaction.
 //!
+//! A chunk's bytes may be stored compressed (schema version 11): `chunks.codec` says
+//! how ([`Codec`]), `chunks.stored` how many bytes that takes, while `len` and `hash`
+//! stay the plaintext's, so dedup and every size the tree reports ignore compression.
+//! A new chunk is compressed when the vault's setting ([`Compression`], the `meta` row
+//! `compression`) says so and the frame saves at least 1/8 of it ([`encode`]); any
+//! other chunk is stored as is. Decoding ([`decode`]) never produces more than the
+//! row's `len` bytes: a frame that would is `Damaged`, before the hash is checked.
+//!
 //! Snapshots keep chunks alive with *holds* (`chunk_holds`: chunk -> number of
 //! snapshot chunk-map rows naming it), counted apart from the live `refs` so that
 //! taking a snapshot never rewrites the pages holding chunk rows. A chunk is deleted
@@ -37,9 +45,159 @@
 //! when `refs` falls to 0 (0 -> 1 is rewritten in place), so a chunk with shares always
 //! has `refs >= 1`, and `refs + shares` is the number of `file_chunks` rows naming it.
 
+use std::cell::RefCell;
+
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, Result};
+
+/// How a vault stores the chunks it writes (the `meta` row `compression`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compression {
+    /// As they are.
+    None,
+    /// zstd (level 3) when the frame saves at least 1/8 of the chunk.
+    #[default]
+    Zstd,
+}
+
+impl Compression {
+    /// The setting's name: `none` or `zstd`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Zstd => "zstd",
+        }
+    }
+
+    /// Parses [`Compression::name`].
+    pub fn parse(s: &str) -> Option<Compression> {
+        match s {
+            "none" => Some(Compression::None),
+            "zstd" => Some(Compression::Zstd),
+            _ => None,
+        }
+    }
+}
+
+/// zstd level of new chunks (docs/design/compression.md: level 1 saves 10-20% of the
+/// CPU for 1-5% more bytes, level 6 costs three times the CPU for 2-7% fewer).
+pub const ZSTD_LEVEL: i32 = 3;
+
+/// How a chunk's bytes are stored (`chunks.codec`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    /// The plaintext itself.
+    Raw = 0,
+    /// One zstd frame of the plaintext.
+    Zstd = 1,
+}
+
+impl Codec {
+    /// The codec numbered `n` in `chunks.codec`.
+    pub fn from_i64(n: i64) -> Result<Codec> {
+        match n {
+            0 => Ok(Codec::Raw),
+            1 => Ok(Codec::Zstd),
+            n => Err(Error::damaged(format!("unknown chunk codec {n}"))),
+        }
+    }
+}
+
+#[cfg(feature = "remote")] // replication moves chunks as stored
+/// A chunk as stored: how, its plaintext length, and the stored bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    pub codec: Codec,
+    /// Bytes of plaintext (`chunks.len`).
+    pub len: usize,
+    pub bytes: Vec<u8>,
+}
+
+/// The vault's setting (no row, as in a vault made before schema version 11: `None`).
+pub fn compression(conn: &Connection) -> Result<Compression> {
+    match crate::storage::schema::meta_text(conn, "compression")? {
+        None => Ok(Compression::None),
+        Some(v) => Compression::parse(&v).ok_or_else(|| Error::damaged(format!("unknown compression setting {v:?}"))),
+    }
+}
+
+/// Sets the vault's setting; chunks written from now on follow it.
+pub fn set_compression(conn: &Connection, c: Compression) -> Result<()> {
+    crate::storage::schema::set_meta_text(conn, "compression", c.name())
+}
+
+thread_local! {
+    /// zstd contexts of this thread (made on first use: a context per call would
+    /// allocate its tables per chunk).
+    static ZSTD: RefCell<Option<(zstd::bulk::Compressor<'static>, zstd::bulk::Decompressor<'static>)>> =
+        const { RefCell::new(None) };
+}
+
+fn with_zstd<T>(
+    f: impl FnOnce(&mut zstd::bulk::Compressor<'static>, &mut zstd::bulk::Decompressor<'static>) -> T,
+) -> Result<T> {
+    ZSTD.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            let c = zstd::bulk::Compressor::new(ZSTD_LEVEL).map_err(|e| Error::io("zstd", e))?;
+            let d = zstd::bulk::Decompressor::new().map_err(|e| Error::io("zstd", e))?;
+            *cell = Some((c, d));
+        }
+        let (c, d) = cell.as_mut().ok_or_else(|| Error::damaged("zstd context"))?;
+        Ok(f(c, d))
+    })
+}
+
+/// The stored form of `data` under `c`: a zstd frame if it saves at least 1/8 of
+/// `data`, else `None` (store it as is).
+pub fn encode(data: &[u8], c: Compression) -> Option<Vec<u8>> {
+    if c == Compression::None || data.len() < 64 {
+        return None;
+    }
+    // The output buffer is the limit: a frame that would not save 1/8 fails to fit.
+    let mut out = Vec::with_capacity(data.len() - data.len() / 8);
+    match with_zstd(|z, _| z.compress_to_buffer(data, &mut out)) {
+        Ok(Ok(_)) => Some(out),
+        _ => None,
+    }
+}
+
+/// Decodes a stored chunk into a new buffer of exactly `len` bytes; a frame that is
+/// malformed, truncated, or decodes to any other length is `Damaged` (nothing beyond
+/// `len` is ever allocated). The caller checks the hash.
+pub fn decode(codec: Codec, stored: &[u8], len: usize) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    decode_into(codec, stored, len, &mut out)?;
+    Ok(out)
+}
+
+/// [`decode`] into `out` (cleared first; its capacity grows to at most `len`).
+pub fn decode_into(codec: Codec, stored: &[u8], len: usize, out: &mut Vec<u8>) -> Result<()> {
+    let wrong = || Error::damaged(format!("a stored chunk does not decode to its length {len}"));
+    out.clear();
+    match codec {
+        Codec::Raw if stored.len() == len => {
+            out.extend_from_slice(stored);
+            Ok(())
+        }
+        Codec::Raw => Err(wrong()),
+        Codec::Zstd => {
+            out.reserve_exact(len);
+            // The decompressor writes into the spare capacity and fails when it is full.
+            let mut dst = std::mem::take(out);
+            let n = with_zstd(|_, d| d.decompress_to_buffer(stored, &mut dst))?;
+            *out = dst;
+            match n {
+                Ok(n) if n == len && out.len() == len => Ok(()),
+                _ => {
+                    out.clear();
+                    Err(wrong())
+                }
+            }
+        }
+    }
+}
 
 /// Ids a chunk may occupy after its home id.
 const PROBE: i64 = 8;
@@ -73,9 +231,22 @@ pub fn id_fits(id: i64, h: &Hash) -> bool {
     (start..start + PROBE).contains(&id)
 }
 
-/// Stores `data` (or finds it stored) and takes one reference to it.
+/// Stores `data` (or finds it stored) and takes one reference to it; a new chunk is
+/// stored as the vault's [`compression`] setting says.
 pub fn acquire(conn: &Connection, data: &[u8]) -> Result<ChunkId> {
     let h = hash(data);
+    acquire_with(conn, &h, |conn, id| insert(conn, id, &h, 1, data))
+}
+
+#[cfg(feature = "remote")] // replication moves chunks as stored
+/// [`acquire`] of a chunk that arrived stored (and checked against `h`): kept as it
+/// came if compressed, else stored as the setting says.
+pub(crate) fn acquire_stored(conn: &Connection, h: &Hash, chunk: &Stored) -> Result<ChunkId> {
+    acquire_with(conn, h, |conn, id| insert_stored(conn, id, h, 1, chunk))
+}
+
+fn acquire_with(conn: &Connection, h: &Hash, store: impl FnOnce(&Connection, i64) -> Result<()>) -> Result<ChunkId> {
+    let h = *h;
     let start = home(&h);
     let mut stmt = conn.prepare_cached("SELECT id, hash FROM chunks WHERE id BETWEEN ?1 AND ?2")?;
     let mut taken = [false; PROBE as usize];
@@ -91,7 +262,7 @@ pub fn acquire(conn: &Connection, data: &[u8]) -> Result<ChunkId> {
     }
     let free = taken.iter().position(|t| !t).ok_or_else(|| Error::damaged("chunk id window is full"))? as i64;
     let id = start + free;
-    insert(conn, id, &h, 1, data)?;
+    store(conn, id)?;
     Ok(ChunkId(id))
 }
 
@@ -103,17 +274,37 @@ pub(crate) const DATA: &str = "coalesce(d.data, c.data)";
 /// The `FROM` clause [`DATA`] reads: `chunks` as `c`, its data row as `d`.
 pub(crate) const WITH_DATA: &str = "main.chunks c LEFT JOIN main.chunk_data d ON d.id = c.body";
 
-/// Columns of `chunks` that say where this vault file keeps a chunk's bytes: never
-/// replicated (content travels as `data/` objects or in packs).
+/// Columns of `chunks` that say where and how this vault file keeps a chunk's bytes:
+/// never replicated (content travels as `data/` objects or in packs, each sealed chunk
+/// saying how it is stored).
 #[cfg(feature = "remote")]
-pub(crate) const STORAGE_COLUMNS: &[&str] = &["data", "body"];
+pub(crate) const STORAGE_COLUMNS: &[&str] = &["data", "body", "codec", "stored"];
 
 /// Inserts the row of chunk `id` (with hash `h`, `refs` live references) and its
-/// bytes, appended to `chunk_data`. The caller has checked that `id` is free.
+/// bytes, compressed as the vault's setting says, appended to `chunk_data`. The
+/// caller has checked that `id` is free.
 pub(crate) fn insert(conn: &Connection, id: i64, h: &[u8], refs: i64, data: &[u8]) -> Result<()> {
-    let body = append_data(conn, data)?;
-    conn.prepare_cached("INSERT INTO chunks(id, hash, refs, len, data, body) VALUES (?1, ?2, ?3, ?4, x'', ?5)")?
-        .execute(params![id, h, refs, data.len() as i64, body])?;
+    match encode(data, compression(conn)?) {
+        Some(z) => insert_as(conn, id, h, refs, data.len(), Codec::Zstd, &z),
+        None => insert_as(conn, id, h, refs, data.len(), Codec::Raw, data),
+    }
+}
+
+#[cfg(feature = "remote")] // replication moves chunks as stored
+/// [`insert`] of a chunk that arrived stored: a compressed one is kept as it came.
+pub(crate) fn insert_stored(conn: &Connection, id: i64, h: &[u8], refs: i64, chunk: &Stored) -> Result<()> {
+    match chunk.codec {
+        Codec::Raw => insert(conn, id, h, refs, &chunk.bytes),
+        codec => insert_as(conn, id, h, refs, chunk.len, codec, &chunk.bytes),
+    }
+}
+
+fn insert_as(conn: &Connection, id: i64, h: &[u8], refs: i64, len: usize, codec: Codec, bytes: &[u8]) -> Result<()> {
+    let body = append_data(conn, bytes)?;
+    conn.prepare_cached(
+        "INSERT INTO chunks(id, hash, refs, len, data, body, codec, stored) VALUES (?1, ?2, ?3, ?4, x'', ?5, ?6, ?7)",
+    )?
+    .execute(params![id, h, refs, len as i64, body, codec as i64, bytes.len() as i64])?;
     Ok(())
 }
 
@@ -333,20 +524,75 @@ pub fn adopt(conn: &Connection, ino: i64, idx: u64, id: ChunkId) -> Result<()> {
 pub struct Totals {
     /// Stored chunks (holes are not stored).
     pub chunks: u64,
-    /// Their bytes.
+    /// Their bytes (plaintext).
     pub bytes: u64,
+    /// Their bytes as stored (compressed or not).
+    pub stored_bytes: u64,
     /// Bytes still in their `chunks` row (written before schema version 8).
     pub inline_bytes: u64,
 }
 
 /// Counts the stored chunks and their bytes, and the bytes still inline.
 pub fn totals(conn: &Connection) -> Result<Totals> {
-    let (n, bytes, inline): (i64, i64, i64) = conn.query_row(
-        "SELECT count(*), coalesce(sum(len), 0), coalesce(sum(CASE WHEN body IS NULL THEN len END), 0) FROM chunks",
+    let (n, bytes, stored, inline): (i64, i64, i64, i64) = conn.query_row(
+        "SELECT count(*), coalesce(sum(len), 0), coalesce(sum(coalesce(stored, len)), 0),
+                coalesce(sum(CASE WHEN body IS NULL THEN len END), 0) FROM chunks",
         [],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
     )?;
-    Ok(Totals { chunks: n as u64, bytes: bytes as u64, inline_bytes: inline as u64 })
+    Ok(Totals { chunks: n as u64, bytes: bytes as u64, stored_bytes: stored as u64, inline_bytes: inline as u64 })
+}
+
+/// The chunks stored otherwise than `c` says (raw ones that [`encode`] would compress
+/// are found only by trying): rewrites those with ids above `after`, in id order,
+/// until about `budget` plaintext bytes were looked at. Returns the bytes looked at
+/// (0 once none is left), the stored bytes saved (negative if the rewrite grew
+/// them) and the last id looked at, where the next batch starts.
+pub fn recompress(conn: &Connection, c: Compression, mut after: i64, budget: u64) -> Result<(u64, i64, i64)> {
+    let want = match c {
+        Compression::None => "codec != 0",
+        Compression::Zstd => "codec = 0",
+    };
+    let mut next = conn.prepare_cached(&format!(
+        "SELECT c.id, c.hash, c.len, c.codec, c.body, {DATA} FROM {WITH_DATA} WHERE c.{want} AND c.id > ?1
+         ORDER BY c.id LIMIT 1"
+    ))?;
+    let (mut seen, mut saved) = (0u64, 0i64);
+    while seen < budget {
+        let Some((id, h, len, codec, body, stored)) = next
+            .query_row([after], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, Vec<u8>>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, Option<i64>>(4)?,
+                    r.get::<_, Vec<u8>>(5)?,
+                ))
+            })
+            .optional()?
+        else {
+            break;
+        };
+        after = id;
+        seen += len.max(1) as u64;
+        let data = decode(Codec::from_i64(codec)?, &stored, len as usize)?;
+        check(id, &h, &data)?;
+        let (codec, bytes) = match encode(&data, c) {
+            Some(z) => (Codec::Zstd, z),
+            None if codec == Codec::Raw as i64 => continue,
+            None => (Codec::Raw, data),
+        };
+        let new_body = append_data(conn, &bytes)?;
+        conn.prepare_cached("UPDATE chunks SET data = x'', body = ?2, codec = ?3, stored = ?4 WHERE id = ?1")?
+            .execute(params![id, new_body, codec as i64, bytes.len() as i64])?;
+        if let Some(old) = body {
+            // The old bytes wait for the reclaimer, as a deleted chunk's do.
+            conn.prepare_cached("INSERT OR IGNORE INTO chunk_trash(id) VALUES (?1)")?.execute([old])?;
+        }
+        saved += stored.len() as i64 - bytes.len() as i64;
+    }
+    Ok((seen, saved, after))
 }
 
 /// Reads a chunk's bytes and checks them against the chunk's hash.
@@ -355,19 +601,53 @@ pub fn totals(conn: &Connection) -> Result<Totals> {
 /// zeroes the page and puts the connection into an error state, but the statement that
 /// read it may still return the zeroed bytes as content (seen with a flipped byte in an
 /// overflow page: `tests/tamper.rs`). The hash turns that into `Error::Damaged`.
+///
+/// A compressed chunk is decompressed straight from SQLite's copy of the row into the
+/// returned buffer: the one copy a chunk stored as is costs too.
 pub fn read(conn: &Connection, id: ChunkId) -> Result<Vec<u8>> {
-    let (stored, data): (Vec<u8>, Vec<u8>) = conn
-        .prepare_cached(&format!("SELECT c.hash, {DATA} FROM {WITH_DATA} WHERE c.id = ?1"))?
-        .query_row([id.0], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?
-        .ok_or_else(|| Error::damaged(format!("chunk {} is referenced but missing", id.0)))?;
-    if stored[..] != hash(&data)[..] {
+    let mut stmt =
+        conn.prepare_cached(&format!("SELECT c.hash, c.len, c.codec, {DATA} FROM {WITH_DATA} WHERE c.id = ?1"))?;
+    let mut rows = stmt.query([id.0])?;
+    let row = rows.next()?.ok_or_else(|| Error::damaged(format!("chunk {} is referenced but missing", id.0)))?;
+    let h: Vec<u8> = row.get(0)?;
+    let (len, codec) = (row.get::<_, i64>(1)?, Codec::from_i64(row.get(2)?)?);
+    let stored = row.get_ref(3)?.as_blob().map_err(|e| Error::damaged(format!("chunk {}: {e}", id.0)))?;
+    let data = decode(codec, stored, usize::try_from(len).unwrap_or(usize::MAX))
+        .map_err(|_| Error::damaged(format!("chunk {} does not decode to its length {len}", id.0)))?;
+    check(id.0, &h, &data)?;
+    Ok(data)
+}
+
+fn check(id: i64, h: &[u8], data: &[u8]) -> Result<()> {
+    if h != &hash(data)[..] {
         return Err(Error::damaged(format!(
-            "chunk {} does not match its hash (a page failed authentication or was altered)",
-            id.0
+            "chunk {id} does not match its hash (a page failed authentication or was altered)"
         )));
     }
-    Ok(data)
+    Ok(())
+}
+
+#[cfg(feature = "remote")] // replication moves chunks as stored
+/// Reads a chunk as stored (for replication), checked against its hash (a compressed
+/// one is decompressed to check it, and the plaintext dropped).
+pub fn read_stored(conn: &Connection, id: ChunkId) -> Result<Stored> {
+    let (h, len, codec, bytes): (Vec<u8>, i64, i64, Vec<u8>) = conn
+        .prepare_cached(&format!("SELECT c.hash, c.len, c.codec, {DATA} FROM {WITH_DATA} WHERE c.id = ?1"))?
+        .query_row([id.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .optional()?
+        .ok_or_else(|| Error::damaged(format!("chunk {} is referenced but missing", id.0)))?;
+    let chunk = Stored { codec: Codec::from_i64(codec)?, len: len.max(0) as usize, bytes };
+    verify(&chunk, &h).map_err(|_| Error::damaged(format!("chunk {} does not match its hash", id.0)))?;
+    Ok(chunk)
+}
+
+#[cfg(feature = "remote")] // replication moves chunks as stored
+/// Checks that a stored chunk decodes to its length and to the plaintext hashed `h`.
+pub fn verify(chunk: &Stored, h: &[u8]) -> Result<()> {
+    match chunk.codec {
+        Codec::Raw if chunk.bytes.len() == chunk.len => check(0, h, &chunk.bytes),
+        codec => check(0, h, &decode(codec, &chunk.bytes, chunk.len)?),
+    }
 }
 
 /// The chunk at index `idx` of file `ino`, or `None` for a hole.
@@ -588,6 +868,193 @@ mod tests {
         assert_eq!((count(&c), data_rows(&c), trash(&c).unwrap().rows), (0, 1, 1));
         assert_eq!(reclaim(&c, 8).unwrap(), 0);
         assert_eq!(data_rows(&c), 0);
+    }
+
+    fn text(n: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(n + 64);
+        let mut i = 0;
+        while v.len() < n {
+            v.extend_from_slice(format!("line {i}: some text that compresses\n").as_bytes());
+            i += 1;
+        }
+        v.truncate(n);
+        v
+    }
+
+    fn noise(n: usize) -> Vec<u8> {
+        let mut v = vec![0u8; n];
+        blake3::Hasher::new().update(b"noise").finalize_xof().fill(&mut v);
+        v
+    }
+
+    fn form(c: &Connection, id: ChunkId) -> (i64, i64, i64) {
+        c.query_row(
+            "SELECT c.codec, c.stored, length(d.data) FROM chunks c JOIN chunk_data d ON d.id = c.body WHERE c.id = ?1",
+            [id.0],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn compressible_chunks_are_stored_compressed_and_read_back() {
+        let c = db();
+        assert_eq!(compression(&c).unwrap(), Compression::None, "no setting: as before");
+        set_compression(&c, Compression::Zstd).unwrap();
+        let data = text(65536);
+        let id = acquire(&c, &data).unwrap();
+        let (codec, stored, len) = form(&c, id);
+        assert_eq!((codec, stored), (Codec::Zstd as i64, len));
+        assert!(stored < 65536 / 4, "{stored}");
+        assert_eq!(read(&c, id).unwrap(), data);
+        assert_eq!(read_stored(&c, id).unwrap().codec, Codec::Zstd);
+        // The hash, the id and the length are the plaintext's: equal data dedups.
+        assert_eq!(acquire(&c, &data).unwrap(), id);
+        let t = totals(&c).unwrap();
+        assert_eq!((t.chunks, t.bytes, t.stored_bytes), (1, 65536, stored as u64));
+    }
+
+    #[test]
+    fn incompressible_chunks_and_small_savings_are_stored_as_is() {
+        let c = db();
+        set_compression(&c, Compression::Zstd).unwrap();
+        let id = acquire(&c, &noise(65536)).unwrap();
+        assert_eq!(form(&c, id), (Codec::Raw as i64, 65536, 65536));
+        // Saving less than 1/8: raw. Half noise, half text saves about half: compressed.
+        let mut mostly = noise(60000);
+        mostly.extend_from_slice(&text(5536));
+        assert!(encode(&mostly, Compression::Zstd).is_none());
+        let mut half = noise(32768);
+        half.extend_from_slice(&text(32768));
+        assert!(encode(&half, Compression::Zstd).is_some_and(|z| z.len() <= half.len() * 7 / 8));
+        assert!(encode(&text(65536), Compression::None).is_none());
+    }
+
+    #[test]
+    fn a_frame_never_decodes_past_its_length() {
+        // A bomb: 16 MiB of zeros in a frame of a few hundred bytes, claimed as 64 KiB.
+        let bomb = zstd::bulk::compress(&vec![0u8; 16 << 20], 19).unwrap();
+        let mut out = Vec::new();
+        assert!(matches!(decode_into(Codec::Zstd, &bomb, 65536, &mut out), Err(Error::Damaged { .. })));
+        assert!(out.capacity() <= 65536, "{}", out.capacity());
+        // Truncated, short of its length, garbage, raw of the wrong length.
+        let data = text(65536);
+        let z = encode(&data, Compression::Zstd).unwrap();
+        assert_eq!(decode(Codec::Zstd, &z, 65536).unwrap(), data);
+        assert!(decode(Codec::Zstd, &z[..z.len() - 1], 65536).is_err());
+        assert!(decode(Codec::Zstd, &z, 65535).is_err());
+        assert!(decode(Codec::Zstd, &z, 65537).is_err());
+        assert!(decode(Codec::Zstd, b"not a frame at all", 10).is_err());
+        assert!(decode(Codec::Raw, &data, 65535).is_err());
+        assert!(Codec::from_i64(2).is_err());
+    }
+
+    #[test]
+    fn a_stored_chunk_altered_or_mislabelled_is_damage() {
+        let c = db();
+        set_compression(&c, Compression::Zstd).unwrap();
+        let id = acquire(&c, &text(65536)).unwrap();
+        // Said to be raw: its bytes are not its length.
+        c.execute("UPDATE chunks SET codec = 0 WHERE id = ?1", [id.0]).unwrap();
+        assert!(matches!(read(&c, id), Err(Error::Damaged { .. })));
+        c.execute("UPDATE chunks SET codec = 7 WHERE id = ?1", [id.0]).unwrap();
+        assert!(matches!(read(&c, id), Err(Error::Damaged { .. })));
+        // Another valid frame of the right length: the hash says no.
+        c.execute("UPDATE chunks SET codec = 1 WHERE id = ?1", [id.0]).unwrap();
+        let other = encode(&text(65537)[1..], Compression::Zstd).unwrap();
+        c.execute(
+            "UPDATE chunk_data SET data = ?2 WHERE id = (SELECT body FROM chunks WHERE id = ?1)",
+            params![id.0, other],
+        )
+        .unwrap();
+        assert!(matches!(read(&c, id), Err(Error::Damaged { .. })));
+        assert!(read_stored(&c, id).is_err());
+    }
+
+    #[test]
+    fn chunks_written_before_version_11_read_beside_compressed_ones_and_recompress() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::storage::schema::create_at(&c, 10).unwrap();
+        let old: Vec<Vec<u8>> = (0..5).map(|i| text(40000 + i)).collect();
+        for d in &old {
+            let h = hash(d);
+            c.execute("INSERT INTO chunk_data(data) VALUES (?1)", [d]).unwrap();
+            c.execute(
+                "INSERT INTO chunks(id, hash, refs, len, data, body) VALUES (?1, ?2, 1, ?3, x'', last_insert_rowid())",
+                params![home(&h), &h[..], d.len() as i64],
+            )
+            .unwrap();
+        }
+        crate::storage::schema::check_and_migrate(&mut c).unwrap();
+        assert_eq!(compression(&c).unwrap(), Compression::None);
+        let raw_total = totals(&c).unwrap();
+        assert_eq!(raw_total.stored_bytes, raw_total.bytes);
+        set_compression(&c, Compression::Zstd).unwrap();
+        let new = acquire(&c, &text(50000)).unwrap();
+        let n = acquire(&c, &noise(3000)).unwrap();
+        for d in &old {
+            assert_eq!(&read(&c, acquire(&c, d).unwrap()).unwrap(), d);
+        }
+        assert_eq!(read(&c, new).unwrap(), text(50000));
+        // Recompress in batches: the old chunks shrink, the noise stays, the new one is left alone.
+        let (mut after, mut rounds, mut saved) = (i64::MIN, 0, 0);
+        loop {
+            let (seen, s, last) = recompress(&c, Compression::Zstd, after, 80000).unwrap();
+            if seen == 0 {
+                break;
+            }
+            (after, rounds, saved) = (last, rounds + 1, saved + s);
+        }
+        assert!(rounds >= 2, "{rounds}");
+        let t = totals(&c).unwrap();
+        assert_eq!(t.bytes, raw_total.bytes + 50000 + 3000);
+        assert!(t.stored_bytes < t.bytes / 4 + 3000, "{t:?}");
+        assert!(saved > 150_000, "{saved}");
+        assert_eq!(form(&c, n).0, Codec::Raw as i64);
+        for d in &old {
+            assert_eq!(&read(&c, acquire(&c, d).unwrap()).unwrap(), d);
+        }
+        // The old bytes wait for the reclaimer; the chunk rows name only new ones.
+        assert_eq!(trash(&c).unwrap().rows, 5);
+        // And back to `none`: everything raw again.
+        while recompress(&c, Compression::None, i64::MIN, u64::MAX).unwrap().0 > 0 {}
+        let t = totals(&c).unwrap();
+        assert_eq!(t.stored_bytes, t.bytes);
+        assert_eq!(read(&c, new).unwrap(), text(50000));
+    }
+
+    /// The stored form, pinned: a chunk row with codec 1 whose bytes are a frame made
+    /// by another zstd (the `zstd -3 --no-check` program, 1.5.x) reads back as its
+    /// plaintext. Independent of the page cipher, so it survives a change of it.
+    #[test]
+    fn a_pinned_frame_from_the_zstd_program_reads_as_codec_1() {
+        let plain: Vec<u8> =
+            (0..200).flat_map(|i| format!("fixture line {i} of a chunk stored compressed\n").into_bytes()).collect();
+        assert_eq!(plain.len(), 9090);
+        let frame = hex(concat!(
+            "28b52ffd608222ed0800228f261a803769030066f7c2368c018b518b11594976f74e993cbdf292f69999999999888888",
+            "8888777777777766666666665555555555ffffffbf6ddbb6ddb66ddb12111111d1cccccccc0c65666666662222222222",
+            "dedddddddd99999999995555555555fdffffffb66ddb76dbb66d4b4444444489677597000a2591288741814120857218",
+            "8a0419402c04082480180c32a4200e04a41c0bc5c1c11080c8a821f8f6ff0db0334aab0d12f81104fe4f1078fc032ab5",
+            "955a6a952a65952a6a2d556a95566a1555d62a556a2b55ca4aeb3351201ad9f745efafdd5fb9bf6e7fd5fe9afd15fbeb",
+            "f5d7d5faab52a9562aa956aad4ae54a9d654a9566a53ad5469ad54a9b2e21e316d9812a6822960ea97f2a5ae5e921702",
+            "04f2d1e503d82a",
+        ));
+        let c = db();
+        let h = hash(&plain);
+        c.execute("INSERT INTO chunk_data(data) VALUES (?1)", [&frame]).unwrap();
+        c.execute(
+            "INSERT INTO chunks(id, hash, refs, len, data, body, codec, stored)
+             VALUES (?1, ?2, 1, 9090, x'', last_insert_rowid(), 1, ?3)",
+            params![home(&h), &h[..], frame.len() as i64],
+        )
+        .unwrap();
+        assert_eq!(read(&c, ChunkId(home(&h))).unwrap(), plain);
+        assert_eq!(acquire(&c, &plain).unwrap(), ChunkId(home(&h)), "found by its plaintext's hash");
+    }
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
     }
 
     #[test]

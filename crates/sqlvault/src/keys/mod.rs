@@ -29,6 +29,8 @@
 pub mod page;
 #[cfg(feature = "remote")]
 pub(crate) mod remote;
+#[cfg(feature = "upgrade-v1")]
+pub(crate) mod v1;
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -210,7 +212,7 @@ pub struct CipherSettings {
     /// The AEAD sealing every page (format 2).
     pub page_cipher: PageCipher,
     /// Bytes SQLite leaves unused at the end of every page; the last 48 hold the nonce
-    /// and tag ([`page::TRAILER`]).
+    /// and tag (`keys::page::TRAILER`).
     pub reserve: u8,
 }
 

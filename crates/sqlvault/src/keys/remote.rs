@@ -26,6 +26,8 @@ use crate::error::{Error, Result};
 
 /// Smallest padded chunk size.
 const MIN_PADDED: usize = 512;
+/// Bit of a sealed chunk's length word: the bytes are a zstd frame (schema version 11).
+const COMPRESSED: u32 = 1 << 31;
 const NONCE: usize = 24;
 const TAG: usize = 16;
 
@@ -141,27 +143,33 @@ impl RemoteKeys {
     /// (`chunk_size` plus the 4-byte length): every chunk is at most that long, so a full
     /// chunk costs no padding and the cap tells nothing a power of two would not.
     /// Readers ignore the padding, so the cap changes no layout.
-    pub fn seal_chunk(&self, name: &str, data: &[u8], chunk_size: usize) -> Result<Vec<u8>> {
+    ///
+    /// `data` is the chunk as stored; `compressed` (a zstd frame, not the plaintext) is
+    /// the top bit of the length word ([`COMPRESSED`]).
+    pub fn seal_chunk(&self, name: &str, data: &[u8], compressed: bool, chunk_size: usize) -> Result<Vec<u8>> {
+        if data.len() >= COMPRESSED as usize {
+            return Err(Error::damaged(format!("chunk {name} is too large to seal")));
+        }
         let mut padded_len = (data.len() + 4).next_power_of_two().max(MIN_PADDED);
         if data.len() <= chunk_size {
             padded_len = padded_len.min(chunk_size + 4);
         }
         let mut p = Zeroizing::new(Vec::with_capacity(padded_len));
-        p.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        let word = data.len() as u32 | if compressed { COMPRESSED } else { 0 };
+        p.extend_from_slice(&word.to_le_bytes());
         p.extend_from_slice(data);
         p.resize(padded_len, 0);
         self.seal(name, &p)
     }
 
-    /// Opens a chunk and checks it against the BLAKE3 hash its row names.
-    pub fn open_chunk(&self, name: &str, sealed: &[u8], hash: &[u8]) -> Result<Vec<u8>> {
+    /// Opens a chunk: whether it is compressed, and its bytes as stored. The caller
+    /// decodes them and checks the hash its row names (`remote::packs`).
+    pub fn open_chunk(&self, name: &str, sealed: &[u8]) -> Result<(bool, Vec<u8>)> {
         let p = self.open(name, sealed)?;
-        let len = u32::from_le_bytes(p.get(..4).and_then(|b| b.try_into().ok()).ok_or_else(|| tampered(name))?);
-        let data = p.get(4..4 + len as usize).ok_or_else(|| tampered(name))?;
-        if blake3::hash(data).as_bytes()[..] != *hash {
-            return Err(tampered(name));
-        }
-        Ok(data.to_vec())
+        let word = u32::from_le_bytes(p.get(..4).and_then(|b| b.try_into().ok()).ok_or_else(|| tampered(name))?);
+        let len = (word & !COMPRESSED) as usize;
+        let data = p.get(4..4 + len).ok_or_else(|| tampered(name))?;
+        Ok((word & COMPRESSED != 0, data.to_vec()))
     }
 }
 
@@ -212,24 +220,27 @@ mod tests {
     }
 
     #[test]
-    fn chunks_are_padded_and_checked_against_their_hash() {
+    fn chunks_are_padded_and_carry_their_compressed_flag() {
         let k = keys();
         let data = vec![7u8; 1000];
         let h = blake3::hash(&data);
         let name = format!("data/{}", blake3::Hash::from_bytes(k.chunk_id(h.as_bytes())).to_hex());
-        let s = k.seal_chunk(&name, &data, 4096).unwrap();
+        let s = k.seal_chunk(&name, &data, false, 4096).unwrap();
         assert_eq!(s.len(), 1024 + NONCE + TAG);
-        assert_eq!(k.open_chunk(&name, &s, h.as_bytes()).unwrap(), data);
-        assert!(k.open_chunk(&name, &s, blake3::hash(b"x").as_bytes()).is_err());
-        assert_eq!(k.seal_chunk(&name, b"", 4096).unwrap().len(), MIN_PADDED + NONCE + TAG);
+        assert_eq!(k.open_chunk(&name, &s).unwrap(), (false, data.clone()));
+        // The compressed flag travels in the length word; the padding is the same.
+        let z = k.seal_chunk(&name, &data, true, 4096).unwrap();
+        assert_eq!(z.len(), 1024 + NONCE + TAG);
+        assert_eq!(k.open_chunk(&name, &z).unwrap(), (true, data));
+        assert!(k.open_chunk("data/other", &s).is_err());
+        assert_eq!(k.seal_chunk(&name, b"", false, 4096).unwrap().len(), MIN_PADDED + NONCE + TAG);
         // A full chunk (and one just under) is padded to the chunk size, not to the next
         // power of two, which would double it; both still open.
         for (n, expected) in [(4096, 4096 + 4), (4093, 4096 + 4), (4092, 4096), (2045, 4096)] {
             let data = vec![9u8; n];
-            let h = blake3::hash(&data);
-            let s = k.seal_chunk(&name, &data, 4096).unwrap();
+            let s = k.seal_chunk(&name, &data, false, 4096).unwrap();
             assert_eq!(s.len(), expected + NONCE + TAG, "{n}");
-            assert_eq!(k.open_chunk(&name, &s, h.as_bytes()).unwrap(), data);
+            assert_eq!(k.open_chunk(&name, &s).unwrap(), (false, data));
         }
     }
 

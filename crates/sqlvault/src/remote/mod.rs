@@ -115,8 +115,11 @@ pub enum PushOutcome {
         commit: String,
         /// Chunks the remote did not have.
         chunks_uploaded: u64,
-        /// Their bytes (before padding and sealing).
+        /// Their bytes (plaintext).
         bytes_uploaded: u64,
+        /// Their bytes as stored and uploaded, compressed or not (before padding and
+        /// sealing).
+        stored_bytes_uploaded: u64,
         /// Objects written: chunk objects (layouts 1 and 2) or packs and index pieces
         /// (layout 3), metadata pieces, the commit (the ref is replaced, not counted).
         objects_uploaded: u64,

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use super::format::{self, names};
 use super::store::{Located, Store, Written, PACK_PARALLEL, PACK_QUEUED, PARALLEL, QUEUED};
 use crate::error::{Error, Result};
+use crate::fs::chunks::{self, Codec, Stored};
 use crate::keys::remote::{tampered, RemoteKeys};
 
 /// A pack is closed (and uploaded) once it holds this many bytes of sealed chunks.
@@ -195,15 +196,16 @@ pub(crate) struct Uploaded {
     pub index_written: u64,
 }
 
-/// Seals `chunks` (id, plaintext) into packs on the calling thread and uploads them
+/// Seals `chunks` (id, chunk as stored) into packs on the calling thread and uploads them
 /// through the bounded pipeline ([`PACK_PARALLEL`] in flight, [`PACK_QUEUED`] queued:
 /// at most `PACK_QUEUED + PACK_PARALLEL + 1` packs in memory), then writes their index.
-/// `done` gets the plaintext bytes of each pack uploaded. The first error stops it
+/// `done` gets the plaintext bytes of each pack uploaded (of its chunks' `len`, however
+/// stored). The first error stops it
 /// before the index: packs without an index are never read, and prune removes them.
 pub(crate) fn upload(
     store: &Store,
     keys: &RemoteKeys,
-    mut chunks: impl Iterator<Item = Result<([u8; 32], Vec<u8>)>>,
+    mut chunks: impl Iterator<Item = Result<([u8; 32], Stored)>>,
     chunk_size: usize,
     done: impl FnMut(u64),
 ) -> Result<Uploaded> {
@@ -218,8 +220,9 @@ pub(crate) fn upload(
     };
     let items = std::iter::from_fn(|| loop {
         match chunks.next() {
-            Some(Ok((id, data))) => {
-                let sealed = match keys.seal_chunk(&format::chunk_name_of(&id), &data, chunk_size) {
+            Some(Ok((id, chunk))) => {
+                let name = format::chunk_name_of(&id);
+                let sealed = match keys.seal_chunk(&name, &chunk.bytes, chunk.codec == Codec::Zstd, chunk_size) {
                     Ok(s) => s,
                     Err(e) => return Some(Err(e)),
                 };
@@ -228,7 +231,7 @@ pub(crate) fn upload(
                 }
                 entries.push((id, cur.len() as u32, sealed.len() as u32));
                 cur.extend_from_slice(&sealed);
-                weight += data.len() as u64;
+                weight += chunk.len as u64;
                 if cur.len() >= PACK_BYTES {
                     return Some(Ok(close(&mut cur, &mut entries, &mut weight)));
                 }
@@ -254,14 +257,14 @@ pub(crate) fn upload(
 pub(crate) type Wanted = (Vec<u8>, i64);
 
 /// Fetches the chunks `wanted` from the remote, opens each and checks it against its
-/// hash and length, and calls `each(i, data)` on the calling thread as they arrive (in
-/// any order). Anything that fails to authenticate, or a chunk no index places, is
+/// hash and length (decoding a compressed one to check it), and calls `each(i, chunk)`
+/// with the chunk as stored on the calling thread as they arrive (in any order). Anything that fails to authenticate, or a chunk no index places, is
 /// `Damaged`; the first error stops the transfer.
 pub(crate) fn fetch(
     store: &Store,
     keys: &RemoteKeys,
     wanted: &[Wanted],
-    mut each: impl FnMut(usize, Vec<u8>) -> Result<()>,
+    mut each: impl FnMut(usize, Stored) -> Result<()>,
 ) -> Result<()> {
     if wanted.is_empty() {
         return Ok(());
@@ -337,7 +340,7 @@ pub(crate) fn fetch(
     store.run_all(
         jobs,
         (PACK_PARALLEL, PACK_QUEUED),
-        |_, opened: Vec<(usize, Vec<u8>)>| {
+        |_, opened: Vec<(usize, Stored)>| {
             for (i, data) in opened {
                 each(i, data)?;
             }
@@ -367,13 +370,14 @@ pub(crate) fn fetch(
 /// One chunk a pack read brings: its index in `wanted`, where it is, its hash and length.
 type PackRead = (usize, Located, Vec<u8>, i64);
 
-/// Opens the sealed chunk `name` and checks it against `hash` and `len`.
-fn open_checked(keys: &RemoteKeys, name: &str, sealed: &[u8], hash: &[u8], len: i64) -> Result<Vec<u8>> {
-    let data = keys.open_chunk(name, sealed, hash)?;
-    if data.len() as i64 != len {
-        return Err(tampered(name));
-    }
-    Ok(data)
+/// Opens the sealed chunk `name` and checks it against `hash` and `len`: a chunk that
+/// decodes to anything else (or to more than `len` bytes) is tampered with.
+fn open_checked(keys: &RemoteKeys, name: &str, sealed: &[u8], hash: &[u8], len: i64) -> Result<Stored> {
+    let (compressed, bytes) = keys.open_chunk(name, sealed)?;
+    let len = usize::try_from(len).map_err(|_| tampered(name))?;
+    let chunk = Stored { codec: if compressed { Codec::Zstd } else { Codec::Raw }, len, bytes };
+    chunks::verify(&chunk, hash).map_err(|_| tampered(name))?;
+    Ok(chunk)
 }
 
 #[cfg(test)]
@@ -411,7 +415,7 @@ mod tests {
         let keys = RemoteKeys::for_tests();
         // 1100 chunks of 4 KiB: two packs.
         let data: Vec<Vec<u8>> = (0..1100u32).map(|i| i.to_le_bytes().repeat(1024)).collect();
-        let chunks = data.iter().map(|d| Ok((keys.chunk_id(blake3::hash(d).as_bytes()), d.clone())));
+        let chunks = data.iter().map(|d| Ok((keys.chunk_id(blake3::hash(d).as_bytes()), raw(d))));
         let up = upload(&store, &keys, chunks, 4096, |_| {}).unwrap();
         assert_eq!((up.packs, up.index.len(), up.index_written), (2, 1, 1));
         assert_eq!(present(&store, &keys).unwrap().len(), 1100);
@@ -423,7 +427,7 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        assert!(got.iter().enumerate().all(|(i, d)| d.as_deref() == Some(&data[i * 7][..])));
+        assert!(got.iter().enumerate().all(|(i, d)| d.as_ref().map(|d| &d.bytes[..]) == Some(&data[i * 7][..])));
 
         let pack = store.list(names::PACKS).unwrap().remove(0);
         let mut bytes = store.get_required(&pack).unwrap();
@@ -432,6 +436,54 @@ mod tests {
         store.create(&pack, bytes).unwrap();
         let all: Vec<Wanted> = data.iter().map(|d| (blake3::hash(d).as_bytes().to_vec(), d.len() as i64)).collect();
         let err = fetch(&store, &keys, &all, |_, _| Ok(())).unwrap_err();
+        assert!(matches!(err, Error::Damaged { .. }), "{err}");
+    }
+
+    fn raw(d: &[u8]) -> Stored {
+        Stored { codec: Codec::Raw, len: d.len(), bytes: d.to_vec() }
+    }
+
+    /// Packs carry chunks as stored: compressed ones travel compressed (the packs
+    /// shrink), come back compressed and are checked by decoding them; a compressed
+    /// chunk whose row names another length is damage, however well it decodes.
+    #[test]
+    fn compressed_chunks_travel_as_stored_and_are_checked_decoded() {
+        let mem = Arc::new(object_store::memory::InMemory::new());
+        let store = Store::new(mem.clone(), "p", "mem".into()).unwrap();
+        remember_layout(&store, format::PACKS_LAYOUT);
+        let keys = RemoteKeys::for_tests();
+        let text: Vec<Vec<u8>> = (0..200u32)
+            .map(|i| format!("line {i} of a text that compresses well\n").repeat(100).into_bytes())
+            .collect();
+        let stored: Vec<Stored> = text
+            .iter()
+            .enumerate()
+            .map(|(i, d)| match chunks::encode(d, chunks::Compression::Zstd) {
+                Some(z) if i % 2 == 0 => Stored { codec: Codec::Zstd, len: d.len(), bytes: z },
+                _ => raw(d),
+            })
+            .collect();
+        let mut weight = 0;
+        let items = text.iter().zip(&stored).map(|(d, s)| Ok((keys.chunk_id(blake3::hash(d).as_bytes()), s.clone())));
+        upload(&store, &keys, items, 8192, |n| weight += n).unwrap();
+        assert_eq!(weight, text.iter().map(|d| d.len() as u64).sum::<u64>(), "progress counts plaintext");
+        let packed: usize =
+            store.list(names::PACKS).unwrap().iter().map(|p| store.get_required(p).unwrap().len()).sum();
+        // Raw, each 4 KB chunk seals to 4 KiB and its nonce and tag: 827,200 bytes for all
+        // 200. The compressed half seals to the 512-byte minimum each.
+        assert!(packed < 200 * (512 + 4096 + 2 * 40) / 2 + 1000, "packs hold the compressed half compressed: {packed}");
+        let wanted: Vec<Wanted> = text.iter().map(|d| (blake3::hash(d).as_bytes().to_vec(), d.len() as i64)).collect();
+        let mut got = vec![None; wanted.len()];
+        fetch(&store, &keys, &wanted, |i, c| {
+            got[i] = Some(c);
+            Ok(())
+        })
+        .unwrap();
+        for (i, c) in got.into_iter().enumerate() {
+            assert_eq!(c.as_ref(), Some(&stored[i]), "{i}");
+        }
+        let wrong: Vec<Wanted> = vec![(wanted[0].0.clone(), wanted[0].1 - 1)];
+        let err = fetch(&store, &keys, &wrong, |_, _| Ok(())).unwrap_err();
         assert!(matches!(err, Error::Damaged { .. }), "{err}");
     }
 }

@@ -101,9 +101,9 @@ pub(crate) fn apply(
     let total: u64 = missing.iter().map(|m| m.3 as u64).sum();
     let wanted: Vec<super::packs::Wanted> = missing.iter().map(|m| (m.1.clone(), m.3)).collect();
     let mut done = 0u64;
-    super::packs::fetch(store, keys, &wanted, |i, data| {
+    super::packs::fetch(store, keys, &wanted, |i, chunk| {
         let (id, hash, refs, len) = &missing[i];
-        chunks::insert(tx, *id, hash, *refs, &data)?;
+        chunks::insert_stored(tx, *id, hash, *refs, &chunk)?;
         done += *len as u64;
         progress(Progress { phase: "chunks", done, total });
         Ok(())

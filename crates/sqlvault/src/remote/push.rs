@@ -53,7 +53,7 @@ pub(crate) fn push(
     let layout = super::packs::layout(store, keys)?;
     let chunk_size = crate::storage::schema::meta_int(conn, "chunk_size")? as usize;
     let mut missing = Vec::new();
-    let mut total_bytes = 0u64;
+    let (mut total_bytes, mut stored_bytes) = (0u64, 0u64);
     {
         // Chunk ids the remote holds: in packs that exist, or as `data/` objects.
         let present: HashSet<[u8; 32]> = if layout >= format::PACKS_LAYOUT {
@@ -65,12 +65,13 @@ pub(crate) fn push(
             });
             ids.collect()
         };
-        let mut stmt = conn.prepare("SELECT id, hash, len FROM chunks ORDER BY id")?;
+        let mut stmt = conn.prepare("SELECT id, hash, len, coalesce(stored, len) FROM chunks ORDER BY id")?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
             let id = keys.chunk_id(&r.get::<_, Vec<u8>>(1)?);
             if !present.contains(&id) {
                 total_bytes += r.get::<_, i64>(2)? as u64;
+                stored_bytes += r.get::<_, i64>(3)? as u64;
                 missing.push((r.get::<_, i64>(0)?, id));
             }
         }
@@ -81,14 +82,15 @@ pub(crate) fn push(
         progress(Progress { phase: "chunks", done: done_bytes, total: total_bytes });
     };
     let (chunk_objects, index) = if layout >= format::PACKS_LAYOUT {
-        let chunks = missing.iter().map(|(id, cid)| Ok((*cid, chunks::read(conn, ChunkId(*id))?)));
+        let chunks = missing.iter().map(|(id, cid)| Ok((*cid, chunks::read_stored(conn, ChunkId(*id))?)));
         let up = super::packs::upload(store, keys, chunks, chunk_size, report)?;
         (up.packs + up.index_written, up.index)
     } else {
         let uploads = missing.iter().map(|(id, cid)| {
-            let data = chunks::read(conn, ChunkId(*id))?;
+            let chunk = chunks::read_stored(conn, ChunkId(*id))?;
             let name = format::chunk_name_of(cid);
-            Ok((name.clone(), keys.seal_chunk(&name, &data, chunk_size)?, data.len() as u64))
+            let sealed = keys.seal_chunk(&name, &chunk.bytes, chunk.codec == chunks::Codec::Zstd, chunk_size)?;
+            Ok((name.clone(), sealed, chunk.len as u64))
         });
         store.create_all(uploads, &mut report)?;
         (missing.len() as u64, Vec::new())
@@ -125,6 +127,7 @@ pub(crate) fn push(
                 commit: id,
                 chunks_uploaded: missing.len() as u64,
                 bytes_uploaded: total_bytes,
+                stored_bytes_uploaded: stored_bytes,
                 objects_uploaded: chunk_objects + pieces.created + 1,
             },
             Some(pieces.digest),

@@ -145,11 +145,13 @@ pub(crate) fn load(
         let Some(last) = batch.last() else { break };
         after = last.0;
         let wanted: Vec<super::packs::Wanted> = batch.iter().map(|(_, h, len)| (h.clone(), *len)).collect();
-        super::packs::fetch(store, keys, &wanted, |i, data| {
-            let (rid, _, len) = &batch[i];
+        super::packs::fetch(store, keys, &wanted, |i, chunk| {
+            let (rid, h, len) = &batch[i];
             // Stored (or found) with one reference, given back at once: the snapshot's
             // hold below keeps it until the restore adopted it or the snapshot is gone.
-            let ChunkId(lid) = chunks::acquire(tx, &data)?;
+            // `fetch` checked it against the hash.
+            let h: chunks::Hash = h.as_slice().try_into().map_err(|_| Error::damaged("remote chunk hash length"))?;
+            let ChunkId(lid) = chunks::acquire_stored(tx, &h, &chunk)?;
             tx.prepare_cached("UPDATE chunks SET refs = refs - 1 WHERE id = ?1")?.execute([lid])?;
             tx.prepare_cached("UPDATE temp.remote_chunks SET lid = ?2 WHERE rid = ?1")?.execute([rid, &lid])?;
             done += *len as u64;

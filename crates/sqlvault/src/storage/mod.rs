@@ -15,4 +15,6 @@ pub(crate) mod engine;
 #[cfg(test)]
 mod journal_speed;
 pub(crate) mod schema;
+#[cfg(feature = "upgrade-v1")]
+pub(crate) mod v1;
 pub(crate) mod vfs;

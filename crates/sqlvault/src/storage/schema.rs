@@ -244,6 +244,14 @@ const MIGRATIONS: &[&str] = &[
     "
     CREATE INDEX IF NOT EXISTS snap_dirents_by_ino ON snap_dirents(snap, ino);
     ",
+    // 11: chunks stored compressed (see fs/chunks.rs): how the bytes are stored and
+    // their stored length; `len` and `hash` stay the plaintext's. Rows written before
+    // are stored as is (codec 0, stored NULL: `len` bytes). The vault's setting is the
+    // `meta` row `compression` (no row: `none`).
+    "
+    ALTER TABLE chunks ADD COLUMN codec INTEGER NOT NULL DEFAULT 0;  -- 0: as is, 1: one zstd frame
+    ALTER TABLE chunks ADD COLUMN stored INTEGER;                    -- bytes as stored; NULL: len
+    ",
 ];
 
 /// Every table, index and trigger of ours. Application SQL may not touch them, nor create an
@@ -365,6 +373,18 @@ pub fn meta_int(conn: &Connection, key: &str) -> Result<i64> {
         rusqlite::Error::QueryReturnedNoRows => Error::damaged(format!("setting {key} is missing")),
         e => e.into(),
     })
+}
+
+/// Reads a text setting from `meta` (`None` if the vault has no such row).
+pub fn meta_text(conn: &Connection, key: &str) -> Result<Option<String>> {
+    use rusqlite::OptionalExtension;
+    Ok(conn.prepare_cached("SELECT value FROM meta WHERE key = ?1")?.query_row([key], |r| r.get(0)).optional()?)
+}
+
+/// Sets a text setting in `meta`.
+pub fn set_meta_text(conn: &Connection, key: &str, value: &str) -> Result<()> {
+    conn.prepare_cached("INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)")?.execute([key, value])?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
-use crate::fs::chunks;
+use crate::fs::chunks::{self, Compression};
 use crate::fs::handle::Files;
 use crate::fs::reclaim;
 use crate::fs::tree::{self, FileType, InodeId};
@@ -44,6 +44,8 @@ pub(crate) mod secrets;
 mod snapshots;
 mod sql;
 pub(crate) mod transaction;
+#[cfg(feature = "upgrade-v1")]
+pub(crate) mod upgrade;
 pub(crate) mod whole;
 
 pub use clone::{Allocate, SeekHole};
@@ -61,6 +63,8 @@ pub struct CreateOptions {
     pub kdf: KdfParams,
     /// Engine settings of the returned handle.
     pub engine: EngineConfig,
+    /// How chunks are stored (kept in the vault; [`Vault::set_compression`] changes it).
+    pub compression: Compression,
 }
 
 /// Default chunk size, picked from the sweep in `docs/benchmarks.md`.
@@ -81,6 +85,7 @@ impl Default for CreateOptions {
             cipher: PageCipher::default_for_cpu(),
             kdf: KdfParams::default(),
             engine: EngineConfig::default(),
+            compression: Compression::default(),
         }
     }
 }
@@ -106,12 +111,19 @@ pub struct Info {
     pub symlinks: u64,
     /// Sum of file sizes.
     pub logical_bytes: u64,
-    /// Bytes held in unique chunks (after deduplication, holes not stored).
+    /// Bytes held in unique chunks (after deduplication, holes not stored), before
+    /// compression.
+    pub unique_bytes: u64,
+    /// The same chunks' bytes as stored (compressed or not).
     pub stored_bytes: u64,
     /// Unique stored chunks.
     pub chunks: u64,
-    /// logical / stored (1.0 when empty).
+    /// logical / unique (1.0 when empty).
     pub dedup_ratio: f64,
+    /// unique / stored (1.0 when empty).
+    pub compression_ratio: f64,
+    /// How new chunks are stored: `zstd` or `none`.
+    pub compression: String,
     /// Size of the vault file on disk, plus its WAL if present.
     pub file_bytes: u64,
     /// Free database pages.
@@ -126,6 +138,17 @@ pub struct Info {
     /// Bytes of deleted content not wiped yet: the background reclaimer's backlog,
     /// wiped when the vault is quiet and at the latest by `close`.
     pub pending_wipe_bytes: u64,
+}
+
+/// What [`Vault::recompress`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RecompressReport {
+    /// Bytes the chunks took as stored before.
+    pub stored_before: u64,
+    /// And after.
+    pub stored_after: u64,
+    /// Stored bytes the rewritten chunks saved (negative when `none` expanded them).
+    pub saved_bytes: i64,
 }
 
 /// An entry returned by [`Vault::read_dir`] and [`Vault::read_dir_page`].
@@ -194,7 +217,10 @@ impl Vault {
             drop(file);
             let engine = Engine::open(path, master, cipher, header.file_id, opts.engine.clone(), true)?;
             let (uid, gid) = ids();
-            engine.write(|tx| schema::initialize(tx, opts.chunk_size, tree::now_ns(), uid, gid))?;
+            engine.write(|tx| {
+                schema::initialize(tx, opts.chunk_size, tree::now_ns(), uid, gid)?;
+                chunks::set_compression(tx, opts.compression)
+            })?;
             Ok(engine)
         })();
         match made {
@@ -365,6 +391,45 @@ impl Vault {
         crate::storage::compact::compact(self.engine(), self.path(), &progress)
     }
 
+    /// How this vault stores the chunks it writes (a vault made before schema version
+    /// 11 reads `None` until set).
+    pub fn compression(&self) -> Result<Compression> {
+        self.engine().read(chunks::compression)
+    }
+
+    /// Changes how chunks written from now on are stored; chunks already stored keep
+    /// their form until [`Vault::recompress`] rewrites them.
+    pub fn set_compression(&self, c: Compression) -> Result<()> {
+        self.engine().write(|tx| chunks::set_compression(tx, c))
+    }
+
+    /// Rewrites the stored chunks that the setting would store otherwise (raw ones it
+    /// would compress, compressed ones under `none`), in id order, a batch of about
+    /// 32 MiB of plaintext per transaction: stopping at any moment (the interrupt,
+    /// a crash) keeps every finished batch and loses nothing, and a later run resumes
+    /// where the chunks still differ. Reports progress in phase `recompress`, in
+    /// plaintext bytes looked at, of the vault's unique bytes. The old bytes wait for
+    /// the reclaimer as a deleted chunk's do; `compact` gives their pages back.
+    pub fn recompress(&self, ops: &Ops<'_>) -> Result<RecompressReport> {
+        const BATCH: u64 = 32 << 20;
+        self.files().flush_all()?;
+        let (setting, total) = self.engine().read(|c| Ok((chunks::compression(c)?, chunks::totals(c)?)))?;
+        let mut report = RecompressReport { stored_before: total.stored_bytes, ..RecompressReport::default() };
+        let (mut done, mut after) = (0u64, i64::MIN);
+        loop {
+            ops.report(Progress { phase: "recompress", done, total: total.bytes.max(done), bytes: done });
+            ops.check()?;
+            let (seen, saved, last) = self.engine().write_alone(|tx| chunks::recompress(tx, setting, after, BATCH))?;
+            if seen == 0 {
+                break;
+            }
+            (done, after) = (done + seen, last);
+            report.saved_bytes += saved;
+        }
+        report.stored_after = self.engine().read(chunks::totals)?.stored_bytes;
+        Ok(report)
+    }
+
     pub(crate) fn is_open(&self, ino: InodeId) -> bool {
         self.inner.files.is_open(ino)
     }
@@ -374,7 +439,7 @@ impl Vault {
         let header = &self.inner.header;
         let mut info = self.engine().read(|c| {
             let t = tree::totals(c)?;
-            let chunks::Totals { chunks, bytes: stored, inline_bytes } = chunks::totals(c)?;
+            let chunks::Totals { chunks, bytes: unique, stored_bytes: stored, inline_bytes } = chunks::totals(c)?;
             let free = schema::free_pages(c)?;
             let logical = t.file_bytes;
             let schema_version = schema::version(c)?;
@@ -388,9 +453,12 @@ impl Vault {
                 directories: t.directories,
                 symlinks: t.symlinks,
                 logical_bytes: logical,
+                unique_bytes: unique,
                 stored_bytes: stored,
                 chunks,
-                dedup_ratio: if stored > 0 { logical as f64 / stored as f64 } else { 1.0 },
+                dedup_ratio: if unique > 0 { logical as f64 / unique as f64 } else { 1.0 },
+                compression_ratio: if stored > 0 { unique as f64 / stored as f64 } else { 1.0 },
+                compression: chunks::compression(c)?.name().to_string(),
                 file_bytes: 0,
                 free_pages: free,
                 reclaimable_bytes: free * header.cipher.page_size as u64,

@@ -425,7 +425,12 @@ impl Vault {
             drop(file);
             let engine = Engine::open(dest, master, header.cipher, header.file_id, config, true)?;
             let (uid, gid) = ids();
-            engine.write(|tx| schema::initialize(tx, rconfig.chunk_size, tree::now_ns(), uid, gid))?;
+            engine.write(|tx| {
+                schema::initialize(tx, rconfig.chunk_size, tree::now_ns(), uid, gid)?;
+                // A new vault's default: chunks the remote holds uncompressed are
+                // compressed as they arrive, compressed ones kept as they are.
+                crate::fs::chunks::set_compression(tx, crate::fs::chunks::Compression::default())
+            })?;
             engine.write(|tx| {
                 pull::apply(tx, &store, &keys, &commit, progress)?;
                 let digest = dump::digest(tx)?;

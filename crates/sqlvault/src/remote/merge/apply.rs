@@ -309,8 +309,8 @@ pub(super) fn finish(
         "DELETE FROM main.chunk_shares;
          DELETE FROM main.chunk_holds;
          INSERT INTO main.chunk_holds(chunk, n) SELECT chunk, count(*) FROM {S}m_snap_chunks GROUP BY chunk;
-         CREATE TABLE {S}moved(id INTEGER PRIMARY KEY, hash BLOB, len INTEGER, data BLOB);
-         INSERT INTO {S}moved SELECT m.id, m.hash, m.len, {data} FROM {S}mch m
+         CREATE TABLE {S}moved(id INTEGER PRIMARY KEY, hash BLOB, len INTEGER, codec INTEGER, data BLOB);
+         INSERT INTO {S}moved SELECT m.id, m.hash, m.len, c.codec, {data} FROM {S}mch m
              JOIN {S}l_chunks l ON l.hash = m.hash JOIN main.chunks c ON c.id = l.id
              LEFT JOIN main.chunk_data d ON d.id = c.body
              WHERE l.id != m.id AND NOT EXISTS (SELECT 1 FROM {S}l_chunks x WHERE x.id = m.id AND x.hash = m.hash);
@@ -319,11 +319,14 @@ pub(super) fn finish(
         data = chunks::DATA,
     ))?;
     {
-        let mut moved = tx.prepare(&format!("SELECT id, hash, data FROM {S}moved"))?;
+        // Moved as stored: a compressed chunk stays compressed.
+        let mut moved = tx.prepare(&format!("SELECT id, hash, len, codec, data FROM {S}moved"))?;
         let mut rows = moved.query([])?;
         while let Some(r) = rows.next()? {
-            let (id, hash, data): (i64, Vec<u8>, Vec<u8>) = (r.get(0)?, r.get(1)?, r.get(2)?);
-            chunks::insert(tx, id, &hash, 0, &data)?;
+            let (id, hash, len, codec, bytes): (i64, Vec<u8>, i64, i64, Vec<u8>) =
+                (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
+            let chunk = chunks::Stored { codec: chunks::Codec::from_i64(codec)?, len: len.max(0) as usize, bytes };
+            chunks::insert_stored(tx, id, &hash, 0, &chunk)?;
         }
     }
     let missing: Vec<(i64, Vec<u8>, i64)> = {
@@ -336,9 +339,9 @@ pub(super) fn finish(
     let total: u64 = missing.iter().map(|m| m.2 as u64).sum();
     let wanted: Vec<packs::Wanted> = missing.iter().map(|m| (m.1.clone(), m.2)).collect();
     let mut done = 0u64;
-    packs::fetch(store, keys, &wanted, |i, data| {
+    packs::fetch(store, keys, &wanted, |i, chunk| {
         let (id, hash, len) = &missing[i];
-        chunks::insert(tx, *id, hash, 0, &data)?;
+        chunks::insert_stored(tx, *id, hash, 0, &chunk)?;
         done += *len as u64;
         progress(Progress { phase: "chunks", done, total });
         Ok(())

@@ -80,6 +80,33 @@ public final class Vault implements AutoCloseable {
         }
     }
 
+    /**
+     * Converts the format-1 (SQLCipher) vault at {@code path} to format 2 in place, as {@code
+     * sqlvault upgrade} does, and returns it open. Blocking, without progress; safe to kill (calling
+     * it again finishes the job); a format-2 vault is only opened.
+     */
+    public static Vault upgrade(String path, char[] passphrase) throws IOException {
+        checkFile(path);
+        byte[] pw = utf8(passphrase);
+        try {
+            return new Vault(uniffi.sqlvault_ffi.Vault.Companion.upgrade(path, pw));
+        } catch (uniffi.sqlvault_ffi.VaultException e) {
+            throw Errors.map(e, path);
+        } finally {
+            Arrays.fill(pw, (byte) 0);
+        }
+    }
+
+    /** {@link #upgrade} with the 32-byte key file at {@code keyFile}. */
+    public static Vault upgradeWithKeyFile(String path, String keyFile) throws IOException {
+        checkFile(path);
+        try {
+            return new Vault(uniffi.sqlvault_ffi.Vault.Companion.upgradeWithKeyFile(path, keyFile));
+        } catch (uniffi.sqlvault_ffi.VaultException e) {
+            throw Errors.map(e, path);
+        }
+    }
+
     /** Creates a new vault file at {@code path} unlocked by the 32-byte key file at {@code keyFile}. */
     public static Vault createWithKeyFile(String path, String keyFile) throws IOException {
         try {

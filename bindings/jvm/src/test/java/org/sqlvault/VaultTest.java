@@ -87,6 +87,28 @@ class VaultTest {
     }
 
     @Test
+    void upgradeConvertsAFormat1VaultAndOpensIt() throws IOException {
+        // The committed format-1 (SQLCipher) fixtures; Maven runs from bindings/jvm.
+        Path fixtures = Path.of(System.getProperty("user.dir")).resolve("../../crates/sqlvault/tests/fixtures").normalize();
+        char[] pass = Files.readString(fixtures.resolve("format1.passphrase")).strip().toCharArray();
+        Path p = dir.resolve("format1.vault");
+        Files.copy(fixtures.resolve("format1.vault"), p);
+        assertThrows(WrongSecretException.class, () -> Vault.upgrade(p.toString(), "nope".toCharArray()));
+        try (Vault u = Vault.upgrade(p.toString(), pass)) {
+            assertArrayEquals("hello again, after the snapshot\n".getBytes(StandardCharsets.UTF_8),
+                    u.readAllBytes("/hello.txt"));
+        }
+        try (Vault u = Vault.upgrade(p.toString(), pass)) { // already format 2: only opened
+            assertTrue(u.exists("/data/multi.bin"));
+        }
+        Path q = dir.resolve("format1-sha512.vault");
+        Files.copy(fixtures.resolve("format1-sha512.vault"), q);
+        try (Vault u = Vault.upgradeWithKeyFile(q.toString(), fixtures.resolve("format1.key").toString())) {
+            assertArrayEquals("deep in the tree\n".getBytes(StandardCharsets.UTF_8), u.readAllBytes("/docs/a/b/deep.txt"));
+        }
+    }
+
+    @Test
     void wrongPassphraseIsWrongSecretException() throws IOException {
         String path = v.path();
         v.close();

@@ -23,13 +23,16 @@ import org.sqlvault.Vault;
  *
  * <p>The data has the same shape as the Rust case it is compared with: one random MiB
  * with a unique stamp every 4 KiB, so no chunk deduplicates; the stamps are checked on the
- * way back.
+ * way back. Then it opens a vault with the key file {@code DIR/bench.key} and writes a
+ * 4 KiB file, 20 times (phase {@code open}).
  *
  * <p>Usage: {@code java -cp 'sqlvault-jvm.jar:lib/*' org.sqlvault.bench.StreamBench --mib N --dir DIR}
  */
 public final class StreamBench {
     private static final int BLOCK = 1 << 20;
     private static final int STAMP_EVERY = 4096;
+    private static final int SMALL = 4096;
+    private static final int OPENS = 20;
 
     private StreamBench() {
     }
@@ -122,6 +125,24 @@ public final class StreamBench {
             }
         }
         Files.delete(path);
-        System.out.println("{\"phases\":{\"write\":" + write + ",\"read\":" + read + "},\"peak_rss_kib\":" + peakRssKib() + ",\"notes\":{}}");
+
+        // Open with the key file DIR/bench.key, write a 4 KiB file, close: OPENS times.
+        String key = dir.resolve("bench.key").toString();
+        Path small = dir.resolve("jvm-open.vault");
+        Vault.createWithKeyFile(small.toString(), key).close();
+        byte[] data = new byte[SMALL];
+        long c0 = cpuNanos();
+        long t0 = System.nanoTime();
+        for (int i = 0; i < OPENS; i++) {
+            try (Vault v = Vault.openWithKeyFile(small.toString(), key)) {
+                v.write("/small-" + i + ".bin", data);
+            }
+        }
+        String open = phase((System.nanoTime() - t0) / 1e9, OPENS, (cpuNanos() - c0) / 1e9);
+        for (String ext : new String[] {"", "-wal", "-shm"}) {
+            Files.deleteIfExists(Paths.get(small + ext));
+        }
+        System.out.println("{\"phases\":{\"write\":" + write + ",\"read\":" + read + ",\"open\":" + open
+                + "},\"peak_rss_kib\":" + peakRssKib() + ",\"notes\":{}}");
     }
 }
