@@ -81,9 +81,7 @@ fn resolve(path: &[&str], modules: &BTreeSet<String>) -> String {
 }
 
 fn graph() -> BTreeMap<String, BTreeSet<String>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&root, &root, &mut files);
+    let files = library_sources();
     let modules: BTreeSet<String> = files.iter().map(|(m, _)| m.clone()).collect();
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (module, text) in &files {
@@ -362,6 +360,22 @@ fn library_sources() -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     sources(&root, &root, &mut files);
+    // A module its parent declares under `#[cfg(test)]` (`#[cfg(test)] mod x;`) is test
+    // code in a file of its own: a build without `cfg(test)` never sees it.
+    let mut test_only = BTreeSet::new();
+    for (module, text) in &files {
+        let mut lines = text.lines().peekable();
+        while let Some(l) = lines.next() {
+            if l.trim() != "#[cfg(test)]" {
+                continue;
+            }
+            let Some(name) = lines.peek().and_then(|n| n.trim().strip_prefix("mod ")?.strip_suffix(';')) else {
+                continue;
+            };
+            test_only.insert(if module == "crate" { name.to_string() } else { format!("{module}::{name}") });
+        }
+    }
+    files.retain(|(m, _)| !test_only.contains(m));
     files
 }
 
