@@ -182,16 +182,7 @@ impl Engine {
     fn connect_new(&self) -> Result<Connection> {
         let conn = self.open_connection(true)?;
         conn.execute_batch(&format!("PRAGMA page_size={}", self.cipher.page_size))?;
-        let mut reserve = c_int::from(self.cipher.reserve);
-        // SAFETY: the handle is valid; RESERVE_BYTES takes a pointer to an int.
-        let rc = unsafe {
-            rusqlite::ffi::sqlite3_file_control(
-                conn.handle(),
-                c"main".as_ptr(),
-                rusqlite::ffi::SQLITE_FCNTL_RESERVE_BYTES,
-                &mut reserve as *mut c_int as *mut std::ffi::c_void,
-            )
-        };
+        let (rc, _) = reserve_bytes(&conn, c_int::from(self.cipher.reserve));
         if rc != rusqlite::ffi::SQLITE_OK {
             return Err(Error::damaged(format!("SQLite refused to reserve bytes per page (code {rc})")));
         }
@@ -245,16 +236,7 @@ impl Engine {
     /// trailer needs (page 1 is authenticated, so only a bug or another program could
     /// have set it).
     fn check_reserve(&self, conn: &Connection) -> Result<()> {
-        let mut reserve: c_int = -1;
-        // SAFETY: as in `connect_new`; -1 asks for the current value.
-        let rc = unsafe {
-            rusqlite::ffi::sqlite3_file_control(
-                conn.handle(),
-                c"main".as_ptr(),
-                rusqlite::ffi::SQLITE_FCNTL_RESERVE_BYTES,
-                &mut reserve as *mut c_int as *mut std::ffi::c_void,
-            )
-        };
+        let (rc, reserve) = reserve_bytes(conn, -1);
         if rc != rusqlite::ffi::SQLITE_OK || reserve < crate::keys::page::TRAILER as c_int {
             return Err(Error::damaged(format!(
                 "the database reserves {reserve} bytes per page, fewer than its seal needs"
@@ -619,4 +601,22 @@ impl Drop for Engine {
             pool.clear();
         }
     }
+}
+
+/// `SQLITE_FCNTL_RESERVE_BYTES` on `conn`'s main database: sets the bytes SQLite leaves
+/// at the end of every page to `value` (before page 1 is first written), or with -1 only
+/// reads them. Returns SQLite's code and the value it reports.
+fn reserve_bytes(conn: &Connection, value: c_int) -> (c_int, c_int) {
+    let mut reserve = value;
+    // SAFETY: the handle is valid for the call; RESERVE_BYTES takes a pointer to an int,
+    // which SQLite reads and overwrites with the current value.
+    let rc = unsafe {
+        rusqlite::ffi::sqlite3_file_control(
+            conn.handle(),
+            c"main".as_ptr(),
+            rusqlite::ffi::SQLITE_FCNTL_RESERVE_BYTES,
+            &mut reserve as *mut c_int as *mut std::ffi::c_void,
+        )
+    };
+    (rc, reserve)
 }
