@@ -606,7 +606,7 @@ impl Drop for Engine {
 /// `SQLITE_FCNTL_RESERVE_BYTES` on `conn`'s main database: sets the bytes SQLite leaves
 /// at the end of every page to `value` (before page 1 is first written), or with -1 only
 /// reads them. Returns SQLite's code and the value it reports.
-fn reserve_bytes(conn: &Connection, value: c_int) -> (c_int, c_int) {
+pub(super) fn reserve_bytes(conn: &Connection, value: c_int) -> (c_int, c_int) {
     let mut reserve = value;
     // SAFETY: the handle is valid for the call; RESERVE_BYTES takes a pointer to an int,
     // which SQLite reads and overwrites with the current value.

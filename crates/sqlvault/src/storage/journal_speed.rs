@@ -4,7 +4,7 @@
 //! for comparison. Run with
 //! `cargo test --release -p sqlvault --lib journal_speed -- --ignored --nocapture --test-threads=1`.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 use std::path::Path;
 
 use rusqlite::{ffi, Connection, OpenFlags};
@@ -32,17 +32,7 @@ fn sealed(path: &Path) -> (Connection, PageKeysEntry) {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_URI;
     let conn = Connection::open_with_flags_and_vfs(Path::new(&entry.uri(path)), flags, VFS_NAME).unwrap();
     conn.execute_batch(&format!("PRAGMA page_size={PAGE}")).unwrap();
-    let mut reserve: c_int = TRAILER as c_int;
-    // SAFETY: valid handle; RESERVE_BYTES takes an int pointer.
-    let rc = unsafe {
-        ffi::sqlite3_file_control(
-            conn.handle(),
-            c"main".as_ptr(),
-            ffi::SQLITE_FCNTL_RESERVE_BYTES,
-            &mut reserve as *mut c_int as *mut c_void,
-        )
-    };
-    assert_eq!(rc, ffi::SQLITE_OK);
+    assert_eq!(super::engine::reserve_bytes(&conn, TRAILER as c_int).0, ffi::SQLITE_OK);
     (conn, entry)
 }
 
