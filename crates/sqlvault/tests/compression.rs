@@ -3,10 +3,11 @@
 //! and every path reads back what was written.
 mod common;
 
+use common::clone;
 use common::s3::S3Server;
 use common::{opts, pass, Rng, TestVault};
 use sqlvault::remote::PushOutcome;
-use sqlvault::{Compression, CreateOptions, EngineConfig, Interrupt, Ops, Vault};
+use sqlvault::{Compression, CreateOptions, Interrupt, Ops, Vault};
 
 const CHUNK: u32 = 64 * 1024;
 
@@ -29,19 +30,6 @@ fn noise(seed: u64, n: usize) -> Vec<u8> {
 
 fn create(dir: &std::path::Path, name: &str, c: Compression) -> Vault {
     Vault::create(dir.join(name), &pass(), &CreateOptions { compression: c, ..opts(CHUNK) }).unwrap()
-}
-
-fn clone(server: &S3Server, url: &str, dir: &std::path::Path, name: &str) -> Vault {
-    Vault::clone_remote(
-        url,
-        Some(&server.endpoint),
-        dir.join(name),
-        &pass(),
-        EngineConfig::default(),
-        &sqlvault::remote::At::Newest,
-        &Ops::default(),
-    )
-    .unwrap()
 }
 
 fn files(seed: u64) -> Vec<(String, Vec<u8>)> {

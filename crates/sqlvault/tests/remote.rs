@@ -12,25 +12,13 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
+use common::clone;
 use common::s3::S3Server;
 use common::{opts, pass, Rng, TestVault};
 use sqlvault::remote::{At, PullOutcome, PushOutcome};
 use sqlvault::{EngineConfig, Error, FileType, Secret, TagValue, Vault};
 
 const CHUNK: u32 = 4096;
-
-fn clone(server: &S3Server, url: &str, dir: &std::path::Path, name: &str) -> Vault {
-    Vault::clone_remote(
-        url,
-        Some(&server.endpoint),
-        dir.join(name),
-        &pass(),
-        EngineConfig::default(),
-        &sqlvault::remote::At::Newest,
-        &sqlvault::Ops::default(),
-    )
-    .unwrap()
-}
 
 /// Bytes unlike any others in the test (no accidental dedup), `n` long.
 fn payload(seed: u64, n: usize) -> Vec<u8> {

@@ -68,3 +68,18 @@ impl Rng {
         self.next() % n
     }
 }
+
+/// A clone of the newest commit at `url` on `server`, into `dir/name`, opened with the
+/// tests' passphrase.
+pub fn clone(server: &s3::S3Server, url: &str, dir: &std::path::Path, name: &str) -> sqlvault::Vault {
+    sqlvault::Vault::clone_remote(
+        url,
+        Some(&server.endpoint),
+        dir.join(name),
+        &pass(),
+        sqlvault::EngineConfig::default(),
+        &sqlvault::remote::At::Newest,
+        &sqlvault::Ops::default(),
+    )
+    .unwrap()
+}
