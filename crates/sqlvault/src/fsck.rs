@@ -7,7 +7,7 @@
 use rusqlite::Connection;
 
 use crate::error::Result;
-use crate::fs::chunks;
+use crate::fs::{chunks, cut};
 
 /// What `fsck` found. An empty `problems` list means the vault is sound.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -124,9 +124,23 @@ const INVARIANTS: &[(&str, &str)] = &[
         "trashed data in use",
     ),
     (
-        "SELECT 'file inode ' || f.ino || ' index ' || f.idx || ': chunk ' || f.chunk || ' is missing'
+        "SELECT 'file inode ' || f.ino || ' offset ' || f.off || ': chunk ' || f.chunk || ' is missing'
          FROM file_chunks f LEFT JOIN chunks c ON c.id = f.chunk WHERE c.id IS NULL",
         "missing chunk",
+    ),
+    // The chunk map: each entry covers its chunk's bytes, entries of a file do not
+    // overlap (in key order, each starts at or after the end of the one before).
+    (
+        "SELECT 'inode ' || f.ino || ' offset ' || f.off || ': entry of ' || f.len || ' bytes names chunk '
+                || f.chunk || ' of ' || c.len
+         FROM file_chunks f JOIN chunks c ON c.id = f.chunk WHERE f.len != c.len OR f.len <= 0 OR f.off < 0",
+        "entry length",
+    ),
+    (
+        "SELECT 'inode ' || ino || ': entry at offset ' || off || ' overlaps the one before (ending at ' || prev || ')'
+         FROM (SELECT ino, off, lag(off + len) OVER (PARTITION BY ino ORDER BY off) AS prev FROM file_chunks)
+         WHERE prev > off",
+        "overlap",
     ),
     (
         "SELECT 'chunk map of inode ' || f.ino || ': no such regular file'
@@ -135,8 +149,8 @@ const INVARIANTS: &[(&str, &str)] = &[
         "map",
     ),
     (
-        "SELECT 'inode ' || f.ino || ': chunk index ' || f.idx || ' lies beyond its size ' || i.size
-         FROM file_chunks f JOIN inodes i ON i.ino = f.ino WHERE f.idx * ?1 >= i.size",
+        "SELECT 'inode ' || f.ino || ': entry at offset ' || f.off || ' of ' || f.len || ' bytes ends beyond its size ' || i.size
+         FROM file_chunks f JOIN inodes i ON i.ino = f.ino WHERE f.off + f.len > i.size",
         "beyond size",
     ),
     // 4. The tree.
@@ -225,9 +239,21 @@ const INVARIANTS: &[(&str, &str)] = &[
     ),
     // 5. Snapshots: every chunk reference exists, every snapshot tree is well formed.
     (
-        "SELECT 'snapshot ' || s.snap || ' inode ' || s.ino || ' index ' || s.idx || ': chunk ' || s.chunk || ' is missing'
+        "SELECT 'snapshot ' || s.snap || ' inode ' || s.ino || ' offset ' || s.off || ': chunk ' || s.chunk || ' is missing'
          FROM snap_chunks s LEFT JOIN chunks c ON c.id = s.chunk WHERE c.id IS NULL",
         "snapshot missing chunk",
+    ),
+    (
+        "SELECT 'snapshot ' || s.snap || ' inode ' || s.ino || ' offset ' || s.off || ': entry of ' || s.len
+                || ' bytes names chunk ' || s.chunk || ' of ' || c.len
+         FROM snap_chunks s JOIN chunks c ON c.id = s.chunk WHERE s.len != c.len OR s.len <= 0 OR s.off < 0",
+        "snapshot entry length",
+    ),
+    (
+        "SELECT 'snapshot ' || snap || ' inode ' || ino || ': entry at offset ' || off || ' overlaps the one before'
+         FROM (SELECT snap, ino, off, lag(off + len) OVER (PARTITION BY snap, ino ORDER BY off) AS prev FROM snap_chunks)
+         WHERE prev > off",
+        "snapshot overlap",
     ),
     (
         "SELECT 'snapshot ' || s.snap || ': chunk map of inode ' || s.ino || ': no such regular file'
@@ -236,8 +262,8 @@ const INVARIANTS: &[(&str, &str)] = &[
         "snapshot map",
     ),
     (
-        "SELECT 'snapshot ' || s.snap || ' inode ' || s.ino || ': chunk index ' || s.idx || ' lies beyond its size ' || i.size
-         FROM snap_chunks s JOIN snap_inodes i ON i.snap = s.snap AND i.ino = s.ino WHERE s.idx * ?1 >= i.size",
+        "SELECT 'snapshot ' || s.snap || ' inode ' || s.ino || ': entry at offset ' || s.off || ' ends beyond its size ' || i.size
+         FROM snap_chunks s JOIN snap_inodes i ON i.snap = s.snap AND i.ino = s.ino WHERE s.off + s.len > i.size",
         "snapshot beyond size",
     ),
     (
@@ -375,7 +401,7 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
         // decode to exactly its length, and the stored length be recorded right.
         let form = match chunks::Codec::from_i64(codec) {
             Err(_) => Some(format!("chunk {id}: unknown codec {codec}")),
-            Ok(chunks::Codec::Zstd) if len < 0 || len > chunk_size as i64 => {
+            Ok(chunks::Codec::Zstd) if len < 0 || len > cut::max_len(chunk_size) as i64 => {
                 Some(format!("chunk {id}: length {len} is wrong (above the chunk size)"))
             }
             Ok(chunks::Codec::Zstd) => match chunks::decode_into(chunks::Codec::Zstd, stored, len as usize, &mut plain)
@@ -399,7 +425,7 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
             form
         } else if hash != actual {
             Some(format!("chunk {id}: content does not match its hash"))
-        } else if len != data.len() as i64 || data.len() > chunk_size as usize {
+        } else if len != data.len() as i64 || data.len() > cut::max_len(chunk_size) {
             Some(format!("chunk {id}: length {len} is wrong (data is {} bytes)", data.len()))
         } else if !chunks::id_fits(id, &actual) {
             Some(format!("chunk {id}: id is outside its hash's window"))

@@ -64,9 +64,11 @@ fn equal_content_is_stored_once() {
     v.write_file("/x", &data).unwrap();
     v.write_file("/y", &data).unwrap();
     let info = v.info().unwrap();
-    assert_eq!(info.chunks, 1);
+    // Written whole, cut by content: uniform bytes never match a cut point, so the
+    // file is two chunks of the maximum (4 x 4096) and one of 8192.
+    assert_eq!(info.chunks, 2);
     assert_eq!(info.logical_bytes, 81920);
-    assert_eq!(info.unique_bytes, 4096);
+    assert_eq!(info.unique_bytes, 16384 + 8192);
     v.remove_file("/x").unwrap();
     v.remove_file("/y").unwrap();
     assert_eq!(v.info().unwrap().chunks, 0);
@@ -281,4 +283,82 @@ fn create_dir_all_over_a_file_already_exists_under_one_is_not_a_directory() {
     assert!(matches!(v.create_dir_all("/f/sub"), Err(Error::NotADirectory { .. })));
     v.create_dir_all("/d").unwrap();
     v.create_dir_all("/d").unwrap();
+}
+
+/// Incompressible bytes (so stored sizes are plaintext sizes).
+fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut r = Rng(seed);
+    (0..len).map(|_| r.next() as u8).collect()
+}
+
+#[test]
+fn a_second_version_with_one_insertion_near_the_start_stores_at_most_two_new_chunks() {
+    let cs = 65536usize;
+    let (_t, v) = TestVault::new(cs as u32);
+    // Below the dirty-buffer limit: `write_file` stores it in one operation, cut by content.
+    let v1 = noise(7, 4 << 20);
+    let mut v2 = v1[..5000].to_vec();
+    v2.extend_from_slice(b"one line inserted near the start\n");
+    v2.extend_from_slice(&v1[5000..]);
+    v.write_file("/doc", &v1).unwrap();
+    assert_eq!(v.info().unwrap().unique_bytes, v1.len() as u64);
+    // Replaced at the same path: the chunks both versions share are kept, not stored again.
+    v.write_file("/doc", &v2).unwrap();
+    let after = v.info().unwrap().unique_bytes;
+    assert_eq!(v.read_file("/doc").unwrap(), v2);
+    // Stored: all of v2 once, plus v1's bytes only v1 had (freed with v1, so the
+    // unique bytes of the vault are v2's chunks alone).
+    assert_eq!(after, v2.len() as u64);
+    // As a second file beside the first: what it adds is what v1 lacks.
+    v.write_file("/v1", &v1).unwrap();
+    let both = v.info().unwrap().unique_bytes;
+    let added_by_v2 = both - v1.len() as u64;
+    assert!(added_by_v2 <= 2 * 4 * cs as u64, "{added_by_v2} new bytes for one insertion");
+    // With fixed chunks everything after the insertion would be new.
+    let fixed = v.create_file("/fixed").unwrap();
+    fixed.write_at(0, &v2).unwrap();
+    fixed.close().unwrap();
+    let with_fixed = v.info().unwrap().unique_bytes;
+    assert!(with_fixed - both > (v2.len() - 2 * cs) as u64, "fixed chunks after an insertion share nothing");
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
+}
+
+#[test]
+fn writes_into_a_content_cut_file_keep_posix_semantics() {
+    let cs = 4096usize;
+    let (_t, v) = TestVault::new(cs as u32);
+    let mut model = noise(3, 40 * cs + 17);
+    v.write_file("/f", &model).unwrap();
+    let f = v.open_file("/f", &FileOptions::new().read(true).write(true)).unwrap();
+    let mut r = Rng(5);
+    for step in 0..200 {
+        let len = model.len() as u64;
+        match r.next() % 4 {
+            0 | 1 => {
+                let off = r.next() % (len + 100);
+                let n = 1 + (r.next() % (3 * cs as u64)) as usize;
+                let data = noise(step, n);
+                f.write_at(off, &data).unwrap();
+                let end = off as usize + n;
+                if model.len() < end {
+                    model.resize(end, 0);
+                }
+                model[off as usize..end].copy_from_slice(&data);
+            }
+            2 => {
+                let to = r.next() % (len + 2 * cs as u64);
+                f.set_len(to).unwrap();
+                model.resize(to as usize, 0);
+            }
+            _ => f.commit().unwrap(),
+        }
+        let off = r.next() % (model.len() as u64 + 1);
+        let mut buf = vec![0u8; 1 + (r.next() % (5 * cs as u64)) as usize];
+        let n = f.read_at(off, &mut buf).unwrap();
+        let want = model.len().saturating_sub(off as usize).min(buf.len());
+        assert_eq!(&buf[..n], &model[off as usize..off as usize + want], "step {step}");
+    }
+    f.close().unwrap();
+    assert_eq!(v.read_file("/f").unwrap(), model);
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }

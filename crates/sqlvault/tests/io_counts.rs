@@ -54,7 +54,12 @@ fn fixture_with(config: EngineConfig) -> Fixture {
     assert_eq!(o.page_size as u64, PAGE, "budgets below assume the default page size");
     let v = Vault::create(&path, &pass(), &o).unwrap();
     v.create_dir_all("/d").unwrap();
-    v.write_file("/d/big", &data(1 << 20, 1)).unwrap();
+    // Written through a handle: cut in fixed 64 KiB chunks, the layout these budgets
+    // measure (random writes, reads by offset). A file written whole (`write_file`) is
+    // cut by content since schema 12; `content_cut_overwrite_4k` measures that layout.
+    let mut big = v.create_file("/d/big").unwrap();
+    std::io::Write::write_all(&mut big, &data(1 << 20, 1)).unwrap();
+    big.close().unwrap();
     v.write_file("/d/small", b"small").unwrap();
     v.write_file("/d/warm", b"warm").unwrap();
     v.close().unwrap();

@@ -173,6 +173,9 @@ fn the_module_graph_has_no_cycle() {
 /// its submodules). Every table `storage/schema.rs` creates must be here.
 const OWNERS: &[(&str, &str)] = &[
     ("meta", "storage::schema"),
+    // Migration 12's new chunk maps, renamed to file_chunks and snap_chunks once filled.
+    ("file_chunks_12", "storage::schema"),
+    ("snap_chunks_12", "storage::schema"),
     ("sqlite_sequence", "storage::commit"),
     ("inodes", "fs::tree"),
     ("dirents", "fs::tree"),

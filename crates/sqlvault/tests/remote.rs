@@ -15,6 +15,14 @@ use std::time::Duration;
 use common::clone;
 use common::s3::S3Server;
 use common::{opts, pass, Rng, TestVault};
+
+/// Writes `data` as `path`'s whole content through a handle: fixed chunks, the layout
+/// the chunk and object counts below are worked out for (`write_file` cuts by content).
+fn write_fixed(v: &Vault, path: &str, data: &[u8]) -> sqlvault::Result<()> {
+    let f = v.open_file(path, &sqlvault::FileOptions::new().write(true).create(true).truncate(true))?;
+    f.write_at(0, data)?;
+    f.close()
+}
 use sqlvault::remote::{At, PullOutcome, PushOutcome};
 use sqlvault::{EngineConfig, Error, FileType, Secret, TagValue, Vault};
 
@@ -82,9 +90,9 @@ fn observe(v: &Vault) -> BTreeMap<String, String> {
 /// link, a symlink, tags of every type, an xattr, records, a snapshot.
 fn populate(v: &Vault, marker: &str) {
     v.create_dir_all(&format!("/docs/{marker}-dir")).unwrap();
-    v.write_file(&format!("/docs/{marker}-dir/{marker}.txt"), format!("content {marker} here").as_bytes()).unwrap();
-    v.write_file("/docs/big.bin", &payload(1, 5 * CHUNK as usize + 123)).unwrap();
-    v.write_file("/docs/dup.bin", &payload(1, 5 * CHUNK as usize + 123)).unwrap();
+    write_fixed(v, &format!("/docs/{marker}-dir/{marker}.txt"), format!("content {marker} here").as_bytes()).unwrap();
+    write_fixed(v, "/docs/big.bin", &payload(1, 5 * CHUNK as usize + 123)).unwrap();
+    write_fixed(v, "/docs/dup.bin", &payload(1, 5 * CHUNK as usize + 123)).unwrap();
     v.hard_link("/docs/big.bin", "/big-link").unwrap();
     v.symlink(&format!("/docs/{marker}-dir"), &format!("/{marker}-link")).unwrap();
     let f = v.create_file("/sparse").unwrap();
@@ -108,7 +116,7 @@ fn populate(v: &Vault, marker: &str) {
     v.records(&format!("coll-{marker}")).put(format!("key-{marker}"), format!("value-{marker}")).unwrap();
     v.records("settings").put("theme", "dark").unwrap();
     v.snapshot(&format!("snap-{marker}")).unwrap();
-    v.write_file("/docs/after-snapshot", b"later").unwrap();
+    write_fixed(v, "/docs/after-snapshot", b"later").unwrap();
 }
 
 fn remote(server: &S3Server, bucket: &str) -> String {
@@ -142,7 +150,7 @@ fn push_clone_pull_round_trip() {
     let b = Vault::open(other.path().join("b.vault"), &pass(), EngineConfig::default()).unwrap();
 
     // Later changes on the first device reach the second with a pull.
-    a.write_file("/docs/new.bin", &payload(2, 3 * CHUNK as usize)).unwrap();
+    write_fixed(&a, "/docs/new.bin", &payload(2, 3 * CHUNK as usize)).unwrap();
     a.remove_file("/docs/dup.bin").unwrap();
     a.set_tags("/docs/big.bin", &[("iso", TagValue::Int(800))]).unwrap();
     a.records("settings").put("theme", "light").unwrap();
@@ -156,7 +164,7 @@ fn push_clone_pull_round_trip() {
     assert!(matches!(b.remote("origin").pull(&sqlvault::Ops::default()).unwrap(), PullOutcome::UpToDate { .. }));
 
     // And back: the second device pushes, the first pulls.
-    b.write_file("/from-b", b"hello from b").unwrap();
+    write_fixed(&b, "/from-b", b"hello from b").unwrap();
     assert!(matches!(b.remote("origin").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     assert!(matches!(a.remote("backup").pull(&sqlvault::Ops::default()).unwrap(), PullOutcome::Pulled { .. }));
     assert_eq!(a.read_file("/from-b").unwrap(), b"hello from b");
@@ -173,9 +181,9 @@ fn incremental_push_uploads_only_new_chunks() {
     // 300 small files and one of 8 chunks: a handful of objects, not one per chunk.
     a.create_dir("/small", 0o755).unwrap();
     for i in 0..300 {
-        a.write_file(&format!("/small/{i}"), &payload(1000 + i, 1000)).unwrap();
+        write_fixed(&a, &format!("/small/{i}"), &payload(1000 + i, 1000)).unwrap();
     }
-    a.write_file("/one", &payload(10, 8 * CHUNK as usize)).unwrap();
+    write_fixed(&a, "/one", &payload(10, 8 * CHUNK as usize)).unwrap();
     a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     let r = a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let PushOutcome::Pushed { chunks_uploaded: 308, objects_uploaded, .. } = r else { panic!("{r:?}") };
@@ -191,7 +199,7 @@ fn incremental_push_uploads_only_new_chunks() {
     // Three new chunks, one of them a duplicate of an existing one: two uploaded.
     let mut new = payload(11, 2 * CHUNK as usize);
     new.extend_from_slice(&payload(10, CHUNK as usize));
-    a.write_file("/two", &new).unwrap();
+    write_fixed(&a, "/two", &new).unwrap();
     let r = a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let PushOutcome::Pushed { chunks_uploaded, objects_uploaded, bytes_uploaded, .. } = r else { panic!("{r:?}") };
     assert_eq!((chunks_uploaded, bytes_uploaded), (2, 2 * CHUNK as u64));
@@ -227,7 +235,7 @@ fn a_layout_1_remote_still_pushes_and_pulls() {
     let b = clone(&server, &url, d.path(), "b.vault");
     assert_eq!(observe(&a), observe(&b));
 
-    a.write_file("/later", &payload(12, 3 * CHUNK as usize)).unwrap();
+    write_fixed(&a, "/later", &payload(12, 3 * CHUNK as usize)).unwrap();
     let r = a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let PushOutcome::Pushed { chunks_uploaded: 3, objects_uploaded: 5, .. } = r else { panic!("{r:?}") };
     assert_eq!(server.count("old", "vaults/one", "data"), data + 3);
@@ -237,7 +245,7 @@ fn a_layout_1_remote_still_pushes_and_pulls() {
     ));
     assert_eq!(observe(&a), observe(&b));
     // And the clone pushes in the same layout.
-    b.write_file("/from-b", &payload(13, CHUNK as usize)).unwrap();
+    write_fixed(&b, "/from-b", &payload(13, CHUNK as usize)).unwrap();
     assert!(matches!(b.remote("origin").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     assert_eq!(server.count("old", "vaults/one", "data"), data + 4);
     assert_eq!(server.count("old", "vaults/one", "packs"), 0);
@@ -250,7 +258,7 @@ fn racing_pushers_exactly_one_wins_each_round() {
     let server = S3Server::start();
     let url = remote(&server, "race");
     let (_tv, a) = TestVault::new(CHUNK);
-    a.write_file("/base", b"base").unwrap();
+    write_fixed(&a, "/base", b"base").unwrap();
     a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     const REPLICAS: usize = 4;
@@ -264,7 +272,7 @@ fn racing_pushers_exactly_one_wins_each_round() {
             .enumerate()
             .map(|(i, d)| {
                 let v = clone(&server, &url, d.path(), "v.vault");
-                v.write_file(&format!("/r{round}-replica{i}"), &payload((round * 10 + i) as u64, 3000)).unwrap();
+                write_fixed(&v, &format!("/r{round}-replica{i}"), &payload((round * 10 + i) as u64, 3000)).unwrap();
                 v
             })
             .collect();
@@ -366,7 +374,7 @@ fn sigkill_during_push_leaves_the_remote_consistent() {
     for cycle in 0..6u64 {
         // A new batch of files, so each push has chunks to upload.
         for i in 0..40 {
-            a.write_file(&format!("/c{cycle}-f{i}"), &payload(cycle * 1000 + i, 2 * CHUNK as usize)).unwrap();
+            write_fixed(&a, &format!("/c{cycle}-f{i}"), &payload(cycle * 1000 + i, 2 * CHUNK as usize)).unwrap();
         }
         let expected = observe(&a);
         a.sync().unwrap();
@@ -452,7 +460,7 @@ fn a_failed_upload_aborts_the_push_and_leaves_the_ref_unchanged() {
     let chunks_before = server.lock().unwrap().count("abort", "vaults/one", "data");
     a.create_dir("/more", 0o755).unwrap();
     for i in 0..50 {
-        a.write_file(&format!("/more/f{i}"), &payload(100 + i, 8 * CHUNK as usize)).unwrap();
+        write_fixed(&a, &format!("/more/f{i}"), &payload(100 + i, 8 * CHUNK as usize)).unwrap();
     }
     let killed = std::sync::atomic::AtomicBool::new(false);
     let err = a
@@ -488,7 +496,7 @@ fn wrong_secret_is_refused_and_leaves_no_file() {
     let server = S3Server::start();
     let url = remote(&server, "secret");
     let (_tv, a) = TestVault::new(CHUNK);
-    a.write_file("/f", b"x").unwrap();
+    write_fixed(&a, "/f", b"x").unwrap();
     a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     let d = tempfile::tempdir().unwrap();
@@ -519,7 +527,7 @@ fn tampered_objects_are_detected_never_returned() {
     let server = S3Server::start();
     let url = remote(&server, "tamper");
     let (_tv, a) = TestVault::new(CHUNK);
-    a.write_file("/f", &payload(5, 3 * CHUNK as usize)).unwrap();
+    write_fixed(&a, "/f", &payload(5, 3 * CHUNK as usize)).unwrap();
     a.set_tags("/f", &[("k", TagValue::Int(1))]).unwrap();
     a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     a.remote("r").push(&sqlvault::Ops::default()).unwrap();
@@ -614,8 +622,8 @@ fn point_in_time_clone_by_commit_or_time() {
     a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     let mut states = Vec::new();
     for i in 0..3u64 {
-        a.write_file("/f", &payload(100 + i, 2 * CHUNK as usize)).unwrap();
-        a.write_file(&format!("/only-{i}"), b"x").unwrap();
+        write_fixed(&a, "/f", &payload(100 + i, 2 * CHUNK as usize)).unwrap();
+        write_fixed(&a, &format!("/only-{i}"), b"x").unwrap();
         a.remote("r").push(&sqlvault::Ops::default()).unwrap();
         states.push(observe(&a));
         std::thread::sleep(Duration::from_millis(20));
@@ -672,10 +680,10 @@ fn diverged(server: &S3Server, bucket: &str) -> (TestVault, Vault, tempfile::Tem
     let (tv, a) = TestVault::new(CHUNK);
     populate(&a, "alpha");
     a.create_dir_all("/tree/sub").unwrap();
-    a.write_file("/tree/sub/x", b"x").unwrap();
-    a.write_file("/tree/y", b"y").unwrap();
-    a.write_file("/kind", b"a file").unwrap();
-    a.write_file("/both", b"base").unwrap();
+    write_fixed(&a, "/tree/sub/x", b"x").unwrap();
+    write_fixed(&a, "/tree/y", b"y").unwrap();
+    write_fixed(&a, "/kind", b"a file").unwrap();
+    write_fixed(&a, "/both", b"base").unwrap();
     a.records("settings").put("font", "serif").unwrap();
     a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
@@ -689,11 +697,11 @@ fn pull_merges_diverged_histories_path_by_path() {
     let server = S3Server::start();
     let (_tv, a, _dir, b, url) = diverged(&server, "merge");
     // The remote side (a): changes pushed first.
-    a.write_file("/a-only", b"from a").unwrap();
-    a.write_file("/docs/big.bin", &payload(20, 2 * CHUNK as usize)).unwrap(); // both change it
+    write_fixed(&a, "/a-only", b"from a").unwrap();
+    write_fixed(&a, "/docs/big.bin", &payload(20, 2 * CHUNK as usize)).unwrap(); // both change it
     a.remove_file("/docs/dup.bin").unwrap(); // b modifies it
-    a.write_file("/sparse", b"a modified the sparse file").unwrap(); // b removes it
-    a.write_file("/same", b"equal on both sides").unwrap();
+    write_fixed(&a, "/sparse", b"a modified the sparse file").unwrap(); // b removes it
+    write_fixed(&a, "/same", b"equal on both sides").unwrap();
     a.remove_file("/tree/sub/x").unwrap();
     a.remove_dir("/tree/sub").unwrap(); // b adds a file inside
     a.remove_file("/kind").unwrap();
@@ -706,13 +714,13 @@ fn pull_merges_diverged_histories_path_by_path() {
 
     // The local side (b).
     let b_only = payload(21, 3 * CHUNK as usize + 7); // chunks only b has
-    b.write_file("/b-only", &b_only).unwrap();
-    b.write_file("/docs/big.bin", &payload(22, CHUNK as usize)).unwrap();
-    b.write_file("/docs/dup.bin", b"b modified dup").unwrap();
+    write_fixed(&b, "/b-only", &b_only).unwrap();
+    write_fixed(&b, "/docs/big.bin", &payload(22, CHUNK as usize)).unwrap();
+    write_fixed(&b, "/docs/dup.bin", b"b modified dup").unwrap();
     b.remove_file("/sparse").unwrap();
-    b.write_file("/same", b"equal on both sides").unwrap();
-    b.write_file("/tree/sub/new", b"added by b").unwrap();
-    b.write_file("/kind", b"b changed the file").unwrap();
+    write_fixed(&b, "/same", b"equal on both sides").unwrap();
+    write_fixed(&b, "/tree/sub/new", b"added by b").unwrap();
+    write_fixed(&b, "/kind", b"b changed the file").unwrap();
     b.set_tags("/b-only", &[("owner", TagValue::from("b"))]).unwrap();
     b.records("settings").put("theme", "blue").unwrap();
     b.records("settings").put("from-b", "2").unwrap();
@@ -795,11 +803,11 @@ fn merge_without_a_base_is_two_way_and_loses_nothing() {
     let server = S3Server::start();
     let (_tv, a, _dir, b, _url) = diverged(&server, "twoway");
     let base = b.remotes().unwrap()[0].head.clone().unwrap();
-    a.write_file("/both", b"a's version").unwrap();
-    a.write_file("/a-new", b"a").unwrap();
+    write_fixed(&a, "/both", b"a's version").unwrap();
+    write_fixed(&a, "/a-new", b"a").unwrap();
     assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
-    b.write_file("/both", b"b's version").unwrap();
-    b.write_file("/b-new", b"b").unwrap();
+    write_fixed(&b, "/both", b"b's version").unwrap();
+    write_fixed(&b, "/b-new", b"b").unwrap();
     // The base commit is pruned from the bucket.
     let hex = base.strip_prefix("commits/").unwrap();
     std::fs::remove_file(server.root.path().join("twoway/vaults/one/commits").join(hex)).unwrap();
@@ -820,9 +828,9 @@ fn merge_without_a_base_is_two_way_and_loses_nothing() {
 fn a_failed_merge_leaves_the_vault_as_it_was() {
     let server = S3Server::start();
     let (_tv, a, _dir, b, _url) = diverged(&server, "failed");
-    a.write_file("/a-new", &payload(30, 4 * CHUNK as usize)).unwrap();
+    write_fixed(&a, "/a-new", &payload(30, 4 * CHUNK as usize)).unwrap();
     assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
-    b.write_file("/b-new", b"b").unwrap();
+    write_fixed(&b, "/b-new", b"b").unwrap();
     b.remove_file("/docs/dup.bin").unwrap();
     let before = observe(&b);
     let head_before = b.remotes().unwrap()[0].head.clone();
@@ -850,7 +858,7 @@ fn replicate_rounds_hold_the_lease_and_idle_rounds_cost_one_get_of_ref() {
     let server = S3Server::start_logged(&log);
     let url = remote(&server, "idle");
     let (_tv, a) = TestVault::new(CHUNK);
-    a.write_file("/f", b"one").unwrap();
+    write_fixed(&a, "/f", b"one").unwrap();
     a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
     let other = tempfile::tempdir().unwrap();
     let sqlvault::ReplicatorStart::Holding(mut rep) = a.remote("r").replicator(Duration::from_secs(1)).unwrap() else {
@@ -882,9 +890,9 @@ fn replicate_rounds_hold_the_lease_and_idle_rounds_cost_one_get_of_ref() {
 
     // A change made while replicating: the next round pushes it; if the remote moved
     // meanwhile (b pushed), the round merges and pushes again.
-    b.write_file("/from-b", b"b").unwrap();
+    write_fixed(&b, "/from-b", b"b").unwrap();
     assert!(matches!(b.remote("origin").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
-    a.write_file("/from-a", b"a").unwrap();
+    write_fixed(&a, "/from-a", b"a").unwrap();
     let r = rep.round(&sqlvault::Ops::default()).unwrap();
     assert!(matches!(r.push, PushOutcome::Pushed { .. }) && r.pulls.len() == 1, "{r:?}");
     assert!(matches!(b.remote("origin").pull(&sqlvault::Ops::default()).unwrap(), PullOutcome::Pulled { .. }));
@@ -917,8 +925,8 @@ fn sigkill_during_a_merge_leaves_the_vault_as_it_was() {
     let (_tv, a, dir, b, _url) = diverged(&server, "killmerge");
     // Work for the merge on both sides (no conflicts: the merged state is deterministic).
     for i in 0..60 {
-        a.write_file(&format!("/a{i}"), &payload(100 + i, 2 * CHUNK as usize)).unwrap();
-        b.write_file(&format!("/b{i}"), &payload(300 + i, CHUNK as usize)).unwrap();
+        write_fixed(&a, &format!("/a{i}"), &payload(100 + i, 2 * CHUNK as usize)).unwrap();
+        write_fixed(&b, &format!("/b{i}"), &payload(300 + i, CHUNK as usize)).unwrap();
     }
     assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
     let before = observe(&b);

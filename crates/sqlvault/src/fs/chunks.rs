@@ -23,8 +23,13 @@
 //! half its time there. The facade's reclaimer (`vault/reclaim.rs`) runs the batches
 //! when the vault is idle, and `Vault::close` drains what is left.
 //!
-//! All-zero chunks are not stored: their index is left out of the map and reads as a
-//! hole. Every function here runs inside the caller's transaction.
+//! The chunk map (schema version 12) lists each file's entries by byte offset:
+//! `file_chunks(ino, off, len, chunk)`, bytes `off..off + len` being the chunk ([`Entry`]).
+//! Entries of a file never overlap; a byte no entry covers reads as zero, so all-zero
+//! chunks are not stored. A file written whole is cut by content (`fs/cut.rs`), one
+//! written through a handle at multiples of the chunk size; [`put`] replaces any range
+//! and keeps the bytes of an entry reaching outside it as a chunk of their own. Every
+//! function here runs inside the caller's transaction.
 //!
 //! A chunk's bytes may be stored compressed (schema version 11): `chunks.codec` says
 //! how ([`Codec`]), `chunks.stored` how many bytes that takes, while `len` and `hash`
@@ -508,17 +513,6 @@ pub fn held_only(conn: &Connection, counts: &[(ChunkId, i64)]) -> Result<u64> {
     Ok(total)
 }
 
-/// Maps index `idx` of file `ino` (a hole so far) to the stored chunk `id`, taking a
-/// live reference to it (restoring from a snapshot).
-pub fn adopt(conn: &Connection, ino: i64, idx: u64, id: ChunkId) -> Result<()> {
-    if conn.prepare_cached("UPDATE chunks SET refs = refs + 1 WHERE id = ?1")?.execute([id.0])? != 1 {
-        return Err(Error::damaged(format!("chunk {} is referenced but missing", id.0)));
-    }
-    conn.prepare_cached("INSERT INTO file_chunks(ino, idx, chunk) VALUES (?1, ?2, ?3)")?
-        .execute(params![ino, idx as i64, id.0])?;
-    Ok(())
-}
-
 /// What the chunk store holds: one scan of the `chunks` rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Totals {
@@ -650,69 +644,196 @@ pub fn verify(chunk: &Stored, h: &[u8]) -> Result<()> {
     }
 }
 
-/// The chunk at index `idx` of file `ino`, or `None` for a hole.
-pub fn mapped(conn: &Connection, ino: i64, idx: u64) -> Result<Option<ChunkId>> {
-    Ok(conn
-        .prepare_cached("SELECT chunk FROM file_chunks WHERE ino = ?1 AND idx = ?2")?
-        .query_row(params![ino, idx as i64], |r| r.get(0))
-        .optional()?
-        .map(ChunkId))
+/// One entry of a file's chunk map: bytes `off..off + len` of the file are chunk `chunk`
+/// (`len` is the chunk's length). Entries of a file never overlap; a gap between them
+/// is a hole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    pub off: u64,
+    pub len: u64,
+    pub chunk: ChunkId,
 }
 
-/// Sets index `idx` of file `ino` to hold `data` (a hole if all zeros), releasing what
-/// was there before.
-pub fn put(conn: &Connection, ino: i64, idx: u64, data: &[u8]) -> Result<()> {
-    let old = mapped(conn, ino, idx)?;
-    if data.iter().all(|&b| b == 0) {
-        conn.prepare_cached("DELETE FROM file_chunks WHERE ino = ?1 AND idx = ?2")?
-            .execute(params![ino, idx as i64])?;
-    } else {
-        let id = acquire(conn, data)?;
-        conn.prepare_cached("INSERT OR REPLACE INTO file_chunks(ino, idx, chunk) VALUES (?1, ?2, ?3)")?
-            .execute(params![ino, idx as i64, id.0])?;
+impl Entry {
+    /// The offset just past the entry.
+    pub fn end(&self) -> u64 {
+        self.off + self.len
     }
-    // Release after acquiring, so rewriting a chunk with equal data never drops it to 0.
-    if let Some(old) = old {
-        release(conn, old)?;
+}
+
+/// The entries of file `ino` overlapping bytes `start..end`, in order: two seeks of the
+/// map's primary key (the entry starting at or before `start`, then those after it).
+pub fn entries(conn: &Connection, ino: i64, start: u64, end: u64) -> Result<Vec<Entry>> {
+    if start >= end {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT off, len, chunk FROM file_chunks WHERE ino = ?1 AND off < ?3
+           AND off >= coalesce((SELECT off FROM file_chunks WHERE ino = ?1 AND off <= ?2 ORDER BY off DESC LIMIT 1), 0)
+         ORDER BY off",
+    )?;
+    let rows = stmt.query_map(params![ino, start as i64, end as i64], |r| {
+        Ok(Entry { off: r.get::<_, i64>(0)? as u64, len: r.get::<_, i64>(1)? as u64, chunk: ChunkId(r.get(2)?) })
+    })?;
+    let mut out = Vec::new();
+    for e in rows {
+        let e = e?;
+        if e.end() > start {
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
+/// Copies the overlap of `entry` (whose bytes are `data`) with the range starting at
+/// `start` into `out` (that range's bytes).
+pub fn copy_overlap(entry: &Entry, data: &[u8], start: u64, out: &mut [u8]) {
+    let lo = entry.off.max(start);
+    let hi = entry.end().min(start + out.len() as u64).min(entry.off + data.len() as u64);
+    if lo < hi {
+        let (a, b) = ((lo - entry.off) as usize, (hi - entry.off) as usize);
+        out[(lo - start) as usize..(hi - start) as usize].copy_from_slice(&data[a..b]);
+    }
+}
+
+/// Reads bytes `start..start + out.len()` of file `ino` (zeros in holes).
+pub fn read_range(conn: &Connection, ino: i64, start: u64, out: &mut [u8]) -> Result<()> {
+    out.fill(0);
+    for e in entries(conn, ino, start, start + out.len() as u64)? {
+        copy_overlap(&e, &read(conn, e.chunk)?, start, out);
     }
     Ok(())
 }
 
-/// Removes every index `>= from_idx` of file `ino`, releasing the chunks: four
-/// statements whatever the number of chunks (no statement per chunk).
-pub fn truncate(conn: &Connection, ino: i64, from_idx: u64) -> Result<()> {
-    let from = from_idx as i64;
-    let distinct: i64 = conn
-        .prepare_cached("SELECT count(DISTINCT chunk) FROM file_chunks WHERE ino = ?1 AND idx >= ?2")?
-        .query_row(params![ino, from], |r| r.get(0))?;
-    if distinct == 0 {
+fn insert_entry(conn: &Connection, ino: i64, off: u64, data: &[u8]) -> Result<()> {
+    if data.iter().all(|&b| b == 0) {
         return Ok(());
     }
-    let updated = conn
-        .prepare_cached(
-            // OR FAIL: no in-memory statement journal of every chunk row (see vault/bulk.rs).
-            "UPDATE OR FAIL chunks SET refs = chunks.refs - c.n
-             FROM (SELECT chunk, count(*) AS n FROM file_chunks WHERE ino = ?1 AND idx >= ?2 GROUP BY chunk) c
-             WHERE chunks.id = c.chunk",
+    let id = acquire(conn, data)?;
+    conn.prepare_cached("INSERT OR REPLACE INTO file_chunks(ino, off, len, chunk) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![ino, off as i64, data.len() as i64, id.0])?;
+    Ok(())
+}
+
+fn delete_entry(conn: &Connection, ino: i64, off: u64) -> Result<()> {
+    conn.prepare_cached("DELETE FROM file_chunks WHERE ino = ?1 AND off = ?2")?.execute(params![ino, off as i64])?;
+    Ok(())
+}
+
+/// Removes the entries of file `ino` overlapping `off..end` (but the one starting at
+/// `off` if `keep_at`: the caller replaces that row). An entry reaching outside the
+/// range keeps its bytes outside it as a chunk of their own (a fixed-cut file, whose
+/// entries are the cells the handle writes, never has one). Returns the removed
+/// entries, whose references the caller releases once it took its new ones.
+pub(crate) fn clear_range(conn: &Connection, ino: i64, off: u64, end: u64, keep_at: bool) -> Result<Vec<Entry>> {
+    let old = entries(conn, ino, off, end)?;
+    let mut outside = Vec::new();
+    for e in &old {
+        if e.off < off || e.end() > end {
+            let bytes = read(conn, e.chunk)?;
+            if e.off < off {
+                outside.push((e.off, bytes[..(off - e.off) as usize].to_vec()));
+            }
+            if e.end() > end {
+                outside.push((end, bytes[(end - e.off) as usize..].to_vec()));
+            }
+        }
+        if !(keep_at && e.off == off) {
+            delete_entry(conn, ino, e.off)?;
+        }
+    }
+    for (o, bytes) in outside {
+        insert_entry(conn, ino, o, &bytes)?;
+    }
+    Ok(old)
+}
+
+/// Makes bytes `off..off + data.len()` of file `ino` hold `data` as one chunk (a hole
+/// if all zeros), releasing what was there before (see [`clear_range`]).
+pub fn put(conn: &Connection, ino: i64, off: u64, data: &[u8]) -> Result<()> {
+    let zeros = data.iter().all(|&b| b == 0);
+    let old = clear_range(conn, ino, off, off + data.len() as u64, !zeros)?;
+    // Rewriting the entry at `off` replaces its row in place (INSERT OR REPLACE).
+    insert_entry(conn, ino, off, data)?;
+    // Release after acquiring, so rewriting a chunk with equal data never drops it to 0.
+    for e in old {
+        release(conn, e.chunk)?;
+    }
+    Ok(())
+}
+
+/// Cuts file `ino` at byte `size`: every entry at or past it goes (four statements
+/// whatever their number), and the entry straddling it is rewritten to its first part.
+pub fn truncate(conn: &Connection, ino: i64, size: u64) -> Result<()> {
+    let from = size as i64;
+    let distinct: i64 = conn
+        .prepare_cached("SELECT count(DISTINCT chunk) FROM file_chunks WHERE ino = ?1 AND off >= ?2")?
+        .query_row(params![ino, from], |r| r.get(0))?;
+    if distinct > 0 {
+        let updated = conn
+            .prepare_cached(
+                // OR FAIL: no in-memory statement journal of every chunk row (see vault/bulk.rs).
+                "UPDATE OR FAIL chunks SET refs = chunks.refs - c.n
+                 FROM (SELECT chunk, count(*) AS n FROM file_chunks WHERE ino = ?1 AND off >= ?2 GROUP BY chunk) c
+                 WHERE chunks.id = c.chunk",
+            )?
+            .execute(params![ino, from])?;
+        if updated as i64 != distinct {
+            return Err(Error::damaged(format!("a chunk of inode {ino} is referenced but missing")));
+        }
+        settle_shares(conn, "SELECT chunk FROM file_chunks WHERE ino = ?1 AND off >= ?2", params![ino, from])?;
+        // One statement, as before snapshots existed: the hold check rides along.
+        conn.prepare_cached(
+            "DELETE FROM chunks WHERE id IN (SELECT chunk FROM file_chunks WHERE ino = ?1 AND off >= ?2) AND refs <= 0
+             AND NOT EXISTS (SELECT 1 FROM chunk_holds h WHERE h.chunk = chunks.id)",
         )?
         .execute(params![ino, from])?;
-    if updated as i64 != distinct {
-        return Err(Error::damaged(format!("a chunk of inode {ino} is referenced but missing")));
+        conn.prepare_cached("DELETE FROM file_chunks WHERE ino = ?1 AND off >= ?2")?.execute(params![ino, from])?;
     }
-    settle_shares(conn, "SELECT chunk FROM file_chunks WHERE ino = ?1 AND idx >= ?2", params![ino, from])?;
-    // One statement, as before snapshots existed: the hold check rides along.
-    conn.prepare_cached(
-        "DELETE FROM chunks WHERE id IN (SELECT chunk FROM file_chunks WHERE ino = ?1 AND idx >= ?2) AND refs <= 0
-         AND NOT EXISTS (SELECT 1 FROM chunk_holds h WHERE h.chunk = chunks.id)",
-    )?
-    .execute(params![ino, from])?;
-    conn.prepare_cached("DELETE FROM file_chunks WHERE ino = ?1 AND idx >= ?2")?.execute(params![ino, from])?;
+    if size > 0 {
+        if let Some(e) = entries(conn, ino, size - 1, size)?.into_iter().find(|e| e.end() > size) {
+            let data = read(conn, e.chunk)?;
+            let head = &data[..(size - e.off) as usize];
+            if head.iter().all(|&b| b == 0) {
+                delete_entry(conn, ino, e.off)?;
+            } else {
+                insert_entry(conn, ino, e.off, head)?;
+            }
+            release(conn, e.chunk)?;
+        }
+    }
+    Ok(())
+}
+
+/// Replaces the whole map of file `ino` with what `fill` puts into it (an empty map
+/// then): the old entries wait under the key `-ino` and are released after `fill`, so
+/// a chunk both contents share is never dropped and stored again.
+pub fn replace_all<T>(conn: &Connection, ino: i64, fill: impl FnOnce() -> Result<T>) -> Result<T> {
+    conn.prepare_cached("UPDATE OR FAIL file_chunks SET ino = -ino WHERE ino = ?1")?.execute([ino])?;
+    let r = fill()?;
+    truncate(conn, -ino, 0)?;
+    Ok(r)
+}
+
+/// Maps bytes `off..off + len` of file `ino` (a hole so far) to the stored chunk `id`
+/// (of length `len`), taking a live reference to it (restoring from a snapshot).
+pub fn adopt(conn: &Connection, ino: i64, off: u64, len: u64, id: ChunkId) -> Result<()> {
+    if conn.prepare_cached("UPDATE chunks SET refs = refs + 1 WHERE id = ?1")?.execute([id.0])? != 1 {
+        return Err(Error::damaged(format!("chunk {} is referenced but missing", id.0)));
+    }
+    conn.prepare_cached("INSERT INTO file_chunks(ino, off, len, chunk) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![ino, off as i64, len as i64, id.0])?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The chunk of the entry starting at `off`, if any.
+    fn mapped(c: &Connection, ino: i64, off: u64) -> Result<Option<ChunkId>> {
+        Ok(entries(c, ino, off, off + 1)?.into_iter().find(|e| e.off == off).map(|e| e.chunk))
+    }
 
     fn db() -> Connection {
         let c = Connection::open_in_memory().unwrap();
@@ -759,11 +880,11 @@ mod tests {
     fn data_is_appended_in_arrival_order_and_freed_with_its_chunk() {
         let c = db();
         for i in 0..50u32 {
-            put(&c, 2, i as u64, format!("chunk {i}").as_bytes()).unwrap();
+            put(&c, 2, i as u64 * 1000, format!("chunk {i}").as_bytes()).unwrap();
         }
         // Chunk ids follow the hashes; data rows follow the writes.
         let bodies: Vec<i64> = c
-            .prepare("SELECT c.body FROM file_chunks f JOIN chunks c ON c.id = f.chunk WHERE f.ino = 2 ORDER BY f.idx")
+            .prepare("SELECT c.body FROM file_chunks f JOIN chunks c ON c.id = f.chunk WHERE f.ino = 2 ORDER BY f.off")
             .unwrap()
             .query_map([], |r| r.get(0))
             .unwrap()
@@ -772,8 +893,8 @@ mod tests {
         assert_eq!(bodies, (1..=50).collect::<Vec<i64>>());
         let inline: i64 = c.query_row("SELECT count(*) FROM chunks WHERE length(data) > 0", [], |r| r.get(0)).unwrap();
         assert_eq!(inline, 0);
-        truncate(&c, 2, 10).unwrap();
-        release(&c, mapped(&c, 2, 3).unwrap().unwrap()).unwrap();
+        truncate(&c, 2, 10_000).unwrap();
+        release(&c, mapped(&c, 2, 3000).unwrap().unwrap()).unwrap();
         let data_rows =
             |c: &Connection| -> i64 { c.query_row("SELECT count(*) FROM chunk_data", [], |r| r.get(0)).unwrap() };
         // The freed chunks' bytes wait for the reclaimer, oldest first.
@@ -797,7 +918,7 @@ mod tests {
     fn trash_counts_the_bytes_waiting_for_their_wipe() {
         let c = db();
         put(&c, 2, 0, &[7u8; 3000]).unwrap();
-        put(&c, 2, 1, &[8u8; 5000]).unwrap();
+        put(&c, 2, 3000, &[8u8; 5000]).unwrap();
         assert_eq!(trash(&c).unwrap(), Trash::default());
         truncate(&c, 2, 0).unwrap();
         assert_eq!(trash(&c).unwrap(), Trash { rows: 2, bytes: 8000 });
@@ -844,6 +965,7 @@ mod tests {
     fn chunks_written_before_version_8_read_dedup_and_free_alongside_new_ones() {
         let mut c = Connection::open_in_memory().unwrap();
         crate::storage::schema::create_at(&c, 7).unwrap();
+        c.execute("INSERT INTO meta(key, value) VALUES ('chunk_size', 4096)", []).unwrap();
         let old = hash(b"old bytes");
         c.execute(
             "INSERT INTO chunks(id, hash, refs, len, data) VALUES (?1, ?2, 1, 9, CAST('old bytes' AS BLOB))",

@@ -18,11 +18,17 @@
 //! commit in place at the full limit, as before.
 //!
 //! Memory is bounded: at most `max_dirty_bytes` of buffers per inode (half filling,
-//! half being committed), plus one cached chunk for reads. The read cache is keyed by
+//! half being committed), plus one cached chunk for reads (at most 4 x `chunk_size`).
+//! The read cache is keyed by
 //! chunk id, and chunk ids are content hashes, so a cached chunk is never stale.
 //!
-//! Small reads cost a copy, not a query: the last read's lookup (stored size, the
-//! chunk index it ended in and that chunk's id and verified bytes) is kept as a
+//! Buffers are cells of `chunk_size` bytes at multiples of it; committing one replaces
+//! exactly its range of the chunk map (an entry of a content-cut file reaching outside
+//! the cell keeps its outside bytes, see `chunks::put`).
+//!
+//! Small reads cost a copy, not a query: the last read's lookup (stored size, the map
+//! entry or hole it ended in, inside one cell, and that chunk's id and verified bytes)
+//! is kept as a
 //! [`View`], and a read that falls inside that chunk and below that size is served
 //! from it under the state lock. The view is looked up again (one read transaction:
 //! the inode row and one `file_chunks` row) when a read leaves the chunk or reaches the
@@ -58,8 +64,11 @@ pub(crate) const VIEW_TTL: Duration = Duration::from_millis(1);
 /// What one lookup found for the chunk a read ended in: enough to serve later reads
 /// inside that chunk without a query.
 struct View {
-    /// Chunk index.
-    idx: u64,
+    /// The bytes it answers for: one map entry, or one hole, inside one chunk-sized cell.
+    start: u64,
+    end: u64,
+    /// Offset in the file of the chunk's first byte (of `chunk`).
+    base: u64,
     /// The stored file size at the lookup; `None` if the lookup ran while writes were
     /// buffered (the buffered size is the size then, and a flush drops the view).
     size: Option<u64>,
@@ -69,8 +78,9 @@ struct View {
     at: Instant,
 }
 
-/// The chunk a fetch ended in, as a [`View`] candidate: index and content.
-type Seen = Option<(u64, Cached)>;
+/// The entry or hole a fetch ended in, as a [`View`] candidate: its range inside the
+/// cell, the entry's offset and its content.
+type Seen = Option<(u64, u64, u64, Cached)>;
 
 /// Copies bytes `within..within + out.len()` of a stored chunk (zeros past its end: a
 /// stored chunk may end before the file does) into `out`.
@@ -101,13 +111,16 @@ fn plan(offset: u64, len: usize, size: u64, cs: u64) -> (usize, Vec<(u64, usize,
     (want, pieces)
 }
 
-/// Reads the stored chunks `todo` (index, offset within, length, offset in the read)
-/// of file `ino` into `out`, which starts at offset `base` of the read. `last` is the
-/// chunk cache to consult and update; returns whether it read a chunk, and the last
-/// chunk it looked up.
+/// Reads the stored pieces `todo` (cell index, offset within, length, offset in the
+/// read) of file `ino` into `out`, which starts at offset `base` of the read: each
+/// piece from the map entries of its cell (one lookup per cell; an entry of a
+/// content-cut file may reach into the next cells). `last` is the chunk cache to
+/// consult and update; returns whether it read a chunk, and the entry or hole the last
+/// piece ended in.
 fn fetch(
     conn: &rusqlite::Connection,
     ino: i64,
+    cs: u64,
     todo: &[(u64, usize, usize, usize)],
     out: &mut [u8],
     base: usize,
@@ -117,22 +130,39 @@ fn fetch(
     let mut seen = None;
     for &(idx, within, n, at) in todo {
         let out = &mut out[at - base..at - base + n];
-        let Some(id) = chunks::mapped(conn, ino, idx)? else {
-            out.fill(0);
-            seen = Some((idx, None));
-            continue;
-        };
-        let data = match last {
-            Some((cid, d)) if *cid == id => d.clone(),
-            _ => {
-                let d = Arc::new(chunks::read(conn, id)?);
-                *last = Some((id, d.clone()));
-                fetched = true;
-                d
+        let (cell, pos) = (idx * cs, idx * cs + within as u64);
+        let entries = chunks::entries(conn, ino, cell, cell + cs)?;
+        out.fill(0);
+        let end = pos + n as u64;
+        // The hole (range inside the cell) the last byte falls in, unless an entry holds it.
+        let mut hole = (cell, cell + cs);
+        seen = None;
+        for e in &entries {
+            if e.end() < end {
+                hole.0 = hole.0.max(e.end());
+            } else if e.off >= end {
+                hole.1 = hole.1.min(e.off);
             }
-        };
-        copy_chunk(&data, within, out);
-        seen = Some((idx, Some((id, data))));
+            if e.off >= end || e.end() <= pos {
+                continue;
+            }
+            let data = match last {
+                Some((cid, d)) if *cid == e.chunk => d.clone(),
+                _ => {
+                    let d = Arc::new(chunks::read(conn, e.chunk)?);
+                    *last = Some((e.chunk, d.clone()));
+                    fetched = true;
+                    d
+                }
+            };
+            chunks::copy_overlap(e, &data, pos, out);
+            if e.off < end && e.end() >= end {
+                seen = Some((e.off.max(cell), e.end().min(cell + cs), e.off, Some((e.chunk, data))));
+            }
+        }
+        if seen.is_none() {
+            seen = Some((hole.0, hole.1, hole.0, None));
+        }
     }
     Ok((fetched, seen))
 }
@@ -181,7 +211,7 @@ fn commit_buffers(files: &Files, ino: InodeId, buffers: &BTreeMap<u64, Vec<u8>>,
                 continue;
             }
             let len = (size - start).min(cs) as usize;
-            chunks::put(tx, ino.0 as i64, *idx, &buf[..len])?;
+            chunks::put(tx, ino.0 as i64, start, &buf[..len])?;
         }
         tree::set_size(tx, ino, size, mtime)
     })
@@ -245,9 +275,12 @@ impl ContentState {
             out.copy_from_slice(&b[within..within + want]);
             return Some(want);
         }
-        let v = self.view.as_ref().filter(|v| v.idx == idx && v.at.elapsed() < VIEW_TTL)?;
+        let v = self
+            .view
+            .as_ref()
+            .filter(|v| v.start <= offset && offset + want as u64 <= v.end && v.at.elapsed() < VIEW_TTL)?;
         match &v.chunk {
-            Some((_, data)) => copy_chunk(data, within, out),
+            Some((_, data)) => copy_chunk(data, (offset - v.base) as usize, out),
             None => out.fill(0),
         }
         Some(want)
@@ -506,7 +539,7 @@ impl OpenInode {
                         (want, stored, Some(size))
                     }
                 };
-                let (fetched, seen) = fetch(conn, ino, &stored, buf, 0, &mut last)?;
+                let (fetched, seen) = fetch(conn, ino, cs, &stored, buf, 0, &mut last)?;
                 Ok((want, fetched, seen, size))
             })?;
             let mut st = self.lock()?;
@@ -516,7 +549,7 @@ impl OpenInode {
             }
             if st.generation == generation {
                 // Nothing stored was read (at or past the end): no chunk to keep.
-                st.view = seen.map(|(idx, chunk)| View { idx, size, chunk, at: started });
+                st.view = seen.map(|(start, end, base, chunk)| View { start, end, base, size, chunk, at: started });
             }
             return Ok(want);
         }
@@ -550,7 +583,7 @@ impl OpenInode {
                     let mut last = cached.clone();
                     s.spawn(move || {
                         let (fetched, _) =
-                            files.engine.read(|conn| fetch(conn, ino, group, region, first, &mut last))?;
+                            files.engine.read(|conn| fetch(conn, ino, cs, group, region, first, &mut last))?;
                         Ok((fetched, last))
                     })
                 })
@@ -704,13 +737,11 @@ impl OpenInode {
         }
     }
 
+    /// The stored bytes of cell `idx` (zeros past the end of file).
     fn load_chunk(&self, files: &Files, idx: u64, cs: usize) -> Result<Vec<u8>> {
         let ino = self.ino.0 as i64;
-        let mut buf = files.engine.read(|c| match chunks::mapped(c, ino, idx)? {
-            Some(id) => chunks::read(c, id),
-            None => Ok(Vec::new()),
-        })?;
-        buf.resize(cs, 0);
+        let mut buf = vec![0u8; cs];
+        files.engine.read(|c| chunks::read_range(c, ino, idx * cs as u64, &mut buf))?;
         Ok(buf)
     }
 
@@ -747,7 +778,6 @@ impl OpenInode {
         if new_size > i64::MAX as u64 {
             return Err(Error::InvalidArgument { what: "size beyond the largest file size".into() });
         }
-        let cs = files.chunk_size as u64;
         let mut st = self.lock()?;
         self.flush_locked(files, &mut st)?;
         st.drop_view();
@@ -755,18 +785,7 @@ impl OpenInode {
         files.engine.write(|tx| {
             let old = tree::attr(tx, ino)?.size;
             if new_size < old {
-                chunks::truncate(tx, ino.0 as i64, new_size.div_ceil(cs))?;
-                let tail = (new_size % cs) as usize;
-                if tail != 0 {
-                    let idx = new_size / cs;
-                    if let Some(id) = chunks::mapped(tx, ino.0 as i64, idx)? {
-                        let mut data = chunks::read(tx, id)?;
-                        if data.len() > tail {
-                            data.truncate(tail);
-                            chunks::put(tx, ino.0 as i64, idx, &data)?;
-                        }
-                    }
-                }
+                chunks::truncate(tx, ino.0 as i64, new_size)?;
             }
             tree::set_size(tx, ino, new_size, tree::now_ns())
         })?;

@@ -1,18 +1,19 @@
 //! Range operations on a file's chunk map: holes punched or zeroed, data and holes
 //! found (`SEEK_DATA`/`SEEK_HOLE`), and ranges cloned by sharing chunks.
 //!
-//! All-zero chunks are already holes (no `file_chunks` row), so zeroing whole chunks
-//! deletes rows and zeroing part of one rewrites that chunk. A clone whose source and
-//! destination sit at the same offset within a chunk maps the destination's indexes
-//! to the source's chunks (one more reference each, no chunk data read or written);
-//! only the chunks at unaligned edges are copied byte by byte. Every function runs in
-//! the caller's write transaction, on regular files whose buffered writes (if any are
-//! open in this process) were flushed first.
+//! All-zero chunks are already holes (no `file_chunks` entry), so zeroing whole entries
+//! deletes them and zeroing part of one rewrites that chunk. A clone maps every source
+//! entry that lies whole inside the source range to the same chunk at the destination
+//! (one more reference each, no chunk data read or written); the bytes between such
+//! entries (range edges, entries cut by the range) are copied, a destination cell
+//! (`chunk_size`) at a time. Every function runs in the caller's write transaction, on
+//! regular files whose buffered writes (if any are open in this process) were flushed
+//! first.
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, Result};
-use crate::fs::chunks::{self, ChunkId};
+use crate::fs::chunks::{self, ChunkId, Entry};
 use crate::fs::tree::{self, Attr, FileType, InodeId};
 
 /// Attributes of `ino`, which must be a regular file.
@@ -26,117 +27,86 @@ pub fn regular(conn: &Connection, ino: InodeId) -> Result<Attr> {
 }
 
 /// Makes bytes `start..end` of file `ino` read as zeros (the caller keeps `end` at or
-/// below the file size): whole chunks become holes, partial ones are rewritten.
-pub fn zero(conn: &Connection, ino: InodeId, cs: u64, start: u64, end: u64) -> Result<()> {
-    if start >= end {
-        return Ok(());
-    }
-    let (first_whole, end_whole) = (start.div_ceil(cs), end / cs);
-    if first_whole < end_whole {
-        let released: Vec<i64> = conn
-            .prepare_cached("DELETE FROM file_chunks WHERE ino = ?1 AND idx >= ?2 AND idx < ?3 RETURNING chunk")?
-            .query_map(params![ino.0 as i64, first_whole as i64, end_whole as i64], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        for id in released {
-            chunks::release(conn, ChunkId(id))?;
-        }
-    }
-    let mut edges = vec![start / cs];
-    if (end - 1) / cs != start / cs {
-        edges.push((end - 1) / cs);
-    }
-    for idx in edges {
-        let (lo, hi) = (start.max(idx * cs) - idx * cs, end.min((idx + 1) * cs) - idx * cs);
-        if lo == 0 && hi == cs {
-            continue; // whole: deleted above
-        }
-        if let Some(id) = chunks::mapped(conn, ino.0 as i64, idx)? {
-            let mut data = chunks::read(conn, id)?;
-            if (lo as usize) < data.len() {
-                let hi = (hi as usize).min(data.len());
-                data[lo as usize..hi].fill(0);
-                chunks::put(conn, ino.0 as i64, idx, &data)?;
-            }
+/// below the file size): entries inside become holes, entries cut by it are rewritten.
+pub fn zero(conn: &Connection, ino: InodeId, _cs: u64, start: u64, end: u64) -> Result<()> {
+    for e in chunks::entries(conn, ino.0 as i64, start, end)? {
+        if e.off >= start && e.end() <= end {
+            conn.prepare_cached("DELETE FROM file_chunks WHERE ino = ?1 AND off = ?2")?
+                .execute(params![ino.0 as i64, e.off as i64])?;
+            chunks::release(conn, e.chunk)?;
+        } else {
+            let mut data = chunks::read(conn, e.chunk)?;
+            let (lo, hi) = (start.max(e.off) - e.off, end.min(e.end()) - e.off);
+            data[lo as usize..hi as usize].fill(0);
+            chunks::put(conn, ino.0 as i64, e.off, &data)?;
         }
     }
     Ok(())
 }
 
+/// The entry of `ino` holding `offset`, else the first one after it (`None`: only a hole
+/// follows).
+fn at_or_after(conn: &Connection, ino: InodeId, offset: u64) -> Result<Option<Entry>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT off, len, chunk FROM file_chunks WHERE ino = ?1
+           AND off >= coalesce((SELECT off FROM file_chunks WHERE ino = ?1 AND off <= ?2 ORDER BY off DESC LIMIT 1), 0)
+         ORDER BY off LIMIT 2",
+    )?;
+    let mut rows = stmt.query(params![ino.0 as i64, offset as i64])?;
+    while let Some(r) = rows.next()? {
+        let e = Entry { off: r.get::<_, i64>(0)? as u64, len: r.get::<_, i64>(1)? as u64, chunk: ChunkId(r.get(2)?) };
+        if e.end() > offset {
+            return Ok(Some(e));
+        }
+    }
+    Ok(None)
+}
+
 /// `SEEK_DATA`: the first offset at or after `offset` inside a stored chunk, or `None`
-/// (`ENXIO`) if only holes follow. Holes are whole chunks; a stored chunk counts as
-/// data throughout, as Linux allows.
-pub fn seek_data(conn: &Connection, ino: InodeId, cs: u64, size: u64, offset: u64) -> Result<Option<u64>> {
+/// (`ENXIO`) if only holes follow.
+pub fn seek_data(conn: &Connection, ino: InodeId, _cs: u64, size: u64, offset: u64) -> Result<Option<u64>> {
     if offset >= size {
         return Ok(None);
     }
-    let next: Option<i64> = conn
-        .prepare_cached("SELECT min(idx) FROM file_chunks WHERE ino = ?1 AND idx >= ?2")?
-        .query_row(params![ino.0 as i64, (offset / cs) as i64], |r| r.get(0))
-        .optional()?
-        .flatten();
-    Ok(next.map(|idx| (idx as u64 * cs).max(offset)).filter(|&o| o < size))
+    Ok(at_or_after(conn, ino, offset)?.map(|e| e.off.max(offset)).filter(|&o| o < size))
 }
 
 /// `SEEK_HOLE`: the first offset at or after `offset` in a hole, the end of file being
 /// one; `None` (`ENXIO`) at or past the end.
-pub fn seek_hole(conn: &Connection, ino: InodeId, cs: u64, size: u64, offset: u64) -> Result<Option<u64>> {
+pub fn seek_hole(conn: &Connection, ino: InodeId, _cs: u64, size: u64, offset: u64) -> Result<Option<u64>> {
     if offset >= size {
         return Ok(None);
     }
-    let mut expect = offset / cs;
-    let mut stmt = conn.prepare_cached("SELECT idx FROM file_chunks WHERE ino = ?1 AND idx >= ?2 ORDER BY idx")?;
-    let mut rows = stmt.query(params![ino.0 as i64, expect as i64])?;
-    while let Some(row) = rows.next()? {
-        if row.get::<_, i64>(0)? as u64 != expect {
-            break;
+    let mut expect = offset;
+    while expect < size {
+        match at_or_after(conn, ino, expect)? {
+            Some(e) if e.off <= expect => expect = e.end(),
+            _ => break,
         }
-        expect += 1;
     }
-    Ok(Some((expect * cs).max(offset).min(size)))
+    Ok(Some(expect.min(size)))
 }
 
-/// Reads bytes `offset..offset + out.len()` of file `ino` (all below its size).
-fn read_into(conn: &Connection, ino: InodeId, cs: u64, offset: u64, out: &mut [u8]) -> Result<()> {
-    let mut done = 0usize;
-    while done < out.len() {
-        let pos = offset + done as u64;
-        let (idx, within) = (pos / cs, (pos % cs) as usize);
-        let n = (cs as usize - within).min(out.len() - done);
-        let piece = &mut out[done..done + n];
-        match chunks::mapped(conn, ino.0 as i64, idx)? {
-            Some(id) => {
-                let data = chunks::read(conn, id)?;
-                let avail = data.len().saturating_sub(within).min(n);
-                if avail > 0 {
-                    piece[..avail].copy_from_slice(&data[within..within + avail]);
-                }
-                piece[avail..].fill(0);
-            }
-            None => piece.fill(0),
-        }
-        done += n;
-    }
-    Ok(())
-}
-
-/// Maps index `idx` of `ino` to the stored chunk `id` (one more reference, a share),
-/// releasing what was mapped there. The chunk's own row is read, never written.
-fn share(conn: &Connection, ino: InodeId, idx: u64, id: ChunkId) -> Result<()> {
-    let old = chunks::mapped(conn, ino.0 as i64, idx)?;
-    if old == Some(id) {
+/// Maps bytes `off..off + len` of `ino` to the stored chunk `id` of length `len` (one
+/// more reference, a share), releasing what was mapped there. The chunk's own row is
+/// read, never written.
+fn share(conn: &Connection, ino: InodeId, off: u64, len: u64, id: ChunkId) -> Result<()> {
+    let old = chunks::entries(conn, ino.0 as i64, off, off + len)?;
+    if old.len() == 1 && old[0].off == off && old[0].chunk == id {
         return Ok(());
     }
     if conn.prepare_cached("SELECT 1 FROM chunks WHERE id = ?1")?.query([id.0])?.next()?.is_none() {
         return Err(Error::damaged(format!("chunk {} is referenced but missing", id.0)));
     }
+    let released = chunks::clear_range(conn, ino.0 as i64, off, off + len, true)?;
     conn.prepare_cached(
         "INSERT INTO chunk_shares(chunk, n) VALUES (?1, 1) ON CONFLICT(chunk) DO UPDATE SET n = n + 1",
     )?
     .execute([id.0])?;
-    conn.prepare_cached("INSERT OR REPLACE INTO file_chunks(ino, idx, chunk) VALUES (?1, ?2, ?3)")?
-        .execute(params![ino.0 as i64, idx as i64, id.0])?;
-    if let Some(old) = old {
-        chunks::release(conn, old)?;
+    conn.prepare_cached("INSERT OR REPLACE INTO file_chunks(ino, off, len, chunk) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![ino.0 as i64, off as i64, len as i64, id.0])?;
+    for e in released {
+        chunks::release(conn, e.chunk)?;
     }
     Ok(())
 }
@@ -177,46 +147,76 @@ pub fn clone(
         return Err(Error::InvalidArgument { what: "overlapping ranges of one file".into() });
     }
     let new_size = dst_size.max(end);
-    let aligned = src_off % cs == dst_off % cs;
+    let (src_end, dst_of) = (src_off + len, |p: u64| p - src_off + dst_off);
     let mut done = Cloned { bytes: len, ..Cloned::default() };
-    let mut stored_len = conn.prepare_cached("SELECT len FROM chunks WHERE id = ?1")?;
-    let mut buf = Vec::new();
-    for j in dst_off / cs..=(end - 1) / cs {
-        let (c0, m) = (j * cs, cs.min(new_size - j * cs));
-        let (lo, hi) = (dst_off.max(c0), end.min(c0 + cs));
-        if aligned && lo == c0 && hi >= c0 + m {
-            let k = (src_off + (c0 - dst_off)) / cs;
-            match chunks::mapped(conn, src.0 as i64, k)? {
-                None => {
-                    zero(conn, dst, cs, c0, c0 + m)?;
-                    done.shared += 1;
-                    continue;
-                }
-                Some(id) => {
-                    let stored: i64 = stored_len.query_row([id.0], |r| r.get(0))?;
-                    if stored as u64 <= m {
-                        share(conn, dst, j, id)?;
-                        done.shared += 1;
-                        continue;
-                    }
-                }
-            }
+    // Destination bytes up to `cursor` are done; entries whole inside the source range
+    // are shared, the bytes between them copied.
+    let mut cursor = dst_off;
+    let mut after = src_off;
+    loop {
+        let next: Option<(i64, i64, i64)> = conn
+            .prepare_cached(
+                "SELECT off, len, chunk FROM file_chunks WHERE ino = ?1 AND off >= ?2 ORDER BY off LIMIT 1",
+            )?
+            .query_row(params![src.0 as i64, after as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?;
+        let Some(e) = next.map(|(o, l, c)| Entry { off: o as u64, len: l as u64, chunk: ChunkId(c) }) else { break };
+        if e.end() > src_end {
+            break;
         }
-        // An edge: this chunk keeps bytes outside the range, or the source sits at
-        // another offset within its chunks.
-        buf.clear();
-        buf.resize(m as usize, 0);
-        if c0 < dst_size {
-            let keep = (dst_size - c0).min(m) as usize;
-            read_into(conn, dst, cs, c0, &mut buf[..keep])?;
-        }
-        let at = (lo - c0) as usize;
-        read_into(conn, src, cs, src_off + (lo - dst_off), &mut buf[at..at + (hi - lo) as usize])?;
-        chunks::put(conn, dst.0 as i64, j, &buf)?;
-        done.copied += 1;
+        let image = dst_of(e.off);
+        copy(conn, cs, src, dst, dst_size, new_size, (src_off, dst_off), (cursor, image), &mut done)?;
+        share(conn, dst, image, e.len, e.chunk)?;
+        done.shared += 1;
+        cursor = image + e.len;
+        after = e.end();
     }
+    copy(conn, cs, src, dst, dst_size, new_size, (src_off, dst_off), (cursor, end), &mut done)?;
     tree::set_size(conn, dst, new_size, tree::now_ns())?;
     Ok(done)
+}
+
+/// Copies the source bytes of destination range `range` (between two shared entries,
+/// or the clone's edges) a destination cell at a time. Each cell is rewritten whole
+/// (its bytes outside the range kept), except where the range's ends meet a shared
+/// entry; a cell whose result is all zeros becomes a hole.
+#[allow(clippy::too_many_arguments)]
+fn copy(
+    conn: &Connection,
+    cs: u64,
+    src: InodeId,
+    dst: InodeId,
+    dst_size: u64,
+    new_size: u64,
+    (src_off, dst_off): (u64, u64),
+    (a, b): (u64, u64),
+    done: &mut Cloned,
+) -> Result<()> {
+    let (shared_before, shared_after) = (a > dst_off, b < dst_off + done.bytes);
+    let mut buf = Vec::new();
+    let mut lo = a;
+    while lo < b {
+        let c0 = lo / cs * cs;
+        let hi = b.min(c0 + cs);
+        let w0 = if shared_before { c0.max(a) } else { c0 };
+        let w1 = if shared_after { (c0 + cs).min(b) } else { (c0 + cs).min(new_size) };
+        buf.clear();
+        buf.resize((w1 - w0) as usize, 0);
+        if w0 < dst_size {
+            let keep = (dst_size - w0).min(w1 - w0) as usize;
+            chunks::read_range(conn, dst.0 as i64, w0, &mut buf[..keep])?;
+        }
+        let at = (lo - w0) as usize;
+        chunks::read_range(conn, src.0 as i64, lo - dst_off + src_off, &mut buf[at..at + (hi - lo) as usize])?;
+        if buf.iter().all(|&x| x == 0) {
+            done.shared += 1;
+        } else {
+            done.copied += 1;
+        }
+        chunks::put(conn, dst.0 as i64, w0, &buf)?;
+        lo = hi;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -242,14 +242,14 @@ mod tests {
     fn store(c: &Connection, ino: InodeId, data: &[u8]) {
         chunks::truncate(c, ino.0 as i64, 0).unwrap();
         for (i, piece) in data.chunks(CS as usize).enumerate() {
-            chunks::put(c, ino.0 as i64, i as u64, piece).unwrap();
+            chunks::put(c, ino.0 as i64, i as u64 * CS, piece).unwrap();
         }
         tree::set_size(c, ino, data.len() as u64, 0).unwrap();
     }
 
     fn content(c: &Connection, ino: InodeId) -> Vec<u8> {
         let mut out = vec![0u8; tree::attr(c, ino).unwrap().size as usize];
-        read_into(c, ino, CS, 0, &mut out).unwrap();
+        chunks::read_range(c, ino.0 as i64, 0, &mut out).unwrap();
         out
     }
 

@@ -110,11 +110,11 @@ impl Tree {
         let map = |r: &rusqlite::Row<'_>| Ok((r.get(0)?, r.get(1)?));
         let rows = match self {
             Tree::Snap(s) => c
-                .prepare_cached("SELECT idx, chunk FROM snap_chunks WHERE snap = ?1 AND ino = ?2 ORDER BY idx")?
+                .prepare_cached("SELECT off, chunk FROM snap_chunks WHERE snap = ?1 AND ino = ?2 ORDER BY off")?
                 .query_map(params![s.0 as i64, ino.0 as i64], map)?
                 .collect::<rusqlite::Result<Vec<_>>>()?,
             Tree::Live => c
-                .prepare_cached("SELECT idx, chunk FROM file_chunks WHERE ino = ?1 ORDER BY idx")?
+                .prepare_cached("SELECT off, chunk FROM file_chunks WHERE ino = ?1 ORDER BY off")?
                 .query_map(params![ino.0 as i64], map)?
                 .collect::<rusqlite::Result<Vec<_>>>()?,
         };

@@ -93,8 +93,8 @@ pub fn create(conn: &Connection, name: &str, now_ns: i64) -> Result<SnapshotId> 
     )?;
     conn.execute("INSERT INTO snap_dirents(snap, parent, name, ino) SELECT ?1, parent, name, ino FROM dirents", [id])?;
     conn.execute(
-        "INSERT INTO snap_chunks(snap, ino, idx, chunk)
-         SELECT ?1, f.ino, f.idx, f.chunk FROM file_chunks f WHERE EXISTS (SELECT 1 FROM dirents d WHERE d.ino = f.ino)",
+        "INSERT INTO snap_chunks(snap, ino, off, len, chunk)
+         SELECT ?1, f.ino, f.off, f.len, f.chunk FROM file_chunks f WHERE EXISTS (SELECT 1 FROM dirents d WHERE d.ino = f.ino)",
         [id],
     )?;
     conn.execute(
@@ -254,13 +254,30 @@ pub fn read_link(conn: &Connection, snap: SnapshotId, ino: InodeId) -> Result<Ve
     t.ok_or_else(|| Error::InvalidArgument { what: "not a symbolic link".into() })
 }
 
-/// The chunk at index `idx` of file `ino` in a snapshot, `None` for a hole.
-pub fn mapped(conn: &Connection, snap: SnapshotId, ino: InodeId, idx: u64) -> Result<Option<ChunkId>> {
-    Ok(conn
-        .prepare_cached("SELECT chunk FROM snap_chunks WHERE snap = ?1 AND ino = ?2 AND idx = ?3")?
-        .query_row(params![snap.sql(), ino.0 as i64, idx as i64], |r| r.get(0))
-        .optional()?
-        .map(ChunkId))
+/// The entries of file `ino` in a snapshot overlapping `start..end`, in order (as
+/// [`chunks::entries`] for the live map).
+pub fn entries(conn: &Connection, snap: SnapshotId, ino: InodeId, start: u64, end: u64) -> Result<Vec<chunks::Entry>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT off, len, chunk FROM snap_chunks WHERE snap = ?1 AND ino = ?2 AND off < ?4
+           AND off >= coalesce((SELECT off FROM snap_chunks WHERE snap = ?1 AND ino = ?2 AND off <= ?3
+                                ORDER BY off DESC LIMIT 1), 0)
+         ORDER BY off",
+    )?;
+    let rows = stmt.query_map(params![snap.sql(), ino.0 as i64, start as i64, end as i64], |r| {
+        Ok(chunks::Entry {
+            off: r.get::<_, i64>(0)? as u64,
+            len: r.get::<_, i64>(1)? as u64,
+            chunk: ChunkId(r.get(2)?),
+        })
+    })?;
+    let mut out = Vec::new();
+    for e in rows {
+        let e = e?;
+        if e.end() > start {
+            out.push(e);
+        }
+    }
+    Ok(out)
 }
 
 /// Reads up to `buf.len()` bytes at `offset` of file `ino` in a snapshot; returns the
@@ -281,26 +298,11 @@ pub fn read_at(
         return Ok(0);
     }
     let want = (a.size - offset).min(buf.len() as u64) as usize;
-    let mut done = 0;
-    while done < want {
-        let pos = offset + done as u64;
-        let idx = pos / chunk_size;
-        let within = (pos % chunk_size) as usize;
-        let n = (chunk_size as usize - within).min(want - done);
-        let out = &mut buf[done..done + n];
-        match mapped(conn, snap, ino, idx)? {
-            Some(id) => {
-                let data = chunks::read(conn, id)?;
-                // A stored chunk may end before `within` (the file grew past it later).
-                let avail = data.len().saturating_sub(within).min(n);
-                if avail > 0 {
-                    out[..avail].copy_from_slice(&data[within..within + avail]);
-                }
-                out[avail..].fill(0);
-            }
-            None => out.fill(0),
-        }
-        done += n;
+    let _ = chunk_size;
+    let out = &mut buf[..want];
+    out.fill(0);
+    for e in entries(conn, snap, ino, offset, offset + want as u64)? {
+        chunks::copy_overlap(&e, &chunks::read(conn, e.chunk)?, offset, out);
     }
     Ok(want)
 }
@@ -492,12 +494,13 @@ impl Restorer<'_> {
         let ino = tree::create_restored(self.conn, parent, name, &attrs.node())?;
         if a.kind == FileType::File {
             let mut stmt =
-                self.conn.prepare_cached("SELECT idx, chunk FROM snap_chunks WHERE snap = ?1 AND ino = ?2")?;
-            let rows = stmt
-                .query_map(params![self.snap.sql(), src.0 as i64], |r| Ok((r.get::<_, i64>(0)?, ChunkId(r.get(1)?))))?;
+                self.conn.prepare_cached("SELECT off, len, chunk FROM snap_chunks WHERE snap = ?1 AND ino = ?2")?;
+            let rows = stmt.query_map(params![self.snap.sql(), src.0 as i64], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, ChunkId(r.get(2)?)))
+            })?;
             for row in rows {
-                let (idx, chunk) = row?;
-                chunks::adopt(self.conn, ino.0 as i64, idx as u64, chunk)?;
+                let (off, len, chunk) = row?;
+                chunks::adopt(self.conn, ino.0 as i64, off as u64, len as u64, chunk)?;
             }
         }
         if a.kind != FileType::Dir && a.nlink > 1 {
@@ -655,7 +658,7 @@ mod tests {
         assert_eq!(&buf[..n], b"only in a snapshot");
         assert_eq!(remove(&c, s, &|| Ok(())).unwrap(), 18);
         assert_eq!(refs(&c).len(), 1);
-        assert_eq!(chunks::mapped(&c, a.0 as i64, 0).unwrap().map(|_| ()), Some(()));
+        assert_eq!(chunks::entries(&c, a.0 as i64, 0, 1).unwrap().len(), 1);
         assert!(matches!(find(&c, "one"), Err(Error::NotFound { .. })));
     }
 
@@ -699,7 +702,7 @@ mod tests {
         let na2 = tree::lookup(&c, InodeId::ROOT, b"a2").unwrap().unwrap();
         assert_eq!(na, na2);
         assert_eq!(tree::attr(&c, na).unwrap().nlink, 2);
-        let id = chunks::mapped(&c, na.0 as i64, 0).unwrap().unwrap();
+        let id = chunks::entries(&c, na.0 as i64, 0, 1).unwrap()[0].chunk;
         assert_eq!(chunks::read(&c, id).unwrap(), b"linked");
         // "changed" was only in the replaced live file: freed.
         assert_eq!(refs(&c).len(), 1);

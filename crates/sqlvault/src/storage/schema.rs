@@ -252,6 +252,40 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE chunks ADD COLUMN codec INTEGER NOT NULL DEFAULT 0;  -- 0: as is, 1: one zstd frame
     ALTER TABLE chunks ADD COLUMN stored INTEGER;                    -- bytes as stored; NULL: len
     ",
+    // 12: the chunk map keyed by byte offset, with each entry's length (see fs/chunks.rs):
+    // files written whole are cut by content, so a chunk no longer starts at a multiple
+    // of the chunk size. Rows written before are the fixed cut: offset idx x chunk_size,
+    // length the chunk's.
+    "
+    CREATE TABLE file_chunks_12(
+        ino   INTEGER NOT NULL,
+        off   INTEGER NOT NULL,             -- byte offset of the chunk in the file
+        len   INTEGER NOT NULL,             -- bytes it covers (= chunks.len)
+        chunk INTEGER NOT NULL,
+        PRIMARY KEY(ino, off)
+    ) WITHOUT ROWID;
+    INSERT INTO file_chunks_12(ino, off, len, chunk)
+        SELECT f.ino, f.idx * (SELECT value FROM meta WHERE key = 'chunk_size'), coalesce(c.len, 0), f.chunk
+        FROM file_chunks f LEFT JOIN chunks c ON c.id = f.chunk ORDER BY f.ino, f.idx;
+    DROP TABLE file_chunks;
+    ALTER TABLE file_chunks_12 RENAME TO file_chunks;
+    CREATE INDEX file_chunks_by_chunk ON file_chunks(chunk);
+
+    CREATE TABLE snap_chunks_12(
+        snap  INTEGER NOT NULL,
+        ino   INTEGER NOT NULL,
+        off   INTEGER NOT NULL,
+        len   INTEGER NOT NULL,
+        chunk INTEGER NOT NULL,
+        PRIMARY KEY(snap, ino, off)
+    ) WITHOUT ROWID;
+    INSERT INTO snap_chunks_12(snap, ino, off, len, chunk)
+        SELECT s.snap, s.ino, s.idx * (SELECT value FROM meta WHERE key = 'chunk_size'), coalesce(c.len, 0), s.chunk
+        FROM snap_chunks s LEFT JOIN chunks c ON c.id = s.chunk ORDER BY s.snap, s.ino, s.idx;
+    DROP TABLE snap_chunks;
+    ALTER TABLE snap_chunks_12 RENAME TO snap_chunks;
+    CREATE INDEX snap_chunks_by_chunk ON snap_chunks(chunk);
+    ",
 ];
 
 /// Every table, index and trigger of ours. Application SQL may not touch them, nor create an

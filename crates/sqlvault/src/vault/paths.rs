@@ -3,10 +3,10 @@
 
 use super::{DirEntry, Vault};
 use crate::error::{Error, Result};
-use crate::fs::chunks;
 use crate::fs::handle::{FileHandle, FileOptions};
 use crate::fs::path::VaultPath;
 use crate::fs::tree::{self, Attr, FileType, InodeId, RenameMode, SetAttr};
+use crate::fs::{chunks, cut};
 
 const MAX_SYMLINKS: usize = 40;
 const LIST_PAGE: usize = 512;
@@ -234,39 +234,18 @@ impl Vault {
     }
 
     /// Inside a write: replaces the whole content of file `ino` with what `reader`
-    /// yields, a chunk at a time (memory: one chunk), and sets its size and mtime.
-    /// Returns the number of bytes written.
+    /// yields, cut into chunks by content (`fs/cut.rs`; memory: about two of the
+    /// largest chunks), and sets its size and mtime. Returns the number of bytes written.
     pub(crate) fn replace_content_in(
         &self,
         tx: &rusqlite::Connection,
         ino: InodeId,
         path: &str,
-        mut reader: impl std::io::Read,
+        reader: impl std::io::Read,
     ) -> Result<u64> {
-        let cs = self.chunk_size() as usize;
-        let mut buf = vec![0u8; cs];
-        let (mut idx, mut total) = (0u64, 0u64);
-        loop {
-            let mut n = 0;
-            while n < cs {
-                match reader.read(&mut buf[n..]) {
-                    Ok(0) => break,
-                    Ok(k) => n += k,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(Error::io(format!("reading the content of {path}"), e)),
-                }
-            }
-            if n == 0 {
-                break;
-            }
-            chunks::put(tx, ino.0 as i64, idx, &buf[..n])?;
-            idx += 1;
-            total += n as u64;
-            if n < cs {
-                break;
-            }
-        }
-        chunks::truncate(tx, ino.0 as i64, idx)?;
+        let total = chunks::replace_all(tx, ino.0 as i64, || {
+            cut::stream(reader, self.chunk_size(), path, |off, data| chunks::put(tx, ino.0 as i64, off, data))
+        })?;
         tree::set_size(tx, ino, total, tree::now_ns())?;
         Ok(total)
     }

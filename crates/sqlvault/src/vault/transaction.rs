@@ -101,21 +101,8 @@ impl<'a> Tx<'a> {
         if a.kind != FileType::File {
             return Err(Error::IsADirectory { path: path.into() });
         }
-        let cs = self.vault.chunk_size() as u64;
-        let mut out = Vec::with_capacity(a.size as usize);
-        let mut idx = 0;
-        while (out.len() as u64) < a.size {
-            let want = (a.size - out.len() as u64).min(cs) as usize;
-            match chunks::mapped(self.conn, ino.0 as i64, idx)? {
-                Some(id) => {
-                    let data = chunks::read(self.conn, id)?;
-                    out.extend_from_slice(&data[..want.min(data.len())]);
-                    out.resize(out.len() + want - want.min(data.len()), 0);
-                }
-                None => out.resize(out.len() + want, 0),
-            }
-            idx += 1;
-        }
+        let mut out = vec![0u8; a.size as usize];
+        chunks::read_range(self.conn, ino.0 as i64, 0, &mut out)?;
         Ok(out)
     }
 

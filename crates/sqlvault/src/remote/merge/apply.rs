@@ -222,7 +222,7 @@ pub(super) fn build_tree(tx: &Connection) -> Result<()> {
         copy_mapped(side, &["inodes", "tags", "xattrs"], "imap", "ino", "ino")?;
         tx.execute(
             &format!(
-                "INSERT INTO {S}m_file_chunks(ino, idx, chunk) SELECT m.new, x.idx, c.new FROM {S}imap m
+                "INSERT INTO {S}m_file_chunks(ino, off, len, chunk) SELECT m.new, x.off, x.len, c.new FROM {S}imap m
                  JOIN {x} x ON x.ino = m.ino LEFT JOIN {S}cmap c ON c.side = m.side AND c.id = x.chunk
                  WHERE m.side = ?1",
                 x = side.table("file_chunks")
@@ -232,7 +232,7 @@ pub(super) fn build_tree(tx: &Connection) -> Result<()> {
         copy_mapped(side, &["snap_inodes", "snap_dirents", "snap_tags", "snap_xattrs"], "smap", "snap", "id")?;
         tx.execute(
             &format!(
-                "INSERT INTO {S}m_snap_chunks(snap, ino, idx, chunk) SELECT m.new, x.ino, x.idx, c.new
+                "INSERT INTO {S}m_snap_chunks(snap, ino, off, len, chunk) SELECT m.new, x.ino, x.off, x.len, c.new
                  FROM {S}smap m JOIN {x} x ON x.snap = m.id LEFT JOIN {S}cmap c ON c.side = m.side AND c.id = x.chunk
                  WHERE m.side = ?1",
                 x = side.table("snap_chunks")

@@ -101,7 +101,7 @@ pub(super) fn signatures(tx: &Connection, side: Side) -> Result<()> {
         [],
     )?;
     let q_chunks = format!(
-        "SELECT f.idx, c.hash FROM {} f LEFT JOIN {} c ON c.id = f.chunk WHERE f.ino = ?1 ORDER BY f.idx",
+        "SELECT f.off, c.hash FROM {} f LEFT JOIN {} c ON c.id = f.chunk WHERE f.ino = ?1 ORDER BY f.off",
         side.table("file_chunks"),
         side.chunks()
     );
