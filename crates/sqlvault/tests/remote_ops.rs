@@ -196,7 +196,10 @@ fn prune_deletes_packs_no_kept_commit_references() {
     assert_eq!(files(&c), files(&a));
     assert!(c.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
     // A push after the prune finds its chunks through the remaining indexes.
-    a.write_file("/again", &payload(300, 4 * CHUNK as usize)).unwrap();
+    // Through a handle: four fixed chunks.
+    let f = a.create_file("/again").unwrap();
+    f.write_at(0, &payload(300, 4 * CHUNK as usize)).unwrap();
+    f.close().unwrap();
     let r = a.remote("r").push(&sqlvault::Ops::default()).unwrap();
     assert!(matches!(r, PushOutcome::Pushed { chunks_uploaded: 4, .. }), "{r:?}");
     assert!(matches!(
