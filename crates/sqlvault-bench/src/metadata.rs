@@ -55,7 +55,7 @@ impl System {
             System::CommitPerTag => "plain SQLite, 1 commit per tag",
             System::CommitPerObject => "plain SQLite, 1 commit per object",
             System::VaultPerObject => "sqlvault set_tags, 1 commit per object",
-            System::Vault => "sqlvault set_tags_batch",
+            System::Vault => "sqlvault set_tags, many objects per transaction",
         }
     }
 }
@@ -148,7 +148,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
 }
 
 /// The sqlvault path: files of a vault (created outside the clock), tags set with
-/// `Vault::set_tags_batch` ([`VAULT_BATCH`] objects per call and commit) or, for
+/// `Tx::set_tags` ([`VAULT_BATCH`] objects per transaction and commit) or, for
 /// [`System::VaultPerObject`], `Vault::set_tags` (one commit per object). Returns the
 /// number of tags read back.
 fn vault_tags(spec: &Spec, out: &mut CaseOutput) -> Result<u64> {
@@ -176,7 +176,7 @@ fn vault_tags(spec: &Spec, out: &mut CaseOutput) -> Result<u64> {
     } else {
         for part in ids.chunks(VAULT_BATCH as usize) {
             let items: Vec<(String, Vec<(&str, TagValue)>)> = part.iter().map(|&o| (path(o), tags_of(o))).collect();
-            vault.set_tags_batch(&items)?;
+            vault.transaction(|tx| items.iter().try_for_each(|(p, t)| tx.set_tags(p, t)))?;
         }
     }
     out.add("tag", m.stop((spec.objects * TAGS_PER_OBJECT as u64) as f64)?);
@@ -257,8 +257,8 @@ pub fn metadata(a: &MetadataArgs) -> Result<harness::ScenarioReport> {
          unencrypted SQLite database (WAL, `synchronous=NORMAL`: sqlvault's default durability), \
          `INSERT OR REPLACE` into `tags(object, name, value)` with primary key `(object, name)`, one \
          transaction per statement or one per object. sqlvault: the objects are files of a vault, tags set \
-         with the library's tag API: `Vault::set_tags_batch` with {VAULT_BATCH} objects per call (one \
-         commit each), and `Vault::set_tags` per object (one commit each) for comparison; every tag is read \
+         with the library's tag API: `Tx::set_tags` in a `Vault::transaction` of {VAULT_BATCH} objects \
+         (one commit each), and `Vault::set_tags` per object (one commit each) for comparison; every tag is read \
          back and checked after the clock stops. One child process per run; \
          {reps} repetition(s); ops/s are tags per second; ×baseline is the ratio to one commit per tag."
     );

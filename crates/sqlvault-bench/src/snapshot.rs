@@ -135,7 +135,7 @@ fn one(args: &SnapshotArgs, dir: &std::path::Path, rep: u32) -> Result<Rep> {
     if !fsck.is_clean() {
         crate::bail!("fsck found problems: {:?}", fsck.problems);
     }
-    v.compact(&sqlvault::Ops::default()).context("compact")?;
+    v.compact(false, &sqlvault::Ops::default()).context("compact")?;
     v.close().context("close")?;
     let after = file_len(&path);
     std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;

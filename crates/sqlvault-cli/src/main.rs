@@ -646,7 +646,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
                 .filter(|m| *m <= 0o7777)
                 .ok_or_else(|| CliError::usage(format!("mode {mode:?} is not octal (e.g. 644)")))?;
             let v = ctx.open(&vault)?;
-            v.set_permissions(&path, perm)?;
+            v.set_attr(&path, &sqlvault::SetAttr { perm: Some(perm), ..Default::default() }, true)?;
             v.close()?;
         }
         Command::Touch { vault, path } => {
@@ -656,7 +656,11 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map(|d| d.as_nanos() as i64)
                     .unwrap_or(0);
-                v.set_times(&path, Some(now), Some(now))?;
+                v.set_attr(
+                    &path,
+                    &sqlvault::SetAttr { atime_ns: Some(now), mtime_ns: Some(now), ..Default::default() },
+                    true,
+                )?;
             } else {
                 v.open_file(&path, &FileOptions::new().write(true).create(true))?.close()?;
             }
@@ -711,7 +715,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
         Command::Compression { vault, setting } => {
             let v = ctx.open(&vault)?;
             match setting {
-                None => outln!("{}", v.compression()?.name()),
+                None => outln!("{}", v.info()?.compression),
                 Some(c) => {
                     v.set_compression(c.into())?;
                     v.close()?;

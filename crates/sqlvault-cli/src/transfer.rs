@@ -161,6 +161,11 @@ fn is_not_found(e: &sqlvault::Error) -> bool {
     matches!(e, sqlvault::Error::NotFound { .. })
 }
 
+/// Sets the tags of many files in one transaction and one commit: all or nothing.
+fn set_tags_batch(vault: &Vault, batch: &[(String, Vec<(String, sqlvault::TagValue)>)]) -> sqlvault::Result<()> {
+    vault.transaction(|tx| batch.iter().try_for_each(|(path, tags)| tx.set_tags(path, tags)))
+}
+
 /// Every entry of directory `dir` with its raw name bytes, in name order.
 pub fn list_all(vault: &Vault, dir: sqlvault::InodeId) -> Result<Vec<sqlvault::inodes::Entry>, CliError> {
     const PAGE: usize = 512;
@@ -311,7 +316,7 @@ pub fn put_command(ctx: &Ctx, args: PutArgs) -> Result<Exit, CliError> {
     };
     let r = p.run(&meta);
     let r = r.and_then(|()| match p.tags.take().filter(|b| !b.is_empty()) {
-        Some(batch) if !args.dry_run => Ok(vault.set_tags_batch(&batch)?),
+        Some(batch) if !args.dry_run => Ok(set_tags_batch(&vault, &batch)?),
         _ => Ok(()),
     });
     p.pb.finish_and_clear();
@@ -546,10 +551,18 @@ impl Put<'_> {
             let a = self.vault.symlink_metadata(&f.dest)?;
             let perm = f.meta.mode() & 0o7777;
             if a.perm != perm {
-                self.vault.set_permissions(&f.dest, perm)?;
+                self.vault.set_attr(&f.dest, &sqlvault::SetAttr { perm: Some(perm), ..Default::default() }, true)?;
             }
             if a.mtime_ns != mtime_ns(&f.meta) {
-                self.vault.set_times(&f.dest, Some(atime_ns(&f.meta)), Some(mtime_ns(&f.meta)))?;
+                self.vault.set_attr(
+                    &f.dest,
+                    &sqlvault::SetAttr {
+                        atime_ns: Some(atime_ns(&f.meta)),
+                        mtime_ns: Some(mtime_ns(&f.meta)),
+                        ..Default::default()
+                    },
+                    true,
+                )?;
             }
         }
         Ok(())
@@ -571,7 +584,11 @@ impl Put<'_> {
                 };
                 if same {
                     if a.perm != perm && !self.args.dry_run {
-                        self.vault.set_permissions(dest, perm)?;
+                        self.vault.set_attr(
+                            dest,
+                            &sqlvault::SetAttr { perm: Some(perm), ..Default::default() },
+                            true,
+                        )?;
                     }
                     self.s.unchanged += 1;
                     self.pb.inc(meta.len());
@@ -623,7 +640,7 @@ impl Put<'_> {
         if let Some(batch) = self.tags.as_mut() {
             batch.push((dest.to_string(), crate::extract::tags_of(src, meta)));
             if batch.len() >= TAG_BATCH {
-                self.vault.set_tags_batch(batch)?;
+                set_tags_batch(self.vault, batch)?;
                 batch.clear();
             }
         }
