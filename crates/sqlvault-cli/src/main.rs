@@ -843,7 +843,7 @@ fn ls(v: &Vault, path: &str, f: LsFormat) -> Result<(), CliError> {
         let target = (top.kind == FileType::Symlink).then(|| v.read_link(path)).transpose()?;
         each(LsEntry { path: path.to_string(), name, attr: top, target })?
     } else {
-        collect(v, top.ino, path, f.recursive, &mut each)?
+        collect(v, path.as_bytes(), path, f.recursive, &mut each)?
     };
     if f.json && open {
         arr.finish(&mut w)?;
@@ -851,27 +851,24 @@ fn ls(v: &Vault, path: &str, f: LsFormat) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Lists by inode, not by path, so names that are not UTF-8 (the mount stores raw
-/// bytes) are shown lossily instead of failing the whole listing. `Ok(false)` once
-/// `each` says stop (standard output closed).
+/// Lists directory `dir` (a vault path as raw bytes, so names that are not UTF-8, which
+/// the mount stores, are shown lossily instead of failing the whole listing), printed
+/// as `shown`. `Ok(false)` once `each` says stop (standard output closed).
 fn collect(
     v: &Vault,
-    dir: sqlvault::InodeId,
+    dir: &[u8],
     shown: &str,
     recursive: bool,
     each: &mut dyn FnMut(LsEntry) -> Result<bool, CliError>,
 ) -> Result<bool, CliError> {
     for e in transfer::list_all(v, dir)? {
-        let name = String::from_utf8_lossy(&e.name).into_owned();
-        let p = sqlvault::join_path(shown, &name);
-        let attr = v.inodes().attr(e.ino)?;
-        let target = (e.kind == FileType::Symlink)
-            .then(|| v.inodes().read_link(e.ino).map(|t| String::from_utf8_lossy(&t).into_owned()))
-            .transpose()?;
-        if !each(LsEntry { path: p.clone(), name, attr, target })? {
+        let p = sqlvault::join_path(shown, &e.name);
+        let target = e.target.as_ref().map(|t| String::from_utf8_lossy(t).into_owned());
+        let is_dir = e.attr.kind == FileType::Dir;
+        if !each(LsEntry { path: p.clone(), name: e.name, attr: e.attr, target })? {
             return Ok(false);
         }
-        if recursive && e.kind == FileType::Dir && !collect(v, e.ino, &p, true, each)? {
+        if recursive && is_dir && !collect(v, &transfer::child(dir, &e.raw_name), &p, true, each)? {
             return Ok(false);
         }
     }
