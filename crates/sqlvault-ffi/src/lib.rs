@@ -24,6 +24,7 @@ mod bulk;
 mod capi;
 mod error;
 mod file;
+mod jni;
 mod shared;
 mod transaction;
 mod types;
