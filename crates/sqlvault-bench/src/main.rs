@@ -17,6 +17,7 @@ mod batch;
 mod bindings;
 mod blocks;
 mod chart;
+mod compression;
 mod data;
 mod error;
 mod fixtures;
@@ -55,6 +56,7 @@ static SCENARIOS: &[&dyn Scenario] = &[
     &batch::SCENARIO,
     &remote::SCENARIO,
     &bindings::SCENARIO,
+    &compression::SCENARIO,
 ];
 
 fn cli() -> Command {
