@@ -5,8 +5,8 @@
 //!
 //! Each tool imports each set into a fresh repository as a child process of its own
 //! (`sqlvault put` of the release CLI beside this program, `restic backup`, `borg
-//! create --compression zstd,3`), measured with `wait4`: wall time, CPU (user + system)
-//! and peak RSS. Stored bytes are the repository on disk afterwards (the vault and its
+//! create --compression zstd,3`): wall time, CPU (user + system, `wait4`) and peak RSS
+//! (`VmHWM`, polled). Stored bytes are the repository on disk afterwards (the vault and its
 //! WAL). For the large tar, the first version stays (a sqlvault snapshot, the other
 //! tools' first archive) and the second is imported on top: what it adds is sqlvault's
 //! stored chunk bytes (`info --json`) and the repository's growth for the others.
@@ -108,8 +108,11 @@ struct CompressionReport {
     skipped: Vec<String>,
 }
 
-/// Runs `cmd` to its end; returns (wall s, CPU s, peak RSS KiB) from `wait4`. Its
-/// standard error goes to a file (a pipe nobody reads could fill and stall it).
+/// Runs `cmd` to its end; returns (wall s, CPU s, peak RSS KiB). CPU comes from
+/// `wait4`; the peak is the largest `VmHWM` of the child polled every 5 ms (`wait4`'s
+/// `ru_maxrss` would count this process's resident set at the fork, which `exec`
+/// carries into the child's). Its standard error goes to a file (a pipe nobody reads
+/// could fill and stall it).
 fn measured(cmd: &mut Command) -> Result<(f64, f64, u64)> {
     let mut err = tempfile::tempfile().context("cannot create a file for standard error")?;
     let t0 = Instant::now();
@@ -122,7 +125,15 @@ fn measured(cmd: &mut Command) -> Result<(f64, f64, u64)> {
     let mut status = 0;
     // SAFETY: wait4 on our own child's pid fills the zeroed rusage we own.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut ru) };
+    let mut peak = 0;
+    let pid = loop {
+        peak = peak.max(sys::proc_hwm_kib(child.id()));
+        let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, libc::WNOHANG, &mut ru) };
+        if pid != 0 {
+            break pid;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
     let wall = t0.elapsed().as_secs_f64();
     if pid < 0 {
         return Err(std::io::Error::last_os_error()).context("wait4 failed");
@@ -134,7 +145,7 @@ fn measured(cmd: &mut Command) -> Result<(f64, f64, u64)> {
         crate::bail!("{cmd:?} failed (wait status {status}): {}", text.trim());
     }
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    Ok((wall, secs(ru.ru_utime) + secs(ru.ru_stime), ru.ru_maxrss.max(0) as u64))
+    Ok((wall, secs(ru.ru_utime) + secs(ru.ru_stime), peak))
 }
 
 /// Runs `cmd` unmeasured; its standard output.
@@ -511,9 +522,9 @@ fn targets(r: &CompressionReport) -> Vec<Target> {
 fn markdown(r: &CompressionReport) -> String {
     let mut s = report::preamble(&r.command, &r.machine);
     s.push_str(
-        "\n\nEach tool imports each data set into a fresh repository, as a child process measured with `wait4` \
-         (wall, user + system CPU, peak RSS): `sqlvault put` into a vault made with `init --compression zstd` \
-         or `none` and a key file; `restic backup --no-cache` (its default compression, auto); `borg create \
+        "\n\nEach tool imports each data set into a fresh repository, as a child process: wall and user + system \
+         CPU (`wait4`), peak RSS (`VmHWM` polled every 5 ms). `sqlvault put` into a vault made with `init \
+         --compression zstd` or `none` and a key file; `restic backup --no-cache` (its default compression, auto); `borg create \
          --compression zstd,3` (repokey). Stored: the repository's bytes on disk after the import (the vault \
          and its WAL). The large tar's second version is imported after the first (kept as a sqlvault snapshot, \
          as the others' first archive): added is sqlvault's stored chunk bytes (`info --json`), the \
