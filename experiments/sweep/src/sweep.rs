@@ -549,7 +549,7 @@ fn fmt_duration(d: Duration) -> String {
 /// Entry point of `sweep chunk-sweep`.
 pub fn chunk_sweep(args: &SweepArgs) -> Result<()> {
     if let Some(json) = &args.render {
-        return render(args, json);
+        return render(json);
     }
     let (size_mib, reps) = if args.quick { (32, 1) } else { (args.size_mib, args.reps) };
     if size_mib == 0 || reps == 0 {
@@ -679,25 +679,23 @@ pub fn chunk_sweep(args: &SweepArgs) -> Result<()> {
     };
 
     let json = args.out.results_dir.join(if args.quick { "chunk-sweep-quick.json" } else { "chunk-sweep.json" });
-    publish(args, &report, &json)?;
+    publish(&report, &json)?;
     eprintln!("total time {}", fmt_duration(started.elapsed()));
     Ok(())
 }
 
 /// Writes the JSON and prints the Markdown.
-fn publish(args: &SweepArgs, report: &SweepReport, json_path: &Path) -> Result<()> {
-    let skip = report.quick.then_some("quick run");
-    let _ = skip;
+fn publish(report: &SweepReport, json_path: &Path) -> Result<()> {
     report::publish(json_path, report, SECTION, &markdown(report))
 }
 
 /// `--render`: recompute the findings of an earlier run and publish it again.
-fn render(args: &SweepArgs, json: &Path) -> Result<()> {
+fn render(json: &Path) -> Result<()> {
     let text = std::fs::read_to_string(json).with_context(|| format!("cannot read {}", json.display()))?;
     let mut report: SweepReport =
         serde_json::from_str(&text).with_context(|| format!("{} is not a chunk-sweep result", json.display()))?;
     report.conclusions = conclusions(&report.summary, report.library_defaults);
-    publish(args, &report, json)
+    publish(&report, json)
 }
 
 fn summarize(cfgs: &[Config], runs: &[(usize, RunRecord)]) -> Vec<ConfigSummary> {
