@@ -8,14 +8,16 @@
 //! raw key until format 2; with plain SQLite bundled, `PRAGMA key` would be a silent
 //! no-op, so the label says what runs.)
 
+use std::marker::PhantomData;
 use std::path::PathBuf;
 
 use rusqlite::{params, Connection};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Context, Result};
-use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Target, Unit};
-use crate::report::{self, OutputArgs};
+use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Unit};
+use crate::report;
+use crate::scenario::{Common, Def, Target};
 
 const HEADING: &str = "## metadata (article 003)";
 const TAGS_PER_OBJECT: usize = 20;
@@ -31,14 +33,8 @@ pub struct MetadataArgs {
     /// Repetitions (the median is reported).
     #[arg(long, default_value_t = 3)]
     pub reps: u32,
-    /// 1,000 objects, one repetition.
-    #[arg(long)]
-    pub quick: bool,
-    /// Scratch directory, on the disk to measure [default: RESULTS_DIR/tmp].
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
     #[command(flatten)]
-    pub out: OutputArgs,
+    pub common: Common,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,8 +193,8 @@ fn vault_tags(spec: &Spec, out: &mut CaseOutput) -> Result<u64> {
 
 /// Entry point of `sqlvault-bench metadata`.
 pub fn metadata(a: &MetadataArgs) -> Result<harness::ScenarioReport> {
-    let run = Run::new("metadata", a.quick, a.dir.as_deref(), &a.out)?;
-    let (objects, reps) = if a.quick { (1_000, 1) } else { (a.objects, a.reps.max(1)) };
+    let run = Run::new("metadata", &a.common)?;
+    let (objects, reps) = if a.common.quick { (1_000, 1) } else { (a.objects, a.reps.max(1)) };
     let systems = [System::CommitPerTag, System::CommitPerObject, System::VaultPerObject, System::Vault];
     let pb = harness::progress("metadata", systems.len() as u64 * reps as u64);
     let mut col = Collector::default();
@@ -243,7 +239,7 @@ pub fn metadata(a: &MetadataArgs) -> Result<harness::ScenarioReport> {
         } else {
             "sqlvault not measured".into()
         },
-        (!a.quick && v.is_finite()).then_some(v / b >= 20.0),
+        (!a.common.quick && v.is_finite()).then_some(v / b >= 20.0),
     )];
     notes.push(format!(
         "One commit per object instead of per tag: {} (the article saw about 2x going from 2404 to 108 commits).",
@@ -265,8 +261,12 @@ pub fn metadata(a: &MetadataArgs) -> Result<harness::ScenarioReport> {
     Ok(run.report(HEADING, method, rows, targets, charts, notes))
 }
 
-pub fn run(a: &MetadataArgs) -> Result<Vec<Target>> {
-    let r = metadata(a)?;
-    harness::publish(&a.out, &r)?;
-    Ok(r.targets)
-}
+/// `sqlvault-bench metadata`.
+pub const SCENARIO: Def<MetadataArgs> = Def {
+    name: "metadata",
+    about: "10,000 objects x 20 tags: one commit per tag, per object, sqlvault (article 003).",
+    run: |a| harness::publish(&a.common, &metadata(a)?),
+    case,
+    render: harness::render,
+    args: PhantomData,
+};
