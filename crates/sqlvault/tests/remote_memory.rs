@@ -16,6 +16,11 @@
 //! What neither measure sees, and the bench's peak RSS does: a per-chunk array in one
 //! allocation (the remote's pack index, about 100 bytes per chunk of the remote).
 //!
+//! Before pull and clone ran in a transaction of their own and streamed their chunk
+//! rows, and before forget removed one snapshot per transaction, this failed: pull
+//! +1,690 KiB of heap and +2,615 allocations at 2,000 files (+609 KiB, +743 at 200),
+//! forget +1,083 KiB (+266 KiB).
+//!
 //! Both statistics are per process: this binary holds this one test, so nothing else
 //! runs beside it.
 
