@@ -45,12 +45,6 @@ impl FileHandle {
         Ok(self.read_into(offset, buf)? as i64)
     }
 
-    /// This handle's address in memory, for the JVM binding's JNI read into a `byte[]`
-    /// (`crate::jni`): valid while the foreign object is alive (not destroyed).
-    pub fn native_address(&self) -> i64 {
-        self as *const FileHandle as usize as i64
-    }
-
     /// Writes all of the `len` bytes at the foreign `address` to the file at `offset`.
     pub fn write_at_address(&self, offset: i64, address: i64, len: i64) -> Result<()> {
         let offset = non_negative(offset, "offset")?;

@@ -24,7 +24,6 @@ mod bulk;
 mod capi;
 mod error;
 mod file;
-mod jni;
 mod shared;
 mod transaction;
 mod types;

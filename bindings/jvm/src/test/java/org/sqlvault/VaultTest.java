@@ -353,61 +353,6 @@ class VaultTest {
         }
     }
 
-    @Test
-    void arrayReadsGoStraightIntoTheArrayThroughJni() throws IOException {
-        // The library's JNI function is bound (NativeHandle's class comment): without it
-        // every read into a byte[] pays a copy from native scratch memory.
-        assertTrue(NativeHandle.JNI, "readCritical is not bound; reads fall back to the scratch copy");
-        byte[] data = random(3 * 1024 * 1024 + 5, 11);
-        v.write("/jni", data);
-        try (InputStream in = v.openInputStream("/jni")) {
-            // Into the middle of a larger array: the bytes around the range stay as they were.
-            byte[] into = new byte[data.length + 20];
-            java.util.Arrays.fill(into, (byte) 0x5a);
-            int at = 0;
-            int n;
-            while (at < data.length && (n = in.read(into, 7 + at, data.length - at)) > 0) {
-                assertTrue(n <= NativeHandle.CRITICAL_CALL, "one call held the array for " + n + " bytes");
-                at += n;
-            }
-            assertEquals(data.length, at);
-            assertEquals(-1, in.read(into, 0, 16));
-            for (int i = 0; i < 7; i++) {
-                assertEquals(0x5a, into[i]);
-            }
-            for (int i = 7 + data.length; i < into.length; i++) {
-                assertEquals(0x5a, into[i]);
-            }
-            assertArrayEquals(data, java.util.Arrays.copyOfRange(into, 7, 7 + data.length));
-        }
-    }
-
-    @Test
-    void damageFoundByAnArrayReadIsDamagedException() throws IOException {
-        // The JNI read reports any failure as one code; the binding then repeats the read
-        // through uniffi, which raises the mapped exception.
-        Path p = dir.resolve("jd.vault");
-        byte[] data = random(4 * 1024 * 1024, 3);
-        try (Vault d = Vault.create(p.toString(), PW)) {
-            d.write("/big", data);
-        }
-        try (RandomAccessFile raf = new RandomAccessFile(p.toFile(), "rw")) {
-            for (long at = 256 * 1024; at < raf.length(); at += 8192) {
-                raf.seek(at + 100);
-                raf.write(random(32, at));
-            }
-        }
-        IOException e = assertThrows(IOException.class, () -> {
-            try (Vault d = Vault.open(p.toString(), PW); InputStream in = d.openInputStream("/big")) {
-                byte[] into = new byte[1024 * 1024];
-                while (in.read(into, 0, into.length) > 0) {
-                    // read until the damage is met
-                }
-            }
-        });
-        assertInstanceOf(DamagedException.class, e, e.toString());
-    }
-
     // ---- tree ----------------------------------------------------------------------
 
     @Test
