@@ -5,7 +5,11 @@
 //!
 //! Build and run: see README.md.
 
+// The bench crate's data generator and error type, used as they are (the sweep measures
+// the same data shapes the suite does), not copied.
+#[path = "../../../crates/sqlvault-bench/src/data.rs"]
 mod data;
+#[path = "../../../crates/sqlvault-bench/src/error.rs"]
 mod error;
 mod kdf;
 mod sweep;
