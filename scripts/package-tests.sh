@@ -62,6 +62,7 @@ mkdir nuget && (cd nuget && unzip -q "../dist/SqlVault.$version.nupkg")
 so=nuget/runtimes/linux-x64/native/libsqlvault_ffi.so
 echo "  libsqlvault_ffi.so links: $(ldd "$so" | awk '{print $1}' | grep -v '^/\|linux-vdso' | paste -sd' ' -)"
 check "the .so's libraries all resolve" sh -c "! ldd $so | grep -q 'not found'"
+check "the wheel is tagged manylinux (what PyPI accepts)" sh -c "ls dist/sqlvault-$version-py3-none-manylinux_2_*_x86_64.whl"
 check "the wheel holds the .so" sh -c "unzip -l dist/sqlvault-$version-*.whl | grep -q 'libsqlvault_ffi.so'"
 check "the jar holds the .so" sh -c "unzip -l dist/sqlvault-jvm-$version.jar | grep -q 'linux-x86-64/libsqlvault_ffi.so'"
 

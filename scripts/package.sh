@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the packages that install without Rust into dist/ (docs/packaging.md):
 #
-#   dist/sqlvault-VERSION-py3-none-linux_x86_64.whl  the Python binding, libsqlvault_ffi.so inside
+#   dist/sqlvault-VERSION-py3-none-manylinux_2_X_x86_64.whl  the Python binding, the .so inside
 #   dist/sqlvault-jvm-VERSION.jar                     the Java API, the .so inside (JNA's linux-x86-64/)
 #   dist/lib/*.jar                                    its two runtime dependencies (JNA, kotlin-stdlib;
 #                                                     the jar's manifest Class-Path names lib/)
@@ -38,14 +38,16 @@ rm -rf "$dist"
 mkdir -p "$dist/lib"
 
 # 1. The Python wheel: maturin (from the venv scripts/python-tests.sh also uses) builds the
-# cdylib and generates the uniffi module into the wheel. --compatibility linux: a plain
-# linux tag, not manylinux, while the library links the system's libcrypto (SQLCipher).
+# cdylib and generates the uniffi module into the wheel. No --compatibility: maturin's own
+# auditwheel check reads the glibc symbol versions the .so needs and tags the wheel with the
+# oldest manylinux_2_X policy they satisfy (the library links only glibc, libgcc_s and libm
+# since the page cipher left OpenSSL); package-tests.sh fails if the tag is not manylinux.
 step "Python wheel ($profile)"
 venv="$target/pyenv"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check "maturin>=1.9,<2"
 (cd bindings/python && PATH="$venv/bin:$PATH" nice maturin build --quiet --locked --profile "$profile" \
-  --compatibility linux --out "$dist")
+  --out "$dist")
 
 # 2. The jar with the .so inside and its dependencies (mvn package, no tests: the jvm stage
 # runs them). It also builds the CLI (the cross-language tests use it).

@@ -131,8 +131,8 @@ stage_bench() {
     out="$(mktemp -d)"  # not local: the trap runs when the stage's subshell exits
     trap 'rm -rf "$out"' EXIT
     check_no_openssl "${CARGO_TARGET_DIR:-target}/debug/sqlvault" "${CARGO_TARGET_DIR:-target}/release/sqlvault"
-    "${CARGO_TARGET_DIR:-target}/debug/sqlvault-bench" all --quick --out "$out" >"$out/stdout.md"
-    sed -n '/^## Targets/,$p' "$out/benchmarks.md"
+    "${CARGO_TARGET_DIR:-target}/debug/sqlvault-bench" all --quick --results-dir "$out" >"$out/stdout.md"
+    sed -n '/^## Targets/,$p' "$out/stdout.md"
 }
 
 # The summary table, also when a stage fails or the run is interrupted.

@@ -7,14 +7,16 @@
 //! raw key; with plain SQLite bundled a `PRAGMA key` is a silent no-op, so the baseline is
 //! named for what runs, and the ratio now holds the page cipher's cost as well as the API's.
 
+use std::marker::PhantomData;
 use std::path::PathBuf;
 
 use rusqlite::{params, Connection};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Context, Result};
-use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Target, Unit};
-use crate::report::{self, OutputArgs};
+use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Unit};
+use crate::report;
+use crate::scenario::{Common, Def, Target};
 
 const HEADING: &str = "## appsql (article 003 through application SQL)";
 const ROWS_PER_OBJECT: u64 = 20;
@@ -31,14 +33,8 @@ pub struct AppSqlArgs {
     /// Repetitions (the median is reported).
     #[arg(long, default_value_t = 3)]
     pub reps: u32,
-    /// 200 objects, one repetition.
-    #[arg(long)]
-    pub quick: bool,
-    /// Scratch directory, on the disk to measure [default: RESULTS_DIR/tmp].
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
     #[command(flatten)]
-    pub out: OutputArgs,
+    pub common: Common,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -171,8 +167,8 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
 
 /// Entry point of `sqlvault-bench appsql`.
 pub fn appsql(a: &AppSqlArgs) -> Result<harness::ScenarioReport> {
-    let run = Run::new("appsql", a.quick, a.dir.as_deref(), &a.out)?;
-    let (objects, reps) = if a.quick { (200, 1) } else { (a.objects, a.reps.max(1)) };
+    let run = Run::new("appsql", &a.common)?;
+    let (objects, reps) = if a.common.quick { (200, 1) } else { (a.objects, a.reps.max(1)) };
     let commits = [Commit::PerRow, Commit::PerObject, Commit::All];
     let systems = [System::Plain, System::Vault];
     let pb = harness::progress("appsql", (commits.len() * systems.len()) as u64 * reps as u64);
@@ -204,7 +200,7 @@ pub fn appsql(a: &AppSqlArgs) -> Result<harness::ScenarioReport> {
             "appsql",
             "sqlvault's SQL API >= 0.9x plain SQLite with the same settings (no encryption), for every commit pattern",
             ratios.iter().map(|(c, r)| format!("{} {}", c.label(), report::ratio(*r))).collect::<Vec<_>>().join(", "),
-            (!a.quick).then_some(worst >= 0.9),
+            (!a.common.quick).then_some(worst >= 0.9),
         ),
         Target::new(
             "appsql",
@@ -216,7 +212,7 @@ pub fn appsql(a: &AppSqlArgs) -> Result<harness::ScenarioReport> {
                 report::rate(v(Commit::All, System::Vault)),
                 report::ratio(v(Commit::All, System::Vault) / v(Commit::PerRow, System::Vault))
             ),
-            (!a.quick).then_some(v(Commit::All, System::Vault) >= 10.0 * v(Commit::PerRow, System::Vault)),
+            (!a.common.quick).then_some(v(Commit::All, System::Vault) >= 10.0 * v(Commit::PerRow, System::Vault)),
         ),
     ];
     let charts = vec![ChartSpec {
@@ -241,8 +237,12 @@ pub fn appsql(a: &AppSqlArgs) -> Result<harness::ScenarioReport> {
     Ok(run.report(HEADING, method, rows, targets, charts, Vec::new()))
 }
 
-pub fn run(a: &AppSqlArgs) -> Result<Vec<Target>> {
-    let r = appsql(a)?;
-    harness::publish(&a.out, &r)?;
-    Ok(r.targets)
-}
+/// `sqlvault-bench appsql`.
+pub const SCENARIO: Def<AppSqlArgs> = Def {
+    name: "appsql",
+    about: "2,000 objects x 20 rows in an application table: one commit per row, per object, for all; sqlvault's SQL API against plain SQLite with its settings (article 003).",
+    run: |a| harness::publish(&a.common, &appsql(a)?),
+    case,
+    render: harness::render,
+    args: PhantomData,
+};

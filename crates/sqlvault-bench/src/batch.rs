@@ -5,26 +5,28 @@
 //! (one process, one transaction). The baseline is the per-call way.
 //!
 //! Each way is measured as the processes it starts: wall time, their CPU time and the
-//! largest peak RSS among them (`wait4`'s `rusage`). The per-call way is measured on a
-//! sample of calls (every call costs the same key derivation) and projected to all the
-//! operations; the table says so.
+//! largest peak RSS among them (`wait4`'s `rusage`), per operation. The per-call way is
+//! measured on a sample of calls (every call costs the same key derivation).
 
 use std::io::Write;
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use serde::Serialize;
 use sqlvault::{CreateOptions, Secret, Vault};
 
 use crate::error::{Context, Result};
-use crate::harness::Target;
-use crate::report;
-use crate::sys::{self, Machine};
+use crate::harness::{self, Collector, Run, Sample, Unit};
+use crate::report::ratio;
+use crate::scenario::{self, Common, Def, Target};
 
-const SECTION: &str = "## One call per operation vs batch";
+const HEADING: &str = "## One call per operation vs batch";
 const PER_DIR: u64 = 100;
 const PASSPHRASE: &str = "bench batch passphrase";
+const PER_CALL: &str = "one `sqlvault tag` call per operation";
+const WAYS: [&str; 2] =
+    ["`sqlvault -q batch` (one line per operation)", "`sqlvault tag --from FILE` (one transaction)"];
 
 /// Arguments of `sqlvault-bench batch`.
 #[derive(Debug, clap::Args)]
@@ -32,73 +34,82 @@ pub struct BatchArgs {
     /// Tag operations (one file each).
     #[arg(long, default_value_t = 10_000)]
     pub ops: u64,
-    /// Calls of the per-call way actually run; its cost is projected to `--ops`.
+    /// Calls of the per-call way actually run.
     #[arg(long, default_value_t = 100)]
     pub sample: u64,
     /// The `sqlvault` program [default: `sqlvault` next to this program].
     #[arg(long)]
     pub sqlvault: Option<PathBuf>,
-    /// Directory for the vault (a disk, not tmpfs) [default: RESULTS_DIR/tmp].
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
-    /// 200 operations, 10 calls sampled: indicative only (what `all --quick` runs).
-    #[arg(long)]
-    pub quick: bool,
     #[command(flatten)]
-    pub out: report::OutputArgs,
+    pub common: Common,
 }
 
-/// What the processes of one way cost.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-struct Cost {
-    /// Processes started.
-    processes: u64,
-    /// Operations they did.
-    ops: u64,
-    wall_s: f64,
-    cpu_s: f64,
-    /// The largest peak RSS among the processes, in KiB.
-    peak_rss_kib: u64,
-}
+/// `sqlvault-bench batch`.
+pub const SCENARIO: Def<BatchArgs> = Def {
+    name: "batch",
+    about: "10,000 tag operations as one `sqlvault tag` call each, as `sqlvault batch`, and as `tag --from`: \
+            CPU and peak RSS against the per-call way.",
+    run: |a| harness::publish(&a.common, &batch(a)?),
+    case: scenario::no_cases,
+    render: harness::render,
+    args: PhantomData,
+};
 
-impl Cost {
-    fn add(&mut self, wall_s: f64, cpu_s: f64, rss_kib: u64, ops: u64) {
-        self.processes += 1;
-        self.ops += ops;
-        self.wall_s += wall_s;
-        self.cpu_s += cpu_s;
-        self.peak_rss_kib = self.peak_rss_kib.max(rss_kib);
+fn batch(args: &BatchArgs) -> Result<harness::ScenarioReport> {
+    let (ops, sample) = if args.common.quick { (200, 10) } else { (args.ops, args.sample.min(args.ops)) };
+    if ops == 0 || sample == 0 {
+        crate::bail!("--ops and --sample must be at least 1");
     }
-
-    fn cpu_per_op(&self) -> f64 {
-        self.cpu_s / self.ops.max(1) as f64
+    let exe = sqlvault_program(args)?;
+    let run = Run::new("batch", &args.common)?;
+    let vault = run.dir.join("batch.vault");
+    eprintln!("batch: {ops} tag operations ({sample} single calls sampled), {}", exe.display());
+    make_vault(&vault, ops)?;
+    let v = vault.to_str().context("the vault path is not UTF-8")?;
+    let group = format!("{ops} tag operations");
+    let mut col = Collector::default();
+    let mut push = |system: &str, (wall, cpu, rss): (f64, f64, u64), n: u64| {
+        col.push(&group, system, Unit::Ms, &Sample { seconds: wall, units: n as f64, cpu_s: cpu }, rss);
+    };
+    // 1. One process per operation, on a sample: their sums.
+    let (mut wall, mut cpu, mut rss) = (0.0, 0.0, 0);
+    for i in 0..sample {
+        let (w, c, r) = run_measured(Command::new(&exe).args(["tag", v, &file_path(i), &format!("n={i}")]), None)?;
+        (wall, cpu, rss) = (wall + w, cpu + c, rss.max(r));
     }
-
-    fn wall_per_op(&self) -> f64 {
-        self.wall_s / self.ops.max(1) as f64
-    }
-}
-
-#[derive(Debug, Serialize)]
-struct Way {
-    key: &'static str,
-    label: &'static str,
-    measured: Cost,
-    /// Wall and CPU seconds for every operation (projected for the per-call way).
-    wall_s_all: f64,
-    cpu_s_all: f64,
-    /// CPU per operation of the per-call way / of this way.
-    cpu_ratio: f64,
-}
-
-#[derive(Debug, Serialize)]
-struct BatchReport {
-    benchmark: &'static str,
-    command: String,
-    machine: Machine,
-    ops: u64,
-    sample: u64,
-    ways: Vec<Way>,
+    push(PER_CALL, (wall, cpu, rss), sample);
+    // 2. One `batch` process, one line per operation.
+    let lines: String = (0..ops).map(|i| format!("tag {} n={i}\n", file_path(i))).collect();
+    push(WAYS[0], run_measured(Command::new(&exe).args(["-q", "batch", v]), Some(lines.as_bytes()))?, ops);
+    // 3. One `tag --from` process: every path in one transaction.
+    let list = run.dir.join("paths.txt");
+    std::fs::write(&list, (0..ops).map(|i| file_path(i) + "\n").collect::<String>())
+        .context("cannot write the list")?;
+    let l = list.to_str().context("the path list's path is not UTF-8")?;
+    push(WAYS[1], run_measured(Command::new(&exe).args(["-q", "tag", v, "--from", l, "m=1"]), None)?, ops);
+    let rows = col.rows(|_, sys| (sys != PER_CALL).then(|| PER_CALL.to_string()));
+    let cpu_of = |sys: &str| rows.iter().find(|r| r.system == sys).map_or(f64::NAN, |r| r.cpu);
+    let targets = WAYS
+        .iter()
+        .map(|w| {
+            let x = cpu_of(PER_CALL) / cpu_of(w);
+            Target::new(
+                "batch",
+                &format!("{w}: at least 10× less CPU than one call per operation"),
+                format!("{} less", ratio(x)),
+                args.common.judged(x >= 10.0),
+            )
+        })
+        .collect();
+    let method = format!(
+        "Method: {ops} tag operations on {ops} files of a vault made with the default key derivation, through \
+         the `sqlvault` program (`{}`). Each way is measured as the processes it starts (`wait4`): wall and CPU \
+         (user + system) per operation, the largest peak RSS among them. One call per operation was run \
+         {sample} times (every call pays the same key derivation); ×baseline is the time per operation over \
+         that of one call each.",
+        exe.display()
+    );
+    Ok(run.report(HEADING, method, rows, targets, Vec::new(), Vec::new()))
 }
 
 /// Runs `cmd` to its end, feeding it `input`; returns (wall s, CPU s, peak RSS KiB)
@@ -173,126 +184,4 @@ fn sqlvault_program(args: &BatchArgs) -> Result<PathBuf> {
         );
     }
     Ok(p)
-}
-
-/// Entry point of `sqlvault-bench batch`.
-pub fn batch(args: &BatchArgs) -> Result<()> {
-    run(args).map(drop)
-}
-
-/// Runs the scenario and returns its targets (for `all`).
-pub fn run(args: &BatchArgs) -> Result<Vec<Target>> {
-    let (ops, sample) = if args.quick { (200, 10) } else { (args.ops, args.sample.min(args.ops)) };
-    if ops == 0 || sample == 0 {
-        crate::bail!("--ops and --sample must be at least 1");
-    }
-    let exe = sqlvault_program(args)?;
-    let base = args.dir.clone().unwrap_or_else(|| args.out.results_dir.join("tmp"));
-    std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
-    let work = tempfile::Builder::new().prefix("batch-").tempdir_in(&base).context("temporary directory")?;
-    let vault = work.path().join("batch.vault");
-    eprintln!("batch: {ops} tag operations ({sample} single calls sampled), {}", exe.display());
-    make_vault(&vault, ops)?;
-    let v = vault.to_str().context("the vault path is not UTF-8")?;
-
-    // 1. One process per operation, on a sample.
-    let mut per_call = Cost::default();
-    for i in 0..sample {
-        let (w, c, r) = run_measured(Command::new(&exe).args(["tag", v, &file_path(i), &format!("n={i}")]), None)?;
-        per_call.add(w, c, r, 1);
-    }
-    // 2. One `batch` process, one line per operation.
-    let lines: String = (0..ops).map(|i| format!("tag {} n={i}\n", file_path(i))).collect();
-    let mut batch = Cost::default();
-    let (w, c, r) = run_measured(Command::new(&exe).args(["-q", "batch", v]), Some(lines.as_bytes()))?;
-    batch.add(w, c, r, ops);
-    // 3. One `tag --from` process: every path in one transaction.
-    let list = work.path().join("paths.txt");
-    let paths: String = (0..ops).map(|i| file_path(i) + "\n").collect();
-    std::fs::write(&list, paths).context("cannot write the path list")?;
-    let mut from = Cost::default();
-    let list_arg = list.to_str().context("the path list's path is not UTF-8")?;
-    let (w, c, r) = run_measured(Command::new(&exe).args(["-q", "tag", v, "--from", list_arg, "m=1"]), None)?;
-    from.add(w, c, r, ops);
-
-    let base_cpu = per_call.cpu_per_op();
-    let way = |key, label, c: Cost| Way {
-        key,
-        label,
-        measured: c,
-        wall_s_all: c.wall_per_op() * ops as f64,
-        cpu_s_all: c.cpu_per_op() * ops as f64,
-        cpu_ratio: base_cpu / c.cpu_per_op().max(1e-12),
-    };
-    let ways = vec![
-        way("per_call", "one `sqlvault tag` call per operation", per_call),
-        way("batch", "`sqlvault -q batch` (one line per operation)", batch),
-        way("tag_from", "`sqlvault tag --from FILE` (one transaction)", from),
-    ];
-    for w in &ways {
-        eprintln!(
-            "  {}: {:.2} s CPU for {ops} operations ({:.3} ms CPU per operation), peak RSS {} MiB, {:.0}x less CPU than one call each",
-            w.key,
-            w.cpu_s_all,
-            w.measured.cpu_per_op() * 1e3,
-            w.measured.peak_rss_kib / 1024,
-            w.cpu_ratio
-        );
-    }
-    let report = BatchReport {
-        benchmark: "batch",
-        command: sys::command_line(),
-        machine: Machine::describe(),
-        ops,
-        sample,
-        ways,
-    };
-    let md = markdown(&report);
-    let judged = |ok: bool| (!args.quick).then_some(ok);
-    let targets = report.ways[1..]
-        .iter()
-        .map(|w| {
-            Target::new(
-                "batch",
-                &format!("{}: at least 10× less CPU than one call per operation", w.label),
-                report::ratio(w.cpu_ratio),
-                judged(w.cpu_ratio >= 10.0),
-            )
-        })
-        .collect();
-    report::publish_run(&args.out, "batch", args.quick, &report, SECTION, &md)?;
-    Ok(targets)
-}
-
-fn markdown(r: &BatchReport) -> String {
-    let mut s = String::new();
-    s.push_str(&format!(
-        "Command: `{}` (release builds: `cargo build --release -p sqlvault-bench -p sqlvault-cli`).\n\n",
-        r.command
-    ));
-    s.push_str(&r.machine.markdown());
-    s.push_str(&format!(
-        "\n\n{} tag operations on {} files of a vault made with the default key derivation, through the \
-         `sqlvault` program. CPU is the processes' user + system time (`wait4`); peak RSS the largest among \
-         them. One call per operation was run {} times and projected to all the operations.\n\n",
-        r.ops, r.ops, r.sample
-    ));
-    s.push_str(
-        "| way | processes run | CPU, all operations | CPU per operation | wall, all operations | peak RSS | \
-         CPU vs one call each |\n|---|--:|--:|--:|--:|--:|--:|\n",
-    );
-    for w in &r.ways {
-        let projected = if w.key == "per_call" { " (projected)" } else { "" };
-        s.push_str(&format!(
-            "| {} | {} | {:.2} s{projected} | {:.3} ms | {:.2} s{projected} | {} MiB | {} |\n",
-            w.label,
-            w.measured.processes,
-            w.cpu_s_all,
-            w.measured.cpu_per_op() * 1e3,
-            w.wall_s_all,
-            w.measured.peak_rss_kib / 1024,
-            if w.key == "per_call" { "baseline".to_string() } else { format!("{:.0}× less", w.cpu_ratio) },
-        ));
-    }
-    s
 }

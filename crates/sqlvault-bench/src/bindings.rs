@@ -16,13 +16,15 @@
 //! within 2x of its time.
 //!
 //! The Java, C# and C programs use the packages of `dist/` (`--dist`; a full run without
-//! one builds it with `scripts/package.sh`, release); CoreCLR is `--dotnet`, else the
+//! one builds it with `scripts/package.sh`, release); Java, without a jar there, the one
+//! `scripts/test.sh` builds in `bindings/jvm/target` (or `--jar`); CoreCLR is `--dotnet`, else the
 //! `dotnetcore2` venv `scripts/package-tests.sh` makes. Python: `--python`, else
 //! `$SQLVAULT_PYTHON`, else `target/pyenv/bin/python` (what `scripts/test.sh` builds;
 //! without one a full run builds that venv itself, release profile). What is missing is
 //! reported as skipped; `--quick` builds nothing.
 
 use std::io::{Read, Write};
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -31,15 +33,16 @@ use sqlvault::secrets::KdfParams;
 use sqlvault::{CreateOptions, EngineConfig, FileOptions, Secret, Vault};
 
 use crate::error::{Context, Result};
-use crate::harness::{self, CaseOutput, Collector, Meter, Target, Unit};
+use crate::harness::{self, CaseOutput, Collector, Meter, Unit};
 use crate::report;
+use crate::scenario::{self, Common, Def, Section, Target};
 use crate::sys::{self, Machine};
 
 const SECTION: &str = "## Bindings: Python, Java, C#, C vs the Rust API";
 const BLOCK: usize = 1 << 20;
 const STAMP_EVERY: usize = 4096;
 /// The key file every case opens its small vault with, in the spec's directory.
-pub(crate) const KEY_FILE: &str = "bench.key";
+const KEY_FILE: &str = "bench.key";
 /// The small file written after each open, and how many opens a case times.
 const SMALL: usize = 4096;
 const OPENS: u64 = 20;
@@ -57,9 +60,6 @@ pub struct BindingsArgs {
     /// target/pyenv/bin/python, built if missing unless --quick].
     #[arg(long)]
     pub python: Option<PathBuf>,
-    /// Directory for the vaults (a disk, not tmpfs) [default: RESULTS_DIR/tmp].
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
     /// The packages the Java, C# and C cases use [default: dist/, built by
     /// `scripts/package.sh` (release) if it has no .nupkg, unless --quick].
     #[arg(long)]
@@ -68,23 +68,27 @@ pub struct BindingsArgs {
     /// target/dotnetcore2].
     #[arg(long)]
     pub dotnet: Option<PathBuf>,
-    /// 16 MiB, one repetition, no venv or dist/ built: indicative only (what `all --quick` runs).
+    /// The Java binding's jar, its dependencies in `lib/` beside it [default: the one in
+    /// `--dist`, else bindings/jvm/target/sqlvault-jvm-VERSION.jar (what scripts/test.sh
+    /// builds)].
     #[arg(long)]
-    pub quick: bool,
+    pub jar: Option<PathBuf>,
     #[command(flatten)]
-    pub out: report::OutputArgs,
+    pub common: Common,
 }
 
-/// The spec of the Rust case (`case bindings`), shared with [`crate::jvm`].
+/// The spec of every case: the file size and the directory to work in.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Spec {
+struct Spec {
     pub mib: u64,
     pub dir: PathBuf,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 struct BindingsReport {
-    benchmark: &'static str,
+    benchmark: String,
+    #[serde(default)]
+    quick: bool,
     command: String,
     machine: Machine,
     mib: u64,
@@ -97,7 +101,7 @@ struct BindingsReport {
 }
 
 /// One binding's ratios to the Rust API (of the medians).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Ratios {
     system: String,
     write: f64,
@@ -252,7 +256,7 @@ fn find_python(args: &BindingsArgs) -> Result<std::result::Result<PathBuf, Strin
     if has_sqlvault(&p) {
         return Ok(Ok(p));
     }
-    if args.quick {
+    if args.common.quick {
         return Ok(Err(
             "the Python binding is not installed (run scripts/test.sh, or the full scenario, which builds target/pyenv)"
                 .into(),
@@ -263,7 +267,7 @@ fn find_python(args: &BindingsArgs) -> Result<std::result::Result<PathBuf, Strin
 }
 
 /// A binding's case as a table row's system name and how to run it on a spec.
-pub(crate) type Foreign<'a> = (String, Box<dyn Fn(&Spec) -> Result<CaseOutput> + 'a>);
+type Foreign<'a> = (String, Box<dyn Fn(&Spec) -> Result<CaseOutput> + 'a>);
 
 /// The group names of the table: the two streaming phases and open + small write.
 const STREAM_PHASES: [&str; 2] = ["write", "read"];
@@ -273,7 +277,7 @@ const OPEN_PHASE: &str = "open";
 /// case on the same `mib`-MiB file size in a temporary directory below `base` (with the
 /// key file [`KEY_FILE`] the open phase uses); returns the table's rows, each binding's
 /// compared with the Rust API's. A case that reports no `open` phase gets no row for it.
-pub(crate) fn compare_many(
+fn compare_many(
     scenario: &str,
     base: PathBuf,
     mib: u64,
@@ -334,22 +338,6 @@ pub(crate) fn compare_many(
     Ok(col.rows(|_, s| (s != "Rust API").then(|| "Rust API".to_string())))
 }
 
-/// [`compare_many`] with one binding; also returns its write and read ratios (binding /
-/// Rust, of the medians).
-pub(crate) fn compare_with_rust(
-    scenario: &str,
-    system: &str,
-    base: PathBuf,
-    mib: u64,
-    reps: u32,
-    foreign: impl Fn(&Spec) -> Result<CaseOutput>,
-) -> Result<(Vec<harness::Row>, f64, f64)> {
-    let rows = compare_many(scenario, base, mib, reps, &[(system.to_string(), Box::new(foreign))])?;
-    let ratio_of = |phase: &str| harness::value(&rows, phase, system) / harness::value(&rows, phase, "Rust API");
-    let (w, r) = (ratio_of("write"), ratio_of("read"));
-    Ok((rows, w, r))
-}
-
 /// Runs a bench program that prints a [`CaseOutput`] as JSON on standard output.
 fn json_case(mut c: Command, what: &str) -> Result<CaseOutput> {
     let out = c.stdin(Stdio::null()).stderr(Stdio::piped()).output().with_context(|| format!("cannot run {what}"))?;
@@ -385,14 +373,17 @@ fn run_ok(c: &mut Command) -> Result<()> {
     Ok(())
 }
 
-fn unpack(dist: &Path, work: &Path) -> Result<Packaged> {
+fn unpack(dist: &Path, jar: Option<&PathBuf>, work: &Path) -> Result<Packaged> {
     let version = env!("CARGO_PKG_VERSION");
     let mut p = Packaged { csharp: None, c: None, jar: None, skipped: Vec::new() };
-    let jar = dist.join(format!("sqlvault-jvm-{version}.jar"));
-    if jar.is_file() {
-        p.jar = Some(jar);
-    } else {
-        p.skipped.push(format!("Java: no {}", jar.display()));
+    let built = root().join(format!("bindings/jvm/target/sqlvault-jvm-{version}.jar"));
+    match [jar.cloned(), Some(dist.join(format!("sqlvault-jvm-{version}.jar"))), Some(built)]
+        .into_iter()
+        .flatten()
+        .find(|j| j.is_file())
+    {
+        Some(j) => p.jar = Some(j),
+        None => p.skipped.push(format!("Java: no jar in {} nor bindings/jvm/target (--jar)", dist.display())),
     }
     let nupkg = dist.join(format!("SqlVault.{version}.nupkg"));
     if !nupkg.is_file() {
@@ -456,13 +447,47 @@ fn find_dotnet(args: &BindingsArgs) -> Option<PathBuf> {
     d.is_file().then_some(d)
 }
 
+fn java() -> PathBuf {
+    match std::env::var_os("JAVA_HOME") {
+        Some(h) => PathBuf::from(h).join("bin/java"),
+        None => PathBuf::from("java"),
+    }
+}
+
+fn jvm_case(jar: &Path, spec: &Spec) -> Result<CaseOutput> {
+    let lib = jar.parent().map(|d| d.join("lib/*")).unwrap_or_else(|| PathBuf::from("lib/*"));
+    let cp = format!("{}:{}", jar.display(), lib.display());
+    let out = Command::new(java())
+        .args(["-cp", &cp, "org.sqlvault.bench.StreamBench", "--mib", &spec.mib.to_string(), "--dir"])
+        .arg(&spec.dir)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .context("cannot run java")?;
+    if !out.status.success() {
+        crate::bail!("StreamBench failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim()).with_context(|| format!("bad output of StreamBench: {text}"))
+}
+
 fn bench_args(c: &mut Command, spec: &Spec) {
     c.args(["--mib", &spec.mib.to_string(), "--dir"]).arg(&spec.dir);
 }
 
-/// Entry point of `sqlvault-bench bindings`; returns its targets (for `all`).
-pub fn run(args: &BindingsArgs) -> Result<Vec<Target>> {
-    let (mib, reps) = if args.quick { (16, 1) } else { (args.mib, args.reps) };
+/// `sqlvault-bench bindings`.
+pub const SCENARIO: Def<BindingsArgs> = Def {
+    name: "bindings",
+    about: "A 256 MiB file streamed and \"open with a key file + small write\" through Python, Java, C# (Mono, \
+            CoreCLR) and C, each against the Rust API in the same run.",
+    run,
+    case,
+    render,
+    args: PhantomData,
+};
+
+fn run(args: &BindingsArgs) -> Result<Vec<Target>> {
+    let (mib, reps) = if args.common.quick { (16, 1) } else { (args.mib, args.reps) };
     if mib == 0 || reps == 0 {
         crate::bail!("--mib and --reps must be at least 1");
     }
@@ -475,7 +500,7 @@ pub fn run(args: &BindingsArgs) -> Result<Vec<Target>> {
         }
     };
     let dist = args.dist.clone().unwrap_or_else(|| root().join("dist"));
-    if !args.quick
+    if !args.common.quick
         && args.dist.is_none()
         && !dist.join(format!("SqlVault.{}.nupkg", env!("CARGO_PKG_VERSION"))).is_file()
     {
@@ -483,7 +508,7 @@ pub fn run(args: &BindingsArgs) -> Result<Vec<Target>> {
         run_ok(Command::new("bash").arg(root().join("scripts/package.sh")))?;
     }
     let work = tempfile::tempdir().context("cannot create a temporary directory")?;
-    let packaged = unpack(&dist, work.path())?;
+    let packaged = unpack(&dist, args.jar.as_ref(), work.path())?;
     skipped.extend(packaged.skipped.iter().cloned());
     let dotnet = find_dotnet(args);
     if packaged.csharp.is_some() && dotnet.is_none() {
@@ -495,7 +520,7 @@ pub fn run(args: &BindingsArgs) -> Result<Vec<Target>> {
         foreign.push(("Python".into(), Box::new(move |spec| python_case(py, spec))));
     }
     if let Some(jar) = &packaged.jar {
-        foreign.push(("Java".into(), Box::new(move |spec| crate::jvm::jvm_case(jar, spec))));
+        foreign.push(("Java".into(), Box::new(move |spec| jvm_case(jar, spec))));
     }
     if let Some(exe) = &packaged.csharp {
         foreign.push((
@@ -532,13 +557,7 @@ pub fn run(args: &BindingsArgs) -> Result<Vec<Target>> {
     for why in &skipped {
         eprintln!("bindings: skipped: {why}");
     }
-    let rows = compare_many(
-        "bindings",
-        args.dir.clone().unwrap_or_else(|| args.out.results_dir.join("tmp")),
-        mib,
-        reps,
-        &foreign,
-    )?;
+    let rows = compare_many("bindings", args.common.scratch()?, mib, reps, &foreign)?;
     let ratio =
         |group: &str, system: &str| harness::value(&rows, group, system) / harness::value(&rows, group, "Rust API");
     let ratios: Vec<Ratios> = foreign
@@ -551,7 +570,8 @@ pub fn run(args: &BindingsArgs) -> Result<Vec<Target>> {
         })
         .collect();
     let report = BindingsReport {
-        benchmark: "bindings",
+        benchmark: "bindings".into(),
+        quick: args.common.quick,
         command: sys::command_line(),
         machine: Machine::describe(),
         mib,
@@ -562,35 +582,36 @@ pub fn run(args: &BindingsArgs) -> Result<Vec<Target>> {
         ratios,
         skipped,
     };
-    let md = markdown(&report);
-    let judged = |ok: bool| (!args.quick).then_some(ok);
+    let section = section(report);
+    args.common.publish("bindings", &section.1, &section.0)?;
+    Ok(section.0.targets)
+}
+
+/// The section of a run (and the run, for its JSON): streaming >= 0.8x the Rust API,
+/// open with a key file + small write within 2x.
+fn section(r: BindingsReport) -> (Section, BindingsReport) {
+    let judged = |ok: bool| (!r.quick).then_some(ok);
     let mut targets = Vec::new();
-    for r in &report.ratios {
-        let s = &r.system;
-        targets.push(Target::new(
-            "bindings",
-            &format!("{s} streaming write >= 0.8x the Rust API"),
-            report::ratio(r.write),
-            judged(r.write >= 0.8),
-        ));
-        targets.push(Target::new(
-            "bindings",
-            &format!("{s} streaming read >= 0.8x the Rust API"),
-            report::ratio(r.read),
-            judged(r.read >= 0.8),
-        ));
-        targets.push(Target::new(
-            "bindings",
-            &format!("{s} open with a key file + small write within 2x of Rust"),
-            report::ratio(r.open),
-            judged(r.open <= 2.0),
-        ));
+    for x in &r.ratios {
+        let s = &x.system;
+        for (what, v, ok) in [
+            ("streaming write >= 0.8x the Rust API", x.write, x.write >= 0.8),
+            ("streaming read >= 0.8x the Rust API", x.read, x.read >= 0.8),
+            ("open with a key file + small write within 2x of Rust", x.open, x.open <= 2.0),
+        ] {
+            targets.push(Target::new("bindings", &format!("{s} {what}"), report::ratio(v), judged(ok)));
+        }
     }
-    for why in &report.skipped {
+    for why in &r.skipped {
         targets.push(Target::new("bindings", "a binding", format!("skipped: {why}"), None));
     }
-    report::publish_run(&args.out, "bindings", args.quick, &report, SECTION, &md)?;
-    Ok(targets)
+    let s =
+        Section { heading: SECTION.into(), body: markdown(&r), targets, machine: r.machine.clone(), charts: vec![] };
+    (s, r)
+}
+
+fn render(json: &str) -> Result<Section> {
+    Ok(section(scenario::parse(json)?).0)
 }
 
 fn markdown(r: &BindingsReport) -> String {

@@ -19,6 +19,7 @@
 //! plain SQLite bundled, `PRAGMA key` is a silent no-op, so those rows are gone rather
 //! than measuring unencrypted SQLite under SQLCipher's name.
 
+use std::marker::PhantomData;
 use std::path::PathBuf;
 
 use rusqlite::{params, Connection, OptionalExtension};
@@ -28,8 +29,9 @@ use sqlvault::sql::SqlValueRef;
 use sqlvault::{params as vparams, CreateOptions, Secret, Vault};
 
 use crate::error::{Context, Result};
-use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Sample, Target, Unit};
-use crate::report::{self, OutputArgs};
+use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Sample, Unit};
+use crate::report;
+use crate::scenario::{Common, Def, Target};
 
 const HEADING: &str = "## blocks (article 002)";
 const CHEAP_KDF: KdfParams = KdfParams { memory_kib: 1024, iterations: 1, parallelism: 1 };
@@ -55,14 +57,8 @@ pub struct BlocksArgs {
     /// targets compare), to keep the full run within its time budget.
     #[arg(long, default_value_t = 10_000_000)]
     pub targets_only_from: u64,
-    /// 1e4 rows, fewer operations, one repetition.
-    #[arg(long)]
-    pub quick: bool,
-    /// Scratch directory, on the disk to measure [default: RESULTS_DIR/tmp].
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
     #[command(flatten)]
-    pub out: OutputArgs,
+    pub common: Common,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -488,8 +484,8 @@ fn group(op: &str, rows: u64) -> String {
 
 /// Entry point of `sqlvault-bench blocks`.
 pub fn blocks(a: &BlocksArgs) -> Result<harness::ScenarioReport> {
-    let run = Run::new("blocks", a.quick, a.dir.as_deref(), &a.out)?;
-    let (sizes, ops, reps, batches): (Vec<u64>, u64, u32, Vec<usize>) = if a.quick {
+    let run = Run::new("blocks", &a.common)?;
+    let (sizes, ops, reps, batches): (Vec<u64>, u64, u32, Vec<usize>) = if a.common.quick {
         (vec![10_000], 2_000, 1, vec![1, 100, 10_000])
     } else {
         (a.rows.clone(), a.ops, a.reps.max(1), vec![1, 10, 100, 1_000, 10_000, 100_000])
@@ -504,7 +500,7 @@ pub fn blocks(a: &BlocksArgs) -> Result<harness::ScenarioReport> {
             {
                 continue;
             }
-            if c == Config::VaultCache64 && (a.quick || n < 1_000_000) {
+            if c == Config::VaultCache64 && (a.common.quick || n < 1_000_000) {
                 continue;
             }
             cases.push(Spec {
@@ -593,7 +589,7 @@ pub fn blocks(a: &BlocksArgs) -> Result<harness::ScenarioReport> {
                 worst.0,
                 worst.1
             ),
-            (!a.quick).then_some(worst.1 <= 1.1),
+            (!a.common.quick).then_some(worst.1 <= 1.1),
         ));
     }
     if let (Some(&small), Some(&big)) = (sizes.first(), sizes.last()) {
@@ -685,11 +681,15 @@ pub fn blocks(a: &BlocksArgs) -> Result<harness::ScenarioReport> {
     Ok(run.report(HEADING, method, rows, targets, charts, notes))
 }
 
-pub fn run(a: &BlocksArgs) -> Result<Vec<Target>> {
-    let r = blocks(a)?;
-    harness::publish(&a.out, &r)?;
-    Ok(r.targets)
-}
+/// `sqlvault-bench blocks`.
+pub const SCENARIO: Def<BlocksArgs> = Def {
+    name: "blocks",
+    about: "The Block/Blockset/BlocksetEntry workload at 1e5..1e7 rows and batch sizes 1..1e5: SQLite defaults, tuned SQLite, SQLite with sqlvault's settings, sqlvault (article 002).",
+    run: |a| harness::publish(&a.common, &blocks(a)?),
+    case,
+    render: harness::render,
+    args: PhantomData,
+};
 
 #[cfg(test)]
 mod tests {

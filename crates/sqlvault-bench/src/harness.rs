@@ -1,9 +1,9 @@
-//! Shared machinery of the article scenarios (`open`, `stream`, `blocks`, `metadata`,
-//! `peers`): every measured case runs in its own child process (the hidden `case`
-//! subcommand), so its CPU time and peak RSS are its own; the parent collects the
-//! phases each child timed, takes medians over repetitions, ratios against the
-//! baselines of the same run, and renders one Markdown section, one JSON file and
-//! PNG charts per scenario.
+//! Shared machinery of the scenarios: every measured case runs in its own child process
+//! (the hidden `case` subcommand, [`spawn_case`]), so its CPU time and peak RSS are its
+//! own; the parent collects the phases each child timed ([`Collector`]), takes medians
+//! over repetitions and ratios against the baselines of the same run, and writes one
+//! [`ScenarioReport`] per run, whose Markdown section ([`markdown`]) and charts
+//! [`crate::render`] draws.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +14,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Context, Result};
-use crate::report::{self, median, OutputArgs};
+use crate::report::{self, median};
+use crate::scenario::{Common, Section, Target};
 use crate::sys::{self, Machine, Usage};
 
 /// Wall and CPU time of one timed phase inside a child process.
@@ -64,34 +65,6 @@ impl CaseOutput {
     pub fn add(&mut self, phase: impl Into<String>, s: Sample) {
         self.phases.insert(phase.into(), s);
     }
-}
-
-/// Arguments of the hidden `case` subcommand: one case of one scenario, as JSON.
-#[derive(Debug, clap::Args)]
-pub struct CaseArgs {
-    pub scenario: String,
-    pub spec: String,
-}
-
-/// Entry point of the hidden `case` subcommand: runs the case, prints a
-/// [`CaseOutput`] as JSON on stdout.
-pub fn run_case(a: &CaseArgs) -> Result<()> {
-    let mut out = match a.scenario.as_str() {
-        "open" => crate::open::case(&a.spec),
-        "stream" => crate::stream::case(&a.spec),
-        "blocks" => crate::blocks::case(&a.spec),
-        "metadata" => crate::metadata::case(&a.spec),
-        "appsql" => crate::appsql::case(&a.spec),
-        "peers" => crate::peers::case(&a.spec),
-        "remote" => crate::remote::case(&a.spec),
-        "bindings" => crate::bindings::case(&a.spec),
-        "tree" => crate::tree::case(&a.spec),
-        other => crate::bail!("unknown scenario {other:?}"),
-    }?;
-    // A case that reset the peak on the way (`sys::reset_peak_rss`) set the peak so far.
-    out.peak_rss_kib = out.peak_rss_kib.max(sys::vm_hwm_kib()?);
-    println!("{}", serde_json::to_string(&out).context("cannot serialize the case result")?);
-    Ok(())
 }
 
 /// Runs one case in a child process (this program, `case SCENARIO SPEC`).
@@ -231,29 +204,6 @@ pub fn value(rows: &[Row], group: &str, system: &str) -> f64 {
     rows.iter().find(|r| r.group == group && r.system == system).map(|r| r.value).unwrap_or(f64::NAN)
 }
 
-/// One target of the issue, with what this run measured.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Target {
-    pub scenario: String,
-    pub target: String,
-    pub measured: String,
-    /// `None` when the run could not measure it (quick mode, a missing peer).
-    pub met: Option<bool>,
-}
-
-impl Target {
-    pub fn new(scenario: &str, target: &str, measured: String, met: Option<bool>) -> Target {
-        Target { scenario: scenario.into(), target: target.into(), measured, met }
-    }
-    pub fn verdict(&self) -> &'static str {
-        match self.met {
-            Some(true) => "met",
-            Some(false) => "**missed**",
-            None => "not measured",
-        }
-    }
-}
-
 /// A chart to draw from a scenario's rows.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChartSpec {
@@ -297,14 +247,11 @@ pub struct Run {
 }
 
 impl Run {
-    /// Creates the scratch directory (`--dir`, else `<results-dir>/tmp/<scenario>`),
+    /// Creates the scratch directory (a new one in `--dir`, else in `<results-dir>/tmp`),
     /// removed again when the run ends.
-    pub fn new(scenario: &'static str, quick: bool, dir: Option<&Path>, out: &OutputArgs) -> Result<Run> {
-        let base = match dir {
-            Some(d) => d.to_path_buf(),
-            None => out.results_dir.join("tmp"),
-        };
-        std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
+    pub fn new(scenario: &'static str, common: &Common) -> Result<Run> {
+        let base = common.scratch()?;
+        let quick = common.quick;
         let tmp = tempfile::Builder::new()
             .prefix(&format!("{scenario}-"))
             .tempdir_in(&base)
@@ -468,42 +415,26 @@ pub fn markdown(r: &ScenarioReport, chart_dir_rel: &str) -> String {
     s
 }
 
-/// Writes the JSON, the charts and the Markdown section of one scenario.
-pub fn publish(out: &OutputArgs, r: &ScenarioReport) -> Result<()> {
-    let json = out.results_dir.join(format!("{}{}.json", r.scenario, if r.quick { "-quick" } else { "" }));
-    let docs_dir = out.docs.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let chart_dir = if out.no_docs { out.results_dir.join("bench") } else { docs_dir.join("bench") };
-    for c in &r.charts {
-        let path = chart_dir.join(format!("{}.png", c.name));
-        crate::chart::grouped_bars(&path, c, &r.rows).with_context(|| format!("cannot draw {}", path.display()))?;
-        eprintln!("wrote {}", path.display());
-    }
-    let md = markdown(r, "bench");
-    report::publish(out, &json, r, &r.heading, &md, None)
+/// Writes the JSON of one scenario's run and prints its section.
+pub fn publish(common: &Common, r: &ScenarioReport) -> Result<Vec<Target>> {
+    common.publish(&r.scenario, r, &section(r.clone()))?;
+    Ok(r.targets.clone())
 }
 
-/// Arguments of `sqlvault-bench render`.
-#[derive(Debug, clap::Args)]
-pub struct RenderArgs {
-    /// JSON files written by earlier scenario runs (`bench-results/<scenario>.json`).
-    #[arg(required = true)]
-    pub json: Vec<PathBuf>,
-    #[command(flatten)]
-    pub out: OutputArgs,
+/// The section of a result in this module's format.
+pub fn section(r: ScenarioReport) -> Section {
+    Section {
+        heading: r.heading.clone(),
+        body: markdown(&r, "bench"),
+        targets: r.targets.clone(),
+        machine: r.machine.clone(),
+        charts: r.charts.iter().map(|c| (c.clone(), r.rows.clone())).collect(),
+    }
 }
 
-/// Measures nothing: redraws the charts and rewrites the Markdown sections of earlier
-/// scenario runs from their JSON.
-pub fn render(a: &RenderArgs) -> Result<()> {
-    for path in &a.json {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let r: ScenarioReport =
-            serde_json::from_str(&text).with_context(|| format!("{} is not a scenario report", path.display()))?;
-        let mut out = a.out.clone();
-        out.results_dir = std::env::temp_dir().join("sqlvault-bench-render");
-        publish(&out, &r)?;
-    }
-    Ok(())
+/// Renders a result file in this module's format.
+pub fn render(json: &str) -> Result<Section> {
+    Ok(section(crate::scenario::parse(json)?))
 }
 
 /// Sets up the scratch file of a case: removes `path` and its `-wal`, `-shm` and

@@ -1,26 +1,15 @@
-//! `sqlvault-bench`: benchmarks that measure the choices baked into sqlvault's
-//! defaults on the machine at hand, and write the results to `bench-results/` (JSON)
-//! and `docs/benchmarks.md` (Markdown).
+//! `sqlvault-bench`: benchmarks that measure sqlvault against baselines run on the same
+//! machine in the same run, and write their results as JSON (`--results-dir`, default
+//! `bench-results/`; `docs/bench/results/` for the committed ones, from which `render`
+//! writes `docs/benchmarks.md` whole).
 //!
-//! * `chunk-sweep`: write and read throughput, CPU and memory per chunk size and page
-//!   size, against a plain file on the same disk ([`sweep`]).
-//! * `kdf`: the cost of one Argon2id passphrase derivation per parameter set ([`kdf`]).
-//! * `parallel`: 1..8 threads reading, and doing small durable writes through the
-//!   group commit, against plain files ([`parallel`]).
-//! * `open`, `stream`, `blocks`, `metadata`, `appsql`, `peers`: the scenarios of the four
-//!   articles and of the peer file systems, each against baselines measured in the same
-//!   run ([`open`], [`stream`], [`blocks`], [`metadata`], [`appsql`], [`peers`]), on the shared
-//!   machinery of [`harness`] and [`chart`].
-//! * `all [--quick]`: every scenario in turn, and the table of targets ([`all`]).
-//! * `snapshot`: time and vault growth of a snapshot of many small files ([`snapshot`]).
-//! * `remote`: push and clone through an S3-compatible server vs raw uploads ([`remote`]).
-//! * `tree`: whole-tree operations (put, get, restore, rm -r, snapshot rm, fsck) at two
-//!   tree sizes, per-file cost compared ([`tree`]).
-//! * `batch`: many tag operations as one `sqlvault` call each, as `batch`, as
-//!   `tag --from` ([`batch`]).
+//! The scenarios are registered once, in [`SCENARIOS`], each a [`scenario::Scenario`]:
+//! its subcommand, its run, its child-process cases and how its result files read.
+//! `all [--quick]` runs them in that order; `render` draws the page from their files.
+//! Sweeps that chose defaults and are not part of `all` live in `experiments/`.
 //!
-//! Build with `cargo build --release -p sqlvault-bench`; debug builds measure nothing
-//! useful.
+//! Build with `cargo build --release -p sqlvault-bench -p sqlvault-cli`; debug builds
+//! measure nothing useful (the test command's `all --quick` only runs everything).
 
 mod all;
 mod appsql;
@@ -28,114 +17,104 @@ mod batch;
 mod bindings;
 mod blocks;
 mod chart;
+mod compression;
 mod data;
 mod error;
+mod fixtures;
 mod harness;
-mod jvm;
-mod kdf;
 mod metadata;
 mod open;
 mod parallel;
 mod peers;
 mod remote;
+mod render;
 mod report;
+mod scenario;
 mod snapshot;
 mod stream;
-mod sweep;
 mod sys;
 mod tree;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Arg, ArgMatches, Args, Command, FromArgMatches};
 
-#[derive(Debug, Parser)]
-#[command(name = "sqlvault-bench", version, about = "Benchmarks for sqlvault's defaults")]
-struct Cli {
-    #[command(subcommand)]
-    command: Cmd,
+use crate::error::{Context, Result};
+use crate::scenario::Scenario;
+
+/// Every scenario, in the order `all` runs them.
+static SCENARIOS: &[&dyn Scenario] = &[
+    &open::SCENARIO,
+    &stream::SCENARIO,
+    &blocks::SCENARIO,
+    &metadata::SCENARIO,
+    &appsql::SCENARIO,
+    &peers::SCENARIO,
+    &parallel::SCENARIO,
+    &snapshot::SCENARIO,
+    &tree::SCENARIO,
+    &batch::SCENARIO,
+    &remote::SCENARIO,
+    &bindings::SCENARIO,
+    &compression::SCENARIO,
+];
+
+fn cli() -> Command {
+    let mut c = Command::new("sqlvault-bench")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("Benchmarks of sqlvault against same-run baselines")
+        .subcommand_required(true);
+    for s in SCENARIOS {
+        c = c.subcommand(s.command());
+    }
+    c.subcommand(all::AllArgs::augment_args(
+        Command::new("all").about("Every scenario in turn, then the table of targets"),
+    ))
+    .subcommand(render::RenderArgs::augment_args(
+        Command::new("render")
+            .about("Write docs/benchmarks.md and its charts from the committed results (measures nothing)"),
+    ))
+    .subcommand(
+        Command::new("case")
+            .hide(true)
+            .about("One case of one scenario, in a child process")
+            .arg(Arg::new("scenario").required(true))
+            .arg(Arg::new("spec").required(true)),
+    )
+    .subcommand(fixtures::ServeMountArgs::augment_args(
+        Command::new("serve-mount").hide(true).about("Serves a sqlvault FUSE mount until stdin closes"),
+    ))
 }
 
-#[derive(Debug, Subcommand)]
-enum Cmd {
-    /// Write and read one large file per chunk size (4 KiB..1 MiB) and page size,
-    /// against a plain-file baseline on the same disk.
-    ChunkSweep(sweep::SweepArgs),
-    /// Time one Argon2id key derivation for a grid of parameters.
-    Kdf(kdf::KdfArgs),
-    /// 1, 2, 4, 8 threads reading, and doing small durable writes (group commit),
-    /// against plain files on the same disk (article 002).
-    Parallel(parallel::ParallelArgs),
-    /// Open + first write, subsequent write, second connection: SQLite, SQLite with
-    /// SQLCipher 4's PBKDF2 per connection, sqlvault (article 000).
-    Open(open::OpenArgs),
-    /// 2 MiB and 256 MiB files in 256 B..1 MiB application writes, against the article's
-    /// ladder on a bare, unencrypted SQLite table (article 001).
-    Stream(stream::StreamArgs),
-    /// The Block/Blockset/BlocksetEntry workload at 1e5..1e7 rows and batch sizes
-    /// 1..1e5: SQLite defaults, tuned SQLite, SQLite with sqlvault's settings, sqlvault (article 002).
-    Blocks(blocks::BlocksArgs),
-    /// 10,000 objects x 20 tags: one commit per tag, per object, sqlvault (article 003).
-    Metadata(metadata::MetadataArgs),
-    /// 2,000 objects x 20 rows in an application table: one commit per row, per object,
-    /// for all; sqlvault's SQL API against plain SQLite with its settings (article 003).
-    Appsql(appsql::AppSqlArgs),
-    /// 256 MiB file and 10,000 small files through a plain directory, gocryptfs, cryfs,
-    /// a sqlvault FUSE mount and the sqlvault library.
-    Peers(peers::PeersArgs),
-    /// Every scenario in turn, with the table of targets vs measured.
-    All(all::AllArgs),
-    /// Time and vault growth of one snapshot of a 10,000-file tree, against writing it.
-    Snapshot(snapshot::SnapshotArgs),
-    /// Push and clone through an S3-compatible server on loopback, against raw uploads.
-    Remote(remote::RemoteArgs),
-    /// A 256 MiB file through the Python binding's file objects vs the Rust API.
-    Bindings(bindings::BindingsArgs),
-    /// A 256 MiB file through the JVM binding's streams vs the Rust API.
-    Jvm(jvm::JvmArgs),
-    /// Whole-tree operations (put, get, fsck, push and pull, snapshots, restore, rm -r,
-    /// ls -lR and rm -rf through a mount) at 5,000 and 50,000 files with 0, 1 and 10
-    /// snapshots: per-file cost at the large size within 1.5x of the small.
-    Tree(tree::TreeArgs),
-    /// 10,000 tag operations as one `sqlvault tag` call each, as `sqlvault batch`, and as
-    /// `tag --from`: CPU and peak RSS against the per-call way.
-    Batch(batch::BatchArgs),
-    /// Redraw charts and rewrite Markdown sections from scenario JSON files (measures nothing).
-    Render(harness::RenderArgs),
-    /// One phase of one chunk-sweep configuration (run by chunk-sweep in a child process).
-    #[command(hide = true)]
-    RunOne(sweep::RunOneArgs),
-    /// One case of one scenario (run by the scenarios in a child process).
-    #[command(hide = true)]
-    Case(harness::CaseArgs),
-    /// Serves a sqlvault FUSE mount until stdin closes (run by `peers` and `tree`).
-    #[command(hide = true)]
-    ServeMount(peers::ServeMountArgs),
+fn parse<A: FromArgMatches>(m: &ArgMatches) -> Result<A> {
+    A::from_arg_matches(m).map_err(|e| error::Error::msg(e.to_string()))
+}
+
+/// The hidden `case` subcommand: runs the case, prints its output as JSON.
+fn case(name: &str, spec: &str) -> Result<()> {
+    let s = SCENARIOS.iter().find(|s| s.name() == name).with_context(|| format!("unknown scenario {name:?}"))?;
+    let mut out = s.case(spec)?;
+    // A case that reset the peak on the way (`sys::reset_peak_rss`) set the peak so far.
+    out.peak_rss_kib = out.peak_rss_kib.max(sys::vm_hwm_kib()?);
+    println!("{}", serde_json::to_string(&out).context("cannot serialize the case result")?);
+    Ok(())
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match &cli.command {
-        Cmd::ChunkSweep(a) => sweep::chunk_sweep(a),
-        Cmd::Kdf(a) => kdf::kdf(a),
-        Cmd::Parallel(a) => parallel::parallel(a),
-        Cmd::Snapshot(a) => snapshot::snapshot(a),
-        Cmd::Remote(a) => remote::run(a).map(drop),
-        Cmd::Bindings(a) => bindings::run(a).map(drop),
-        Cmd::Jvm(a) => jvm::run(a).map(drop),
-        Cmd::Tree(a) => tree::tree(a),
-        Cmd::Batch(a) => batch::batch(a),
-        Cmd::RunOne(a) => sweep::run_one(a),
-        Cmd::Open(a) => open::run(a).map(drop),
-        Cmd::Stream(a) => stream::run(a).map(drop),
-        Cmd::Blocks(a) => blocks::run(a).map(drop),
-        Cmd::Metadata(a) => metadata::run(a).map(drop),
-        Cmd::Appsql(a) => appsql::run(a).map(drop),
-        Cmd::Peers(a) => peers::run(a).map(drop),
-        Cmd::All(a) => all::all(a),
-        Cmd::Render(a) => harness::render(a),
-        Cmd::Case(a) => harness::run_case(a),
-        Cmd::ServeMount(a) => peers::serve_mount(a),
+    let m = cli().get_matches();
+    let (name, sub) = m.subcommand().expect("a subcommand is required");
+    let result = match name {
+        "all" => parse(sub).and_then(|a| all::all(&a, SCENARIOS)),
+        "render" => parse(sub).and_then(|a| render::render(&a, SCENARIOS)),
+        "serve-mount" => parse(sub).and_then(|a| fixtures::serve_mount(&a)),
+        "case" => case(
+            sub.get_one::<String>("scenario").map(String::as_str).unwrap_or(""),
+            sub.get_one::<String>("spec").map(String::as_str).unwrap_or(""),
+        ),
+        other => match SCENARIOS.iter().find(|s| s.name() == other) {
+            Some(s) => s.run(sub).map(drop),
+            None => Err(error::Error::msg(format!("unknown subcommand {other}"))),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -143,5 +122,42 @@ fn main() -> ExitCode {
             eprintln!("sqlvault-bench: error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::scenario::Common;
+
+    #[test]
+    fn every_scenario_takes_the_common_options_and_keeps_its_defaults() {
+        let c = Common { quick: true, dir: Some("/tmp/d".into()), results_dir: "/tmp/r".into() };
+        for s in SCENARIOS {
+            let m = s.command().try_get_matches_from(all::argv(s.name(), &c));
+            assert!(m.is_ok(), "{}: {:?}", s.name(), m.err());
+            assert!(s.command().try_get_matches_from([s.name(), "--no-such-option"]).is_err());
+        }
+        let m = stream::SCENARIO.command().try_get_matches_from(all::argv("stream", &c)).unwrap();
+        let a: stream::StreamArgs = parse(&m).unwrap();
+        assert!(a.common.quick);
+        assert_eq!(a.large_mib, 256);
+        cli().debug_assert();
+    }
+
+    /// `docs/benchmarks.md` is what `sqlvault-bench render` makes of the committed
+    /// results: edit `docs/bench/page.md` or `docs/bench/results/`, then run `render`.
+    #[test]
+    fn the_benchmarks_page_is_rendered_from_the_committed_results() {
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+        let (page, _) = render::page(&docs.join("bench/results"), &docs.join("bench/page.md"), SCENARIOS).unwrap();
+        let committed = std::fs::read_to_string(docs.join("benchmarks.md")).unwrap();
+        assert!(
+            page == committed,
+            "docs/benchmarks.md differs from what `sqlvault-bench render` makes of docs/bench/results: run it \
+             (cargo run -p sqlvault-bench -- render) and commit the page"
+        );
     }
 }

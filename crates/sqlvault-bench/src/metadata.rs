@@ -8,14 +8,16 @@
 //! raw key until format 2; with plain SQLite bundled, `PRAGMA key` would be a silent
 //! no-op, so the label says what runs.)
 
+use std::marker::PhantomData;
 use std::path::PathBuf;
 
 use rusqlite::{params, Connection};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Context, Result};
-use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Target, Unit};
-use crate::report::{self, OutputArgs};
+use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Unit};
+use crate::report;
+use crate::scenario::{Common, Def, Target};
 
 const HEADING: &str = "## metadata (article 003)";
 const TAGS_PER_OBJECT: usize = 20;
@@ -31,14 +33,8 @@ pub struct MetadataArgs {
     /// Repetitions (the median is reported).
     #[arg(long, default_value_t = 3)]
     pub reps: u32,
-    /// 1,000 objects, one repetition.
-    #[arg(long)]
-    pub quick: bool,
-    /// Scratch directory, on the disk to measure [default: RESULTS_DIR/tmp].
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
     #[command(flatten)]
-    pub out: OutputArgs,
+    pub common: Common,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,7 +51,7 @@ impl System {
             System::CommitPerTag => "plain SQLite, 1 commit per tag",
             System::CommitPerObject => "plain SQLite, 1 commit per object",
             System::VaultPerObject => "sqlvault set_tags, 1 commit per object",
-            System::Vault => "sqlvault set_tags_batch",
+            System::Vault => "sqlvault set_tags, many objects per transaction",
         }
     }
 }
@@ -148,7 +144,7 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
 }
 
 /// The sqlvault path: files of a vault (created outside the clock), tags set with
-/// `Vault::set_tags_batch` ([`VAULT_BATCH`] objects per call and commit) or, for
+/// `Tx::set_tags` ([`VAULT_BATCH`] objects per transaction and commit) or, for
 /// [`System::VaultPerObject`], `Vault::set_tags` (one commit per object). Returns the
 /// number of tags read back.
 fn vault_tags(spec: &Spec, out: &mut CaseOutput) -> Result<u64> {
@@ -176,7 +172,7 @@ fn vault_tags(spec: &Spec, out: &mut CaseOutput) -> Result<u64> {
     } else {
         for part in ids.chunks(VAULT_BATCH as usize) {
             let items: Vec<(String, Vec<(&str, TagValue)>)> = part.iter().map(|&o| (path(o), tags_of(o))).collect();
-            vault.set_tags_batch(&items)?;
+            vault.transaction(|tx| items.iter().try_for_each(|(p, t)| tx.set_tags(p, t)))?;
         }
     }
     out.add("tag", m.stop((spec.objects * TAGS_PER_OBJECT as u64) as f64)?);
@@ -197,8 +193,8 @@ fn vault_tags(spec: &Spec, out: &mut CaseOutput) -> Result<u64> {
 
 /// Entry point of `sqlvault-bench metadata`.
 pub fn metadata(a: &MetadataArgs) -> Result<harness::ScenarioReport> {
-    let run = Run::new("metadata", a.quick, a.dir.as_deref(), &a.out)?;
-    let (objects, reps) = if a.quick { (1_000, 1) } else { (a.objects, a.reps.max(1)) };
+    let run = Run::new("metadata", &a.common)?;
+    let (objects, reps) = if a.common.quick { (1_000, 1) } else { (a.objects, a.reps.max(1)) };
     let systems = [System::CommitPerTag, System::CommitPerObject, System::VaultPerObject, System::Vault];
     let pb = harness::progress("metadata", systems.len() as u64 * reps as u64);
     let mut col = Collector::default();
@@ -243,7 +239,7 @@ pub fn metadata(a: &MetadataArgs) -> Result<harness::ScenarioReport> {
         } else {
             "sqlvault not measured".into()
         },
-        (!a.quick && v.is_finite()).then_some(v / b >= 20.0),
+        (!a.common.quick && v.is_finite()).then_some(v / b >= 20.0),
     )];
     notes.push(format!(
         "One commit per object instead of per tag: {} (the article saw about 2x going from 2404 to 108 commits).",
@@ -257,16 +253,20 @@ pub fn metadata(a: &MetadataArgs) -> Result<harness::ScenarioReport> {
          unencrypted SQLite database (WAL, `synchronous=NORMAL`: sqlvault's default durability), \
          `INSERT OR REPLACE` into `tags(object, name, value)` with primary key `(object, name)`, one \
          transaction per statement or one per object. sqlvault: the objects are files of a vault, tags set \
-         with the library's tag API: `Vault::set_tags_batch` with {VAULT_BATCH} objects per call (one \
-         commit each), and `Vault::set_tags` per object (one commit each) for comparison; every tag is read \
+         with the library's tag API: `Tx::set_tags` in a `Vault::transaction` of {VAULT_BATCH} objects \
+         (one commit each), and `Vault::set_tags` per object (one commit each) for comparison; every tag is read \
          back and checked after the clock stops. One child process per run; \
          {reps} repetition(s); ops/s are tags per second; ×baseline is the ratio to one commit per tag."
     );
     Ok(run.report(HEADING, method, rows, targets, charts, notes))
 }
 
-pub fn run(a: &MetadataArgs) -> Result<Vec<Target>> {
-    let r = metadata(a)?;
-    harness::publish(&a.out, &r)?;
-    Ok(r.targets)
-}
+/// `sqlvault-bench metadata`.
+pub const SCENARIO: Def<MetadataArgs> = Def {
+    name: "metadata",
+    about: "10,000 objects x 20 tags: one commit per tag, per object, sqlvault (article 003).",
+    run: |a| harness::publish(&a.common, &metadata(a)?),
+    case,
+    render: harness::render,
+    args: PhantomData,
+};

@@ -15,6 +15,7 @@
 //! Each repetition of each case is a fresh process, so "first" means first in the
 //! process, as for an application starting up.
 
+use std::marker::PhantomData;
 use std::path::PathBuf;
 
 use rusqlite::Connection;
@@ -23,8 +24,9 @@ use sqlvault::secrets::KdfParams;
 use sqlvault::{CreateOptions, EngineConfig, Secret, Vault};
 
 use crate::error::{Context, Result};
-use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Target, Unit};
-use crate::report::{self, OutputArgs};
+use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Unit};
+use crate::report;
+use crate::scenario::{Common, Def, Target};
 
 const HEADING: &str = "## open (article 000)";
 const JOURNALS: [&str; 4] = ["DELETE", "TRUNCATE", "PERSIST", "WAL"];
@@ -37,14 +39,8 @@ pub struct OpenArgs {
     /// Repetitions of every case (each a fresh process; the median is reported).
     #[arg(long, default_value_t = 5)]
     pub reps: u32,
-    /// One repetition, well under a minute.
-    #[arg(long)]
-    pub quick: bool,
-    /// Scratch directory, on the disk to measure [default: RESULTS_DIR/tmp].
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
     #[command(flatten)]
-    pub out: OutputArgs,
+    pub common: Common,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -189,8 +185,8 @@ fn group(phase: &str, journal: &str) -> String {
 
 /// Entry point of `sqlvault-bench open`.
 pub fn open(a: &OpenArgs) -> Result<harness::ScenarioReport> {
-    let run = Run::new("open", a.quick, a.dir.as_deref(), &a.out)?;
-    let reps = if a.quick { 1 } else { a.reps.max(1) };
+    let run = Run::new("open", &a.common)?;
+    let reps = if a.common.quick { 1 } else { a.reps.max(1) };
     let dir = run.dir.clone();
     // Setup (not timed): one database per system and journal mode, one vault.
     let mut cases: Vec<Spec> = Vec::new();
@@ -284,7 +280,7 @@ pub fn open(a: &OpenArgs) -> Result<harness::ScenarioReport> {
                 report::ratio(app_first / raw_first),
                 fmt_ms(raw_first)
             ),
-            (!a.quick).then_some(app_first < pass_first),
+            (!a.common.quick).then_some(app_first < pass_first),
         ),
         Target::new(
             "open",
@@ -295,7 +291,7 @@ pub fn open(a: &OpenArgs) -> Result<harness::ScenarioReport> {
                 report::ratio(app_next / raw_next),
                 fmt_ms(raw_next)
             ),
-            (!a.quick).then_some(app_next <= raw_next.min(pass_next)),
+            (!a.common.quick).then_some(app_next <= raw_next.min(pass_next)),
         ),
         Target::new(
             "open",
@@ -307,7 +303,7 @@ pub fn open(a: &OpenArgs) -> Result<harness::ScenarioReport> {
                 fmt_ms(pbkdf2),
                 report::ratio(second / pbkdf2)
             ),
-            (!a.quick).then_some(second < pbkdf2 / 10.0 && second < raw * 3.0),
+            (!a.common.quick).then_some(second < pbkdf2 / 10.0 && second < raw * 3.0),
         ),
         Target::new(
             "open",
@@ -320,7 +316,7 @@ pub fn open(a: &OpenArgs) -> Result<harness::ScenarioReport> {
                 fmt_ms(plain_open),
                 report::ratio(first / plain_open)
             ),
-            (!a.quick).then_some(first <= 5.0 * plain_first),
+            (!a.common.quick).then_some(first <= 5.0 * plain_first),
         ),
     ];
     let charts = vec![
@@ -374,8 +370,12 @@ fn fmt_ms(v: f64) -> String {
     }
 }
 
-pub fn run(a: &OpenArgs) -> Result<Vec<Target>> {
-    let r = open(a)?;
-    harness::publish(&a.out, &r)?;
-    Ok(r.targets)
-}
+/// `sqlvault-bench open`.
+pub const SCENARIO: Def<OpenArgs> = Def {
+    name: "open",
+    about: "Open + first write, subsequent write, second connection: SQLite, SQLite with SQLCipher 4's PBKDF2 per connection, sqlvault (article 000).",
+    run: |a| harness::publish(&a.common, &open(a)?),
+    case,
+    render: harness::render,
+    args: PhantomData,
+};

@@ -15,9 +15,10 @@
 //! process of its own (`serve-mount`, hidden), keyed by a key file. The CPU time of
 //! each mount's server process during a phase is added to the driver's.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -25,8 +26,10 @@ use sqlvault::{CreateOptions, EngineConfig, FileOptions, Secret, Vault};
 
 use crate::data::{Checksum, Stream};
 use crate::error::{Context, Result};
-use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Sample, Target, Unit};
-use crate::report::{self, OutputArgs};
+use crate::fixtures::{serve_mount_child, wait_mounted, Mount};
+use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Sample, Unit};
+use crate::report;
+use crate::scenario::{Common, Def, Target};
 use crate::sys;
 
 const HEADING: &str = "## peers";
@@ -45,10 +48,6 @@ pub struct PeersArgs {
     /// Repetitions (the median is reported).
     #[arg(long, default_value_t = 2)]
     pub reps: u32,
-    /// 32 MiB, 500 files, one repetition, no cryfs (its key derivation alone takes
-    /// about 30 s here).
-    #[arg(long)]
-    pub quick: bool,
     /// Number of small files (1-8 KiB each) for `cp -r`.
     #[arg(long, default_value_t = 50_000)]
     pub copy_files: u64,
@@ -62,11 +61,8 @@ pub struct PeersArgs {
     /// --commit-window-ms`; 0 commits every operation before answering it).
     #[arg(long, value_name = "MS", default_value_t = sqlvault_fuse::DEFAULT_COMMIT_WINDOW.as_millis() as u64)]
     pub commit_window_ms: u64,
-    /// Scratch directory, on the disk to measure (not tmpfs) [default: RESULTS_DIR/tmp].
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
     #[command(flatten)]
-    pub out: OutputArgs,
+    pub common: Common,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -377,150 +373,6 @@ impl Read for Reader {
     }
 }
 
-// ----- mounts (parent process) -----
-
-/// Arguments of the hidden `serve-mount` subcommand.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ServeMountArgs {
-    #[arg(long)]
-    pub vault: PathBuf,
-    #[arg(long)]
-    pub key_file: PathBuf,
-    #[arg(long)]
-    pub mountpoint: PathBuf,
-    /// The mount's commit window, milliseconds.
-    #[arg(long, default_value_t = sqlvault_fuse::DEFAULT_COMMIT_WINDOW.as_millis() as u64)]
-    pub commit_window_ms: u64,
-}
-
-/// Serves a sqlvault FUSE mount: prints `ready` once mounted, unmounts (committing
-/// every open file and checkpointing) when its standard input closes.
-pub fn serve_mount(a: &ServeMountArgs) -> Result<()> {
-    let vault = Vault::open(&a.vault, &Secret::from_key_file(&a.key_file)?, EngineConfig::default())?;
-    let opts = sqlvault_fuse::MountOptions {
-        commit_window: Duration::from_millis(a.commit_window_ms),
-        ..sqlvault_fuse::MountOptions::default()
-    };
-    let mounted = sqlvault_fuse::mount(vault, &a.mountpoint, &opts)?;
-    println!("ready");
-    std::io::stdout().flush().context("cannot write to stdout")?;
-    let mut rest = Vec::new();
-    let _ = std::io::stdin().read_to_end(&mut rest);
-    mounted.unmount()?;
-    Ok(())
-}
-
-/// A mounted file system served by a child process; unmounted on drop.
-pub(crate) struct Mount {
-    system: System,
-    mountpoint: PathBuf,
-    child: Child,
-}
-
-impl Mount {
-    pub(crate) fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn unmount(&mut self) {
-        if self.system == System::VaultFuse {
-            drop(self.child.stdin.take());
-        } else {
-            let _ = Command::new("fusermount3").arg("-u").arg(&self.mountpoint).stderr(Stdio::null()).status();
-            if is_mounted(&self.mountpoint) {
-                let _ = Command::new("umount").arg(&self.mountpoint).stderr(Stdio::null()).status();
-            }
-        }
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if is_mounted(&self.mountpoint) {
-            let _ = Command::new("umount").arg("-l").arg(&self.mountpoint).status();
-        }
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        self.unmount();
-    }
-}
-
-fn is_mounted(p: &Path) -> bool {
-    let Ok(p) = p.canonicalize() else { return false };
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else { return false };
-    let want = p.to_string_lossy().replace(' ', "\\040");
-    info.lines().any(|l| l.split(' ').nth(4) == Some(want.as_str()))
-}
-
-fn wait_mounted(mnt: &Path, child: &mut Child, what: &str, limit: Duration) -> Result<()> {
-    let t = Instant::now();
-    while t.elapsed() < limit {
-        if is_mounted(mnt) {
-            return Ok(());
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            let mut err = String::new();
-            if let Some(e) = child.stderr.as_mut() {
-                let _ = e.read_to_string(&mut err);
-            }
-            crate::bail!("{what} exited ({status}) before mounting: {}", err.trim());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let _ = child.kill();
-    crate::bail!("{what} did not mount {} within {:?}", mnt.display(), limit)
-}
-
-/// Starts `serve-mount` (this program, `exe`) of the existing vault `vault`, opened
-/// with `key_file`, on `mnt`, and waits until it says it is ready.
-fn serve_mount_child(exe: &Path, vault: &Path, key_file: &Path, mnt: &Path, window_ms: u64) -> Result<Child> {
-    let mut c = Command::new(exe)
-        .arg("serve-mount")
-        .arg("--vault")
-        .arg(vault)
-        .arg("--key-file")
-        .arg(key_file)
-        .arg("--mountpoint")
-        .arg(mnt)
-        .arg("--commit-window-ms")
-        .arg(window_ms.to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("cannot start the sqlvault mount")?;
-    let mut line = String::new();
-    if let Some(o) = c.stdout.take() {
-        let _ = BufReader::new(o).read_line(&mut line);
-    }
-    if line.trim() != "ready" {
-        let mut err = String::new();
-        if let Some(e) = c.stderr.as_mut() {
-            let _ = e.read_to_string(&mut err);
-        }
-        let _ = c.kill();
-        crate::bail!("the sqlvault mount did not start: {}", err.trim());
-    }
-    Ok(c)
-}
-
-/// Mounts the existing vault `vault` (opened with `key_file`) on `mnt` in a
-/// `serve-mount` child process with the default commit window.
-pub(crate) fn mount_vault(exe: &Path, vault: &Path, key_file: &Path, mnt: &Path) -> Result<Mount> {
-    std::fs::create_dir_all(mnt).with_context(|| format!("cannot create {}", mnt.display()))?;
-    let window = sqlvault_fuse::DEFAULT_COMMIT_WINDOW.as_millis() as u64;
-    let mut child = serve_mount_child(exe, vault, key_file, mnt, window)?;
-    wait_mounted(mnt, &mut child, System::VaultFuse.label(), Duration::from_secs(180))?;
-    Ok(Mount { system: System::VaultFuse, mountpoint: mnt.to_path_buf(), child })
-}
-
 fn mount(system: System, root: &Path, pass_file: &Path, key_file: &Path, exe: &Path, window_ms: u64) -> Result<Mount> {
     let mnt = root.join(format!("{system:?}.mnt"));
     std::fs::create_dir_all(&mnt).with_context(|| format!("cannot create {}", mnt.display()))?;
@@ -578,7 +430,7 @@ fn mount(system: System, root: &Path, pass_file: &Path, key_file: &Path, exe: &P
         _ => crate::bail!("{system:?} is not a mount"),
     };
     wait_mounted(&mnt, &mut child, system.label(), Duration::from_secs(180))?;
-    Ok(Mount { system, mountpoint: mnt, child })
+    Ok(Mount { label: system.label(), mountpoint: mnt, child, sqlvault: system == System::VaultFuse })
 }
 
 fn group(w: Workload, write: bool, large_mib: u64, files: u64) -> String {
@@ -638,8 +490,8 @@ fn tool_inputs(root: &Path, source: &Path, n: u64) -> Result<(PathBuf, PathBuf, 
 
 /// Entry point of `sqlvault-bench peers`.
 pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
-    let run = Run::new("peers", a.quick, a.dir.as_deref(), &a.out)?;
-    let (large, files, reps) = if a.quick { (32, 500, 1) } else { (a.large_mib, a.files, a.reps.max(1)) };
+    let run = Run::new("peers", &a.common)?;
+    let (large, files, reps) = if a.common.quick { (32, 500, 1) } else { (a.large_mib, a.files, a.reps.max(1)) };
     let exe = std::env::current_exe().context("cannot find this program's path")?;
     let root = run.dir.clone();
     let pass_file = root.join("passphrase");
@@ -663,7 +515,7 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
     }
 
     let mut systems = vec![System::Plain, System::Gocryptfs];
-    if !a.quick {
+    if !a.common.quick {
         systems.push(System::Cryfs);
     }
     systems.extend([System::VaultFuse, System::VaultLib]);
@@ -703,7 +555,7 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
     let mut seed = 100u64;
     for rep in 0..reps {
         for (s, t) in &targets_of {
-            let server = mounts.iter().find(|m| m.system == *s).map(|m| m.pid());
+            let server = mounts.iter().find(|m| m.label == s.label()).map(|m| m.pid());
             for w in [Workload::Large, Workload::Tree] {
                 seed += 1;
                 let mut checks = Vec::new();
@@ -739,13 +591,13 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
             }
         }
     }
-    let copy_files = if a.quick { 2000 } else { a.copy_files };
+    let copy_files = if a.common.quick { 2000 } else { a.copy_files };
     let mut tool_note = None;
     if !a.no_tools {
         pb.set_message("preparing the tree-tool inputs");
         // Quick mode (CI, a debug build): a part of the tree is enough to run the code.
         let quick_part = a.tree_source.join("linux");
-        let source = if a.quick && quick_part.is_dir() { &quick_part } else { &a.tree_source };
+        let source = if a.common.quick && quick_part.is_dir() { &quick_part } else { &a.tree_source };
         let (tarball, copy_source, entries) = tool_inputs(&root, source, copy_files)?;
         tool_note = Some(format!(
             "Tree tools: `tar xf` of an archive of {} ({entries} entries), `ls -lR` of the result after \
@@ -761,7 +613,7 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
                 if matches!(s, System::VaultLib | System::Cryfs) {
                     continue;
                 }
-                let server = mounts.iter().find(|m| m.system == *s).map(|m| m.pid());
+                let server = mounts.iter().find(|m| m.label == s.label()).map(|m| m.pid());
                 for w in [Workload::Untar, Workload::ListTree, Workload::RemoveTree, Workload::CopyTree] {
                     pb.set_message(format!("{} {}", s.label(), tool_group(w, copy_files)));
                     if w == Workload::ListTree && can_drop {
@@ -814,7 +666,7 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
             "peers",
             &format!("{} >= {want:.1}x gocryptfs on large-file write and read and on the small-file tree", sys.label()),
             parts.join(", "),
-            (!a.quick && worst.is_finite()).then_some(worst >= want),
+            (!a.common.quick && worst.is_finite()).then_some(worst >= want),
         ));
     }
     if !a.no_tools {
@@ -838,7 +690,7 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
             "peers",
             "sqlvault FUSE <= 1.0x gocryptfs's time on untar and rm -rf",
             parts.join(", "),
-            (!a.quick && worst.is_finite() && worst > 0.0).then_some(worst <= 1.0),
+            (!a.common.quick && worst.is_finite() && worst > 0.0).then_some(worst <= 1.0),
         ));
     }
     let charts = vec![ChartSpec {
@@ -868,11 +720,15 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
     Ok(run.report(HEADING, method, rows, targets, charts, notes))
 }
 
-pub fn run(a: &PeersArgs) -> Result<Vec<Target>> {
-    let r = peers(a)?;
-    harness::publish(&a.out, &r)?;
-    Ok(r.targets)
-}
+/// `sqlvault-bench peers`.
+pub const SCENARIO: Def<PeersArgs> = Def {
+    name: "peers",
+    about: "256 MiB file and 10,000 small files through a plain directory, gocryptfs, cryfs, a sqlvault FUSE mount and the sqlvault library; untar, ls -lR, rm -rf and cp -r through the mounts.",
+    run: |a| harness::publish(&a.common, &peers(a)?),
+    case,
+    render: harness::render,
+    args: PhantomData,
+};
 
 #[cfg(test)]
 mod tests {

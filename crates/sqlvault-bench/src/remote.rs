@@ -15,10 +15,9 @@
 //! time, CPU and peak RSS are its own.
 
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStore;
@@ -28,13 +27,12 @@ use sqlvault::{CreateOptions, EngineConfig, Secret, Vault};
 
 use crate::data::Stream;
 use crate::error::{Context, Result};
-use crate::harness::{self, CaseOutput, Collector, Meter, Run, Target, Unit};
-use crate::report::{self, OutputArgs};
+use crate::harness::{self, CaseOutput, Collector, Meter, Run, Unit};
+use crate::report;
+use crate::scenario::{Common, Def, Target};
 
 const HEADING: &str = "## remote (replication to S3-compatible storage)";
 const PASSPHRASE: &str = "sqlvault-bench remote scenario";
-const ACCESS_KEY: &str = "sqlvault-bench-access";
-const SECRET_KEY: &str = "sqlvault-bench-secret";
 const LARGE_FILE: usize = 8 << 20;
 /// Requests in flight, for the raw cases as for the push.
 const PARALLEL: usize = sqlvault::remote::PARALLEL;
@@ -56,14 +54,8 @@ pub struct RemoteArgs {
     /// Repetitions of every case (each a fresh process and bucket; medians are reported).
     #[arg(long, default_value_t = 1)]
     pub reps: u32,
-    /// 16 MiB and 500 files, one repetition: indicative only (what `all --quick` runs).
-    #[arg(long)]
-    pub quick: bool,
-    /// Scratch directory, on the disk to measure [default: RESULTS_DIR/tmp].
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
     #[command(flatten)]
-    pub out: OutputArgs,
+    pub common: Common,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,75 +82,6 @@ struct Spec {
     bytes: u64,
     /// RawPutObjects: (size, count) of the objects to write.
     objects: Vec<(u64, u64)>,
-}
-
-/// The server, killed on drop: its buckets are the directories under `root`.
-pub(crate) struct Server {
-    child: Child,
-    pub(crate) root: tempfile::TempDir,
-    pub(crate) endpoint: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn server_binary() -> PathBuf {
-    if let Some(p) = std::env::var_os("SQLVAULT_VERSITYGW") {
-        return p.into();
-    }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-    let p = home.join("go/bin/versitygw");
-    if p.exists() {
-        p
-    } else {
-        PathBuf::from("versitygw")
-    }
-}
-
-/// Starts VersityGW on a free loopback port, its buckets in a new directory under
-/// `dir`, and sets the credentials and region in this process's environment (which
-/// the cases' processes inherit).
-pub(crate) fn start_server(dir: &Path) -> Result<Server> {
-    let root =
-        tempfile::Builder::new().prefix("s3-").tempdir_in(dir).context("cannot create the server's directory")?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let bin = server_binary();
-    let child = Command::new(&bin)
-        .arg("--port")
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("posix")
-        .arg(root.path())
-        .env("ROOT_ACCESS_KEY", ACCESS_KEY)
-        .env("ROOT_SECRET_KEY", SECRET_KEY)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .with_context(|| {
-            format!(
-                "cannot start the S3 server {} (install it: go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)",
-                bin.display()
-            )
-        })?;
-    let mut s = Server { child, root, endpoint: format!("http://127.0.0.1:{port}") };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(st)) = s.child.try_wait() {
-            crate::bail!("the S3 server exited at start: {st}");
-        }
-        if Instant::now() > deadline {
-            crate::bail!("the S3 server did not listen within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::env::set_var("AWS_ACCESS_KEY_ID", ACCESS_KEY);
-    std::env::set_var("AWS_SECRET_ACCESS_KEY", SECRET_KEY);
-    std::env::set_var("AWS_REGION", "us-east-1");
-    Ok(s)
 }
 
 /// Runs `jobs` with [`PARALLEL`] requests in flight (the push's own bound), stopping at
@@ -357,9 +280,9 @@ const CLONE: &str = "sqlvault clone";
 
 /// Entry point of `sqlvault-bench remote`.
 pub fn remote(a: &RemoteArgs) -> Result<harness::ScenarioReport> {
-    let run = Run::new("remote", a.quick, a.dir.as_deref(), &a.out)?;
-    let (mib, files, reps) = if a.quick { (16, 500, 1) } else { (a.mib.max(8), a.files.max(1), a.reps.max(1)) };
-    let server = start_server(&run.dir)?;
+    let run = Run::new("remote", &a.common)?;
+    let (mib, files, reps) = if a.common.quick { (16, 500, 1) } else { (a.mib.max(8), a.files.max(1), a.reps.max(1)) };
+    let server = crate::fixtures::start_server(&run.dir)?;
     let large_files = mib * (1 << 20) / LARGE_FILE as u64;
     let sets = vec![
         make_data_set(&run.dir, "large", large_files, LARGE_FILE, 1)?,
@@ -477,19 +400,19 @@ pub fn remote(a: &RemoteArgs) -> Result<harness::ScenarioReport> {
             "remote",
             "push of large files at least 0.5x raw uploads of the same bytes, one object per file (same server, same run)",
             report::ratio(up),
-            (!a.quick).then_some(up >= 0.5),
+            (!a.common.quick).then_some(up >= 0.5),
         ),
         Target::new(
             "remote",
             "clone of large files at least 0.5x raw downloads of the same bytes, one object per file",
             report::ratio(down),
-            (!a.quick).then_some(down >= 0.5),
+            (!a.common.quick).then_some(down >= 0.5),
         ),
         Target::new(
             "remote",
             "push of many small files at least 0.5x raw per-file uploads",
             report::ratio(up_small),
-            (!a.quick).then_some(up_small >= 0.5),
+            (!a.common.quick).then_some(up_small >= 0.5),
         ),
     ];
     for s in &sets {
@@ -522,8 +445,12 @@ pub fn remote(a: &RemoteArgs) -> Result<harness::ScenarioReport> {
     Ok(run.report(HEADING, method, rows, targets, Vec::new(), notes))
 }
 
-pub fn run(a: &RemoteArgs) -> Result<Vec<Target>> {
-    let r = remote(a)?;
-    harness::publish(&a.out, &r)?;
-    Ok(r.targets)
-}
+/// `sqlvault-bench remote`.
+pub const SCENARIO: Def<RemoteArgs> = Def {
+    name: "remote",
+    about: "Push and clone through an S3-compatible server on loopback, against raw uploads and downloads.",
+    run: |a| harness::publish(&a.common, &remote(a)?),
+    case,
+    render: harness::render,
+    args: PhantomData,
+};

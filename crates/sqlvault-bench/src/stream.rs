@@ -13,6 +13,7 @@
 //! The question is the one the article answers: does the user pay for small writes?
 
 use std::io::{Read, Write};
+use std::marker::PhantomData;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -23,8 +24,9 @@ use sqlvault::{CreateOptions, EngineConfig, FileOptions, Secret, Vault};
 
 use crate::data::{Checksum, Stream};
 use crate::error::{Context, Result};
-use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Target, Unit};
-use crate::report::{self, size_label, OutputArgs};
+use crate::harness::{self, CaseOutput, ChartSpec, Collector, Meter, Run, Unit};
+use crate::report::{self, size_label};
+use crate::scenario::{Common, Def, Target};
 
 const HEADING: &str = "## stream (article 001)";
 const MIB: usize = 1 << 20;
@@ -43,14 +45,8 @@ pub struct StreamArgs {
     /// Repetitions (the median is reported; 2 keeps the full suite within 30 minutes).
     #[arg(long, default_value_t = 2)]
     pub reps: u32,
-    /// 2 MiB and 16 MiB files, one repetition.
-    #[arg(long)]
-    pub quick: bool,
-    /// Scratch directory, on the disk to measure [default: RESULTS_DIR/tmp].
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
     #[command(flatten)]
-    pub out: OutputArgs,
+    pub common: Common,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -212,9 +208,9 @@ fn group(file_mib: u64, w: usize, phase: &str) -> String {
 
 /// Entry point of `sqlvault-bench stream`.
 pub fn stream(a: &StreamArgs) -> Result<harness::ScenarioReport> {
-    let run = Run::new("stream", a.quick, a.dir.as_deref(), &a.out)?;
-    let reps = if a.quick { 1 } else { a.reps.max(1) };
-    let files = if a.quick { vec![2, 16] } else { vec![2, a.large_mib] };
+    let run = Run::new("stream", &a.common)?;
+    let reps = if a.common.quick { 1 } else { a.reps.max(1) };
+    let files = if a.common.quick { vec![2, 16] } else { vec![2, a.large_mib] };
     let mut cases = Vec::new();
     for &f in &files {
         for &w in &WRITE_SIZES {
@@ -263,7 +259,7 @@ pub fn stream(a: &StreamArgs) -> Result<harness::ScenarioReport> {
                 size_label((f as u32) << 20)
             ),
             format!("{} MB/s vs {} MB/s: {}", report::rate(small), report::rate(big), report::ratio(r)),
-            (!a.quick).then_some(r >= 0.5),
+            (!a.common.quick).then_some(r >= 0.5),
         ));
         let naive = harness::value(&rows, &group(f, 256, "write"), System::TxPerWrite.label());
         if naive.is_finite() {
@@ -313,8 +309,12 @@ pub fn stream(a: &StreamArgs) -> Result<harness::ScenarioReport> {
     Ok(run.report(HEADING, method, rows, targets, charts, notes))
 }
 
-pub fn run(a: &StreamArgs) -> Result<Vec<Target>> {
-    let r = stream(a)?;
-    harness::publish(&a.out, &r)?;
-    Ok(r.targets)
-}
+/// `sqlvault-bench stream`.
+pub const SCENARIO: Def<StreamArgs> = Def {
+    name: "stream",
+    about: "2 MiB and 256 MiB files in 256 B..1 MiB application writes, against the article's ladder on a bare, unencrypted SQLite table (article 001).",
+    run: |a| harness::publish(&a.common, &stream(a)?),
+    case,
+    render: harness::render,
+    args: PhantomData,
+};

@@ -255,61 +255,9 @@ pub fn command_line() -> String {
         .join(" ")
 }
 
-/// Replaces the Markdown section that starts with the line `heading` (up to the next
-/// heading of the same level) in `path`, or appends it; creates the file with `title`
-/// if it does not exist.
-pub fn update_markdown_section(path: &Path, title: &str, heading: &str, body: &str) -> Result<()> {
-    let old = match std::fs::read_to_string(path) {
-        Ok(s) => s,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => format!("{title}\n"),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
-    let level = heading.chars().take_while(|c| *c == '#').count();
-    let is_same_level_heading =
-        |l: &str| l.chars().take_while(|c| *c == '#').count() == level && l[level..].starts_with(' ');
-    let lines: Vec<&str> = old.lines().collect();
-    let section = format!("{heading}\n\n{}\n", body.trim_end());
-    let new = match lines.iter().position(|l| l.trim_end() == heading) {
-        Some(start) => {
-            let end = lines[start + 1..]
-                .iter()
-                .position(|l| is_same_level_heading(l))
-                .map(|i| start + 1 + i)
-                .unwrap_or(lines.len());
-            let mut s = lines[..start].join("\n");
-            if !s.is_empty() {
-                s.push('\n');
-            }
-            s.push_str(&section);
-            if end < lines.len() {
-                s.push('\n');
-                s.push_str(&lines[end..].join("\n"));
-                s.push('\n');
-            }
-            s
-        }
-        None => format!("{}\n\n{section}", old.trim_end()),
-    };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    std::fs::write(path, new).with_context(|| format!("cannot write {}", path.display()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn markdown_section_is_replaced_in_place_or_appended() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("b.md");
-        update_markdown_section(&p, "# T", "## A", "one").unwrap();
-        update_markdown_section(&p, "# T", "## B", "two").unwrap();
-        update_markdown_section(&p, "# T", "## A", "uno\n\n### sub\n\nx").unwrap();
-        let s = std::fs::read_to_string(&p).unwrap();
-        assert_eq!(s, "# T\n\n## A\n\nuno\n\n### sub\n\nx\n\n## B\n\ntwo\n");
-    }
 
     #[test]
     fn date_is_plausible() {

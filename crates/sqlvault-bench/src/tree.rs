@@ -31,6 +31,7 @@
 
 use std::fs;
 use std::io::{Read, Write};
+use std::marker::PhantomData;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -42,9 +43,10 @@ use sqlvault::{CreateOptions, EngineConfig, FileOptions, FileType, Interrupt, Se
 
 use crate::data::Stream;
 use crate::error::{Context, Result};
-use crate::harness::{self, CaseOutput, Meter, Sample, Target};
+use crate::harness::{self, CaseOutput, Meter, Sample};
+use crate::report;
+use crate::scenario::{self, Common, Def, Section, Target};
 use crate::sys::{self, Machine};
-use crate::{peers, remote, report};
 
 const SECTION: &str = "## Whole-tree operations";
 const PER_DIR: u64 = 100;
@@ -84,12 +86,6 @@ pub struct TreeArgs {
     /// Bytes per file (the issue's tree: 50,000 files, 218 MB).
     #[arg(long, default_value_t = 4096)]
     pub file_bytes: usize,
-    /// Directory for the vaults and host trees (a disk, not tmpfs) [default: RESULTS_DIR/tmp].
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
-    /// 200 and 2,000 files, 0 and 10 snapshots: indicative only (what `all --quick` runs).
-    #[arg(long)]
-    pub quick: bool,
     /// Adds 500,000 files to the sizes (not part of `all`).
     #[arg(long)]
     pub full: bool,
@@ -102,7 +98,7 @@ pub struct TreeArgs {
     #[arg(long)]
     pub library_only: bool,
     #[command(flatten)]
-    pub out: report::OutputArgs,
+    pub common: Common,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -132,7 +128,7 @@ struct Replicate {
 }
 
 /// One operation of one case.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct OpResult {
     op: String,
     seconds: f64,
@@ -145,7 +141,7 @@ struct OpResult {
     sqlite_heap: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 struct CaseResult {
     files: u64,
     snapshots: u64,
@@ -153,14 +149,18 @@ struct CaseResult {
     ops: Vec<OpResult>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 struct TreeReport {
-    benchmark: &'static str,
+    benchmark: String,
+    /// A quick run: targets not judged.
+    #[serde(default)]
+    quick: bool,
     command: String,
     machine: Machine,
     file_bytes: usize,
     without_snapshot_index: bool,
     /// Whether push, clone, pull, `ls -lR` and `rm -rf` ran.
+    #[serde(default)]
     s3_and_mount: bool,
     cases: Vec<CaseResult>,
     /// (snapshots, operation, per-file cost at the largest size / at the smallest).
@@ -375,7 +375,7 @@ fn through_the_mount(spec: &Spec, replica: &Path, key_file: &Path, work: &Path, 
     let n = spec.files as f64;
     let exe = std::env::current_exe().context("cannot find this program's path")?;
     let mnt = work.join("mnt");
-    let mount = peers::mount_vault(&exe, replica, key_file, &mnt)?;
+    let mount = crate::fixtures::mount_vault(&exe, replica, key_file, &mnt)?;
     let root = mnt.join("t");
     sys::drop_caches()?;
     let (sample, rss, listing) = through_mount(Command::new("ls").arg("-lR").arg(&root), mount.pid(), false, n)?;
@@ -521,24 +521,30 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     Ok(out)
 }
 
-/// Entry point of `sqlvault-bench tree`.
-pub fn tree(args: &TreeArgs) -> Result<()> {
-    run(args).map(drop)
-}
+/// `sqlvault-bench tree`.
+pub const SCENARIO: Def<TreeArgs> = Def {
+    name: "tree",
+    about: "Whole-tree operations (put, get, fsck, push and pull, snapshots, restore, rm -r, ls -lR and rm -rf \
+            through a mount) at 5,000 and 50,000 files with 0, 1 and 10 snapshots: per-file cost at the large \
+            size within 1.5x of the small.",
+    run,
+    case,
+    render,
+    args: PhantomData,
+};
 
-/// Runs the scenario and returns its targets (for `all`).
-pub fn run(args: &TreeArgs) -> Result<Vec<Target>> {
-    let mut files = if args.quick { vec![200, 2_000] } else { args.files.clone() };
+fn run(args: &TreeArgs) -> Result<Vec<Target>> {
+    let quick = args.common.quick;
+    let mut files = if quick { vec![200, 2_000] } else { args.files.clone() };
     if args.full {
         files.push(500_000);
     }
-    let snapshots = if args.quick { vec![0, 10] } else { args.snapshots.clone() };
+    let snapshots = if quick { vec![0, 10] } else { args.snapshots.clone() };
     if files.len() < 2 || files.contains(&0) || snapshots.is_empty() {
         crate::bail!("--files needs two sizes or more, each at least 1; --snapshots at least one count");
     }
-    let base = args.dir.clone().unwrap_or_else(|| args.out.results_dir.join("tmp"));
-    fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
-    let server = if args.library_only { None } else { Some(remote::start_server(&base)?) };
+    let base = args.common.scratch()?;
+    let server = if args.library_only { None } else { Some(crate::fixtures::start_server(&base)?) };
     let mut cases = Vec::new();
     for &f in &files {
         let host = tempfile::Builder::new().prefix("tree-src-").tempdir_in(&base).context("temporary directory")?;
@@ -546,7 +552,7 @@ pub fn run(args: &TreeArgs) -> Result<Vec<Target>> {
         for &k in &snapshots {
             eprintln!("tree: {f} files of {} bytes, {k} snapshots", args.file_bytes);
             // Quick mode: push, pull and the mount at the smallest size only.
-            let bucket = server.as_ref().filter(|_| !args.quick || f == files[0]).map(|s| (s, format!("tree-{f}-{k}")));
+            let bucket = server.as_ref().filter(|_| !quick || f == files[0]).map(|s| (s, format!("tree-{f}-{k}")));
             if let Some((s, b)) = &bucket {
                 fs::create_dir(s.root.path().join(b)).context("cannot create the bucket")?;
             }
@@ -623,7 +629,8 @@ pub fn run(args: &TreeArgs) -> Result<Vec<Target>> {
         }
     }
     let report = TreeReport {
-        benchmark: "tree",
+        benchmark: "tree".into(),
+        quick,
         command: sys::command_line(),
         machine: Machine::describe(),
         file_bytes: args.file_bytes,
@@ -634,40 +641,69 @@ pub fn run(args: &TreeArgs) -> Result<Vec<Target>> {
         history_ratios,
         fsck_ratios,
     };
-    let md = markdown(&report, &files, &snapshots);
-    let judged = |ok: bool| (!args.quick).then_some(ok);
+    let name = if args.without_snapshot_index { "tree-without-snapshot-index" } else { "tree" };
+    let section = section(report);
+    args.common.publish(name, &section.1, &section.0)?;
+    Ok(section.0.targets)
+}
+
+/// The targets a run judges: per-file cost at the largest size within 1.5x of the smallest,
+/// with the most history; fsck with snapshots within 1.5x (one) or 3x (more) of none.
+fn targets(r: &TreeReport, files: &[u64], snapshots: &[u64]) -> Vec<Target> {
+    let judged = |ok: bool| (!r.quick).then_some(ok);
+    let (small, large, most) = (files[0], files[files.len() - 1], snapshots[snapshots.len() - 1]);
     let label = |k: &str| OPS.iter().find(|(o, _)| *o == k).map(|(_, l)| *l).unwrap_or(k).to_string();
-    let mut targets: Vec<Target> = report
+    let mut targets: Vec<Target> = r
         .size_ratios
         .iter()
         .filter(|(k, ..)| *k == most)
-        .map(|(k, op, r)| {
+        .map(|(k, op, x)| {
             Target::new(
                 "tree",
                 &format!("{}, {k} snapshots: per-file cost at {large} files within 1.5× of that at {small}", label(op)),
-                report::ratio(*r),
-                judged(*r <= 1.5),
+                report::ratio(*x),
+                judged(*x <= 1.5),
             )
         })
         .collect();
-    for (f, k, r) in report.fsck_ratios.iter().filter(|(f, ..)| *f == large) {
+    for (f, k, x) in r.fsck_ratios.iter().filter(|(f, ..)| *f == large) {
         let limit = if *k <= 1 { 1.5 } else { 3.0 };
         targets.push(Target::new(
             "tree",
             &format!("fsck of {f} files with {k} snapshots: per-file cost within {limit}× of none"),
-            report::ratio(*r),
-            judged(*r <= limit),
+            report::ratio(*x),
+            judged(*x <= limit),
         ));
     }
-    let name = if args.without_snapshot_index { "tree-without-snapshot-index" } else { "tree" };
-    if args.without_snapshot_index {
-        // A measurement of the old schema: its JSON only, never the docs' section.
-        report::write_json(&args.out.results_dir.join(format!("{name}.json")), &report)?;
-        eprintln!("{md}");
-    } else {
-        report::publish_run(&args.out, name, args.quick, &report, SECTION, &md)?;
+    targets
+}
+
+/// The section of a run (and the run, for its JSON).
+fn section(r: TreeReport) -> (Section, TreeReport) {
+    let mut files: Vec<u64> = Vec::new();
+    let mut snapshots: Vec<u64> = Vec::new();
+    for c in &r.cases {
+        if !files.contains(&c.files) {
+            files.push(c.files);
+        }
+        if !snapshots.contains(&c.snapshots) {
+            snapshots.push(c.snapshots);
+        }
     }
-    Ok(targets)
+    let heading =
+        if r.without_snapshot_index { format!("{SECTION}, without the snapshot index") } else { SECTION.into() };
+    let s = Section {
+        heading,
+        body: markdown(&r, &files, &snapshots),
+        targets: if files.len() > 1 && !snapshots.is_empty() { targets(&r, &files, &snapshots) } else { Vec::new() },
+        machine: r.machine.clone(),
+        charts: Vec::new(),
+    };
+    (s, r)
+}
+
+fn render(json: &str) -> Result<Section> {
+    Ok(section(scenario::parse(json)?).0)
 }
 
 fn markdown(r: &TreeReport, files: &[u64], snapshots: &[u64]) -> String {

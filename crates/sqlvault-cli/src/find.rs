@@ -6,6 +6,7 @@ use serde_json::json;
 use sqlvault::{FileType, InodeId, Query, Vault};
 
 use crate::output::{line, JsonArray};
+use crate::transfer;
 use crate::{CliError, Exit};
 
 /// Entries read per page while walking a directory.
@@ -63,16 +64,18 @@ pub fn walk(
             line(&mut w, path)
         }
     };
-    let open = walk_dir(v, top.ino, &base, name, times, &mut out)?;
+    let open = walk_dir(v, dir.as_bytes(), &base, name, times, &mut out)?;
     if json && open {
         arr.finish(&mut w)?;
     }
     Ok(())
 }
 
+/// Walks directory `dir` (its vault path as raw bytes: names made through a mount need
+/// not be UTF-8, and are shown lossily), printed as `shown`.
 fn walk_dir(
     v: &Vault,
-    dir: InodeId,
+    dir: &[u8],
     shown: &str,
     name: Option<&globset::GlobMatcher>,
     times: Times,
@@ -80,20 +83,19 @@ fn walk_dir(
 ) -> Result<bool, CliError> {
     let mut after: Option<Vec<u8>> = None;
     loop {
-        let page = v.inodes().list(dir, after.as_deref(), PAGE)?;
+        let page = v.read_dir_page(dir, after.as_deref(), PAGE)?;
         let Some(last) = page.last() else { return Ok(true) };
-        after = Some(last.name.clone());
+        after = Some(last.raw_name.clone());
         for e in &page {
-            let n = String::from_utf8_lossy(&e.name);
-            let path = format!("{shown}/{n}");
-            let name_ok = name.is_none_or(|g| g.is_match(&*n));
-            if name_ok
-                && (times.is_empty() || times.matches(v.inodes().attr(e.ino)?.mtime_ns))
-                && !out(&path, e.ino, e.kind)?
+            let path = format!("{shown}/{}", e.name);
+            let name_ok = name.is_none_or(|g| g.is_match(&e.name));
+            if name_ok && (times.is_empty() || times.matches(e.attr.mtime_ns)) && !out(&path, e.attr.ino, e.attr.kind)?
             {
                 return Ok(false);
             }
-            if e.kind == FileType::Dir && !walk_dir(v, e.ino, &path, name, times, out)? {
+            if e.attr.kind == FileType::Dir
+                && !walk_dir(v, &transfer::child(dir, &e.raw_name), &path, name, times, out)?
+            {
                 return Ok(false);
             }
         }

@@ -646,7 +646,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
                 .filter(|m| *m <= 0o7777)
                 .ok_or_else(|| CliError::usage(format!("mode {mode:?} is not octal (e.g. 644)")))?;
             let v = ctx.open(&vault)?;
-            v.set_permissions(&path, perm)?;
+            v.set_attr(&path, &sqlvault::SetAttr { perm: Some(perm), ..Default::default() }, true)?;
             v.close()?;
         }
         Command::Touch { vault, path } => {
@@ -656,7 +656,11 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map(|d| d.as_nanos() as i64)
                     .unwrap_or(0);
-                v.set_times(&path, Some(now), Some(now))?;
+                v.set_attr(
+                    &path,
+                    &sqlvault::SetAttr { atime_ns: Some(now), mtime_ns: Some(now), ..Default::default() },
+                    true,
+                )?;
             } else {
                 v.open_file(&path, &FileOptions::new().write(true).create(true))?.close()?;
             }
@@ -711,7 +715,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
         Command::Compression { vault, setting } => {
             let v = ctx.open(&vault)?;
             match setting {
-                None => outln!("{}", v.compression()?.name()),
+                None => outln!("{}", v.info()?.compression),
                 Some(c) => {
                     v.set_compression(c.into())?;
                     v.close()?;
@@ -839,7 +843,7 @@ fn ls(v: &Vault, path: &str, f: LsFormat) -> Result<(), CliError> {
         let target = (top.kind == FileType::Symlink).then(|| v.read_link(path)).transpose()?;
         each(LsEntry { path: path.to_string(), name, attr: top, target })?
     } else {
-        collect(v, top.ino, path, f.recursive, &mut each)?
+        collect(v, path.as_bytes(), path, f.recursive, &mut each)?
     };
     if f.json && open {
         arr.finish(&mut w)?;
@@ -847,27 +851,24 @@ fn ls(v: &Vault, path: &str, f: LsFormat) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Lists by inode, not by path, so names that are not UTF-8 (the mount stores raw
-/// bytes) are shown lossily instead of failing the whole listing. `Ok(false)` once
-/// `each` says stop (standard output closed).
+/// Lists directory `dir` (a vault path as raw bytes, so names that are not UTF-8, which
+/// the mount stores, are shown lossily instead of failing the whole listing), printed
+/// as `shown`. `Ok(false)` once `each` says stop (standard output closed).
 fn collect(
     v: &Vault,
-    dir: sqlvault::InodeId,
+    dir: &[u8],
     shown: &str,
     recursive: bool,
     each: &mut dyn FnMut(LsEntry) -> Result<bool, CliError>,
 ) -> Result<bool, CliError> {
     for e in transfer::list_all(v, dir)? {
-        let name = String::from_utf8_lossy(&e.name).into_owned();
-        let p = sqlvault::join_path(shown, &name);
-        let attr = v.inodes().attr(e.ino)?;
-        let target = (e.kind == FileType::Symlink)
-            .then(|| v.inodes().read_link(e.ino).map(|t| String::from_utf8_lossy(&t).into_owned()))
-            .transpose()?;
-        if !each(LsEntry { path: p.clone(), name, attr, target })? {
+        let p = sqlvault::join_path(shown, &e.name);
+        let target = e.target.as_ref().map(|t| String::from_utf8_lossy(t).into_owned());
+        let is_dir = e.attr.kind == FileType::Dir;
+        if !each(LsEntry { path: p.clone(), name: e.name, attr: e.attr, target })? {
             return Ok(false);
         }
-        if recursive && e.kind == FileType::Dir && !collect(v, e.ino, &p, true, each)? {
+        if recursive && is_dir && !collect(v, &transfer::child(dir, &e.raw_name), &p, true, each)? {
             return Ok(false);
         }
     }

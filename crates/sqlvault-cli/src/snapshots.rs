@@ -231,42 +231,48 @@ pub fn compact(ctx: &Ctx, vault: PathBuf, recompress: bool) -> Result<(), CliErr
         "compact stopped; the vault is consistent (every step is crash-safe); run compact again to give back the rest"
             .into(),
     );
-    if recompress {
+    // One bar per phase: bytes while recompressing, then pages while compacting.
+    let bar = |template: &str| {
         let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-        pb.set_style(
-            ProgressStyle::with_template("{spinner} recompressing: {bytes}/{total_bytes} [{wide_bar}] {eta}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
+        pb.set_style(ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()));
         if !crate::secret::is_terminal() {
             pb.set_draw_target(ProgressDrawTarget::hidden());
         }
-        let r = v.recompress(&sqlvault::Ops::default().progress(&|p| {
+        pb
+    };
+    let recompressing = recompress.then(|| bar("{spinner} recompressing: {bytes}/{total_bytes} [{wide_bar}] {eta}"));
+    let compacting = std::sync::OnceLock::new();
+    let r = v.compact(
+        recompress,
+        &sqlvault::Ops::default().progress(&|p| {
+            let pb = match (&recompressing, p.phase) {
+                (Some(pb), "recompress") => pb,
+                _ => {
+                    if let Some(pb) = &recompressing {
+                        pb.finish_and_clear();
+                    }
+                    compacting.get_or_init(|| bar("{spinner} compacting: {pos}/{len} pages [{wide_bar}] {eta}"))
+                }
+            };
             pb.set_length(p.total);
             pb.set_position(p.done);
-        }));
+        }),
+    );
+    if let Some(pb) = &recompressing {
         pb.finish_and_clear();
-        let r = r?;
+    }
+    if let Some(pb) = compacting.get() {
+        pb.finish_and_clear();
+    }
+    let r = r?;
+    if recompress {
         note!(
             "recompressed ({}): {} -> {} stored",
-            v.compression()?.name(),
+            v.info()?.compression,
             crate::ui::human(r.stored_before),
             crate::ui::human(r.stored_after)
         );
     }
-    let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-    pb.set_style(
-        ProgressStyle::with_template("{spinner} compacting: {pos}/{len} pages [{wide_bar}] {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    if !crate::secret::is_terminal() {
-        pb.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    let r = v.compact(&sqlvault::Ops::default().progress(&|p| {
-        pb.set_length(p.total);
-        pb.set_position(p.done);
-    }));
-    pb.finish_and_clear();
-    let r = r?;
     v.close()?;
     let mib = |pages: u64| pages as f64 * r.page_size as f64 / (1024.0 * 1024.0);
     note!(

@@ -31,7 +31,15 @@ pub fn put(vault: &Vault, meta: &fs::Metadata, dest: &str) -> Result<(), CliErro
     }
     vault.make_node(dest, kind, meta.mode() & 0o7777, rdev)?;
     let ns = |s: i64, n: i64| s * 1_000_000_000 + n;
-    vault.set_times(dest, Some(ns(meta.atime(), meta.atime_nsec())), Some(ns(meta.mtime(), meta.mtime_nsec())))?;
+    vault.set_attr(
+        dest,
+        &sqlvault::SetAttr {
+            atime_ns: Some(ns(meta.atime(), meta.atime_nsec())),
+            mtime_ns: Some(ns(meta.mtime(), meta.mtime_nsec())),
+            ..Default::default()
+        },
+        true,
+    )?;
     Ok(())
 }
 

@@ -82,13 +82,15 @@ pub fn run(ctx: &Ctx, a: SqlArgs) -> Result<(), CliError> {
 
 fn execute(v: &Vault, script: &str) -> sqlvault::Result<Vec<ResultSet>> {
     let mut sets: Vec<(usize, ResultSet)> = Vec::new();
-    v.query_batch(script, |i, r| {
-        let (columns, values) = row(r)?;
-        match sets.last_mut() {
-            Some((n, set)) if *n == i => set.rows.push(values),
-            _ => sets.push((i, ResultSet { columns, rows: vec![values] })),
-        }
-        Ok(())
+    v.transaction(|tx| {
+        tx.query_batch(script, |i, r| {
+            let (columns, values) = row(r)?;
+            match sets.last_mut() {
+                Some((n, set)) if *n == i => set.rows.push(values),
+                _ => sets.push((i, ResultSet { columns, rows: vec![values] })),
+            }
+            Ok(())
+        })
     })?;
     Ok(sets.into_iter().map(|(_, set)| set).collect())
 }

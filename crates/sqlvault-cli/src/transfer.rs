@@ -161,18 +161,29 @@ fn is_not_found(e: &sqlvault::Error) -> bool {
     matches!(e, sqlvault::Error::NotFound { .. })
 }
 
-/// Every entry of directory `dir` with its raw name bytes, in name order.
-pub fn list_all(vault: &Vault, dir: sqlvault::InodeId) -> Result<Vec<sqlvault::inodes::Entry>, CliError> {
+/// Sets the tags of many files in one transaction and one commit: all or nothing.
+fn set_tags_batch(vault: &Vault, batch: &[(String, Vec<(String, sqlvault::TagValue)>)]) -> sqlvault::Result<()> {
+    vault.transaction(|tx| batch.iter().try_for_each(|(path, tags)| tx.set_tags(path, tags)))
+}
+
+/// Every entry of directory `dir` (a vault path as raw bytes) with its attributes and
+/// raw name, in name order.
+pub fn list_all(vault: &Vault, dir: &[u8]) -> Result<Vec<sqlvault::DirEntry>, CliError> {
     const PAGE: usize = 512;
-    let mut out: Vec<sqlvault::inodes::Entry> = Vec::new();
+    let mut out: Vec<sqlvault::DirEntry> = Vec::new();
     loop {
-        let page = vault.inodes().list(dir, out.last().map(|e| e.name.as_slice()), PAGE)?;
+        let page = vault.read_dir_page(dir, out.last().map(|e| e.raw_name.as_slice()), PAGE)?;
         let done = page.len() < PAGE;
         out.extend(page);
         if done {
             return Ok(out);
         }
     }
+}
+
+/// The raw vault path of entry `name` of directory `dir` (both raw bytes).
+pub fn child(dir: &[u8], name: &[u8]) -> Vec<u8> {
+    [dir.strip_suffix(b"/").unwrap_or(dir), b"/", name].concat()
 }
 
 /// True if the vault file `vpath` and the host file `host` hold the same bytes.
@@ -311,7 +322,7 @@ pub fn put_command(ctx: &Ctx, args: PutArgs) -> Result<Exit, CliError> {
     };
     let r = p.run(&meta);
     let r = r.and_then(|()| match p.tags.take().filter(|b| !b.is_empty()) {
-        Some(batch) if !args.dry_run => Ok(vault.set_tags_batch(&batch)?),
+        Some(batch) if !args.dry_run => Ok(set_tags_batch(&vault, &batch)?),
         _ => Ok(()),
     });
     p.pb.finish_and_clear();
@@ -531,14 +542,13 @@ impl Put<'_> {
             return Ok(());
         }
         if self.args.delete && f.exists {
-            let ino = self.vault.symlink_metadata(&f.dest)?.ino;
-            for e in list_all(self.vault, ino)? {
-                let name = String::from_utf8_lossy(&e.name).into_owned();
-                if f.names.contains(&e.name) || self.ex.is_match(join_rel(&f.rel, &name)) {
+            for e in list_all(self.vault, f.dest.as_bytes())? {
+                let name = e.name;
+                if f.names.contains(&e.raw_name) || self.ex.is_match(join_rel(&f.rel, &name)) {
                     continue;
                 }
                 self.stop.check().map_err(from_lib)?;
-                self.remove(&sqlvault::join_path(&f.dest, &name), e.kind)?;
+                self.remove(&sqlvault::join_path(&f.dest, &name), e.attr.kind)?;
                 self.s.deleted += 1;
             }
         }
@@ -546,10 +556,18 @@ impl Put<'_> {
             let a = self.vault.symlink_metadata(&f.dest)?;
             let perm = f.meta.mode() & 0o7777;
             if a.perm != perm {
-                self.vault.set_permissions(&f.dest, perm)?;
+                self.vault.set_attr(&f.dest, &sqlvault::SetAttr { perm: Some(perm), ..Default::default() }, true)?;
             }
             if a.mtime_ns != mtime_ns(&f.meta) {
-                self.vault.set_times(&f.dest, Some(atime_ns(&f.meta)), Some(mtime_ns(&f.meta)))?;
+                self.vault.set_attr(
+                    &f.dest,
+                    &sqlvault::SetAttr {
+                        atime_ns: Some(atime_ns(&f.meta)),
+                        mtime_ns: Some(mtime_ns(&f.meta)),
+                        ..Default::default()
+                    },
+                    true,
+                )?;
             }
         }
         Ok(())
@@ -571,7 +589,11 @@ impl Put<'_> {
                 };
                 if same {
                     if a.perm != perm && !self.args.dry_run {
-                        self.vault.set_permissions(dest, perm)?;
+                        self.vault.set_attr(
+                            dest,
+                            &sqlvault::SetAttr { perm: Some(perm), ..Default::default() },
+                            true,
+                        )?;
                     }
                     self.s.unchanged += 1;
                     self.pb.inc(meta.len());
@@ -623,7 +645,7 @@ impl Put<'_> {
         if let Some(batch) = self.tags.as_mut() {
             batch.push((dest.to_string(), crate::extract::tags_of(src, meta)));
             if batch.len() >= TAG_BATCH {
-                self.vault.set_tags_batch(batch)?;
+                set_tags_batch(self.vault, batch)?;
                 batch.clear();
             }
         }
@@ -675,18 +697,19 @@ struct Get<'a> {
     current: Option<String>,
 }
 
-/// Vault bytes and files below `ino` that a get would look at (excludes applied).
-fn vault_total(vault: &Vault, ino: sqlvault::InodeId, rel: &str, ex: &GlobSet, acc: &mut (u64, u64)) {
-    let Ok(entries) = list_all(vault, ino) else { return };
+/// Vault bytes and files below directory `dir` (a vault path as raw bytes) that a get
+/// would look at (excludes applied).
+fn vault_total(vault: &Vault, dir: &[u8], rel: &str, ex: &GlobSet, acc: &mut (u64, u64)) {
+    let Ok(entries) = list_all(vault, dir) else { return };
     for e in entries {
-        let r = join_rel(rel, &String::from_utf8_lossy(&e.name));
+        let r = join_rel(rel, &e.name);
         if ex.is_match(&r) {
             continue;
         }
-        match e.kind {
-            FileType::Dir => vault_total(vault, e.ino, &r, ex, acc),
+        match e.attr.kind {
+            FileType::Dir => vault_total(vault, &child(dir, &e.raw_name), &r, ex, acc),
             FileType::File => {
-                acc.0 += vault.inodes().attr(e.ino).map(|a| a.size).unwrap_or(0);
+                acc.0 += e.attr.size;
                 acc.1 += 1;
             }
             _ => {}
@@ -716,7 +739,7 @@ pub fn get_command(ctx: &Ctx, args: GetArgs) -> Result<Exit, CliError> {
     let mut total = (attr.size, 1);
     if attr.kind == FileType::Dir {
         total = (0, 0);
-        vault_total(&vault, attr.ino, "", &ex, &mut total);
+        vault_total(&vault, args.source.as_bytes(), "", &ex, &mut total);
     }
     let mut g = Get {
         vault: &vault,
@@ -810,10 +833,10 @@ impl Get<'_> {
             Err(_) => fs::create_dir_all(dest).map_err(|e| CliError::host(dest, e))?,
         }
         self.s.dirs += 1;
-        for e in list_all(self.vault, attr.ino)? {
+        for e in list_all(self.vault, src.as_bytes())? {
             // The mount stores raw byte names; paths here are UTF-8.
-            let Ok(name) = std::str::from_utf8(&e.name) else {
-                let shown = sqlvault::join_path(src, &String::from_utf8_lossy(&e.name));
+            let Ok(name) = std::str::from_utf8(&e.raw_name) else {
+                let shown = sqlvault::join_path(src, &e.name);
                 self.skip(format!("{shown}: name is not UTF-8"));
                 continue;
             };
@@ -821,7 +844,7 @@ impl Get<'_> {
             if self.ex.is_match(&r) {
                 continue;
             }
-            self.entry(&sqlvault::join_path(src, name), e.kind, &dest.join(name), &r)?;
+            self.entry(&sqlvault::join_path(src, name), e.attr.kind, &dest.join(name), &r)?;
         }
         if !self.args.dry_run {
             fs::set_permissions(dest, fs::Permissions::from_mode(attr.perm)).map_err(|e| CliError::host(dest, e))?;

@@ -1,5 +1,5 @@
 //! `sqlvault upgrade VAULT`: converts a format-1 (SQLCipher) vault into format 2 at the
-//! same path ([`sqlvault::Vault::upgrade`]), with a progress bar over its pages.
+//! same path ([`sqlvault::secrets::upgrade`]), with a progress bar over its pages.
 //!
 //! Ctrl-C stops it between batches of pages: the partial copy is removed and the vault
 //! stays in format 1 (exit 130). SIGKILL at any moment is safe too: running `upgrade`
@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sqlvault::{Ops, Vault};
+use sqlvault::Ops;
 
 use crate::{CliError, Ctx};
 
@@ -28,7 +28,7 @@ pub fn upgrade(ctx: &Ctx, vault: &Path) -> Result<(), CliError> {
         pb.set_length(p.total);
         pb.set_position(p.done);
     };
-    let r = Vault::upgrade(vault, &secret, &Ops::default().progress(&show).interrupt(&stop));
+    let r = sqlvault::secrets::upgrade(vault, &secret, &Ops::default().progress(&show).interrupt(&stop));
     pb.finish_and_clear();
     let r = match r {
         Err(e) if e.is_interrupted() => {

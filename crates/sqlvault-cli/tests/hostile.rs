@@ -236,6 +236,30 @@ fn non_utf8_names_from_the_mount_are_listed_and_skipped_by_get_not_fatal() {
 }
 
 #[test]
+fn walks_descend_into_directories_whose_names_are_not_utf8() {
+    // A directory made through the mount with a raw byte name: `ls -R` and `find` walk
+    // into it through the path API's raw-byte listing, showing the name lossily.
+    let dir = tempfile::tempdir().unwrap();
+    let vault = init(dir.path());
+    {
+        let lib = Vault::open(&vault, &Secret::passphrase("pw"), EngineConfig::default()).unwrap();
+        let node = |kind| NewNode { kind, perm: 0o755, uid: 0, gid: 0, target: None };
+        let bad = lib.inodes().create(InodeId::ROOT, b"d-\xff", node(sqlvault::FileType::Dir)).unwrap();
+        lib.inodes().create(bad.ino, b"inner", node(sqlvault::FileType::File)).unwrap();
+        let page = lib.read_dir_page(b"/d-\xff", None, 10).unwrap();
+        assert_eq!(page.iter().map(|e| e.raw_name.as_slice()).collect::<Vec<_>>(), [b"inner"]);
+        assert_eq!(page[0].attr.kind, sqlvault::FileType::File);
+    }
+    let v = vault.to_str().unwrap();
+    let ls = run(&["ls", "-R", v, "/"]);
+    assert!(ls.status.success(), "{}", String::from_utf8_lossy(&ls.stderr));
+    assert_eq!(String::from_utf8_lossy(&ls.stdout), "/d-\u{fffd}\n/d-\u{fffd}/inner\n");
+    let find = run(&["find", v, "/", "--name", "*"]);
+    assert!(find.status.success(), "{}", String::from_utf8_lossy(&find.stderr));
+    assert_eq!(String::from_utf8_lossy(&find.stdout), "/d-\u{fffd}\n/d-\u{fffd}/inner\n");
+}
+
+#[test]
 fn non_utf8_names_through_a_real_mount_round_trip_and_stay_inside() {
     let dir = tempfile::tempdir().unwrap();
     let vault = init(dir.path());

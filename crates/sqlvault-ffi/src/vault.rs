@@ -141,15 +141,15 @@ impl Vault {
     #[uniffi::constructor]
     pub fn upgrade(path: String, passphrase: Vec<u8>) -> Result<Arc<Self>> {
         let secret = self::passphrase(passphrase)?;
-        sqlvault::Vault::upgrade(&path, &secret, &sqlvault::Ops::default())?;
+        sqlvault::secrets::upgrade(&path, &secret, &sqlvault::Ops::default())?;
         Self::do_open(path, secret)
     }
 
-    /// [`Vault::upgrade`] with the key file at `key_file`.
+    /// [`Vault::upgrade`](Self::upgrade) with the key file at `key_file`.
     #[uniffi::constructor]
     pub fn upgrade_with_key_file(path: String, key_file: String) -> Result<Arc<Self>> {
         let secret = self::key_file(&key_file)?;
-        sqlvault::Vault::upgrade(&path, &secret, &sqlvault::Ops::default())?;
+        sqlvault::secrets::upgrade(&path, &secret, &sqlvault::Ops::default())?;
         Self::do_open(path, secret)
     }
 
@@ -207,7 +207,7 @@ impl Vault {
     /// The entries of directory `path`, in name order.
     pub fn list(&self, path: String) -> Result<Vec<DirEntry>> {
         let entries = self.shared.get()?.read_dir(&path)?;
-        Ok(entries.into_iter().map(|e| DirEntry { name: e.name, kind: e.kind.into() }).collect())
+        Ok(entries.into_iter().map(|e| DirEntry { name: e.name, kind: e.attr.kind.into() }).collect())
     }
 
     /// Removes the file or symlink `path`.

@@ -60,7 +60,7 @@ fn read_every_file(v: &Vault, dir: &str) -> usize {
     let mut n = 0;
     for e in v.read_dir(dir).expect("list") {
         let path = format!("{}/{}", dir.trim_end_matches('/'), e.name);
-        match e.kind {
+        match e.attr.kind {
             FileType::Dir => n += read_every_file(v, &path),
             FileType::File => {
                 let size = v.metadata(&path).expect("stat").size;

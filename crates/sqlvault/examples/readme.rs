@@ -3,7 +3,7 @@
 //! `cargo run -p sqlvault --example readme`: it works in a temporary directory.
 //!
 //! Only the setup around the README's lines is added here: a temporary directory, the
-//! `items` that `set_tags_batch` is given, and `assert`s on what the lines did.
+//! `items` that the tagging transaction is given, and `assert`s on what the lines did.
 
 use std::io::Write;
 
@@ -44,10 +44,10 @@ fn tags_and_records(vault: &Vault) -> Result<(), Box<dyn std::error::Error>> {
     vault.create_dir_all("/photos")?;
     vault.write_file("/photos/a.jpg", b"not really a jpeg")?;
     vault.write_file("/photos/b.jpg", b"nor this")?;
-    let items = vec![("/photos/b.jpg", vec![("camera", TagValue::from("X100V")), ("iso", TagValue::Int(200))])];
+    let items = [("/photos/b.jpg", vec![("camera", TagValue::from("X100V")), ("iso", TagValue::Int(200))])];
 
     vault.set_tags("/photos/a.jpg", &[("camera", TagValue::from("X100V")), ("iso", TagValue::Int(400))])?;
-    vault.set_tags_batch(&items)?; // thousands of files, ~20 tags each, one commit
+    vault.transaction(|tx| items.iter().try_for_each(|(p, t)| tx.set_tags(p, t)))?; // 1000s of files, 1 commit
     let hits = vault.find("/photos", &Query::new().parse_tag("camera=X100V")?.parse_tag("iso>=400")?.name("*.jpg"))?;
     let settings = vault.records("settings");
     settings.put("theme", "dark")?;

@@ -21,7 +21,8 @@
 //! in a few modules, each saying what it holds:
 //!
 //! * files and directories by path: [`Vault`] ([`Vault::open_file`] gives a buffered
-//!   [`FileHandle`]); a directory page by page: [`Vault::read_dir_page`];
+//!   [`FileHandle`], [`Vault::set_attr`] changes a [`SetAttr`]'s attributes); a
+//!   directory page by page, with each entry's attributes: [`Vault::read_dir_page`];
 //! * tags and `find`: [`Vault::set_tags`], [`Vault::find`] with a [`Query`]; named
 //!   key -> value collections: [`Vault::records`] ([`Records`]; key ranges and scans in
 //!   [`records`]);
@@ -33,7 +34,9 @@
 //!   [`Vault::forget`]; their changes and retention policies in [`history`];
 //! * the secrets that open a vault (passphrases, key files, key slots) and the cipher
 //!   settings: [`Secret`] and the [`secrets`] module, whose functions work on the
-//!   vault file whether or not it is open;
+//!   vault file by path (a format-1 vault is converted by `secrets::upgrade`);
+//! * upkeep: [`Vault::info`], [`Vault::fsck`], [`Vault::compact`] (which can also
+//!   recompress to the [`Vault::set_compression`] setting);
 //! * long operations take an [`Ops`] (progress in one [`Progress`] shape, an
 //!   [`Interrupt`] to stop them with an error [`Error::is_interrupted`] recognises);
 //!   `&Ops::default()` asks for neither;
@@ -105,9 +108,7 @@ pub use vault::remote::Remote;
 #[cfg(feature = "remote")]
 pub use vault::replicate::{Replicator, ReplicatorStart, Round};
 pub use vault::transaction::Tx;
-#[cfg(feature = "upgrade-v1")]
-pub use vault::upgrade::UpgradeSummary;
-pub use vault::{CreateOptions, DirEntry, Info, RecompressReport, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
+pub use vault::{CreateOptions, DirEntry, Info, Vault, DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE};
 
 pub mod sql {
     //! Application SQL beyond the calls on [`Vault`](crate::Vault): the [`Row`] that
@@ -155,7 +156,8 @@ pub mod secrets {
     //! a lock on the header, one header copy at a time. [`CipherSettings`] (page size,
     //! [`PageCipher`], reserved bytes) are fixed when the vault is created
     //! ([`CreateOptions`](crate::CreateOptions)); [`HmacAlgorithm`] names the page MAC of
-    //! a format-1 (SQLCipher) vault.
+    //! a format-1 (SQLCipher) vault, which `upgrade` (feature `upgrade-v1`, on by
+    //! default) reseals as format 2, by path too, while no process has it open.
     /// The page opener, for the fuzz target (feature `testing`).
     #[cfg(feature = "testing")]
     pub use crate::keys::page::{page_keys_for_testing, PageKeys, TagMismatch};
@@ -163,6 +165,8 @@ pub mod secrets {
         generate_key_file, CipherSettings, HmacAlgorithm, KdfParams, PageCipher, SlotInfo, SlotKind,
     };
     pub use crate::vault::secrets::{add_secret, change_secret, remove_secret, repair_header};
+    #[cfg(feature = "upgrade-v1")]
+    pub use crate::vault::upgrade::{upgrade, UpgradeSummary};
 }
 
 pub mod inodes {

@@ -181,8 +181,13 @@ fn seek_and_append() {
 fn modes_and_times_are_kept() {
     let (t, v) = TestVault::new(4096);
     v.write_file("/f", b"x").unwrap();
-    v.set_permissions("/f", 0o600).unwrap();
-    v.set_times("/f", Some(1_000_000_000), Some(2_000_000_000)).unwrap();
+    v.set_attr("/f", &sqlvault::SetAttr { perm: Some(0o600), ..Default::default() }, true).unwrap();
+    v.set_attr(
+        "/f",
+        &sqlvault::SetAttr { atime_ns: Some(1_000_000_000), mtime_ns: Some(2_000_000_000), ..Default::default() },
+        true,
+    )
+    .unwrap();
     drop(v);
     let v = t.reopen();
     let a = v.metadata("/f").unwrap();
@@ -215,7 +220,7 @@ fn large_file_streams_with_bounded_buffers() {
 fn stat_shows_buffered_size_and_mtime_before_commit() {
     let (_t, v) = TestVault::new(4096);
     v.write_file("/f", b"x").unwrap();
-    v.set_times("/f", None, Some(1_000)).unwrap();
+    v.set_attr("/f", &sqlvault::SetAttr { atime_ns: None, mtime_ns: Some(1_000), ..Default::default() }, true).unwrap();
     let f = v.open_file("/f", &FileOptions::new().write(true)).unwrap();
     f.write_at(0, b"longer").unwrap();
     let a = v.metadata("/f").unwrap();

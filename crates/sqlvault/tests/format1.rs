@@ -1,6 +1,6 @@
 //! Format-1 (SQLCipher) vaults converted to format 2: the committed fixtures
 //! (`tests/fixtures/format1*.vault`, made by `tests/fixtures/make_format1.rs` with a
-//! format-1 build) upgraded by [`Vault::upgrade`] and checked against their manifest;
+//! format-1 build) upgraded by [`upgrade`](sqlvault::secrets::upgrade) and checked against their manifest;
 //! the refusal to open format 1, idempotence, the lock against other users, damage and
 //! interruption.
 
@@ -10,6 +10,7 @@ mod fixture;
 use std::path::Path;
 
 use fixture::{check_vault, copy_fixture, key_file, manifest, FIXTURES, PASSPHRASE};
+use sqlvault::secrets::upgrade;
 use sqlvault::{EngineConfig, Ops, Secret, Vault};
 
 fn header_version(path: &Path) -> u32 {
@@ -29,7 +30,7 @@ fn every_fixture_upgrades_to_format_2_with_its_content() {
         for (how, secret) in secrets() {
             let dir = tempfile::tempdir().unwrap();
             let path = copy_fixture(name, dir.path());
-            let r = Vault::upgrade(&path, &secret, &Ops::default()).unwrap();
+            let r = upgrade(&path, &secret, &Ops::default()).unwrap();
             assert!(r.converted && r.pages > 0, "{name} with the {how}: {r:?}");
             assert_eq!(r.wal_frames > 0, name == "format1-wal.vault", "{name}: {r:?}");
             assert_eq!(header_version(&path), 2, "{name}");
@@ -63,17 +64,17 @@ fn upgrade_is_idempotent_and_checks_the_secret() {
     let dir = tempfile::tempdir().unwrap();
     let path = copy_fixture("format1.vault", dir.path());
     let before = std::fs::read(&path).unwrap();
-    let err = Vault::upgrade(&path, &Secret::passphrase("nope"), &Ops::default()).unwrap_err();
+    let err = upgrade(&path, &Secret::passphrase("nope"), &Ops::default()).unwrap_err();
     assert!(matches!(err, sqlvault::Error::WrongSecret { .. }), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), before);
-    assert!(Vault::upgrade(&path, &Secret::passphrase(PASSPHRASE), &Ops::default()).unwrap().converted);
+    assert!(upgrade(&path, &Secret::passphrase(PASSPHRASE), &Ops::default()).unwrap().converted);
     let after = std::fs::read(&path).unwrap();
-    let again = Vault::upgrade(&path, &Secret::passphrase(PASSPHRASE), &Ops::default()).unwrap();
+    let again = upgrade(&path, &Secret::passphrase(PASSPHRASE), &Ops::default()).unwrap();
     assert!(!again.converted, "{again:?}");
     assert_eq!(std::fs::read(&path).unwrap(), after);
     // Open in this process: still "already format 2", not Busy.
     let v = Vault::open(&path, &Secret::passphrase(PASSPHRASE), EngineConfig::default()).unwrap();
-    assert!(!Vault::upgrade(&path, &Secret::passphrase(PASSPHRASE), &Ops::default()).unwrap().converted);
+    assert!(!upgrade(&path, &Secret::passphrase(PASSPHRASE), &Ops::default()).unwrap().converted);
     v.close().unwrap();
 }
 
@@ -100,12 +101,12 @@ fn upgrade_waits_for_no_one_having_the_vault_open() {
     let path = copy_fixture("format1-wal.vault", dir.path());
     let before = std::fs::read(&path).unwrap();
     let shared = ofd_lock(&path, 0x4000_0000 + 2 + 77, false);
-    let err = Vault::upgrade(&path, &Secret::passphrase(PASSPHRASE), &Ops::default()).unwrap_err();
+    let err = upgrade(&path, &Secret::passphrase(PASSPHRASE), &Ops::default()).unwrap_err();
     assert!(matches!(err, sqlvault::Error::Busy), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), before);
     assert!(fixture::wal_of(&path).exists(), "the WAL was not touched");
     drop(shared);
-    assert!(Vault::upgrade(&path, &Secret::passphrase(PASSPHRASE), &Ops::default()).unwrap().converted);
+    assert!(upgrade(&path, &Secret::passphrase(PASSPHRASE), &Ops::default()).unwrap().converted);
 }
 
 /// A symlink to the vault: the file it names is converted, the link stays a link.
@@ -115,7 +116,7 @@ fn upgrade_through_a_symlink_converts_its_target() {
     let path = copy_fixture("format1.vault", dir.path());
     let link = dir.path().join("link.vault");
     std::os::unix::fs::symlink(&path, &link).unwrap();
-    assert!(Vault::upgrade(&link, &Secret::passphrase(PASSPHRASE), &Ops::default()).unwrap().converted);
+    assert!(upgrade(&link, &Secret::passphrase(PASSPHRASE), &Ops::default()).unwrap().converted);
     assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
     assert_eq!(header_version(&path), 2);
     check_vault(
@@ -137,7 +138,7 @@ fn damaged_page_stops_the_upgrade_and_changes_nothing() {
     f.read_exact_at(&mut b, at).unwrap();
     f.write_all_at(&[b[0] ^ 4], at).unwrap();
     let before = std::fs::read(&path).unwrap();
-    let err = Vault::upgrade(&path, &Secret::passphrase(PASSPHRASE), &Ops::default()).unwrap_err();
+    let err = upgrade(&path, &Secret::passphrase(PASSPHRASE), &Ops::default()).unwrap_err();
     assert!(matches!(err, sqlvault::Error::Damaged { .. }), "{err}");
     assert!(err.to_string().contains("page 5 "), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), before);
@@ -154,11 +155,11 @@ fn upgrade_reports_progress_and_stops_when_interrupted() {
     let show = |p: &sqlvault::Progress| seen.lock().unwrap().push((p.phase, p.done, p.total));
     let stop = sqlvault::Interrupt::new();
     stop.trigger();
-    let err = Vault::upgrade(&path, &Secret::passphrase(PASSPHRASE), &Ops::default().interrupt(&stop)).unwrap_err();
+    let err = upgrade(&path, &Secret::passphrase(PASSPHRASE), &Ops::default().interrupt(&stop)).unwrap_err();
     assert!(err.is_interrupted(), "{err}");
     assert_eq!(header_version(&path), 1);
     assert!(!dir.path().join("format1-sha512.vault.sqlvault-upgrade").exists());
-    let r = Vault::upgrade(&path, &Secret::passphrase(PASSPHRASE), &Ops::default().progress(&show)).unwrap();
+    let r = upgrade(&path, &Secret::passphrase(PASSPHRASE), &Ops::default().progress(&show)).unwrap();
     let seen = seen.into_inner().unwrap();
     assert_eq!(seen.last(), Some(&("upgrade", r.pages, r.pages)), "{seen:?}");
 }

@@ -66,7 +66,7 @@ fn fixture_with(config: EngineConfig) -> Fixture {
     let vault = Vault::open(&path, &pass(), config).unwrap();
     // Warm-up: connections read their schema; the WAL gets its header.
     vault.read_file("/d/warm").unwrap();
-    vault.set_permissions("/d/warm", 0o600).unwrap();
+    vault.set_attr("/d/warm", &sqlvault::SetAttr { perm: Some(0o600), ..Default::default() }, true).unwrap();
     Fixture { _dir: dir, vault }
 }
 
@@ -300,7 +300,7 @@ fn tree_fixture(files: usize) -> Fixture {
     let vault = Vault::open(&path, &pass(), config()).unwrap();
     vault.read_dir("/t").unwrap();
     // Warm-up write: the WAL gets its header.
-    vault.set_permissions("/t", 0o755).unwrap();
+    vault.set_attr("/t", &sqlvault::SetAttr { perm: Some(0o755), ..Default::default() }, true).unwrap();
     Fixture { _dir: dir, vault }
 }
 
@@ -459,7 +459,7 @@ fn small_files_in_a_grown_vault_write_few_pages_each() {
     }
     v.close().unwrap();
     let v = Vault::open(&path, &pass(), config()).unwrap();
-    v.set_permissions("/t", 0o755).unwrap();
+    v.set_attr("/t", &sqlvault::SetAttr { perm: Some(0o755), ..Default::default() }, true).unwrap();
     let (start, files) = (grown * BATCH, 20 * BATCH);
     let bytes: u64 = (start..start + files).map(|i| (1024 + (i * 7919) % 7168) as u64).sum();
     let c = measure(|| {
@@ -505,7 +505,7 @@ fn history_fixture(files: usize, snaps: usize) -> Fixture {
     v.close().unwrap();
     let vault = Vault::open(&path, &pass(), config()).unwrap();
     vault.read_dir("/t").unwrap();
-    vault.set_permissions("/t", 0o755).unwrap();
+    vault.set_attr("/t", &sqlvault::SetAttr { perm: Some(0o755), ..Default::default() }, true).unwrap();
     Fixture { _dir: dir, vault }
 }
 

@@ -1557,7 +1557,7 @@ impl Harness {
     }
 
     fn compare_listing(&self, path: &str, got: &[sqlvault::DirEntry], id: Mid) {
-        let got: Vec<(String, FileType)> = got.iter().map(|e| (e.name.clone(), e.kind)).collect();
+        let got: Vec<(String, FileType)> = got.iter().map(|e| (e.name.clone(), e.attr.kind)).collect();
         let want: Vec<(String, FileType)> =
             self.m.children(id).iter().map(|(n, c)| (n.clone(), self.m.kind(*c))).collect();
         if got != want {
@@ -1601,7 +1601,7 @@ impl Harness {
                     Ok(list) => {
                         self.compare_listing(&p, &list, id);
                         for e in &list {
-                            same_inode(self, &join(&p, &e.name), self.m.children(id)[&e.name], e.ino);
+                            same_inode(self, &join(&p, &e.name), self.m.children(id)[&e.name], e.attr.ino);
                         }
                     }
                     Err(e) => self.fail(format!("read_dir {p}: {e:?}")),

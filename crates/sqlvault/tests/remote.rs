@@ -42,7 +42,7 @@ fn observe(v: &Vault) -> BTreeMap<String, String> {
         for e in v.read_dir(&dir).unwrap() {
             let p = sqlvault::join_path(&dir, &e.name);
             let a = v.symlink_metadata(&p).unwrap();
-            let what = match e.kind {
+            let what = match e.attr.kind {
                 FileType::Dir => {
                     stack.push(p.clone());
                     String::from("dir")
@@ -53,7 +53,7 @@ fn observe(v: &Vault) -> BTreeMap<String, String> {
                 }
                 other => format!("{other:?}"),
             };
-            let tags = if e.kind == FileType::Symlink { Vec::new() } else { v.tags(&p).unwrap() };
+            let tags = if e.attr.kind == FileType::Symlink { Vec::new() } else { v.tags(&p).unwrap() };
             let xattrs: Vec<_> = v
                 .inodes()
                 .list_xattrs(a.ino)
@@ -112,7 +112,7 @@ fn populate(v: &Vault, marker: &str) {
     v.inodes()
         .set_xattr(ino, format!("trusted.{marker}").as_bytes(), marker.as_bytes(), sqlvault::inodes::XattrMode::Upsert)
         .unwrap();
-    v.set_permissions("/docs/dup.bin", 0o600).unwrap();
+    v.set_attr("/docs/dup.bin", &sqlvault::SetAttr { perm: Some(0o600), ..Default::default() }, true).unwrap();
     v.records(&format!("coll-{marker}")).put(format!("key-{marker}"), format!("value-{marker}")).unwrap();
     v.records("settings").put("theme", "dark").unwrap();
     v.snapshot(&format!("snap-{marker}")).unwrap();

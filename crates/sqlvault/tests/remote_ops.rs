@@ -45,7 +45,7 @@ fn files(v: &Vault) -> BTreeMap<String, String> {
     while let Some(dir) = stack.pop() {
         for e in v.read_dir(&dir).unwrap() {
             let p = sqlvault::join_path(&dir, &e.name);
-            match e.kind {
+            match e.attr.kind {
                 sqlvault::FileType::Dir => {
                     stack.push(p.clone());
                     out.insert(p, "dir".into());

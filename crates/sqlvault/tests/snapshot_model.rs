@@ -360,7 +360,7 @@ impl Harness {
                     ));
                     return;
                 }
-                let unique = self.v().snapshot_info(&name).unwrap().unique_bytes;
+                let unique = self.v().snapshots().unwrap().into_iter().find(|s| s.name == name).unwrap().unique_bytes;
                 assert_eq!(
                     self.v().remove_snapshot(&name, &sqlvault::Ops::default()).unwrap(),
                     unique,

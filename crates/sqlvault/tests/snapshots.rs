@@ -62,7 +62,7 @@ fn snapshot_keeps_content_after_the_live_tree_changes() {
     let id = v.inodes().snapshot_id("first").unwrap();
     let link = v.inodes().snapshot(id).resolve("/d/e/link").unwrap();
     assert_eq!(v.inodes().snapshot(id).read_link(link).unwrap(), b"../a");
-    let after = v.snapshot_info("first").unwrap();
+    let after = v.snapshots().unwrap().into_iter().find(|s| s.name == "first").unwrap();
     assert_eq!(after.unique_bytes, 10_005, "the old content is now held by the snapshot alone");
     assert_clean(&v);
 }
@@ -88,7 +88,7 @@ fn restore_a_file_a_directory_and_the_whole_tree() {
     v.hard_link("/docs/a.txt", "/docs/a-link").unwrap();
     let ino = v.metadata("/docs/a.txt").unwrap().ino;
     v.inodes().set_xattr(ino, b"user.color", b"blue", XattrMode::Upsert).unwrap();
-    v.set_permissions("/docs/sub", 0o700).unwrap();
+    v.set_attr("/docs/sub", &sqlvault::SetAttr { perm: Some(0o700), ..Default::default() }, true).unwrap();
     v.snapshot("s").unwrap();
     let dir_mtime = v.metadata("/docs/sub").unwrap().mtime_ns;
 
@@ -148,9 +148,9 @@ fn removing_a_snapshot_frees_only_chunks_no_one_else_references() {
     v.snapshot("two").unwrap();
     v.remove_file("/gone").unwrap();
     // Both snapshots name /gone's chunks: neither holds them alone.
-    assert_eq!(v.snapshot_info("one").unwrap().unique_bytes, 0);
+    assert_eq!(v.snapshots().unwrap().into_iter().find(|s| s.name == "one").unwrap().unique_bytes, 0);
     assert_eq!(v.remove_snapshot("one", &sqlvault::Ops::default()).unwrap(), 0);
-    assert_eq!(v.snapshot_info("two").unwrap().unique_bytes, 8192);
+    assert_eq!(v.snapshots().unwrap().into_iter().find(|s| s.name == "two").unwrap().unique_bytes, 8192);
     let stored = v.info().unwrap().unique_bytes;
     assert_eq!(v.remove_snapshot("two", &sqlvault::Ops::default()).unwrap(), 8192);
     assert_eq!(v.info().unwrap().unique_bytes, stored - 8192);
@@ -199,11 +199,14 @@ fn compact_gives_free_pages_back_and_info_reports_them() {
     let before = v.info().unwrap().file_bytes;
     let calls = std::sync::atomic::AtomicU64::new(0);
     let r = v
-        .compact(&sqlvault::Ops::default().progress(&|p| {
-            let (done, total) = (p.done, p.total);
-            assert!(done <= total);
-            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }))
+        .compact(
+            false,
+            &sqlvault::Ops::default().progress(&|p| {
+                let (done, total) = (p.done, p.total);
+                assert!(done <= total);
+                calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }),
+        )
         .unwrap();
     assert!(r.rebuilt);
     assert!(calls.load(std::sync::atomic::Ordering::Relaxed) >= 1);
@@ -222,7 +225,9 @@ fn compact_gives_free_pages_back_and_info_reports_them() {
     // Compact wipes the deleted content first, then gives its pages back.
     assert_eq!(v.info().unwrap().pending_wipe_bytes, 10 * 64 * 1024);
     let calls = std::sync::Mutex::new(Vec::new());
-    let r = v.compact(&sqlvault::Ops::default().progress(&|p| calls.lock().unwrap().push((p.done, p.total)))).unwrap();
+    let r = v
+        .compact(false, &sqlvault::Ops::default().progress(&|p| calls.lock().unwrap().push((p.done, p.total))))
+        .unwrap();
     assert!(!r.rebuilt);
     let free = r.free_pages_before;
     assert!(free > 100, "{free}");

@@ -530,13 +530,15 @@ fn savepoints_inside_a_script_nest_and_roll_back() {
     assert_eq!(count(&v, "s"), 5);
     // Every row a statement returns reaches query_batch, numbered by statement.
     let mut seen = Vec::new();
-    v.query_batch(
-        "BEGIN; SELECT x FROM s WHERE x < 4 ORDER BY x; SAVEPOINT p; SELECT 42; RELEASE p; COMMIT;",
-        |i, r| {
-            seen.push((i, r.get::<i64>(0)?));
-            Ok(())
-        },
-    )
+    v.transaction(|tx| {
+        tx.query_batch(
+            "BEGIN; SELECT x FROM s WHERE x < 4 ORDER BY x; SAVEPOINT p; SELECT 42; RELEASE p; COMMIT;",
+            |i, r| {
+                seen.push((i, r.get::<i64>(0)?));
+                Ok(())
+            },
+        )
+    })
     .unwrap();
     assert_eq!(seen, vec![(0, 1), (0, 3), (1, 42)]);
 }

@@ -83,14 +83,14 @@ fn batch_applies_all_or_nothing_in_one_commit() {
     let items: Vec<(String, Vec<(String, TagValue)>)> = (0..50)
         .map(|i| (format!("/m/{i}"), (0..20).map(|k| (format!("k{k}"), TagValue::Int(i * 100 + k))).collect()))
         .collect();
-    v.set_tags_batch(&items).unwrap();
+    v.transaction(|tx| items.iter().try_for_each(|(p, t)| tx.set_tags(p, t))).unwrap();
     assert_eq!(v.tag("/m/7", "k3").unwrap(), Some(TagValue::Int(703)));
     assert_eq!(v.tags("/m/49").unwrap().len(), 20);
     // One missing path fails the whole batch.
     let mut bad: Vec<(String, Vec<(&str, TagValue)>)> =
         (0..50).map(|i| (format!("/m/{i}"), vec![("new", TagValue::Int(1))])).collect();
     bad.push(("/m/missing".into(), vec![("new", TagValue::Int(1))]));
-    assert!(v.set_tags_batch(&bad).is_err());
+    assert!(v.transaction(|tx| bad.iter().try_for_each(|(p, t)| tx.set_tags(p, t))).is_err());
     assert_eq!(v.tag("/m/0", "new").unwrap(), None);
     let inos: Vec<_> =
         (0..3).map(|i| (v.metadata(&format!("/m/{i}")).unwrap().ino, vec![("by_ino", TagValue::Int(i))])).collect();

@@ -45,7 +45,7 @@ fn observe(v: &Vault) -> sqlvault::Result<Model> {
     fn walk(v: &Vault, dir: &str, out: &mut Model) -> sqlvault::Result<()> {
         for e in v.read_dir(dir)? {
             let p = sqlvault::join_path(dir, &e.name);
-            match e.kind {
+            match e.attr.kind {
                 sqlvault::FileType::Dir => walk(v, &p, out)?,
                 _ => {
                     out.insert(p.clone(), v.read_file(&p)?);
@@ -409,7 +409,7 @@ fn observe_kind(v: &Vault, kind: &str) -> sqlvault::Result<Model> {
         "dirs" => {
             for dir in ["/", "/meta", "/meta/d", "/meta/names"] {
                 let names: Vec<String> =
-                    v.read_dir(dir)?.into_iter().map(|e| format!("{}:{:?}", e.name, e.kind)).collect();
+                    v.read_dir(dir)?.into_iter().map(|e| format!("{}:{:?}", e.name, e.attr.kind)).collect();
                 m.insert(format!("dir {dir}"), names.join("\n").into_bytes());
             }
         }

@@ -12,7 +12,7 @@ type Recs = Vec<(Vec<u8>, Vec<u8>)>;
 fn state(v: &Vault) -> (Files, Recs, u64) {
     let mut files = Vec::new();
     for e in v.read_dir("/d").unwrap() {
-        if e.kind != sqlvault::FileType::File {
+        if e.attr.kind != sqlvault::FileType::File {
             files.push((format!("dir {}", e.name), Vec::new(), Vec::new()));
             continue;
         }

@@ -214,7 +214,7 @@ pub unsafe extern "C" fn sqlvault_upgrade_with_key_file(
 }
 
 fn upgrade(path: &str, secret: &sqlvault::Secret) -> CResult<i32> {
-    let r = sqlvault::Vault::upgrade(path, secret, &sqlvault::Ops::default())?;
+    let r = sqlvault::secrets::upgrade(path, secret, &sqlvault::Ops::default())?;
     Ok(i32::from(r.converted))
 }
 

@@ -147,7 +147,7 @@ pub struct KdfParams {
 
 impl Default for KdfParams {
     /// Chosen so one derivation costs about half a second on this project's 2-core
-    /// x86-64 machines (`sqlvault-bench kdf`: 128 MiB t=6 measured 538 ms, t=4 342 ms;
+    /// x86-64 machines (`sweep kdf` of experiments/sweep: 128 MiB t=6 measured 538 ms, t=4 342 ms;
     /// see docs/benchmarks.md); the memory keeps GPU attacks expensive.
     fn default() -> Self {
         KdfParams { memory_kib: 128 * 1024, iterations: 5, parallelism: 1 }

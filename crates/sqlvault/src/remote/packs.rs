@@ -27,6 +27,11 @@ use crate::keys::remote::{tampered, RemoteKeys};
 /// A pack is closed (and uploaded) once it holds this many bytes of sealed chunks.
 pub(crate) const PACK_BYTES: usize = 4 << 20;
 
+/// Chunks a caller of [`fetch`] asks for at once when it fetches many (pull, clone,
+/// merge): their rows are what it holds in memory, so it does not grow with the
+/// commit; enough chunks of a few KiB to keep [`PACK_PARALLEL`] pack reads busy.
+pub(crate) const FETCH_BATCH: usize = 16 * 1024;
+
 /// How long a listing of the packs serves a later fetch of the same operation.
 const LISTING_FRESH: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -179,11 +184,24 @@ fn forget(store: &Store) -> Result<()> {
     Ok(())
 }
 
-/// The ids of the chunks the remote holds in packs that exist (what a push need not upload).
-pub(crate) fn present(store: &Store, keys: &RemoteKeys) -> Result<HashSet<[u8; 32]>> {
-    let live = refresh(store, keys)?;
-    let memo = store.memo.lock().map_err(|_| poisoned())?;
-    Ok(memo.chunks.iter().filter(|(_, l)| live.contains(&*l.pack)).map(|(id, _)| *id).collect())
+/// The chunks the remote holds in packs that exist (what a push need not upload), as
+/// the memo knows them after a refresh: asked chunk by chunk, never copied.
+pub(crate) struct Present<'a> {
+    store: &'a Store,
+    live: HashSet<String>,
+}
+
+impl Present<'_> {
+    /// Whether the remote holds chunk `id` in a pack that exists.
+    pub(crate) fn has(&self, id: &[u8; 32]) -> Result<bool> {
+        let memo = self.store.memo.lock().map_err(|_| poisoned())?;
+        Ok(memo.chunks.get(id).is_some_and(|l| self.live.contains(&*l.pack)))
+    }
+}
+
+/// The chunks the remote holds in packs that exist, the memo brought up to date first.
+pub(crate) fn present<'a>(store: &'a Store, keys: &RemoteKeys) -> Result<Present<'a>> {
+    Ok(Present { store, live: refresh(store, keys)? })
 }
 
 /// What [`upload`] wrote.
@@ -254,7 +272,7 @@ pub(crate) fn upload(
 }
 
 /// A chunk a reader wants: its BLAKE3 hash and length (as its row names them).
-pub(crate) type Wanted = (Vec<u8>, i64);
+pub(crate) type Wanted = ([u8; 32], i64);
 
 /// Fetches the chunks `wanted` from the remote, opens each and checks it against its
 /// hash and length (decoding a compressed one to check it), and calls `each(i, chunk)`
@@ -271,8 +289,8 @@ pub(crate) fn fetch(
     }
     let keys_arc = Arc::new(keys.clone());
     if layout(store, keys)? < format::PACKS_LAYOUT {
-        let jobs: Vec<(String, Vec<u8>, i64)> =
-            wanted.iter().map(|(h, len)| (format::chunk_name(keys, h), h.clone(), *len)).collect();
+        let jobs: Vec<(String, [u8; 32], i64)> =
+            wanted.iter().map(|(h, len)| (format::chunk_name(keys, h), *h, *len)).collect();
         return store.run_all(jobs, (PARALLEL, QUEUED), each, move |bucket, (name, hash, len)| {
             let keys = keys_arc.clone();
             async move {
@@ -332,7 +350,7 @@ pub(crate) fn fetch(
         .into_iter()
         .map(|(pack, mut v)| {
             v.sort_by_key(|(_, at)| at.offset);
-            let v = v.into_iter().map(|(i, at)| (i, at, wanted[i].0.clone(), wanted[i].1)).collect();
+            let v = v.into_iter().map(|(i, at)| (i, at, wanted[i].0, wanted[i].1)).collect();
             (pack, v)
         })
         .collect();
@@ -368,7 +386,7 @@ pub(crate) fn fetch(
 }
 
 /// One chunk a pack read brings: its index in `wanted`, where it is, its hash and length.
-type PackRead = (usize, Located, Vec<u8>, i64);
+type PackRead = (usize, Located, [u8; 32], i64);
 
 /// Opens the sealed chunk `name` and checks it against `hash` and `len`: a chunk that
 /// decodes to anything else (or to more than `len` bytes) is tampered with.
@@ -418,9 +436,11 @@ mod tests {
         let chunks = data.iter().map(|d| Ok((keys.chunk_id(blake3::hash(d).as_bytes()), raw(d))));
         let up = upload(&store, &keys, chunks, 4096, |_| {}).unwrap();
         assert_eq!((up.packs, up.index.len(), up.index_written), (2, 1, 1));
-        assert_eq!(present(&store, &keys).unwrap().len(), 1100);
+        let present = present(&store, &keys).unwrap();
+        assert!(data.iter().all(|d| present.has(&keys.chunk_id(blake3::hash(d).as_bytes())).unwrap()));
+        assert!(!present.has(&[7; 32]).unwrap());
         let wanted: Vec<Wanted> =
-            data.iter().step_by(7).map(|d| (blake3::hash(d).as_bytes().to_vec(), d.len() as i64)).collect();
+            data.iter().step_by(7).map(|d| (*blake3::hash(d).as_bytes(), d.len() as i64)).collect();
         let mut got = vec![None; wanted.len()];
         fetch(&store, &keys, &wanted, |i, d| {
             assert!(got[i].replace(d).is_none(), "{i} twice");
@@ -434,7 +454,7 @@ mod tests {
         bytes[100_000] ^= 1;
         store.delete(&pack).unwrap();
         store.create(&pack, bytes).unwrap();
-        let all: Vec<Wanted> = data.iter().map(|d| (blake3::hash(d).as_bytes().to_vec(), d.len() as i64)).collect();
+        let all: Vec<Wanted> = data.iter().map(|d| (*blake3::hash(d).as_bytes(), d.len() as i64)).collect();
         let err = fetch(&store, &keys, &all, |_, _| Ok(())).unwrap_err();
         assert!(matches!(err, Error::Damaged { .. }), "{err}");
     }
@@ -472,7 +492,7 @@ mod tests {
         // Raw, each 4 KB chunk seals to 4 KiB and its nonce and tag: 827,200 bytes for all
         // 200. The compressed half seals to the 512-byte minimum each.
         assert!(packed < 200 * (512 + 4096 + 2 * 40) / 2 + 1000, "packs hold the compressed half compressed: {packed}");
-        let wanted: Vec<Wanted> = text.iter().map(|d| (blake3::hash(d).as_bytes().to_vec(), d.len() as i64)).collect();
+        let wanted: Vec<Wanted> = text.iter().map(|d| (*blake3::hash(d).as_bytes(), d.len() as i64)).collect();
         let mut got = vec![None; wanted.len()];
         fetch(&store, &keys, &wanted, |i, c| {
             got[i] = Some(c);
@@ -482,7 +502,7 @@ mod tests {
         for (i, c) in got.into_iter().enumerate() {
             assert_eq!(c.as_ref(), Some(&stored[i]), "{i}");
         }
-        let wrong: Vec<Wanted> = vec![(wanted[0].0.clone(), wanted[0].1 - 1)];
+        let wrong: Vec<Wanted> = vec![(wanted[0].0, wanted[0].1 - 1)];
         let err = fetch(&store, &keys, &wrong, |_, _| Ok(())).unwrap_err();
         assert!(matches!(err, Error::Damaged { .. }), "{err}");
     }

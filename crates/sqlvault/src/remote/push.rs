@@ -49,30 +49,32 @@ pub(crate) fn push(
 
     // Chunks the remote lacks, read and sealed here, one at a time, while the store
     // keeps a bounded number of uploads in flight (see `Store::create_all`): memory
-    // does not grow with the vault.
+    // does not grow with the vault. One pass counts them (the progress total), the
+    // next streams them.
     let layout = super::packs::layout(store, keys)?;
     let chunk_size = crate::storage::schema::meta_int(conn, "chunk_size")? as usize;
-    let mut missing = Vec::new();
-    let (mut total_bytes, mut stored_bytes) = (0u64, 0u64);
+    // Chunk ids the remote holds: in packs that exist, or as `data/` objects.
+    let (packed, objects) = if layout >= format::PACKS_LAYOUT {
+        (Some(super::packs::present(store, keys)?), HashSet::new())
+    } else {
+        let ids = store.list(names::DATA)?.into_iter().filter_map(|n| {
+            let hex = n.strip_prefix(names::DATA)?;
+            blake3::Hash::from_hex(hex).ok().map(|h| *h.as_bytes())
+        });
+        (None, ids.collect::<HashSet<[u8; 32]>>())
+    };
+    let has = |id: &[u8; 32]| match &packed {
+        Some(p) => p.has(id),
+        None => Ok(objects.contains(id)),
+    };
+    let mut stmt = conn.prepare("SELECT id, hash, len, coalesce(stored, len) FROM chunks ORDER BY id")?;
+    let (mut total_bytes, mut stored_bytes, mut uploaded) = (0u64, 0u64, 0u64);
     {
-        // Chunk ids the remote holds: in packs that exist, or as `data/` objects.
-        let present: HashSet<[u8; 32]> = if layout >= format::PACKS_LAYOUT {
-            super::packs::present(store, keys)?
-        } else {
-            let ids = store.list(names::DATA)?.into_iter().filter_map(|n| {
-                let hex = n.strip_prefix(names::DATA)?;
-                blake3::Hash::from_hex(hex).ok().map(|h| *h.as_bytes())
-            });
-            ids.collect()
-        };
-        let mut stmt = conn.prepare("SELECT id, hash, len, coalesce(stored, len) FROM chunks ORDER BY id")?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
-            let id = keys.chunk_id(&r.get::<_, Vec<u8>>(1)?);
-            if !present.contains(&id) {
+            if !has(&keys.chunk_id(&r.get::<_, Vec<u8>>(1)?))? {
                 total_bytes += r.get::<_, i64>(2)? as u64;
                 stored_bytes += r.get::<_, i64>(3)? as u64;
-                missing.push((r.get::<_, i64>(0)?, id));
             }
         }
     }
@@ -81,20 +83,32 @@ pub(crate) fn push(
         done_bytes += len;
         progress(Progress { phase: "chunks", done: done_bytes, total: total_bytes });
     };
+    let mut rows = stmt.query([])?;
+    let mut missing = std::iter::from_fn(|| next_missing(&mut rows, keys, &has).transpose()).inspect(|m| {
+        if m.is_ok() {
+            uploaded += 1;
+        }
+    });
     let (chunk_objects, index) = if layout >= format::PACKS_LAYOUT {
-        let chunks = missing.iter().map(|(id, cid)| Ok((*cid, chunks::read_stored(conn, ChunkId(*id))?)));
+        let chunks = missing.by_ref().map(|m| {
+            let (id, cid) = m?;
+            Ok((cid, chunks::read_stored(conn, ChunkId(id))?))
+        });
         let up = super::packs::upload(store, keys, chunks, chunk_size, report)?;
-        (up.packs + up.index_written, up.index)
+        (Some(up.packs + up.index_written), up.index)
     } else {
-        let uploads = missing.iter().map(|(id, cid)| {
-            let chunk = chunks::read_stored(conn, ChunkId(*id))?;
-            let name = format::chunk_name_of(cid);
+        let uploads = missing.by_ref().map(|m| {
+            let (id, cid) = m?;
+            let chunk = chunks::read_stored(conn, ChunkId(id))?;
+            let name = format::chunk_name_of(&cid);
             let sealed = keys.seal_chunk(&name, &chunk.bytes, chunk.codec == chunks::Codec::Zstd, chunk_size)?;
             Ok((name.clone(), sealed, chunk.len as u64))
         });
         store.create_all(uploads, &mut report)?;
-        (missing.len() as u64, Vec::new())
+        (None, Vec::new())
     };
+    // Below layout 3, one object per chunk.
+    let chunk_objects = chunk_objects.unwrap_or(uploaded);
 
     // Metadata, then the commit.
     let pieces = dump::upload(conn, store, keys)?;
@@ -125,7 +139,7 @@ pub(crate) fn push(
         Written::Done(_) => Ok((
             PushOutcome::Pushed {
                 commit: id,
-                chunks_uploaded: missing.len() as u64,
+                chunks_uploaded: uploaded,
                 bytes_uploaded: total_bytes,
                 stored_bytes_uploaded: stored_bytes,
                 objects_uploaded: chunk_objects + pieces.created + 1,
@@ -137,4 +151,20 @@ pub(crate) fn push(
             Ok((PushOutcome::Behind { remote: now }, None))
         }
     }
+}
+
+/// The next chunk of `rows` (id, hash, ...) the remote lacks by `has`: its id and
+/// remote chunk id.
+fn next_missing(
+    rows: &mut rusqlite::Rows<'_>,
+    keys: &RemoteKeys,
+    has: &dyn Fn(&[u8; 32]) -> Result<bool>,
+) -> Result<Option<(i64, [u8; 32])>> {
+    while let Some(r) = rows.next()? {
+        let cid = keys.chunk_id(&r.get::<_, Vec<u8>>(1)?);
+        if !has(&cid)? {
+            return Ok(Some((r.get(0)?, cid)));
+        }
+    }
+    Ok(None)
 }

@@ -144,7 +144,12 @@ pub(crate) fn load(
         };
         let Some(last) = batch.last() else { break };
         after = last.0;
-        let wanted: Vec<super::packs::Wanted> = batch.iter().map(|(_, h, len)| (h.clone(), *len)).collect();
+        let wanted = batch
+            .iter()
+            .map(|(_, h, len)| {
+                Ok((h.as_slice().try_into().map_err(|_| Error::damaged("remote chunk hash length"))?, *len))
+            })
+            .collect::<Result<Vec<super::packs::Wanted>>>()?;
         super::packs::fetch(store, keys, &wanted, |i, chunk| {
             let (rid, h, len) = &batch[i];
             // Stored (or found) with one reference, given back at once: the snapshot's

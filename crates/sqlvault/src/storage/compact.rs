@@ -45,6 +45,13 @@ pub struct CompactReport {
     pub free_pages_after: u64,
     /// Bytes per page.
     pub page_size: u64,
+    /// Bytes the chunks took as stored before (set by `Vault::compact`).
+    pub stored_before: u64,
+    /// And after: less than before when a recompress saved some.
+    pub stored_after: u64,
+    /// Stored bytes the chunks a recompress rewrote saved (negative when `none`
+    /// expanded them; 0 without a recompress).
+    pub saved_bytes: i64,
 }
 
 /// An integer pragma. SQLCipher answers some (`page_size`) as text: both are read.
@@ -121,6 +128,9 @@ pub(crate) fn compact(
             pages_after: pragma(c, "page_count")?,
             free_pages_after: pragma(c, "freelist_count")?,
             page_size,
+            stored_before: 0,
+            stored_after: 0,
+            saved_bytes: 0,
         })
     })
 }

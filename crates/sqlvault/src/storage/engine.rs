@@ -76,7 +76,7 @@ pub struct EngineConfig {
     /// docs/perf/2026-11-23-engine-write-read-path.md).
     pub read_threads: usize,
     /// Wipe deleted content's bytes on a background thread when the vault is quiet
-    /// (the default). Off, they wait for `Vault::wipe_deleted`, `compact` or `close`.
+    /// (the default). Off, they wait for `Vault::compact` or `Vault::close`.
     pub background_wipe: bool,
 }
 

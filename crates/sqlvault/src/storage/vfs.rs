@@ -893,6 +893,7 @@ mod tests {
     use super::*;
     use crate::keys::{MasterKey, PageCipher};
     use rusqlite::{Connection, OpenFlags};
+    use std::path::PathBuf;
 
     const P: usize = 4096;
     const MARKER: &str = "plaintext-marker-7f3a9c";
@@ -1017,6 +1018,159 @@ mod tests {
         let old: i64 =
             conn.query_row("SELECT count(*) FROM t WHERE x LIKE ?1", [format!("{MARKER}-old%")], |r| r.get(0)).unwrap();
         assert_eq!(old, 200);
+    }
+
+    /// A hot rollback journal, as a writer killed mid-transaction leaves it: 200 rows
+    /// committed, then an UPDATE of all of them and of 1.2 MB of ballast with a ten-page
+    /// cache, so SQLite syncs the journal and spills new pages into the main file before
+    /// the "crash" (a copy of both files taken while the transaction is open). Returns the copy's directory, the keys'
+    /// entry (to open the copy through the VFS) and the journal's record offsets.
+    fn hot_journal(dir: &Path, name: &str) -> (PathBuf, PageKeysEntry, Vec<usize>) {
+        let src = dir.join(format!("{name}-src"));
+        std::fs::create_dir(&src).unwrap();
+        let path = src.join("h.db");
+        let (conn, entry, _) = open(&path, "DELETE");
+        fill(&conn, "old");
+        // Ballast larger than the cache, updated in the same transaction, forces the spill.
+        conn.execute_batch(
+            "CREATE TABLE b(y BLOB); \
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 600) \
+             INSERT INTO b SELECT zeroblob(2000) FROM n;",
+        )
+        .unwrap();
+        let committed = std::fs::read(&path).unwrap();
+        conn.execute_batch(
+            "PRAGMA cache_size=10; BEGIN; UPDATE t SET x = 'new ' || x; UPDATE b SET y = randomblob(2000);",
+        )
+        .unwrap();
+        let crashed = dir.join(name);
+        std::fs::create_dir(&crashed).unwrap();
+        let main = std::fs::read(&path).unwrap();
+        let journal = std::fs::read(src.join("h.db-journal")).unwrap();
+        assert_ne!(main, committed, "the spill did not reach the main file: the journal is not needed");
+        std::fs::write(crashed.join("h.db"), &main).unwrap();
+        std::fs::write(crashed.join("h.db-journal"), &journal).unwrap();
+        conn.execute_batch("ROLLBACK").unwrap();
+        let header = be32(&journal[20..]) as usize;
+        let records = (header..journal.len()).step_by(P + 8).filter(|&o| o + P + 8 <= journal.len()).collect();
+        (crashed.join("h.db"), entry, records)
+    }
+
+    /// What a recovery of the crashed copy gave.
+    #[derive(Debug, PartialEq)]
+    enum Recovered {
+        /// Opened, `integrity_check` ok: (committed rows, rows of the rolled-back UPDATE).
+        Rows(i64, i64),
+        /// The open, the playback or the check failed with this message.
+        Refused(String),
+    }
+
+    /// Opens the crashed copy (which plays the hot journal back) and counts the rows.
+    fn recover(entry: &PageKeysEntry, path: &Path) -> Recovered {
+        let run = || -> rusqlite::Result<Recovered> {
+            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_URI;
+            let conn = Connection::open_with_flags_and_vfs(Path::new(&entry.uri(path)), flags, VFS_NAME)?;
+            let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+            if check != "ok" {
+                return Ok(Recovered::Refused(check));
+            }
+            let count = |like: String| conn.query_row("SELECT count(*) FROM t WHERE x LIKE ?1", [like], |r| r.get(0));
+            Ok(Recovered::Rows(count(format!("{MARKER}-old%"))?, count("new %".into())?))
+        };
+        run().unwrap_or_else(|e| Recovered::Refused(e.to_string()))
+    }
+
+    #[test]
+    fn an_untouched_hot_journal_rolls_back_through_the_vfs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, entry, records) = hot_journal(dir.path(), "plain");
+        assert!(records.len() > 3, "{} records", records.len());
+        assert_eq!(recover(&entry, &path), Recovered::Rows(200, 0));
+        assert!(!path.with_file_name("h.db-journal").exists(), "the hot journal was not played back");
+    }
+
+    /// Each change an attacker with the files can make to a hot journal record's page is
+    /// refused at recovery: the tag binds the page to its page number, the file id and the
+    /// key, so flipped bytes, a page moved to another page number or swapped with another
+    /// record's, and a record from another database's journal each fail as I/O damage, and
+    /// the journal stays for a later open to see.
+    #[test]
+    fn a_tampered_hot_journal_page_is_refused_at_recovery() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, _, foreign) = hot_journal(dir.path(), "other");
+        let other = std::fs::read(dir.path().join("other/h.db-journal")).unwrap();
+        type Tamper<'a> = &'a dyn Fn(&mut Vec<u8>, &[usize]);
+        let cases: &[(&str, Tamper)] = &[
+            ("flip a byte of a record's sealed page", &|j, r| j[r[1] + 4 + 100] ^= 1),
+            ("flip a byte of a record's tag", &|j, r| j[r[1] + 4 + P - 1] ^= 0x80),
+            ("move a record's page to another page number", &|j, r| {
+                let n = be32(&j[r[1]..]) + 1;
+                j[r[1]..r[1] + 4].copy_from_slice(&n.to_be_bytes());
+            }),
+            ("swap two records' pages", &|j, r| {
+                let (a, b) = (r[0] + 4, r[1] + 4);
+                let pa = j[a..a + P + 4].to_vec();
+                let pb = j[b..b + P + 4].to_vec();
+                j[a..a + P + 4].copy_from_slice(&pb);
+                j[b..b + P + 4].copy_from_slice(&pa);
+            }),
+            ("a record copied from another database's journal", &|j, r| {
+                let at = r[1];
+                let pgno = be32(&j[at..]);
+                let from = foreign.iter().find(|&&o| be32(&other[o..]) == pgno).copied().unwrap_or(foreign[1]);
+                j[at..at + P + 8].copy_from_slice(&other[from..from + P + 8]);
+            }),
+        ];
+        for (i, (what, tamper)) in cases.iter().enumerate() {
+            let (path, entry, records) = hot_journal(dir.path(), &format!("case{i}"));
+            let jpath = path.with_file_name("h.db-journal");
+            let mut j = std::fs::read(&jpath).unwrap();
+            tamper(&mut j, &records);
+            std::fs::write(&jpath, &j).unwrap();
+            let got = recover(&entry, &path);
+            assert!(matches!(got, Recovered::Refused(_)), "{what}: recovery accepted a tampered journal: {got:?}");
+            assert!(jpath.exists(), "{what}: the tampered journal was consumed");
+        }
+    }
+
+    /// What the tag cannot cover: a record's checksum (SQLite's, masked by us) and the
+    /// journal's length. SQLite reads a record whose checksum does not match, or a journal
+    /// shorter than its header's record count, as a journal torn by a crash: it plays back
+    /// the records before that point and ends the rollback there. With this VFS both can
+    /// only come from tampering (in a hot journal every counted record was synced before
+    /// the main file was written), and the result is a database in which part of an
+    /// uncommitted transaction survives (never foreign data: every page is one this
+    /// database wrote). docs/SECURITY.md records it; the engine runs every vault in WAL
+    /// mode, so a vault never has a hot rollback journal. A rollback-journal mode for the
+    /// engine (design §7, lever 3) must first check each record's checksum against the
+    /// journal header's initial value and the file's length against the record count.
+    #[test]
+    fn a_cut_journal_or_a_flipped_checksum_ends_playback_early() {
+        let dir = tempfile::tempdir().unwrap();
+        type Cut<'a> = &'a dyn Fn(&Path, &[usize]);
+        let cases: &[(&str, Cut)] = &[
+            ("a record's masked checksum flipped", &|jpath, r| {
+                let mut j = std::fs::read(jpath).unwrap();
+                j[r[1] + 4 + P] ^= 1;
+                std::fs::write(jpath, &j).unwrap();
+            }),
+            ("the journal cut in the middle of a record", &|jpath, r| {
+                let j = std::fs::read(jpath).unwrap();
+                std::fs::write(jpath, &j[..r[1] + 4 + P / 2]).unwrap();
+            }),
+        ];
+        for (i, (what, tamper)) in cases.iter().enumerate() {
+            let (path, entry, records) = hot_journal(dir.path(), &format!("early{i}"));
+            tamper(&path.with_file_name("h.db-journal"), &records);
+            match recover(&entry, &path) {
+                // The records before the damage were played back, the rest not.
+                Recovered::Rows(old, new) => {
+                    assert_eq!(old + new, 200, "{what}: rows lost or foreign: {old} old, {new} new");
+                    assert!(new > 0 && old > 0, "{what}: {old} old, {new} new: playback did not end early");
+                }
+                Recovered::Refused(e) => panic!("{what}: refused ({e}); update this test and SECURITY.md"),
+            }
+        }
     }
 
     #[test]

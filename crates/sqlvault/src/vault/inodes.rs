@@ -212,8 +212,8 @@ impl<'a> Inodes<'a> {
         self.vault.engine().read(|c| snapshot::find(c, name))
     }
 
-    /// Sets tags on inodes in one transaction (as [`Vault::set_tags_batch`], without
-    /// path resolution). Test hook.
+    /// Sets tags on inodes in one transaction (as [`Tx::set_tags`](crate::Tx::set_tags) in a
+    /// [`Vault::transaction`], without path resolution). Test hook.
     #[doc(hidden)]
     pub fn set_tags_batch<N: AsRef<str>>(
         &self,

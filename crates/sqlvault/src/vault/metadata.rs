@@ -1,5 +1,5 @@
 //! The facade's tag and record methods: tags by path (one transaction per call, or
-//! thousands of files in one commit with [`Vault::set_tags_batch`]), `find`, and the
+//! thousands of files in one commit with [`Vault::transaction`]), `find`, and the
 //! [`Records`] handle of a named record collection.
 //!
 //! Paths follow symlinks, as `metadata` does. The SQL lives in [`crate::meta::tags`] and
@@ -18,15 +18,12 @@ use crate::vault::Vault;
 impl Vault {
     /// Sets every `(name, value)` on `path` in one transaction (existing values of
     /// those names are replaced, other tags kept). Like every tag method by path, a
-    /// symlink is followed: its target carries the tags.
+    /// symlink is followed: its target carries the tags. To tag many files in one
+    /// transaction and one commit (all or nothing; the metadata-import path, thousands
+    /// of files of ~20 tags each per commit), call [`Tx::set_tags`](crate::Tx::set_tags)
+    /// in a [`Vault::transaction`].
     pub fn set_tags<N: AsRef<str>>(&self, path: &str, tags: &[(N, TagValue)]) -> Result<()> {
         self.transaction(|tx| tx.set_tags(path, tags))
-    }
-
-    /// Sets tags on many files in one transaction and one commit: all or nothing. This
-    /// is the metadata-import path (thousands of files, ~20 tags each, per commit).
-    pub fn set_tags_batch<P: AsRef<str>, N: AsRef<str>>(&self, items: &[(P, Vec<(N, TagValue)>)]) -> Result<()> {
-        self.transaction(|tx| items.iter().try_for_each(|(path, tags)| tx.set_tags(path.as_ref(), tags)))
     }
 
     /// The value of tag `name` on `path`, if set.

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::fs::chunks::{self, Compression};
 use crate::fs::handle::Files;
 use crate::fs::reclaim;
-use crate::fs::tree::{self, FileType, InodeId};
+use crate::fs::tree::{self, Attr, InodeId};
 use crate::fsck::{FsckPhase, FsckProgress, FsckReport};
 use crate::keys::{CipherSettings, Header, KdfParams, PageCipher, Secret, SlotInfo};
 use crate::ops::{Ops, Progress};
@@ -122,7 +122,9 @@ pub struct Info {
     pub dedup_ratio: f64,
     /// unique / stored (1.0 when empty).
     pub compression_ratio: f64,
-    /// How new chunks are stored: `zstd` or `none`.
+    /// How chunks written from now on are stored: `zstd` or `none` (the
+    /// [`Compression::name`] of the setting [`Vault::set_compression`] changes; a vault
+    /// made before schema version 11 reads `none` until set).
     pub compression: String,
     /// Size of the vault file on disk, plus its WAL if present.
     pub file_bytes: u64,
@@ -140,29 +142,18 @@ pub struct Info {
     pub pending_wipe_bytes: u64,
 }
 
-/// What [`Vault::recompress`] did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct RecompressReport {
-    /// Bytes the chunks took as stored before.
-    pub stored_before: u64,
-    /// And after.
-    pub stored_after: u64,
-    /// Stored bytes the rewritten chunks saved (negative when `none` expanded them).
-    pub saved_bytes: i64,
-}
-
 /// An entry returned by [`Vault::read_dir`] and [`Vault::read_dir_page`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirEntry {
     /// Entry name (lossy UTF-8).
     pub name: String,
     /// The name's bytes as stored (names made through a mount need not be UTF-8): the
-    /// cursor of [`Vault::read_dir_page`].
+    /// cursor of [`Vault::read_dir_page`], and what a walk joins to its parent's path.
     pub raw_name: Vec<u8>,
-    /// Its inode.
-    pub ino: InodeId,
-    /// Its type.
-    pub kind: FileType,
+    /// Its attributes, as [`Vault::symlink_metadata`] gives them (a symlink's own).
+    pub attr: Attr,
+    /// A symlink's target (raw bytes, stored as given); `None` for other kinds.
+    pub target: Option<Vec<u8>>,
 }
 
 struct Inner {
@@ -313,7 +304,7 @@ impl Vault {
         }
         if !self.engine().is_read_only() && Arc::strong_count(&self.inner) == 1 {
             self.stop_reclaimer();
-            match self.wipe_deleted(&Ops::default()) {
+            match self.wipe_pending(&Ops::default()) {
                 // Wiping needs room in the WAL; what is left waits for the next open,
                 // encrypted as everything else. The close itself can still succeed.
                 Ok(()) | Err(Error::DiskFull) => {}
@@ -333,8 +324,15 @@ impl Vault {
 
     /// Wipes now the bytes of deleted content that wait for the background reclaimer
     /// (see [`Info::pending_wipe_bytes`]), a bounded batch per transaction. Reports
-    /// progress in phase `wipe` (batches done, of all) after each batch.
+    /// progress in phase `wipe` (batches done, of all) after each batch. What `close`
+    /// does; a test hook (feature `testing`) to measure the wipe on its own.
+    #[cfg(feature = "testing")]
+    #[doc(hidden)]
     pub fn wipe_deleted(&self, ops: &Ops<'_>) -> Result<()> {
+        self.wipe_pending(ops)
+    }
+
+    fn wipe_pending(&self, ops: &Ops<'_>) -> Result<()> {
         if self.engine().is_read_only() {
             return Ok(());
         }
@@ -354,16 +352,36 @@ impl Vault {
         })
     }
 
-    /// Gives free database pages back to the file system; see `storage::compact` for
-    /// the two ways (a first `VACUUM` rebuild, then incremental steps). Reports
-    /// progress in phase `compact`, in pages, from time to time, possibly from another
-    /// thread.
+    /// Gives free database pages back to the file system: a first compaction rebuilds
+    /// the database with `VACUUM`, later ones free pages in bounded incremental steps.
+    /// Reports progress in phase `compact`, in pages, from time to time, possibly from
+    /// another thread.
     ///
     /// First, the bytes of deleted content still waiting for the background reclaimer
     /// are wiped; then chunk bytes a vault written before schema version 8 keeps in the
     /// chunks' own rows move to `chunk_data`, a bounded batch per transaction, so
     /// stopping at any moment loses nothing.
-    pub fn compact(&self, ops: &Ops<'_>) -> Result<CompactReport> {
+    ///
+    /// With `recompress`, before all that, the stored chunks that the compression
+    /// setting ([`Vault::set_compression`]) would store otherwise (raw ones it would
+    /// compress, compressed ones under `none`) are rewritten, in id order, a batch of
+    /// about 32 MiB of plaintext per transaction: stopping at any moment (the
+    /// interrupt, a crash) keeps every finished batch, and a later run resumes where
+    /// the chunks still differ. That step reports progress in phase `recompress`, in
+    /// plaintext bytes looked at, of the vault's unique bytes; the old bytes are then
+    /// wiped and their pages given back by the rest of the compaction.
+    pub fn compact(&self, recompress: bool, ops: &Ops<'_>) -> Result<CompactReport> {
+        let (stored_before, stored_after, saved_bytes) = if recompress {
+            self.recompress(ops)?
+        } else {
+            let stored = self.engine().read(chunks::totals)?.stored_bytes;
+            (stored, stored, 0)
+        };
+        let report = self.compact_pages(ops)?;
+        Ok(CompactReport { stored_before, stored_after, saved_bytes, ..report })
+    }
+
+    fn compact_pages(&self, ops: &Ops<'_>) -> Result<CompactReport> {
         let progress = |done: u64, total: u64| ops.report(Progress { phase: "compact", done, total, bytes: 0 });
         const BATCH: u64 = 32 << 20;
         self.files().flush_all()?;
@@ -391,30 +409,21 @@ impl Vault {
         crate::storage::compact::compact(self.engine(), self.path(), &progress)
     }
 
-    /// How this vault stores the chunks it writes (a vault made before schema version
-    /// 11 reads `None` until set).
-    pub fn compression(&self) -> Result<Compression> {
-        self.engine().read(chunks::compression)
-    }
-
-    /// Changes how chunks written from now on are stored; chunks already stored keep
-    /// their form until [`Vault::recompress`] rewrites them.
+    /// Changes how chunks written from now on are stored ([`Info::compression`] is the
+    /// current setting); chunks already stored keep their form until a
+    /// [`Vault::compact`] with `recompress` rewrites them.
     pub fn set_compression(&self, c: Compression) -> Result<()> {
         self.engine().write(|tx| chunks::set_compression(tx, c))
     }
 
-    /// Rewrites the stored chunks that the setting would store otherwise (raw ones it
-    /// would compress, compressed ones under `none`), in id order, a batch of about
-    /// 32 MiB of plaintext per transaction: stopping at any moment (the interrupt,
-    /// a crash) keeps every finished batch and loses nothing, and a later run resumes
-    /// where the chunks still differ. Reports progress in phase `recompress`, in
-    /// plaintext bytes looked at, of the vault's unique bytes. The old bytes wait for
-    /// the reclaimer as a deleted chunk's do; `compact` gives their pages back.
-    pub fn recompress(&self, ops: &Ops<'_>) -> Result<RecompressReport> {
+    /// The recompress step of [`Vault::compact`]: rewrites, a batch per transaction,
+    /// the stored chunks the setting would store otherwise; returns the stored bytes
+    /// before and after and what the rewritten chunks saved.
+    fn recompress(&self, ops: &Ops<'_>) -> Result<(u64, u64, i64)> {
         const BATCH: u64 = 32 << 20;
         self.files().flush_all()?;
         let (setting, total) = self.engine().read(|c| Ok((chunks::compression(c)?, chunks::totals(c)?)))?;
-        let mut report = RecompressReport { stored_before: total.stored_bytes, ..RecompressReport::default() };
+        let mut saved_bytes = 0;
         let (mut done, mut after) = (0u64, i64::MIN);
         loop {
             ops.report(Progress { phase: "recompress", done, total: total.bytes.max(done), bytes: done });
@@ -424,10 +433,10 @@ impl Vault {
                 break;
             }
             (done, after) = (done + seen, last);
-            report.saved_bytes += saved;
+            saved_bytes += saved;
         }
-        report.stored_after = self.engine().read(chunks::totals)?.stored_bytes;
-        Ok(report)
+        let stored_after = self.engine().read(chunks::totals)?.stored_bytes;
+        Ok((total.stored_bytes, stored_after, saved_bytes))
     }
 
     pub(crate) fn is_open(&self, ino: InodeId) -> bool {

@@ -4,11 +4,32 @@
 use super::{DirEntry, Vault};
 use crate::error::{Error, Result};
 use crate::fs::handle::{FileHandle, FileOptions};
-use crate::fs::path::VaultPath;
+use crate::fs::path::{check_name, VaultPath};
 use crate::fs::tree::{self, Attr, FileType, InodeId, RenameMode, SetAttr};
 use crate::fs::{chunks, cut};
 
 const MAX_SYMLINKS: usize = 40;
+
+/// The names of a vault path given as raw bytes that are not UTF-8 (a text path goes
+/// through `VaultPath::parse`): the same rules, each name checked by `check_name`.
+fn raw_names(path: &[u8]) -> Result<Vec<&[u8]>> {
+    let shown = || String::from_utf8_lossy(path).into_owned();
+    if !path.starts_with(b"/") {
+        return Err(Error::InvalidPath { path: shown(), reason: "vault paths are absolute, they start with '/'" });
+    }
+    if path.len() > 4096 {
+        return Err(Error::InvalidPath { path: shown(), reason: "longer than 4096 bytes" });
+    }
+    let mut names = Vec::new();
+    for name in path.split(|b| *b == b'/').filter(|n| !n.is_empty() && *n != b".") {
+        if name == b".." {
+            return Err(Error::InvalidPath { path: shown(), reason: "'..' is not allowed in vault paths" });
+        }
+        check_name(name)?;
+        names.push(name);
+    }
+    Ok(names)
+}
 const LIST_PAGE: usize = 512;
 
 impl Vault {
@@ -355,8 +376,8 @@ impl Vault {
         Ok(String::from_utf8_lossy(&t).into_owned())
     }
 
-    /// Lists a directory, in name order. Memory grows with the directory; use
-    /// [`Vault::read_dir_page`] to page through very large ones.
+    /// Lists a directory, in name order, each entry with its attributes. Memory grows
+    /// with the directory; use [`Vault::read_dir_page`] to page through very large ones.
     pub fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>> {
         let ino = self.resolve(path, true)?;
         let mut out: Vec<DirEntry> = Vec::new();
@@ -371,44 +392,87 @@ impl Vault {
         }
     }
 
-    /// Up to `limit` entries of the directory `path` whose names sort after `after`
+    /// Up to `limit` entries of the directory `dir` whose names sort after `after`
     /// (the [`DirEntry::raw_name`] of the last entry of the previous page; `None`: from
-    /// the start), in name order. A walk of a huge tree holds one page per level. Each
-    /// page is its own read transaction: entries added or removed between two pages
-    /// may or may not show, the others show once.
-    pub fn read_dir_page(&self, path: &str, after: Option<&[u8]>, limit: usize) -> Result<Vec<DirEntry>> {
-        let ino = self.resolve(path, true)?;
-        self.list_in(ino, after, limit).map_err(|e| e.with_path(path))
+    /// the start), in name order, each with its attributes (and a symlink's target).
+    ///
+    /// `dir` is a vault path as text or as raw bytes: names made through a mount need
+    /// not be UTF-8, so a walk of the tree names a subdirectory by its parent's path,
+    /// `/` and the entry's [`DirEntry::raw_name`]. A walk of a huge tree holds one page
+    /// per level. Each page is its own read transaction: entries added or removed
+    /// between two pages may or may not show, the others show once.
+    ///
+    /// ```no_run
+    /// # let vault: sqlvault::Vault = unimplemented!();
+    /// // Every path below `dir`, depth first in name order, one page per level in memory.
+    /// fn walk(v: &sqlvault::Vault, dir: &[u8]) -> sqlvault::Result<()> {
+    ///     let mut after: Option<Vec<u8>> = None;
+    ///     loop {
+    ///         let page = v.read_dir_page(dir, after.as_deref(), 512)?;
+    ///         for e in &page {
+    ///             let path = [dir.strip_suffix(b"/").unwrap_or(dir), b"/", &e.raw_name].concat();
+    ///             println!("{} {} bytes", String::from_utf8_lossy(&path), e.attr.size);
+    ///             if e.attr.kind == sqlvault::FileType::Dir {
+    ///                 walk(v, &path)?;
+    ///             }
+    ///         }
+    ///         match page.last() {
+    ///             Some(last) if page.len() == 512 => after = Some(last.raw_name.clone()),
+    ///             _ => return Ok(()),
+    ///         }
+    ///     }
+    /// }
+    /// walk(&vault, b"/")?;
+    /// # Ok::<(), sqlvault::Error>(())
+    /// ```
+    pub fn read_dir_page(&self, dir: impl AsRef<[u8]>, after: Option<&[u8]>, limit: usize) -> Result<Vec<DirEntry>> {
+        let dir = dir.as_ref();
+        let shown = String::from_utf8_lossy(dir);
+        let ino = match std::str::from_utf8(dir) {
+            Ok(path) => self.resolve(path, true)?,
+            Err(_) => {
+                let names = raw_names(dir)?;
+                self.engine().read(|c| self.resolve_in(c, &names, true, &shown))?
+            }
+        };
+        self.list_in(ino, after, limit).map_err(|e| e.with_path(&shown))
     }
 
+    /// A page of directory `ino` with each entry's attributes, in one read transaction
+    /// (a file open in this process shows its buffered size, as `metadata` does).
     fn list_in(&self, ino: InodeId, after: Option<&[u8]>, limit: usize) -> Result<Vec<DirEntry>> {
-        let page = self.inodes().list(ino, after, limit)?;
-        Ok(page
-            .into_iter()
-            .map(|e| DirEntry {
-                name: String::from_utf8_lossy(&e.name).into_owned(),
-                ino: e.ino,
-                kind: e.kind,
-                raw_name: e.name,
-            })
-            .collect())
+        let mut page = self.engine().read(|c| {
+            if tree::attr(c, ino)?.kind != FileType::Dir {
+                return Err(Error::NotADirectory { path: format!("inode {}", ino.0) });
+            }
+            tree::list(c, ino, after, limit)?
+                .into_iter()
+                .map(|e| {
+                    let attr = tree::attr(c, e.ino)?;
+                    let target = (e.kind == FileType::Symlink).then(|| tree::read_link(c, e.ino)).transpose()?;
+                    Ok(DirEntry { name: String::from_utf8_lossy(&e.name).into_owned(), raw_name: e.name, attr, target })
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
+        for e in page.iter_mut().filter(|e| self.is_open(e.attr.ino)) {
+            e.attr = self.inodes().attr(e.attr.ino)?;
+        }
+        Ok(page)
     }
 
-    /// Sets the permission bits of `path`.
-    pub fn set_permissions(&self, path: &str, perm: u32) -> Result<Attr> {
-        let ino = self.resolve(path, true)?;
-        self.inodes().set_attr(ino, &SetAttr { perm: Some(perm), ..Default::default() }, None)
-    }
-
-    /// Sets the owner and/or group of `path` (not following a final symlink).
-    pub fn set_owner(&self, path: &str, uid: Option<u32>, gid: Option<u32>) -> Result<Attr> {
-        let ino = self.resolve(path, false)?;
-        self.inodes().set_attr(ino, &SetAttr { uid, gid, ..Default::default() }, None)
-    }
-
-    /// Sets access and modification times (ns since the epoch).
-    pub fn set_times(&self, path: &str, atime_ns: Option<i64>, mtime_ns: Option<i64>) -> Result<Attr> {
-        let ino = self.resolve(path, true)?;
-        self.inodes().set_attr(ino, &SetAttr { atime_ns, mtime_ns, ..Default::default() }, None)
+    /// Changes the attributes `set` names (permission bits, owner, group, times) of
+    /// `path`, in one transaction, and returns them all. With `follow`, a final symlink
+    /// is followed and its target changes (what `chmod` and `touch` do); without, the
+    /// symlink itself does (what `lchown` does). The size is [`Vault::truncate`]'s.
+    ///
+    /// ```no_run
+    /// # let vault: sqlvault::Vault = unimplemented!();
+    /// use sqlvault::SetAttr;
+    /// vault.set_attr("/photos/a.txt", &SetAttr { perm: Some(0o600), ..SetAttr::default() }, true)?;
+    /// # Ok::<(), sqlvault::Error>(())
+    /// ```
+    pub fn set_attr(&self, path: &str, set: &SetAttr, follow: bool) -> Result<Attr> {
+        let ino = self.resolve(path, follow)?;
+        self.inodes().set_attr(ino, set, None)
     }
 }

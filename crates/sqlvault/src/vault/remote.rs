@@ -292,7 +292,9 @@ impl Vault {
             return Err(Error::InvalidArgument { what: "files of this vault are open in this process".into() });
         }
         let commit = repo::read_commit(store, keys, &head)?;
-        let outcome = self.engine().write(|tx| {
+        // A transaction of its own: every replicated page changes, and a batched write's
+        // savepoint would keep a copy of each in memory.
+        let outcome = self.engine().write_alone(|tx| {
             let local = dump::digest(tx)?;
             if local == commit.digest {
                 remote::set_head(tx, name, &head, &local)?;
@@ -431,7 +433,7 @@ impl Vault {
                 // compressed as they arrive, compressed ones kept as they are.
                 crate::fs::chunks::set_compression(tx, crate::fs::chunks::Compression::default())
             })?;
-            engine.write(|tx| {
+            engine.write_alone(|tx| {
                 pull::apply(tx, &store, &keys, &commit, progress)?;
                 let digest = dump::digest(tx)?;
                 remote::add(tx, remote::ORIGIN, &url, &device)?;

@@ -26,11 +26,6 @@ impl Vault {
         self.engine().read(|c| snapshot::names(c)?.into_iter().map(|(id, _, _)| snapshot::info(c, id)).collect())
     }
 
-    /// Counts and sizes of snapshot `name`.
-    pub fn snapshot_info(&self, name: &str) -> Result<SnapshotInfo> {
-        self.engine().read(|c| snapshot::info(c, snapshot::find(c, name)?))
-    }
-
     /// Removes snapshot `name` and frees the chunks no one else references. Returns
     /// the bytes freed (inside the database; `compact` gives them back to the disk).
     /// Stops when `ops`'s interrupt is set (one transaction: an interrupted removal

@@ -43,12 +43,6 @@ impl Vault {
         self.engine().write(|tx| appsql::execute_batch(tx, sql))
     }
 
-    /// [`Vault::execute_batch`] that also calls `f(statement, row)` on every row a
-    /// statement of the script returns (`statement` counts the statements run, from 0).
-    pub fn query_batch(&self, sql: &str, mut f: impl FnMut(usize, &Row<'_>) -> Result<()>) -> Result<()> {
-        self.engine().write(|tx| appsql::run_script(tx, sql, &mut f))
-    }
-
     /// Copies the tables (with their rows and AUTOINCREMENT sequences), indexes, views
     /// and triggers of the plain (unencrypted) SQLite database at `path` into the
     /// vault's application tables, as one write: all of it or, on any error, nothing.
@@ -142,8 +136,11 @@ impl Tx<'_> {
         self.query_batch(sql, |_, _| Ok(()))
     }
 
-    /// [`Vault::query_batch`] inside this transaction: on an error, none of the script's
-    /// statements stays (the rest of the transaction does).
+    /// [`Tx::execute_batch`] that also calls `f(statement, row)` on every row a
+    /// statement of the script returns (`statement` counts the statements run, from
+    /// 0). On an error, none of the script's statements stays (the rest of the
+    /// transaction does). A script on its own, all or nothing:
+    /// `vault.transaction(|tx| tx.query_batch(sql, f))`.
     pub fn query_batch(&self, sql: &str, mut f: impl FnMut(usize, &Row<'_>) -> Result<()>) -> Result<()> {
         self.conn.execute_batch("SAVEPOINT app_batch")?;
         let r = appsql::run_script(self.conn, sql, &mut f);

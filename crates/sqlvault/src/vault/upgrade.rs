@@ -1,4 +1,4 @@
-//! [`Vault::upgrade`]: a format-1 (SQLCipher) vault converted into format 2 at the same
+//! [`upgrade`]: a format-1 (SQLCipher) vault converted into format 2 at the same
 //! path (feature `upgrade-v1`; docs/format.md, "Format 1 and upgrade").
 //!
 //! The steps, each safe to cut short by SIGKILL (a rerun finishes the job):
@@ -27,7 +27,6 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
-use super::Vault;
 use crate::error::{Error, Result};
 use crate::keys::page::{PageCipher, PageKeys};
 use crate::keys::v1::V1Pages;
@@ -40,7 +39,7 @@ pub const UPGRADE_SUFFIX: &str = ".sqlvault-upgrade";
 /// Pages converted between two progress reports and interrupt checks.
 const BATCH: u32 = 256;
 
-/// What [`Vault::upgrade`] did.
+/// What [`upgrade`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UpgradeSummary {
     /// `false`: the vault was already in format 2 and nothing changed.
@@ -53,84 +52,82 @@ pub struct UpgradeSummary {
     pub page_cipher: PageCipher,
 }
 
-impl Vault {
-    /// Converts the format-1 (SQLCipher) vault at `path` into format 2, in its place
-    /// (see the module's steps): afterwards `path` opens with [`Vault::open`] and holds
-    /// the same files, tags, records, snapshots and application tables. Pages are sealed
-    /// with [`PageCipher::default_for_cpu`]. A vault already in format 2 is left as it
-    /// is (`converted: false`). Fails with `Busy` while any process has the vault open,
-    /// `WrongSecret` for a wrong secret, `Damaged` naming the first page that fails its
-    /// HMAC (the vault unchanged). Safe to interrupt or kill at any moment: running it
-    /// again finishes the job.
-    ///
-    /// Reports progress in phase `upgrade` (`done`/`total`: pages, `bytes`: bytes
-    /// written) and stops between batches of pages once `ops`'s interrupt is set,
-    /// leaving the vault in format 1.
-    pub fn upgrade(path: impl AsRef<Path>, secret: &Secret, ops: &Ops<'_>) -> Result<UpgradeSummary> {
-        // A symlink is followed: the file it names is converted, the link stays.
-        let real = match std::fs::symlink_metadata(path.as_ref()) {
-            Ok(m) if m.file_type().is_symlink() => Some(
-                std::fs::canonicalize(path.as_ref())
-                    .map_err(|e| Error::io(format!("cannot resolve {}", path.as_ref().display()), e))?,
-            ),
-            _ => None,
-        };
-        let path = real.as_deref().unwrap_or(path.as_ref());
-        super::secrets::with_header_lock(path, || {
-            let v1 = Header::read(path)?;
-            let (master, _) = v1.unlock(secret, &path.display().to_string())?;
-            let Some(hmac) = v1.format1_hmac() else {
-                return Ok(UpgradeSummary {
-                    converted: false,
-                    pages: 0,
-                    wal_frames: 0,
-                    page_cipher: v1.cipher.page_cipher,
-                });
-            };
-            let _sqlite = SqliteLock::exclusive(path)?;
-            let page_size = v1.cipher.page_size;
-            let wal = checkpoint_wal(path, page_size)?;
-            let v2 = Header::format2_from(&v1, PageCipher::default_for_cpu())?;
-            let tmp = sidecar(path, UPGRADE_SUFFIX);
-            remove_if_there(&tmp)?;
-            let converted = convert(path, &tmp, page_size, |stored, out| {
-                let mut page = vec![0u8; page_size as usize];
-                stored.read(1, &mut page)?;
-                let from = V1Pages::new(&master, page_size, hmac, &page)?;
-                let to = PageKeys::new(&master, v2.file_id, v2.cipher.page_cipher, page_size);
-                v2.write_new(out)?;
-                let total = stored.count();
-                for n in 1..=total {
-                    if (n - 1) % BATCH == 0 {
-                        ops.check()?;
-                        ops.report(progress(n - 1, total, page_size));
-                    }
-                    stored.read(n, &mut page)?;
-                    from.reseal(n, &mut page, &to)?;
-                    out.write_all_at(&page, HEADER_LEN as u64 + u64::from(n - 1) * u64::from(page_size))
-                        .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?;
-                }
-                ops.report(progress(total, total, page_size));
-                Ok(u64::from(total))
+/// Converts the format-1 (SQLCipher) vault at `path` into format 2, in its place
+/// (see the module's steps): afterwards `path` opens with [`Vault::open`](crate::Vault::open) and holds
+/// the same files, tags, records, snapshots and application tables. Pages are sealed
+/// with [`PageCipher::default_for_cpu`]. A vault already in format 2 is left as it
+/// is (`converted: false`). Fails with `Busy` while any process has the vault open,
+/// `WrongSecret` for a wrong secret, `Damaged` naming the first page that fails its
+/// HMAC (the vault unchanged). Safe to interrupt or kill at any moment: running it
+/// again finishes the job.
+///
+/// Reports progress in phase `upgrade` (`done`/`total`: pages, `bytes`: bytes
+/// written) and stops between batches of pages once `ops`'s interrupt is set,
+/// leaving the vault in format 1.
+pub fn upgrade(path: impl AsRef<Path>, secret: &Secret, ops: &Ops<'_>) -> Result<UpgradeSummary> {
+    // A symlink is followed: the file it names is converted, the link stays.
+    let real = match std::fs::symlink_metadata(path.as_ref()) {
+        Ok(m) if m.file_type().is_symlink() => Some(
+            std::fs::canonicalize(path.as_ref())
+                .map_err(|e| Error::io(format!("cannot resolve {}", path.as_ref().display()), e))?,
+        ),
+        _ => None,
+    };
+    let path = real.as_deref().unwrap_or(path.as_ref());
+    super::secrets::with_header_lock(path, || {
+        let v1 = Header::read(path)?;
+        let (master, _) = v1.unlock(secret, &path.display().to_string())?;
+        let Some(hmac) = v1.format1_hmac() else {
+            return Ok(UpgradeSummary {
+                converted: false,
+                pages: 0,
+                wal_frames: 0,
+                page_cipher: v1.cipher.page_cipher,
             });
-            let pages = match converted {
-                Ok(p) => p,
-                Err(e) => {
-                    let _ = std::fs::remove_file(&tmp);
-                    return Err(e);
+        };
+        let _sqlite = SqliteLock::exclusive(path)?;
+        let page_size = v1.cipher.page_size;
+        let wal = checkpoint_wal(path, page_size)?;
+        let v2 = Header::format2_from(&v1, PageCipher::default_for_cpu())?;
+        let tmp = sidecar(path, UPGRADE_SUFFIX);
+        remove_if_there(&tmp)?;
+        let converted = convert(path, &tmp, page_size, |stored, out| {
+            let mut page = vec![0u8; page_size as usize];
+            stored.read(1, &mut page)?;
+            let from = V1Pages::new(&master, page_size, hmac, &page)?;
+            let to = PageKeys::new(&master, v2.file_id, v2.cipher.page_cipher, page_size);
+            v2.write_new(out)?;
+            let total = stored.count();
+            for n in 1..=total {
+                if (n - 1) % BATCH == 0 {
+                    ops.check()?;
+                    ops.report(progress(n - 1, total, page_size));
                 }
-            };
-            std::fs::rename(&tmp, path)
-                .map_err(|e| Error::io(format!("cannot rename {} over {}", tmp.display(), path.display()), e))?;
-            sync_dir(path)?;
-            Ok(UpgradeSummary {
-                converted: true,
-                pages,
-                wal_frames: wal.map_or(0, |w| w.frames),
-                page_cipher: v2.cipher.page_cipher,
-            })
+                stored.read(n, &mut page)?;
+                from.reseal(n, &mut page, &to)?;
+                out.write_all_at(&page, HEADER_LEN as u64 + u64::from(n - 1) * u64::from(page_size))
+                    .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?;
+            }
+            ops.report(progress(total, total, page_size));
+            Ok(u64::from(total))
+        });
+        let pages = match converted {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        std::fs::rename(&tmp, path)
+            .map_err(|e| Error::io(format!("cannot rename {} over {}", tmp.display(), path.display()), e))?;
+        sync_dir(path)?;
+        Ok(UpgradeSummary {
+            converted: true,
+            pages,
+            wal_frames: wal.map_or(0, |w| w.frames),
+            page_cipher: v2.cipher.page_cipher,
         })
-    }
+    })
 }
 
 fn progress(done: u32, total: u32, page_size: u32) -> Progress {

@@ -44,8 +44,8 @@ fn unhex(s: &str) -> Vec<u8> {
 fn walk(v: &Vault, dir: &str, out: &mut BTreeMap<String, sqlvault::FileType>) {
     for e in v.read_dir(dir).unwrap() {
         let p = if dir == "/" { format!("/{}", e.name) } else { format!("{dir}/{}", e.name) };
-        out.insert(p.clone(), e.kind);
-        if e.kind == sqlvault::FileType::Dir {
+        out.insert(p.clone(), e.attr.kind);
+        if e.attr.kind == sqlvault::FileType::Dir {
             walk(v, &p, out);
         }
     }

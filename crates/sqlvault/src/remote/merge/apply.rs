@@ -329,23 +329,40 @@ pub(super) fn finish(
             chunks::insert_stored(tx, id, &hash, 0, &chunk)?;
         }
     }
-    let missing: Vec<(i64, Vec<u8>, i64)> = {
-        let mut s = tx.prepare(&format!(
-            "SELECT id, hash, len FROM {S}mch m WHERE NOT EXISTS (SELECT 1 FROM main.chunks c WHERE c.id = m.id)"
-        ))?;
-        let rows = s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
-    let total: u64 = missing.iter().map(|m| m.2 as u64).sum();
-    let wanted: Vec<packs::Wanted> = missing.iter().map(|m| (m.1.clone(), m.2)).collect();
-    let mut done = 0u64;
-    packs::fetch(store, keys, &wanted, |i, chunk| {
-        let (id, hash, len) = &missing[i];
-        chunks::insert_stored(tx, *id, hash, 0, &chunk)?;
-        done += *len as u64;
-        progress(Progress { phase: "chunks", done, total });
-        Ok(())
-    })?;
+    // The chunks still missing, fetched a bounded batch at a time.
+    let (count, total): (i64, i64) = tx.query_row(
+        &format!(
+            "SELECT count(*), coalesce(sum(len), 0) FROM {S}mch m
+             WHERE NOT EXISTS (SELECT 1 FROM main.chunks c WHERE c.id = m.id)"
+        ),
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let (mut done, mut after) = (0u64, i64::MIN);
+    loop {
+        let batch: Vec<(i64, Vec<u8>, i64)> = {
+            let mut s = tx.prepare_cached(&format!(
+                "SELECT id, hash, len FROM {S}mch m WHERE id > ?1
+                 AND NOT EXISTS (SELECT 1 FROM main.chunks c WHERE c.id = m.id) ORDER BY id LIMIT {}",
+                packs::FETCH_BATCH
+            ))?;
+            let rows = s.query_map([after], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        let Some(last) = batch.last() else { break };
+        after = last.0;
+        let wanted = batch
+            .iter()
+            .map(|m| Ok((m.1.as_slice().try_into().map_err(|_| Error::damaged("remote chunk hash length"))?, m.2)))
+            .collect::<Result<Vec<packs::Wanted>>>()?;
+        packs::fetch(store, keys, &wanted, |i, chunk| {
+            let (id, hash, len) = &batch[i];
+            chunks::insert_stored(tx, *id, hash, 0, &chunk)?;
+            done += *len as u64;
+            progress(Progress { phase: "chunks", done, total: total as u64 });
+            Ok(())
+        })?;
+    }
     tx.execute_batch(&format!(
         "CREATE TABLE {S}cnt(chunk INTEGER PRIMARY KEY, n INTEGER);
          INSERT INTO {S}cnt SELECT chunk, count(*) FROM {S}m_file_chunks GROUP BY chunk;
@@ -366,5 +383,5 @@ pub(super) fn finish(
             tx.execute("INSERT INTO main.sqlite_sequence(name, seq) VALUES (?1, ?2)", params![name, value])?;
         }
     }
-    Ok((missing.len() as u64, total))
+    Ok((count as u64, total as u64))
 }

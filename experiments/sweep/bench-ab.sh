@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Same-run A/B of two builds of sqlvault-bench on the library's write and read path:
+# Same-run A/B of two builds of this experiment (`sweep`) on the library's write and read path:
 # alternates BEFORE and AFTER, REPS times each, 256 MiB written in 1 MiB writes (then
 # sync_all and close) and read back (page cache warm), default chunk and page size.
 # Prints every run and the medians: MB/s, process CPU seconds, and (with perf
 # installed) CPU seconds per thread from perf samples at 4 kHz, to show what runs on
 # the writer's critical path.
 #
-#   scripts/bench-ab.sh /tmp/sqlvault-bench-before target/release/sqlvault-bench 3
+#   experiments/sweep/bench-ab.sh /tmp/sweep-before target/experiment-sweep/release/sweep 3
 set -euo pipefail
 BEFORE=$1 AFTER=$2 REPS=${3:-3}
 DIR=${BENCH_AB_DIR:-bench-results/tmp}

@@ -16,12 +16,12 @@ use sqlvault::secrets::{KdfParams, PageCipher};
 use sqlvault::Secret;
 
 use crate::error::{Context, Result};
-use crate::report::{self, median};
-use crate::sys::{self, Machine};
+use crate::util::{self as report, median};
+use crate::util::{self as sys, Machine};
 
 const SECTION: &str = "## KDF cost (Argon2id)";
 
-/// Arguments of `sqlvault-bench kdf`.
+/// Arguments of `sweep kdf`.
 #[derive(Debug, clap::Args)]
 pub struct KdfArgs {
     /// Memory sizes to try, MiB (comma-separated).
@@ -145,7 +145,7 @@ fn fits(timings: &[Timing], target_ms: f64) -> Vec<Fit> {
 /// The largest iteration count worth proposing; beyond it, raise the memory instead.
 const MAX_PROPOSED_ITERATIONS: f64 = 16.0;
 
-/// Entry point of `sqlvault-bench kdf`.
+/// Entry point of `sweep kdf`.
 pub fn kdf(args: &KdfArgs) -> Result<()> {
     if args.reps == 0 || args.memory_mib.is_empty() || args.iterations.is_empty() || args.parallelism.is_empty() {
         crate::bail!("--reps must be at least 1 and every parameter list non-empty");
@@ -196,7 +196,7 @@ pub fn kdf(args: &KdfArgs) -> Result<()> {
         findings,
     };
     let md = markdown(&report, args);
-    report::publish(&args.out, &args.out.results_dir.join("kdf.json"), &report, SECTION, &md, None)
+    report::publish(&args.out.results_dir.join("kdf.json"), &report, SECTION, &md)
 }
 
 fn findings(

@@ -19,7 +19,7 @@
 //! * **baseline**: the same bytes through `std::fs::File` in the same directory,
 //!   `fsync` at the end of the write.
 //!
-//! Each phase runs in its own child process (`sqlvault-bench run-one`, hidden), so its
+//! Each phase runs in its own child process (`sweep run-one`, hidden), so its
 //! CPU time (`getrusage` deltas around the timed part) and peak RSS (`VmHWM`) are its
 //! own, unaffected by what earlier configurations left in the allocator. Repetitions
 //! run in rounds over all configurations, each round in a rotated order, so slow drift
@@ -39,8 +39,8 @@ use sqlvault::{CreateOptions, EngineConfig, FileOptions, Secret, Vault};
 
 use crate::data::{Checksum, Stream};
 use crate::error::{Context, Result};
-use crate::report::{self, geomean, median, rate, ratio, size_label};
-use crate::sys::{self, FsInfo, Machine, Usage};
+use crate::util::{self as report, geomean, median, rate, ratio, size_label};
+use crate::util::{self as sys, FsInfo, Machine, Usage};
 
 const MIB: usize = 1 << 20;
 const GIB: f64 = (1u64 << 30) as f64;
@@ -55,7 +55,7 @@ const CHEAP_KDF: KdfParams = KdfParams { memory_kib: 1024, iterations: 1, parall
 const PASSPHRASE: &str = "sqlvault-bench chunk sweep";
 const SECTION: &str = "## Chunk-size sweep";
 
-/// Arguments of `sqlvault-bench chunk-sweep`.
+/// Arguments of `sweep chunk-sweep`.
 #[derive(Debug, clap::Args)]
 pub struct SweepArgs {
     /// Size of the file written and read back, in MiB.
@@ -69,7 +69,7 @@ pub struct SweepArgs {
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// 32 MiB and 1 repetition, well under a minute; writes chunk-sweep-quick.json
-    /// and leaves the docs alone.
+    /// only.
     #[arg(long, conflicts_with_all = ["size_mib", "reps"])]
     pub quick: bool,
     /// Only pages matched to the chunk (up to 64 KiB): skip the 64 KiB-page variants of
@@ -82,7 +82,7 @@ pub struct SweepArgs {
     pub no_drop_caches: bool,
     #[command(flatten)]
     pub out: report::OutputArgs,
-    /// Measure nothing: rebuild the Markdown (stdout, and the docs unless --no-docs)
+    /// Measure nothing: rebuild the Markdown (stdout)
     /// from the JSON of an earlier run, with the findings recomputed.
     #[arg(long, value_name = "JSON", conflicts_with_all = ["size_mib", "reps", "quick", "dir", "no_page_variants", "no_drop_caches"])]
     pub render: Option<PathBuf>,
@@ -546,10 +546,10 @@ fn fmt_duration(d: Duration) -> String {
     format!("{}m{:02}s", s / 60, s % 60)
 }
 
-/// Entry point of `sqlvault-bench chunk-sweep`.
+/// Entry point of `sweep chunk-sweep`.
 pub fn chunk_sweep(args: &SweepArgs) -> Result<()> {
     if let Some(json) = &args.render {
-        return render(args, json);
+        return render(json);
     }
     let (size_mib, reps) = if args.quick { (32, 1) } else { (args.size_mib, args.reps) };
     if size_mib == 0 || reps == 0 {
@@ -679,24 +679,23 @@ pub fn chunk_sweep(args: &SweepArgs) -> Result<()> {
     };
 
     let json = args.out.results_dir.join(if args.quick { "chunk-sweep-quick.json" } else { "chunk-sweep.json" });
-    publish(args, &report, &json)?;
+    publish(&report, &json)?;
     eprintln!("total time {}", fmt_duration(started.elapsed()));
     Ok(())
 }
 
-/// Writes the JSON, prints the Markdown and updates the docs (not for quick runs).
-fn publish(args: &SweepArgs, report: &SweepReport, json_path: &Path) -> Result<()> {
-    let skip = report.quick.then_some("quick run");
-    report::publish(&args.out, json_path, report, SECTION, &markdown(report), skip)
+/// Writes the JSON and prints the Markdown.
+fn publish(report: &SweepReport, json_path: &Path) -> Result<()> {
+    report::publish(json_path, report, SECTION, &markdown(report))
 }
 
 /// `--render`: recompute the findings of an earlier run and publish it again.
-fn render(args: &SweepArgs, json: &Path) -> Result<()> {
+fn render(json: &Path) -> Result<()> {
     let text = std::fs::read_to_string(json).with_context(|| format!("cannot read {}", json.display()))?;
     let mut report: SweepReport =
         serde_json::from_str(&text).with_context(|| format!("{} is not a chunk-sweep result", json.display()))?;
     report.conclusions = conclusions(&report.summary, report.library_defaults);
-    publish(args, &report, json)
+    publish(&report, json)
 }
 
 fn summarize(cfgs: &[Config], runs: &[(usize, RunRecord)]) -> Vec<ConfigSummary> {
