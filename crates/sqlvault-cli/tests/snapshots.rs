@@ -203,6 +203,10 @@ fn a_vault_with_chunk_data_inline_is_upgraded_and_both_forms_live_side_by_side()
     let current = fresh.json(&["info", fresh.v(), "--json"])["schema_version"].clone();
     assert_eq!(e.json(&["info", e.v(), "--json"])["schema_version"], current);
     e.fsck_clean();
+    // info tells how many bytes the old layout holds: all of /t's.
+    let inline = |e: &Env| e.json(&["info", e.v(), "--json"])["inline_chunk_bytes"].as_u64().unwrap();
+    assert_eq!(inline(&e), 100_000 + 10, "the upgraded vault's chunks start inline (sub/big.bin, a.txt)");
+    assert!(e.ok(&["info", e.v()]).contains("old layout:     97.67 KiB (100010 bytes)"), "{}", e.ok(&["info", e.v()]));
     // Old chunks read back; new ones are stored beside them; both free.
     let out = e.path("out");
     e.ok(&["get", e.v(), "/t", out.to_str().unwrap()]);
@@ -217,10 +221,10 @@ fn a_vault_with_chunk_data_inline_is_upgraded_and_both_forms_live_side_by_side()
     e.ok(&["get", e.v(), "/again", e.path("again").to_str().unwrap()]);
     diff(&src, &e.path("again"));
 
-    // info tells; compact moves the old rows' bytes to chunk_data.
-    let inline = |e: &Env| e.json(&["info", e.v(), "--json"])["inline_chunk_bytes"].as_u64().unwrap();
-    assert_eq!(inline(&e), 100_000 + 10, "the upgraded vault's chunks start inline (sub/big.bin, a.txt)");
-    assert!(e.ok(&["info", e.v()]).contains("old layout:     97.67 KiB (100010 bytes)"), "{}", e.ok(&["info", e.v()]));
+    // Still inline: a.txt's chunk, which /again shares (one chunk whatever the cut);
+    // big.bin's fixed cuts went with /t (`put` cut /again's copy by content).
+    assert_eq!(inline(&e), 10);
+    // compact moves the old rows' bytes to chunk_data.
     e.ok(&["compact", e.v()]);
     assert_eq!(inline(&e), 0);
     assert!(!e.ok(&["info", e.v()]).contains("old layout"));

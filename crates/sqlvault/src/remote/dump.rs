@@ -35,9 +35,29 @@ pub(crate) struct Counts {
     pub bytes: u64,
 }
 
+#[cfg(feature = "testing")]
+thread_local! {
+    /// See `remote::testing_push_as_schema_11`.
+    pub(crate) static AS_SCHEMA_11: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this thread's dumps are written as schema 11's (tests only).
+pub(crate) fn as_schema_11() -> bool {
+    #[cfg(feature = "testing")]
+    return AS_SCHEMA_11.with(|c| c.get());
+    #[cfg(not(feature = "testing"))]
+    false
+}
+
 /// Writes the dump of the replicated tables to `out`.
 pub(crate) fn dump(conn: &Connection, out: &mut impl Write) -> Result<Counts> {
     for table in REPLICATED {
+        if as_schema_11() {
+            if let Some((old, _)) = old_chunk_map(table) {
+                dump_as_schema_11(conn, table, old, out)?;
+                continue;
+            }
+        }
         let mut columns = Vec::new();
         let mut pk = Vec::new();
         {
@@ -88,6 +108,28 @@ pub(crate) fn dump(conn: &Connection, out: &mut impl Write) -> Result<Counts> {
         |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64)),
     )?;
     Ok(Counts { files, chunks, bytes })
+}
+
+/// `table` (a chunk map) as schema 11 dumped it: `idx = off / chunk_size`, no `len`.
+fn dump_as_schema_11(conn: &Connection, table: &str, old: &[&str], out: &mut impl Write) -> Result<()> {
+    let cs = crate::storage::schema::meta_int(conn, "chunk_size")?;
+    let columns: Vec<String> = old.iter().map(|c| c.to_string()).collect();
+    format::write_item(out, &Item::Table { table: table.to_string(), columns })?;
+    let keys = &old[..old.len() - 2];
+    let keys = keys.iter().map(|k| format!("\"{k}\"")).collect::<Vec<_>>().join(", ");
+    let mut stmt = conn.prepare(&format!("SELECT {keys}, off, len, chunk FROM \"{table}\" ORDER BY {keys}, off"))?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let n = old.len() - 2;
+        let mut values = (0..n).map(|i| r.get::<_, Value>(i)).collect::<rusqlite::Result<Vec<_>>>()?;
+        let (off, len, chunk): (i64, i64, i64) = (r.get(n)?, r.get(n + 1)?, r.get(n + 2)?);
+        if off % cs != 0 || len > cs {
+            return Err(Error::InvalidArgument { what: format!("{table}: a content-cut entry has no schema-11 form") });
+        }
+        values.extend([Value::Integer(off / cs), Value::Integer(chunk)]);
+        format::write_item(out, &Item::Row(values))?;
+    }
+    Ok(())
 }
 
 /// The BLAKE3 digest (hex) of the vault's dump: equal digests, equal replicated state.
@@ -267,6 +309,51 @@ pub(crate) fn insert_row(tx: &Connection, target: &str, columns: &[String], valu
     Ok(())
 }
 
+/// The oldest schema whose commits this build reads. Commits of schema 11 keyed the chunk
+/// map by chunk index (`file_chunks(ino, idx, chunk)`, `snap_chunks(snap, ino, idx,
+/// chunk)`); [`read_dump`] translates their rows to schema 12's byte offsets and
+/// lengths as they stream, as migration 12 does to a vault, so a vault upgraded to this
+/// build still pulls, clones, merges and restores from a remote its older builds pushed.
+pub(crate) const OLDEST_COMMIT_SCHEMA: i64 = 11;
+
+/// Refuses a commit whose schema this vault cannot take: newer than the vault's (an
+/// older sqlvault), or older than [`OLDEST_COMMIT_SCHEMA`].
+pub(crate) fn check_schema(tx: &Connection, commit: &Commit) -> Result<()> {
+    let schema: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if commit.schema == schema || (OLDEST_COMMIT_SCHEMA..schema).contains(&commit.schema) {
+        return Ok(());
+    }
+    let what = if commit.schema > schema {
+        format!(
+            "a remote commit has schema version {}, newer than this vault's {schema}: it was pushed by a newer \
+             sqlvault; update this one",
+            commit.schema
+        )
+    } else {
+        format!(
+            "a remote commit has schema version {}, this vault {schema}: this sqlvault reads commits of schema \
+             {OLDEST_COMMIT_SCHEMA} or newer; open the remote with the sqlvault that pushed it and push again",
+            commit.schema
+        )
+    };
+    Err(Error::InvalidArgument { what })
+}
+
+/// Scratch table of a translated dump: each chunk row's plaintext length, by id, so that
+/// a schema-11 chunk map entry gets its length without a map in memory. In the vault
+/// (encrypted like the rest), inside the caller's transaction, dropped at the end.
+const LENS: &str = "sqlvault_dump_lens";
+
+/// How a schema-11 chunk map table reads as schema 12: the columns it had, the columns
+/// it has, and the position of `idx`.
+fn old_chunk_map(table: &str) -> Option<(&'static [&'static str], &'static [&'static str])> {
+    match table {
+        "file_chunks" => Some((&["ino", "idx", "chunk"], &["ino", "off", "len", "chunk"])),
+        "snap_chunks" => Some((&["snap", "ino", "idx", "chunk"], &["snap", "ino", "off", "len", "chunk"])),
+        _ => None,
+    }
+}
+
 /// Streams `commit`'s metadata dump, calling `row(table, columns, values)` for every row
 /// of the replicated tables (tables and columns checked against this vault's schema,
 /// `sqlite_sequence` last; a `chunks` row is `(id, hash, refs, len)` of an integer, a
@@ -291,10 +378,25 @@ pub(crate) fn read_dump(
     let mut app_hasher = blake3::Hasher::new();
     let mut app_rows = 0u64;
     let damaged = |what: String| Error::damaged(format!("remote commit metadata: {what}"));
+    check_schema(tx, commit)?;
+    let vault_schema: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    // A schema-11 commit's chunk map is translated (see OLDEST_COMMIT_SCHEMA).
+    let translate = commit.schema < 12 && vault_schema >= 12;
+    let chunk_size = if translate {
+        tx.execute_batch(&format!(
+            "DROP TABLE IF EXISTS {LENS}; CREATE TABLE {LENS}(id INTEGER PRIMARY KEY, len INTEGER NOT NULL)"
+        ))?;
+        crate::storage::schema::meta_int(tx, "chunk_size")?
+    } else {
+        0
+    };
+    // Whether the current table's rows are translated from schema 11's chunk map.
+    let mut translating = false;
     loop {
         match reader.item()? {
             Item::End => break,
             Item::Table { table, columns } => {
+                translating = false;
                 if !seen_tables.insert(table.clone()) {
                     return Err(damaged(format!("unexpected table {table:?}")));
                 }
@@ -324,6 +426,16 @@ pub(crate) fn read_dump(
                 } else {
                     columns_of(tx, &table)?
                 };
+                let mut columns = columns;
+                if translate {
+                    if let Some((old, new)) = old_chunk_map(&table) {
+                        if columns != old {
+                            return Err(damaged(format!("columns of {table} differ from schema 11's")));
+                        }
+                        columns = new.iter().map(|c| c.to_string()).collect();
+                        translating = true;
+                    }
+                }
                 if columns != expected {
                     return Err(damaged(format!("columns of {table} differ from this vault's")));
                 }
@@ -331,7 +443,8 @@ pub(crate) fn read_dump(
             }
             Item::Row(values) => {
                 let Some((table, columns, app)) = &current else { return Err(damaged("row before any table".into())) };
-                if values.len() != columns.len() {
+                // A translated row has one value fewer: `idx` for `off, len`.
+                if values.len() + usize::from(translating) != columns.len() {
                     return Err(damaged(format!("row of {table} has {} values", values.len())));
                 }
                 if *app {
@@ -354,6 +467,11 @@ pub(crate) fn read_dump(
                 {
                     return Err(damaged("malformed chunk row".into()));
                 }
+                if translate && table == "chunks" {
+                    tx.prepare_cached(&format!("INSERT OR REPLACE INTO {LENS}(id, len) VALUES (?1, ?2)"))?
+                        .execute(params_from_iter([&values[0], &values[3]]))?;
+                }
+                let values = if translating { translate_chunk_map_row(tx, chunk_size, values)? } else { values };
                 row(table, columns, values)?;
             }
         }
@@ -364,10 +482,35 @@ pub(crate) fn read_dump(
     if reader.digest() != commit.digest {
         return Err(damaged("digest mismatch".into()));
     }
+    if translate {
+        tx.execute_batch(&format!("DROP TABLE {LENS}"))?;
+    }
     let app_section = if commit.layout >= 2 { vec![super::apps::MIGRATIONS, super::apps::SCHEMA] } else { Vec::new() };
     let required = REPLICATED.iter().chain(&["sqlite_sequence"]).chain(&app_section);
     if required.clone().any(|t| !seen_tables.contains(*t)) {
         return Err(damaged("tables are missing".into()));
     }
     Ok((app_rows > 0).then(|| app_hasher.finalize()))
+}
+
+/// One schema-11 chunk map row (`..., idx, chunk`) as schema 12's (`..., off, len,
+/// chunk`): the offset is `idx` chunk sizes, the length the chunk's (0 for a chunk the
+/// dump does not name, as migration 12 does; fsck reports such an entry).
+fn translate_chunk_map_row(tx: &Connection, chunk_size: i64, mut values: Vec<Value>) -> Result<Vec<Value>> {
+    let damaged = || Error::damaged("remote commit metadata: malformed chunk map row");
+    let n = values.len();
+    if n < 2 {
+        return Err(damaged());
+    }
+    let (Value::Integer(idx), Value::Integer(chunk)) = (&values[n - 2], &values[n - 1]) else {
+        return Err(damaged());
+    };
+    let (idx, chunk) = (*idx, *chunk);
+    let off = idx.checked_mul(chunk_size).filter(|_| idx >= 0).ok_or_else(damaged)?;
+    let len: i64 = tx
+        .prepare_cached(&format!("SELECT coalesce((SELECT len FROM {LENS} WHERE id = ?1), 0)"))?
+        .query_row([chunk], |r| r.get(0))?;
+    values.truncate(n - 2);
+    values.extend([Value::Integer(off), Value::Integer(len), Value::Integer(chunk)]);
+    Ok(values)
 }

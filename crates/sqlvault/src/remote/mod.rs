@@ -61,6 +61,16 @@ pub use store::PARALLEL;
 /// The name `Vault::clone_remote` gives the remote it cloned from.
 pub const ORIGIN: &str = "origin";
 
+/// Tests only (feature `testing`): while on, pushes from the calling thread write their
+/// commits as a build of schema 11 did (the chunk map by chunk index, `schema: 11`), so
+/// tests can check that this build reads remotes its predecessors pushed. The vault's
+/// chunk map must then hold fixed-size cuts only (written through a handle).
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub fn testing_push_as_schema_11(on: bool) {
+    dump::AS_SCHEMA_11.with(|c| c.set(on));
+}
+
 /// Tables copied to the remote, in dump order. `chunks` without its storage columns
 /// (chunk content travels as `data/` objects or in packs).
 pub(crate) const REPLICATED: &[&str] = &[

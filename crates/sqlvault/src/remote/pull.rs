@@ -37,15 +37,7 @@ pub(crate) fn apply(
     commit: &Commit,
     progress: &dyn Fn(Progress),
 ) -> Result<Applied> {
-    let schema: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    if schema != commit.schema {
-        return Err(Error::InvalidArgument {
-            what: format!(
-                "the remote's commit has schema version {}, this vault {schema}: open both with the same sqlvault",
-                commit.schema
-            ),
-        });
-    }
+    super::dump::check_schema(tx, commit)?;
     let open: i64 = tx.query_row("SELECT count(*) FROM orphans", [], |r| r.get(0))?;
     if open > 0 {
         return Err(Error::InvalidArgument {

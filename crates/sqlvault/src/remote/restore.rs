@@ -64,15 +64,7 @@ pub(crate) fn load(
     check: &dyn Fn() -> Result<()>,
     progress: &dyn Fn(Progress),
 ) -> Result<(SnapshotId, u64)> {
-    let schema: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    if schema != commit.schema {
-        return Err(Error::InvalidArgument {
-            what: format!(
-                "the remote's commit has schema version {}, this vault {schema}: open both with the same sqlvault",
-                commit.schema
-            ),
-        });
-    }
+    super::dump::check_schema(tx, commit)?;
     tx.execute("INSERT INTO snapshots(name, created_ns) VALUES ('.sqlvault-remote-restore', ?1)", [commit.time_ns])?;
     let snap = tx.last_insert_rowid();
     tx.execute_batch(

@@ -143,16 +143,8 @@ pub(crate) fn merge(
     device: &str,
     progress: &dyn Fn(Progress),
 ) -> Result<Merged> {
-    let schema: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     for c in [Some(remote), base].into_iter().flatten() {
-        if c.schema != schema {
-            return Err(Error::InvalidArgument {
-                what: format!(
-                    "a remote commit has schema version {}, this vault {schema}: open both with the same sqlvault",
-                    c.schema
-                ),
-            });
-        }
+        super::dump::check_schema(tx, c)?;
     }
     let open: i64 = tx.query_row("SELECT count(*) FROM orphans", [], |r| r.get(0))?;
     if open > 0 {
