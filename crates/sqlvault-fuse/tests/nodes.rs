@@ -236,8 +236,14 @@ fn fallocate_punch_hole_zero_range_and_seek_data_through_the_mount_and_the_libra
     let cs = 65_536i64;
     let p = m.path("sparse");
     let data = common::bytes(7, 6 * cs as usize);
-    fs::write(&p, &data).unwrap();
+    // Created empty first, then written through an open file: chunk-sized cells (a
+    // new file written whole before its first close is cut by content: see the end).
+    drop(fs::File::create(&p).unwrap());
     let f = fs::OpenOptions::new().read(true).write(true).open(&p).unwrap();
+    {
+        use std::os::unix::fs::FileExt;
+        f.write_all_at(&data, 0).unwrap();
+    }
     let mut model = data.clone();
     // Mode 0 past the end: the size grows, the new bytes read as zeros.
     assert_eq!(fallocate(&f, 0, 6 * cs, 2 * cs), 0);
@@ -278,6 +284,25 @@ fn fallocate_punch_hole_zero_range_and_seek_data_through_the_mount_and_the_libra
     assert_eq!(v.inodes().seek(ino, 0, sqlvault::inodes::SeekHole::Hole).unwrap(), Some(cs as u64));
     // The punched chunks hold no rows: 4 data chunks (0, 3, 4, 5) and 7.
     assert_eq!(v.info().unwrap().chunks, 5);
+    drop(v);
+
+    // A file written whole is cut by content: a punch inside its long chunks still
+    // leaves a hole (the chunks around it split), and the edges read as zeros.
+    m.remount(&Default::default());
+    let q = m.path("whole");
+    fs::write(&q, &data).unwrap();
+    let f = fs::OpenOptions::new().read(true).write(true).open(&q).unwrap();
+    assert_eq!(fallocate(&f, mode, cs - 100, 2 * cs + 200), 0);
+    let mut model = data.clone();
+    model[(cs - 100) as usize..(3 * cs + 100) as usize].fill(0);
+    assert_eq!(fs::read(&q).unwrap(), model);
+    let h = seek(&f, 0, libc::SEEK_HOLE).unwrap();
+    assert!(h >= cs - 100 && h < 3 * cs + 100 - 4096, "hole at {h}");
+    let d = seek(&f, h, libc::SEEK_DATA).unwrap();
+    assert!(d > h + 4096 && d <= 3 * cs + 100, "data again at {d}");
+    drop(f);
+    let v = m.unmount_and_check();
+    assert_eq!(v.read_file("/whole").unwrap(), model);
 }
 
 /// Total bytes of the vault file and its WAL.
