@@ -341,6 +341,14 @@ pub fn move_inline(conn: &Connection, mut after: i64, budget: u64) -> Result<(u6
     Ok((moved, after))
 }
 
+/// Takes one more live reference on chunk `id` (dropped again by [`release`]).
+pub fn retain(conn: &Connection, id: ChunkId) -> Result<()> {
+    if conn.prepare_cached("UPDATE chunks SET refs = refs + 1 WHERE id = ?1")?.execute([id.0])? != 1 {
+        return Err(Error::damaged(format!("chunk {} is referenced but missing", id.0)));
+    }
+    Ok(())
+}
+
 /// Drops one live reference; deletes the chunk when none is left and no snapshot
 /// holds it.
 pub fn release(conn: &Connection, id: ChunkId) -> Result<()> {

@@ -180,9 +180,7 @@ pub fn clone(
         // Copying the cells before the image may rewrite bytes of this very entry (one
         // file, or an entry longer than a cell): a reference held meanwhile keeps its
         // chunk alive until it is shared.
-        if conn.prepare_cached("UPDATE chunks SET refs = refs + 1 WHERE id = ?1")?.execute([e.chunk.0])? != 1 {
-            return Err(Error::damaged(format!("chunk {} is referenced but missing", e.chunk.0)));
-        }
+        chunks::retain(conn, e.chunk)?;
         copy(conn, cs, src, dst, dst_size, new_size, (src_off, dst_off), (cursor, image), &mut done)?;
         share(conn, dst, image, e.len, e.chunk)?;
         chunks::release(conn, e.chunk)?;
