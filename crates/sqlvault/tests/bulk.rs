@@ -88,6 +88,29 @@ fn an_interrupted_removal_or_restore_changes_nothing() {
     clean(&v);
 }
 
+/// A large import (above the dirty-buffer limit: streamed into a temporary file in
+/// batches) is cut by content like a small one: its second version, with one line
+/// inserted near the start, adds at most two chunks.
+#[test]
+fn a_large_import_is_cut_by_content() {
+    let cs = 65_536u64;
+    let (_t, v) = TestVault::new(cs as u32);
+    let mut r = Rng(11);
+    let v1: Vec<u8> = (0..20usize << 20).map(|_| r.next() as u8).collect();
+    let mut v2 = v1.clone();
+    v2.splice(5_000..5_000, b"one line inserted near the start\n".iter().copied());
+    let ops = sqlvault::Ops::default();
+    v.replace_file("/v1", v1.len() as u64, v1.as_slice(), &SetAttr::default(), &ops).unwrap();
+    let one = v.info().unwrap().unique_bytes;
+    assert_eq!(one, v1.len() as u64);
+    v.replace_file("/v2", v2.len() as u64, v2.as_slice(), &SetAttr::default(), &ops).unwrap();
+    let added = v.info().unwrap().unique_bytes - one;
+    assert!(added <= 2 * 4 * cs, "{added} new bytes for one insertion");
+    assert_eq!(v.read_file("/v2").unwrap(), v2);
+    assert_eq!(v.read_file("/v1").unwrap(), v1);
+    clean(&v);
+}
+
 #[test]
 fn replace_file_is_atomic_and_sets_mode_and_times() {
     let (_t, v) = TestVault::new(4096);

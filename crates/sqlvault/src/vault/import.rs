@@ -3,14 +3,18 @@
 //!
 //! A file that fits the dirty-buffer limit is replaced in one write operation
 //! (content, mode and times together). A larger one is streamed into a temporary
-//! name beside it ([`PART_PREFIX`]), which is then renamed over the file in one
-//! operation; on an error or an interrupt the temporary file is removed. A temporary
+//! name beside it ([`PART_PREFIX`]), a batch of chunks per write operation, which is
+//! then renamed over the file in one operation; on an error or an interrupt the
+//! temporary file is removed. Either way the content is cut into chunks by content
+//! (`fs/cut.rs`), so both give the same chunks. A temporary
 //! file left by a killed process is overwritten by the next import of the same file.
 
 use std::io::Read;
 
 use super::Vault;
 use crate::error::{Error, Result};
+use crate::fs::chunks;
+use crate::fs::cut;
 use crate::fs::handle::FileOptions;
 use crate::fs::path::VaultPath;
 use crate::fs::tree::{self, SetAttr};
@@ -94,27 +98,40 @@ impl Vault {
         };
         let part = crate::fs::path::join(&parent_path, &part_name(name));
         let f = self.open_file(&part, &FileOptions::new().write(true).create(true).truncate(true).perm(0o600))?;
-        let mut buf = vec![0u8; self.chunk_size() as usize * 16];
-        let mut total = 0u64;
-        let copied = (|| -> Result<()> {
-            loop {
-                ops.check()?;
-                let n = match reader.read(&mut buf) {
-                    Ok(0) => return Ok(()),
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(Error::io(format!("reading the content of {path}"), e)),
-                };
-                let mut off = 0;
-                while off < n {
-                    off += f.write_at(total + off as u64, &buf[off..n])?;
-                }
-                total += n as u64;
-                ops.report(Progress { phase: "write", done: total, total: len, bytes: total });
-            }
-        })();
+        let ino = f.ino();
         let closed = f.close();
-        let done = copied.and(closed).and_then(|()| {
+        // Cut by content as it streams (the same cuts as a one-shot `write_file`), a
+        // batch of chunks per write operation: memory is one batch.
+        let limit = (self.max_dirty_bytes() / 2).max(4 * self.chunk_size() as u64);
+        let mut batch: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut batched = 0u64;
+        let mut total = 0u64;
+        let store = |batch: &mut Vec<(u64, Vec<u8>)>, end: u64| -> Result<()> {
+            self.engine().write(|tx| {
+                for (off, data) in batch.iter() {
+                    chunks::put(tx, ino.0 as i64, *off, data)?;
+                }
+                tree::set_size(tx, ino, end, tree::now_ns())
+            })?;
+            batch.clear();
+            ops.report(Progress { phase: "write", done: end, total: len, bytes: end });
+            Ok(())
+        };
+        let copied = closed.and_then(|()| {
+            cut::stream(&mut reader, self.chunk_size(), path, |off, data| {
+                ops.check()?;
+                batch.push((off, data.to_vec()));
+                batched += data.len() as u64;
+                total = off + data.len() as u64;
+                if batched >= limit {
+                    store(&mut batch, total)?;
+                    batched = 0;
+                }
+                Ok(())
+            })?;
+            store(&mut batch, total)
+        });
+        let done = copied.and_then(|()| {
             let ino = self.resolve(&part, false)?;
             self.inodes().set_attr(ino, set, None)?;
             self.rename(&part, path)
