@@ -33,6 +33,8 @@ impl OpenOptions {
             .truncate(self.truncate)
             .create(self.create)
             .create_new(self.create_new)
+            // A stream written in order is cut by content, as `write_bytes` cuts it.
+            .cut_by_content(true)
     }
 }
 

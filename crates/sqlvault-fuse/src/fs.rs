@@ -418,7 +418,8 @@ impl VaultFs {
         let write = flags.acc_mode() != OpenAccMode::O_RDONLY;
         // Always readable: the kernel enforces the descriptor's mode, and it may read
         // through any handle of the inode (readahead, partial pages).
-        FileOptions::new().read(true).write(write).truncate(write && flags.0 & libc::O_TRUNC != 0)
+        // Files written in order (a copy, an editor's save) are cut by content, as `put` cuts.
+        FileOptions::new().read(true).write(write).truncate(write && flags.0 & libc::O_TRUNC != 0).cut_by_content(true)
     }
 
     // ----- entries -----

@@ -328,6 +328,56 @@ fn a_second_version_with_one_insertion_near_the_start_stores_at_most_two_new_chu
     assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
 }
 
+/// A handle with `cut_by_content` that appends in small writes, over many commits
+/// (a small dirty-buffer limit), cuts the file exactly as a one-shot import does; a
+/// second version with an insertion near the start, written the same way, adds at
+/// most two chunks; a write into the middle switches the open file back to cells and
+/// every byte stays right.
+#[test]
+fn appends_through_a_cutting_handle_are_cut_as_a_one_shot_import() {
+    let cs = 4096usize;
+    let config = sqlvault::EngineConfig { cache_kib: 256, ..Default::default() };
+    let (_t, v) = TestVault::new_with(cs as u32, config);
+    let cut = FileOptions::new().write(true).create(true).truncate(true).cut_by_content(true);
+    let append = |path: &str, data: &[u8]| {
+        let f = v.open_file(path, &cut).unwrap();
+        for (i, piece) in data.chunks(10_007).enumerate() {
+            f.write_at((i * 10_007) as u64, piece).unwrap();
+        }
+        f.close().unwrap();
+    };
+    let v1 = noise(21, 2 << 20);
+    append("/a", &v1);
+    assert_eq!(v.read_file("/a").unwrap(), v1);
+    let one = v.info().unwrap().unique_bytes;
+    assert_eq!(one, v1.len() as u64);
+    // The same bytes imported in one stream share every chunk: the cuts are equal.
+    v.replace_file("/b", v1.len() as u64, v1.as_slice(), &sqlvault::SetAttr::default(), &sqlvault::Ops::default())
+        .unwrap();
+    assert_eq!(v.info().unwrap().unique_bytes, one, "a one-shot cut of the same bytes differs");
+    // A second version with an insertion near the start adds at most two chunks.
+    let mut v2 = v1.clone();
+    v2.splice(5_000..5_000, b"inserted".iter().copied());
+    append("/c", &v2);
+    let added = v.info().unwrap().unique_bytes - one;
+    assert!(added <= 2 * 4 * cs as u64, "{added} new bytes for one insertion");
+    // Through a handle without the option: cells, everything after the insertion new.
+    let f = v.create_file("/d").unwrap();
+    f.write_at(0, &v2).unwrap();
+    f.close().unwrap();
+    assert!(v.info().unwrap().unique_bytes - one - added > (v2.len() - 8 * cs) as u64);
+    // A write into the middle of a cutting handle's file: cells from then on, bytes right.
+    let f = v.open_file("/e", &cut).unwrap();
+    let mut model = noise(22, 300_000);
+    f.write_at(0, &model[..150_000]).unwrap();
+    f.write_at(1_000, b"into the middle").unwrap();
+    model[1_000..1_015].copy_from_slice(b"into the middle");
+    f.write_at(150_000, &model[150_000..]).unwrap();
+    f.close().unwrap();
+    assert_eq!(v.read_file("/e").unwrap(), model);
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
+}
+
 #[test]
 fn writes_into_a_content_cut_file_keep_posix_semantics() {
     let cs = 4096usize;

@@ -693,6 +693,16 @@ pub fn entries(conn: &Connection, ino: i64, start: u64, end: u64) -> Result<Vec<
     Ok(out)
 }
 
+/// The last entry of file `ino`'s map (the one at the highest offset), if any.
+pub fn last_entry(conn: &Connection, ino: i64) -> Result<Option<Entry>> {
+    Ok(conn
+        .prepare_cached("SELECT off, len, chunk FROM file_chunks WHERE ino = ?1 ORDER BY off DESC LIMIT 1")?
+        .query_row([ino], |r| {
+            Ok(Entry { off: r.get::<_, i64>(0)? as u64, len: r.get::<_, i64>(1)? as u64, chunk: ChunkId(r.get(2)?) })
+        })
+        .optional()?)
+}
+
 /// Copies the overlap of `entry` (whose bytes are `data`) with the range starting at
 /// `start` into `out` (that range's bytes).
 pub fn copy_overlap(entry: &Entry, data: &[u8], start: u64, out: &mut [u8]) {

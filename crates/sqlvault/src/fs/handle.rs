@@ -174,6 +174,8 @@ struct Behind {
     /// The logical size and modification time when they were handed over.
     size: u64,
     mtime_ns: i64,
+    /// Cut by content (the writes appended), see [`commit_cut`].
+    cut: bool,
     /// The commit's outcome and the I/O it cost (credited to the waiter's thread),
     /// once known.
     result: Mutex<Option<(Result<()>, IoCounts)>>,
@@ -201,10 +203,21 @@ impl Behind {
 }
 
 /// Commits whole-chunk `buffers` of `ino` and its new size and modification time in
-/// one write.
-fn commit_buffers(files: &Files, ino: InodeId, buffers: &BTreeMap<u64, Vec<u8>>, size: u64, mtime: i64) -> Result<()> {
+/// one write: cut by content if `cut` (the buffers continue the stored file from its
+/// end, see [`commit_cut`]), else as the cells they are.
+fn commit_buffers(
+    files: &Files,
+    ino: InodeId,
+    buffers: &BTreeMap<u64, Vec<u8>>,
+    size: u64,
+    mtime: i64,
+    cut: bool,
+) -> Result<()> {
     let cs = files.chunk_size as u64;
     files.engine.write(|tx| {
+        if cut && commit_cut(tx, cs, ino, buffers, size)? {
+            return tree::set_size(tx, ino, size, mtime);
+        }
         for (idx, buf) in buffers {
             let start = idx * cs;
             if start >= size {
@@ -215,6 +228,70 @@ fn commit_buffers(files: &Files, ino: InodeId, buffers: &BTreeMap<u64, Vec<u8>>,
         }
         tree::set_size(tx, ino, size, mtime)
     })
+}
+
+/// Stores the bytes `buffers` hold past the stored end of file `ino`, up to `size`,
+/// cut by content, continuing the stored file's cuts: cutting starts again at its last
+/// entry if that entry reaches the stored end (it was the last chunk of the previous
+/// commit, cut there only because the data ended), else where that entry ends (all
+/// zeros follow, stored as a hole), so a file appended commit by commit is cut as a
+/// one-shot `write_file` of it would be. Returns false, storing nothing, unless the
+/// buffers hold exactly the cells from the stored end on (the caller stores cells).
+/// Memory: one chunk of the stored file besides the buffers.
+fn commit_cut(
+    tx: &rusqlite::Connection,
+    cs: u64,
+    ino: InodeId,
+    buffers: &BTreeMap<u64, Vec<u8>>,
+    size: u64,
+) -> Result<bool> {
+    let stored = tree::attr(tx, ino)?.size;
+    if size < stored || buffers.keys().next().is_some_and(|i| *i < stored / cs) {
+        return Ok(false);
+    }
+    if size > stored && (stored / cs..=(size - 1) / cs).any(|i| !buffers.contains_key(&i)) {
+        return Ok(false);
+    }
+    let max = crate::fs::cut::max_len(cs as u32) as u64;
+    let start = match chunks::last_entry(tx, ino.0 as i64)? {
+        Some(e) if e.end() == stored => e.off,
+        Some(e) if e.end() < stored && stored - e.end() <= max => e.end(),
+        None if stored <= max => 0,
+        _ => stored,
+    };
+    let mut head = vec![0u8; (stored - start) as usize];
+    chunks::read_range(tx, ino.0 as i64, start, &mut head)?;
+    let mut parts: std::collections::VecDeque<&[u8]> = std::collections::VecDeque::from([head.as_slice()]);
+    let mut pos = stored;
+    while pos < size {
+        let (idx, within) = (pos / cs, (pos % cs) as usize);
+        let n = ((cs - within as u64).min(size - pos)) as usize;
+        parts.push_back(&buffers[&idx][within..within + n]);
+        pos += n as u64;
+    }
+    crate::fs::cut::stream(Slices(parts), cs as u32, "a file's buffers", |off, data| {
+        chunks::put(tx, ino.0 as i64, start + off, data)
+    })?;
+    Ok(true)
+}
+
+/// Slices read one after the other.
+struct Slices<'a>(std::collections::VecDeque<&'a [u8]>);
+
+impl io::Read for Slices<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while let Some(front) = self.0.front_mut() {
+            if front.is_empty() {
+                self.0.pop_front();
+                continue;
+            }
+            let n = front.len().min(buf.len());
+            buf[..n].copy_from_slice(&front[..n]);
+            *front = &front[n..];
+            return Ok(n);
+        }
+        Ok(0)
+    }
 }
 
 #[derive(Default)]
@@ -235,6 +312,20 @@ struct ContentState {
     /// Earlier buffers being committed behind these (write-behind). While it is set,
     /// `modified_ns` is too: the file stays dirty until the commit settles.
     behind: Option<Arc<Behind>>,
+    /// Whether the writes so far appended (see [`FileOptions::cut_by_content`]).
+    seq: Seq,
+}
+
+/// The writes to an open file so far, for cutting by content.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Seq {
+    /// None yet (or the file was truncated to zero since).
+    #[default]
+    Unset,
+    /// Every write appended, with `cut_by_content`; the file then ends at this offset.
+    At(u64),
+    /// Some write did not: chunk-sized cells until the file is opened again.
+    Off,
 }
 
 impl ContentState {
@@ -615,7 +706,7 @@ impl OpenInode {
         Ok(want)
     }
 
-    pub fn write_at(&self, files: &Arc<Files>, offset: u64, data: &[u8]) -> Result<usize> {
+    pub fn write_at(&self, files: &Arc<Files>, offset: u64, data: &[u8], cut: bool) -> Result<usize> {
         if data.is_empty() {
             return Ok(0);
         }
@@ -628,6 +719,12 @@ impl OpenInode {
         if !st.dirty() {
             st.size = self.current_size(files, &st)?;
         }
+        st.seq = match st.seq {
+            Seq::Unset | Seq::At(_) if !cut || offset != st.size => Seq::Off,
+            Seq::At(end) if end != st.size => Seq::Off,
+            Seq::Unset | Seq::At(_) => Seq::At(offset + data.len() as u64),
+            Seq::Off => Seq::Off,
+        };
         let mut done = 0usize;
         while done < data.len() {
             let pos = offset + done as u64;
@@ -682,6 +779,7 @@ impl OpenInode {
             buffers: std::mem::take(&mut st.buffers),
             size: st.size,
             mtime_ns,
+            cut: matches!(st.seq, Seq::At(_)),
             result: Mutex::new(None),
             done: Condvar::new(),
         });
@@ -690,7 +788,7 @@ impl OpenInode {
             let before = vfs::thread_counts();
             // A panic must still wake the waiter (with an error), or it waits forever.
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                commit_buffers(&f, ino, &b.buffers, b.size, b.mtime_ns)
+                commit_buffers(&f, ino, &b.buffers, b.size, b.mtime_ns, b.cut)
             }))
             .unwrap_or_else(|_| {
                 Err(Error::Io {
@@ -755,7 +853,7 @@ impl OpenInode {
         let Some(mtime) = st.modified_ns else { return Ok(()) };
         // The stored size and chunk map change (or may have, if the commit fails).
         st.drop_view();
-        commit_buffers(files, self.ino, &st.buffers, st.size, mtime)?;
+        commit_buffers(files, self.ino, &st.buffers, st.size, mtime, matches!(st.seq, Seq::At(_)))?;
         st.buffers.clear();
         st.modified_ns = None;
         Ok(())
@@ -768,6 +866,8 @@ impl OpenInode {
         let mut st = self.lock()?;
         self.flush_locked(files, &mut st)?;
         st.drop_view();
+        // The map changes under the appends: cells from now on.
+        st.seq = Seq::Off;
         let r = f();
         st.drop_view();
         r
@@ -790,6 +890,8 @@ impl OpenInode {
             tree::set_size(tx, ino, new_size, tree::now_ns())
         })?;
         st.size = new_size;
+        // Emptied, the file may be written in order again; cut elsewhere, cells.
+        st.seq = if new_size == 0 { Seq::Unset } else { Seq::Off };
         Ok(())
     }
 }
@@ -811,6 +913,9 @@ pub struct FileOptions {
     pub create_new: bool,
     /// Permission bits for a created file (default 0o644).
     pub perm: Option<u32>,
+    /// Cut what this handle appends into chunks by content, as `write_file` and
+    /// imports do (see [`FileOptions::cut_by_content`]).
+    pub cut_by_content: bool,
 }
 
 impl FileOptions {
@@ -853,6 +958,17 @@ impl FileOptions {
         self.perm = Some(mode);
         self
     }
+    /// Writes that append where the file ends (a file written in order from offset 0,
+    /// or continued from its end) are cut into chunks by content when committed, as
+    /// `write_file` and imports cut, so a later version with bytes inserted near the
+    /// start shares most of its chunks with this one. Any other write (into the
+    /// middle, or by a handle without this option), a truncate other than to zero, a
+    /// punched hole or a clone of the open file turns it off until the file is next
+    /// opened: from then on its writes are chunk-sized cells. Off by default (cells).
+    pub fn cut_by_content(mut self, v: bool) -> Self {
+        self.cut_by_content = v;
+        self
+    }
 }
 
 /// An open file in a vault, with `Read + Write + Seek` and positional I/O.
@@ -876,6 +992,8 @@ pub struct FileHandle {
     readable: bool,
     writable: bool,
     append: bool,
+    /// Appends are cut by content ([`FileOptions::cut_by_content`]).
+    cut: bool,
     closed: bool,
     /// Lost deferred batches when the handle was opened.
     losses_at_open: u64,
@@ -893,6 +1011,7 @@ impl FileHandle {
             readable: opts.read || !(opts.write || opts.append),
             writable: opts.write || opts.append,
             append: opts.append,
+            cut: opts.cut_by_content,
             closed: false,
             losses_at_open: losses,
             losses_seen: AtomicU64::new(losses),
@@ -964,7 +1083,7 @@ impl FileHandle {
         if let Some(e) = self.unreported_loss() {
             return Err(e);
         }
-        self.gone_by_loss(self.node.write_at(&self.files, offset, data))
+        self.gone_by_loss(self.node.write_at(&self.files, offset, data, self.cut))
     }
 
     /// Truncates or extends the file to `size` (holes read as zeros).

@@ -216,7 +216,8 @@ impl Vault {
         {
             return Ok(());
         }
-        let f = self.create_file(path)?;
+        let f =
+            self.open_file(path, &FileOptions::new().write(true).create(true).truncate(true).cut_by_content(true))?;
         f.write_at(0, data)?;
         f.close()
     }
