@@ -236,13 +236,14 @@ fn fallocate_punch_hole_zero_range_and_seek_data_through_the_mount_and_the_libra
     let cs = 65_536i64;
     let p = m.path("sparse");
     let data = common::bytes(7, 6 * cs as usize);
-    // Created empty first, then written through an open file: chunk-sized cells (a
-    // new file written whole before its first close is cut by content: see the end).
+    // Created empty first, then written out of order through an open file: chunk-sized
+    // cells (a file written in order is cut by content: see the end of the test).
     drop(fs::File::create(&p).unwrap());
     let f = fs::OpenOptions::new().read(true).write(true).open(&p).unwrap();
     {
         use std::os::unix::fs::FileExt;
-        f.write_all_at(&data, 0).unwrap();
+        f.write_all_at(&data[cs as usize..], cs as u64).unwrap();
+        f.write_all_at(&data[..cs as usize], 0).unwrap();
     }
     let mut model = data.clone();
     // Mode 0 past the end: the size grows, the new bytes read as zeros.
