@@ -85,9 +85,16 @@ fn three_commits_in(
         a.remote("r").init_layout(l).unwrap();
     }
     let mut states = Vec::new();
+    // Through a handle: chunk-sized cells, so the chunk counts below do not depend on
+    // where this vault's keyed content-defined cut falls.
+    let write_cells = |path: &str, data: &[u8]| {
+        let f = a.create_file(path).unwrap();
+        f.write_at(0, data).unwrap();
+        f.close().unwrap();
+    };
     for i in 0..3u64 {
-        a.write_file("/f", &payload(100 + i, 4 * CHUNK as usize)).unwrap();
-        a.write_file(&format!("/only-{i}"), &payload(200 + i, CHUNK as usize)).unwrap();
+        write_cells("/f", &payload(100 + i, 4 * CHUNK as usize));
+        write_cells(&format!("/only-{i}"), &payload(200 + i, CHUNK as usize));
         assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
         states.push(files(&a));
         std::thread::sleep(Duration::from_millis(20));

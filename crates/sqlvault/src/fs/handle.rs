@@ -215,7 +215,7 @@ fn commit_buffers(
 ) -> Result<()> {
     let cs = files.chunk_size as u64;
     files.engine.write(|tx| {
-        if cut && commit_cut(tx, &files.cutter, cs, ino, buffers, size)? {
+        if cut && commit_cut(tx, cs, ino, buffers, size)? {
             return tree::set_size(tx, ino, size, mtime);
         }
         for (idx, buf) in buffers {
@@ -240,7 +240,6 @@ fn commit_buffers(
 /// Memory: one chunk of the stored file besides the buffers.
 fn commit_cut(
     tx: &rusqlite::Connection,
-    cutter: &crate::fs::cut::Cutter,
     cs: u64,
     ino: InodeId,
     buffers: &BTreeMap<u64, Vec<u8>>,
@@ -270,7 +269,9 @@ fn commit_cut(
         parts.push_back(&buffers[&idx][within..within + n]);
         pos += n as u64;
     }
-    cutter.stream(Slices(parts), "a file's buffers", |off, data| chunks::put(tx, ino.0 as i64, start + off, data))?;
+    crate::fs::cut::stream(Slices(parts), cs as u32, "a file's buffers", |off, data| {
+        chunks::put(tx, ino.0 as i64, start + off, data)
+    })?;
     Ok(true)
 }
 
@@ -385,20 +386,18 @@ pub(crate) struct Files {
     pub chunk_size: u32,
     /// Buffered bytes per inode above which a write commits them.
     pub max_dirty_bytes: u64,
-    /// Where content-defined chunks end (keyed by the vault's master key).
-    pub cutter: crate::fs::cut::Cutter,
     open: Mutex<HashMap<InodeId, (Arc<OpenInode>, usize)>>,
 }
 
 impl Files {
-    pub fn new(engine: Engine, chunk_size: u32, cutter: crate::fs::cut::Cutter) -> Files {
+    pub fn new(engine: Engine, chunk_size: u32) -> Files {
         // A flush must fit the writer's page cache: a transaction larger than the cache
         // spills pages to the WAL mid-way, and SQLite then re-reads and re-checksums
         // the rest of the transaction's WAL at commit (measured on a 64 MiB write with
         // a 16 MiB cache: 3,691 WAL reads and 3,663 extra WAL writes for 8,437 frames;
         // none with the transaction inside the cache). Half the cache, 4 chunks to 32 MiB.
         let max_dirty_bytes = (engine.cache_bytes() / 2).min(32 << 20).max(4 * chunk_size as u64);
-        Files { engine, chunk_size, max_dirty_bytes, cutter, open: Mutex::new(HashMap::new()) }
+        Files { engine, chunk_size, max_dirty_bytes, open: Mutex::new(HashMap::new()) }
     }
 
     /// Whether `ino` has a handle open in this process (true if unknown: a poisoned

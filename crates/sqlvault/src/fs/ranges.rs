@@ -267,7 +267,7 @@ mod tests {
     /// Stores `data` as `write_file` does: cut by content.
     fn store_cut(c: &Connection, ino: InodeId, data: &[u8]) {
         chunks::truncate(c, ino.0 as i64, 0).unwrap();
-        for (off, len) in crate::fs::cut::Cutter::unkeyed(CS as u32).slices(data) {
+        for (off, len) in crate::fs::cut::slices(data, CS as u32) {
             chunks::put(c, ino.0 as i64, off as u64, &data[off..off + len]).unwrap();
         }
         tree::set_size(c, ino, data.len() as u64, 0).unwrap();

@@ -72,16 +72,6 @@ impl MasterKey {
         random_bytes(&mut *k)?;
         Ok(MasterKey(k))
     }
-
-    /// The seed of the vault's content-defined chunker (`fs/cut.rs`): 64 bits of BLAKE3
-    /// `derive_key("sqlvault 2026-11 content-defined chunking seed", master)`, odd (a
-    /// zero seed would leave FastCDC's published gear tables as they are).
-    pub(crate) fn chunker_seed(&self) -> u64 {
-        let k = Zeroizing::new(blake3::derive_key("sqlvault 2026-11 content-defined chunking seed", &*self.0));
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&k[..8]);
-        u64::from_le_bytes(b) | 1
-    }
 }
 
 impl Clone for MasterKey {

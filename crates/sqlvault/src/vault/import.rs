@@ -14,6 +14,7 @@ use std::io::Read;
 use super::Vault;
 use crate::error::{Error, Result};
 use crate::fs::chunks;
+use crate::fs::cut;
 use crate::fs::handle::FileOptions;
 use crate::fs::path::VaultPath;
 use crate::fs::tree::{self, SetAttr};
@@ -117,7 +118,7 @@ impl Vault {
             Ok(())
         };
         let copied = closed.and_then(|()| {
-            self.files().cutter.stream(&mut reader, path, |off, data| {
+            cut::stream(&mut reader, self.chunk_size(), path, |off, data| {
                 ops.check()?;
                 batch.push((off, data.to_vec()));
                 batched += data.len() as u64;

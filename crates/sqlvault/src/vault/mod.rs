@@ -254,8 +254,7 @@ impl Vault {
 
     fn from_parts(path: &Path, engine: Engine, header: Header, chunk_size: u32) -> Vault {
         let (uid, gid) = ids();
-        let cutter = crate::fs::cut::Cutter::new(chunk_size, engine.master_key().chunker_seed());
-        let files = Arc::new(Files::new(engine, chunk_size, cutter));
+        let files = Arc::new(Files::new(engine, chunk_size));
         // Without the thread (it could not start) deleted bytes wait for `close`.
         let background = !files.engine.is_read_only() && files.engine.config().background_wipe;
         let reclaimer = if background { reclaim::Reclaimer::start(files.clone()).ok() } else { None };

@@ -3,10 +3,10 @@
 
 use super::{DirEntry, Vault};
 use crate::error::{Error, Result};
-use crate::fs::chunks;
 use crate::fs::handle::{FileHandle, FileOptions};
 use crate::fs::path::{check_name, VaultPath};
 use crate::fs::tree::{self, Attr, FileType, InodeId, RenameMode, SetAttr};
+use crate::fs::{chunks, cut};
 
 const MAX_SYMLINKS: usize = 40;
 
@@ -266,7 +266,7 @@ impl Vault {
         reader: impl std::io::Read,
     ) -> Result<u64> {
         let total = chunks::replace_all(tx, ino.0 as i64, || {
-            self.files().cutter.stream(reader, path, |off, data| chunks::put(tx, ino.0 as i64, off, data))
+            cut::stream(reader, self.chunk_size(), path, |off, data| chunks::put(tx, ino.0 as i64, off, data))
         })?;
         tree::set_size(tx, ino, total, tree::now_ns())?;
         Ok(total)

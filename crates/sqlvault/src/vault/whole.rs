@@ -10,8 +10,8 @@
 use std::ops::Range;
 
 use crate::error::{Error, Result};
-use crate::fs::chunks;
 use crate::fs::tree::{self, Attr, InodeId, NewNode};
+use crate::fs::{chunks, cut};
 
 use super::inodes::Inodes;
 
@@ -49,12 +49,12 @@ impl Inodes<'_> {
     /// content and its times, in one commit. Fails with `AlreadyExists` if the name is
     /// taken, as a create would; nothing is written then.
     pub fn create_whole_file(&self, f: &WholeFile<'_>) -> Result<Attr> {
-        let cutter = self.vault.files().cutter;
+        let cs = self.vault.chunk_size();
         self.vault.engine().write(|tx| {
             let node = NewNode { target: None, ..f.node };
             tree::create_as(tx, f.parent, f.name, node, Some((f.ino, f.ctime_ns)))?;
             // Written whole: cut by content (fs/cut.rs).
-            for (off, len) in cutter.slices(f.content) {
+            for (off, len) in cut::slices(f.content, cs) {
                 chunks::put(tx, f.ino.0 as i64, off as u64, &f.content[off..off + len])?;
             }
             tree::set_size_and_times(tx, f.ino, f.content.len() as u64, [f.atime_ns, f.mtime_ns, f.ctime_ns])?;
