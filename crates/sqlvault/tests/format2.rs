@@ -26,16 +26,20 @@ fn data() -> Vec<u8> {
     (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect()
 }
 
-/// Writes the fixture (run once, by hand, when the format changes on purpose).
-fn write_fixture(path: &Path) {
-    let opts = CreateOptions {
+/// How the fixtures are created: small chunks and pages, a cheap KDF.
+fn fixture_options() -> CreateOptions {
+    CreateOptions {
         chunk_size: 4096,
         page_size: P as u32,
         cipher: PageCipher::Aegis256,
         kdf: KdfParams { memory_kib: 64, iterations: 1, parallelism: 1 },
         ..Default::default()
-    };
-    let v = Vault::create(path, &secret(), &opts).unwrap();
+    }
+}
+
+/// Writes the fixture (run once, by hand, when the format changes on purpose).
+fn write_fixture(path: &Path) {
+    let v = Vault::create(path, &secret(), &fixture_options()).unwrap();
     v.create_dir_all("/dir").unwrap();
     v.write_file("/hello.txt", b"hello, format 2\n").unwrap();
     v.write_file("/dir/data.bin", &data()).unwrap();
@@ -156,7 +160,7 @@ fn text(n: usize) -> Vec<u8> {
     out
 }
 
-/// Bytes that do not compress, `n` of them.
+/// Bytes that do not compress, `n` of them (xorshift: the bytes the fixture holds).
 fn noise(n: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
     (0..n)
@@ -177,14 +181,7 @@ fn noise_v2() -> Vec<u8> {
 }
 
 fn write_schema12_fixture(path: &Path) {
-    let opts = CreateOptions {
-        chunk_size: 4096,
-        page_size: P as u32,
-        cipher: PageCipher::Aegis256,
-        kdf: KdfParams { memory_kib: 64, iterations: 1, parallelism: 1 },
-        ..Default::default()
-    };
-    let v = Vault::create(path, &secret(), &opts).unwrap();
+    let v = Vault::create(path, &secret(), &fixture_options()).unwrap();
     v.write_file("/log.txt", &text(100_000)).unwrap();
     v.write_file("/v1.bin", &noise(200_000, 5)).unwrap();
     v.snapshot("before-v2").unwrap();

@@ -706,9 +706,18 @@ pub fn entries(conn: &Connection, ino: i64, start: u64, end: u64) -> Result<Vec<
            AND off >= coalesce((SELECT off FROM file_chunks WHERE ino = ?1 AND off <= ?2 ORDER BY off DESC LIMIT 1), 0)
          ORDER BY off",
     )?;
-    let rows = stmt.query_map(params![ino, start as i64, end as i64], |r| {
-        Ok(Entry { off: r.get::<_, i64>(0)? as u64, len: r.get::<_, i64>(1)? as u64, chunk: ChunkId(r.get(2)?) })
-    })?;
+    let rows = stmt.query_map(params![ino, start as i64, end as i64], entry_row)?;
+    ending_after(rows, start)
+}
+
+/// An [`Entry`] from a row of `off, len, chunk`.
+pub(crate) fn entry_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
+    Ok(Entry { off: r.get::<_, i64>(0)? as u64, len: r.get::<_, i64>(1)? as u64, chunk: ChunkId(r.get(2)?) })
+}
+
+/// The entries of `rows` (a map's, from the one at or before `start` on) that end after
+/// `start`: those that overlap a range starting there.
+pub(crate) fn ending_after(rows: impl Iterator<Item = rusqlite::Result<Entry>>, start: u64) -> Result<Vec<Entry>> {
     let mut out = Vec::new();
     for e in rows {
         let e = e?;
@@ -723,9 +732,7 @@ pub fn entries(conn: &Connection, ino: i64, start: u64, end: u64) -> Result<Vec<
 pub fn last_entry(conn: &Connection, ino: i64) -> Result<Option<Entry>> {
     Ok(conn
         .prepare_cached("SELECT off, len, chunk FROM file_chunks WHERE ino = ?1 ORDER BY off DESC LIMIT 1")?
-        .query_row([ino], |r| {
-            Ok(Entry { off: r.get::<_, i64>(0)? as u64, len: r.get::<_, i64>(1)? as u64, chunk: ChunkId(r.get(2)?) })
-        })
+        .query_row([ino], entry_row)
         .optional()?)
 }
 

@@ -263,21 +263,8 @@ pub fn entries(conn: &Connection, snap: SnapshotId, ino: InodeId, start: u64, en
                                 ORDER BY off DESC LIMIT 1), 0)
          ORDER BY off",
     )?;
-    let rows = stmt.query_map(params![snap.sql(), ino.0 as i64, start as i64, end as i64], |r| {
-        Ok(chunks::Entry {
-            off: r.get::<_, i64>(0)? as u64,
-            len: r.get::<_, i64>(1)? as u64,
-            chunk: ChunkId(r.get(2)?),
-        })
-    })?;
-    let mut out = Vec::new();
-    for e in rows {
-        let e = e?;
-        if e.end() > start {
-            out.push(e);
-        }
-    }
-    Ok(out)
+    let rows = stmt.query_map(params![snap.sql(), ino.0 as i64, start as i64, end as i64], chunks::entry_row)?;
+    chunks::ending_after(rows, start)
 }
 
 /// Reads up to `buf.len()` bytes at `offset` of file `ino` in a snapshot; returns the
