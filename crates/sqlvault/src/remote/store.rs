@@ -92,7 +92,7 @@ pub(crate) struct Memo {
     /// Index objects read into `chunks`.
     pub indexes: std::collections::HashSet<String>,
     /// Chunk id (keyed hash) -> where it is.
-    pub chunks: std::collections::HashMap<[u8; 32], Located>,
+    pub chunks: super::placed::Placed,
     /// The packs that existed at the last listing, and when it was made.
     pub live: Option<(std::collections::HashSet<String>, std::time::Instant)>,
 }
