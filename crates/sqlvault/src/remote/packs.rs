@@ -154,6 +154,7 @@ fn refresh(store: &Store, keys: &RemoteKeys) -> Result<HashSet<String>> {
     };
     let read = read_indexes(store, keys, &new)?;
     let mut memo = store.memo.lock().map_err(|_| poisoned())?;
+    memo.chunks.reserve(read.iter().flatten().map(|p| p.chunks.len()).sum());
     for (name, packs) in new.into_iter().zip(read) {
         for p in packs {
             memo.chunks.add(&p.name, p.chunks);
