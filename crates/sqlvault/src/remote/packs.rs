@@ -19,7 +19,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::format::{self, names};
-use super::store::{Located, Store, Written, PACK_PARALLEL, PACK_QUEUED, PARALLEL, QUEUED};
+use super::placed::Located;
+use super::store::{Store, Written, PACK_PARALLEL, PACK_QUEUED, PARALLEL, QUEUED};
 use crate::error::{Error, Result};
 use crate::fs::chunks::{self, Codec, Stored};
 use crate::keys::remote::{tampered, RemoteKeys};

@@ -14,7 +14,16 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::store::Located;
+/// Where a sealed chunk is in a pack.
+#[derive(Debug, Clone)]
+pub(crate) struct Located {
+    /// `packs/<hex>`.
+    pub pack: Arc<str>,
+    /// Offset of the sealed chunk in the pack.
+    pub offset: u64,
+    /// Length of the sealed chunk.
+    pub len: u64,
+}
 
 /// One chunk's place: id, pack number, offset and length in the pack.
 #[derive(Debug, Clone, Copy)]

@@ -97,17 +97,6 @@ pub(crate) struct Memo {
     pub live: Option<(std::collections::HashSet<String>, std::time::Instant)>,
 }
 
-/// Where a sealed chunk is in a pack.
-#[derive(Debug, Clone)]
-pub(crate) struct Located {
-    /// `packs/<hex>`.
-    pub pack: Arc<str>,
-    /// Offset of the sealed chunk in the pack.
-    pub offset: u64,
-    /// Length of the sealed chunk.
-    pub len: u64,
-}
-
 /// What the runtime's tasks share: the store and how to name its objects.
 pub(crate) struct Bucket {
     inner: Arc<dyn ObjectStore>,
