@@ -14,7 +14,8 @@
 //!   is the whole tree.
 //!
 //! What neither measure sees, and the bench's peak RSS does: a per-chunk array in one
-//! allocation (the remote's pack index, about 100 bytes per chunk of the remote).
+//! allocation (the remote's pack index, `remote::placed`: one fixed-size entry per
+//! chunk of the remote, its size checked by that module's tests).
 //!
 //! Before pull and clone ran in a transaction of their own and streamed their chunk
 //! rows, and before forget removed one snapshot per transaction, this failed: pull

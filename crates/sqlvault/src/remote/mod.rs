@@ -39,6 +39,7 @@ pub(crate) mod lease;
 pub(crate) mod lock;
 pub(crate) mod merge;
 pub(crate) mod packs;
+pub(crate) mod placed;
 pub(crate) mod prune;
 pub(crate) mod pull;
 pub(crate) mod push;

@@ -19,7 +19,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::format::{self, names};
-use super::store::{Located, Store, Written, PACK_PARALLEL, PACK_QUEUED, PARALLEL, QUEUED};
+use super::placed::Located;
+use super::store::{Store, Written, PACK_PARALLEL, PACK_QUEUED, PARALLEL, QUEUED};
 use crate::error::{Error, Result};
 use crate::fs::chunks::{self, Codec, Stored};
 use crate::keys::remote::{tampered, RemoteKeys};
@@ -154,23 +155,14 @@ fn refresh(store: &Store, keys: &RemoteKeys) -> Result<HashSet<String>> {
     };
     let read = read_indexes(store, keys, &new)?;
     let mut memo = store.memo.lock().map_err(|_| poisoned())?;
+    memo.chunks.reserve(read.iter().flatten().map(|p| p.chunks.len()).sum());
     for (name, packs) in new.into_iter().zip(read) {
         for p in packs {
-            let pack: Arc<str> = p.name.into();
-            for (id, offset, len) in p.chunks {
-                let at = Located { pack: pack.clone(), offset: offset as u64, len: len as u64 };
-                memo.chunks
-                    .entry(id)
-                    .and_modify(|old| {
-                        if !live.contains(&*old.pack) {
-                            *old = at.clone();
-                        }
-                    })
-                    .or_insert(at);
-            }
+            memo.chunks.add(&p.name, p.chunks);
         }
         memo.indexes.insert(name);
     }
+    memo.chunks.merge(&live);
     memo.live = Some((live.clone(), std::time::Instant::now()));
     Ok(live)
 }
@@ -335,7 +327,7 @@ pub(crate) fn fetch(
                 )));
             };
             stale |= !live.contains(&*at.pack);
-            by_pack.entry(at.pack.clone()).or_default().push((i, at.clone()));
+            by_pack.entry(at.pack.clone()).or_default().push((i, at));
         }
         drop(memo);
         if !stale || attempt == 1 {

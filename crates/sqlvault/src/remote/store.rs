@@ -92,20 +92,9 @@ pub(crate) struct Memo {
     /// Index objects read into `chunks`.
     pub indexes: std::collections::HashSet<String>,
     /// Chunk id (keyed hash) -> where it is.
-    pub chunks: std::collections::HashMap<[u8; 32], Located>,
+    pub chunks: super::placed::Placed,
     /// The packs that existed at the last listing, and when it was made.
     pub live: Option<(std::collections::HashSet<String>, std::time::Instant)>,
-}
-
-/// Where a sealed chunk is in a pack.
-#[derive(Debug, Clone)]
-pub(crate) struct Located {
-    /// `packs/<hex>`.
-    pub pack: Arc<str>,
-    /// Offset of the sealed chunk in the pack.
-    pub offset: u64,
-    /// Length of the sealed chunk.
-    pub len: u64,
 }
 
 /// What the runtime's tasks share: the store and how to name its objects.
