@@ -96,7 +96,9 @@ pub struct EngineConfig {
     /// the vault (other processes, other handles) fail with `Busy` until this one
     /// closes. Opening fails with `Busy` if the vault is open anywhere else. Reading
     /// through the vault from inside one of its write closures fails with `Busy` in
-    /// this mode. Ignored for a read-only open.
+    /// this mode. Ignored for a read-only open. For large writes only: each commit
+    /// syncs the journal twice and the file once, so many small commits (a tree of
+    /// small files, a commit each) run far slower than through the WAL.
     pub exclusive: bool,
 }
 
