@@ -81,3 +81,46 @@ fn an_exclusive_open_keeps_others_out_and_needs_the_vault_alone() {
     x.close().unwrap();
     assert_eq!(t.reopen().read_file("/g").unwrap(), b"y");
 }
+
+/// A copy of an exclusive writer's files taken in the middle of a transaction whose
+/// pages spilled into the vault file (as a kill leaves them): the untouched copy
+/// opens at the state before the transaction; with the journal's header changed, the
+/// open is refused as damage and the journal kept.
+#[test]
+fn a_hot_journal_of_an_exclusive_writer_recovers_and_a_tampered_one_is_damage() {
+    let (t, v) = TestVault::new(65536);
+    v.set_compression(sqlvault::Compression::None).unwrap();
+    v.write_file("/kept", &data(1 << 20, 1)).unwrap();
+    v.close().unwrap();
+    let v = t.reopen_with(EngineConfig { cache_kib: 256, ..exclusive() });
+    let copies = [t.dir.path().join("plain"), t.dir.path().join("tampered")];
+    let r: Result<(), Error> = v.transaction(|tx| {
+        tx.write_file("/kept", &data(1 << 20, 2))?;
+        tx.write_file("/new", &data(2 << 20, 3))?;
+        for c in &copies {
+            std::fs::create_dir(c).unwrap();
+            std::fs::copy(&t.path, c.join("t.vault")).unwrap();
+            std::fs::copy(side(&t.path, "-journal"), c.join("t.vault-journal")).unwrap();
+        }
+        Err(Error::InvalidArgument { what: "rolled back on purpose".into() })
+    });
+    assert!(r.is_err());
+    drop(v);
+    let journal = std::fs::read(copies[0].join("t.vault-journal")).unwrap();
+    assert!(journal.len() > 512 && journal[0] != 0, "no hot journal in the copy ({} bytes)", journal.len());
+
+    let plain = Vault::open(copies[0].join("t.vault"), &pass(), manual_wipe()).unwrap();
+    assert_eq!(plain.read_file("/kept").unwrap(), data(1 << 20, 1));
+    assert!(plain.read_file("/new").is_err());
+    assert!(plain.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
+
+    let jpath = copies[1].join("t.vault-journal");
+    let mut j = std::fs::read(&jpath).unwrap();
+    j[11] ^= 1; // the first header's record count
+    std::fs::write(&jpath, &j).unwrap();
+    match Vault::open(copies[1].join("t.vault"), &pass(), manual_wipe()) {
+        Err(Error::Damaged { .. }) => {}
+        other => panic!("a tampered hot journal: {:?}", other.map(|_| ())),
+    }
+    assert_eq!(std::fs::read(&jpath).unwrap(), j, "the tampered journal was not kept as it was");
+}

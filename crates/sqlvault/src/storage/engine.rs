@@ -726,13 +726,18 @@ fn ensure_wal(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
-/// Removes the empty `-journal` a `TRUNCATE` journal leaves behind (never one that
-/// holds anything: that would be a hot journal).
+/// Removes the `-journal` an exclusive writer leaves behind once it is not hot: empty
+/// (a `TRUNCATE` journal after its commit), or a first byte of zero (SQLite writes a
+/// header's magic last; such a journal is never played back). Called by the writer
+/// after its first read, when SQLite has played back any hot journal, or at close.
 fn remove_empty_journal(path: &Path) {
+    use std::io::Read;
     let mut j = path.as_os_str().to_owned();
     j.push("-journal");
     let j = PathBuf::from(j);
-    if std::fs::metadata(&j).is_ok_and(|m| m.len() == 0) {
+    let mut first = [0u8; 1];
+    let not_hot = std::fs::File::open(&j).is_ok_and(|mut f| matches!(f.read(&mut first), Ok(0)) || first[0] == 0);
+    if not_hot {
         let _ = std::fs::remove_file(&j);
     }
 }
