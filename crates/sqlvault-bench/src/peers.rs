@@ -61,6 +61,10 @@ pub struct PeersArgs {
     /// --commit-window-ms`; 0 commits every operation before answering it).
     #[arg(long, value_name = "MS", default_value_t = sqlvault_fuse::DEFAULT_COMMIT_WINDOW.as_millis() as u64)]
     pub commit_window_ms: u64,
+    /// Run only these systems (comma-separated: plain, gocryptfs, cryfs, fuse,
+    /// library, library-exclusive); all by default. gocryptfs, the baseline, always runs.
+    #[arg(long, value_delimiter = ',')]
+    pub systems: Vec<String>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -72,6 +76,8 @@ enum System {
     Cryfs,
     VaultFuse,
     VaultLib,
+    /// The library with `EngineConfig::exclusive` (a rollback journal, no WAL).
+    VaultLibExclusive,
 }
 
 impl System {
@@ -82,6 +88,19 @@ impl System {
             System::Cryfs => "cryfs",
             System::VaultFuse => "sqlvault FUSE",
             System::VaultLib => "sqlvault library",
+            System::VaultLibExclusive => "sqlvault library, exclusive (rollback journal)",
+        }
+    }
+
+    /// The name `--systems` takes.
+    fn arg(self) -> &'static str {
+        match self {
+            System::Plain => "plain",
+            System::Gocryptfs => "gocryptfs",
+            System::Cryfs => "cryfs",
+            System::VaultFuse => "fuse",
+            System::VaultLib => "library",
+            System::VaultLibExclusive => "library-exclusive",
         }
     }
 }
@@ -111,8 +130,14 @@ impl Workload {
 enum Where {
     /// A directory (plain, or a mount point).
     Dir(PathBuf),
-    /// A vault through the library, keyed by a key file.
-    Vault { path: PathBuf, key_file: PathBuf },
+    /// A vault through the library, keyed by a key file; `exclusive` opens it with
+    /// `EngineConfig::exclusive`.
+    Vault {
+        path: PathBuf,
+        key_file: PathBuf,
+        #[serde(default)]
+        exclusive: bool,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -151,8 +176,9 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     let mut sum = Checksum::new();
     let mut buf = vec![0u8; MIB];
     let vault = match &spec.target {
-        Where::Vault { path, key_file } => {
-            Some(Vault::open(path, &Secret::from_key_file(key_file)?, EngineConfig::default())?)
+        Where::Vault { path, key_file, exclusive } => {
+            let config = EngineConfig { exclusive: *exclusive, ..EngineConfig::default() };
+            Some(Vault::open(path, &Secret::from_key_file(key_file)?, config)?)
         }
         Where::Dir(_) => None,
     };
@@ -518,7 +544,15 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
     if !a.common.quick {
         systems.push(System::Cryfs);
     }
-    systems.extend([System::VaultFuse, System::VaultLib]);
+    systems.extend([System::VaultFuse, System::VaultLib, System::VaultLibExclusive]);
+    if !a.systems.is_empty() {
+        for name in &a.systems {
+            if !systems.iter().any(|s| s.arg() == name) {
+                crate::bail!("--systems: unknown system {name:?}");
+            }
+        }
+        systems.retain(|s| *s == System::Gocryptfs || a.systems.iter().any(|n| n == s.arg()));
+    }
     let mut mounts: Vec<Mount> = Vec::new();
     let mut targets_of = Vec::new();
     let pb = harness::progress("peers", (systems.len() * 4) as u64 * reps as u64 + systems.len() as u64);
@@ -530,10 +564,11 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
                 std::fs::create_dir_all(&d)?;
                 Ok(Where::Dir(d))
             }
-            System::VaultLib => {
-                let path = root.join("lib.vault");
+            System::VaultLib | System::VaultLibExclusive => {
+                let exclusive = s == System::VaultLibExclusive;
+                let path = root.join(if exclusive { "lib-exclusive.vault" } else { "lib.vault" });
                 Vault::create(&path, &Secret::from_key_file(&key_file)?, &CreateOptions::default())?.close()?;
-                Ok(Where::Vault { path, key_file: key_file.clone() })
+                Ok(Where::Vault { path, key_file: key_file.clone(), exclusive })
             }
             m => mount(m, &root, &pass_file, &key_file, &exe, a.commit_window_ms).map(|mnt| {
                 let d = mnt.mountpoint.clone();
@@ -610,7 +645,7 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
         ));
         for rep in 0..reps {
             for (s, t) in &targets_of {
-                if matches!(s, System::VaultLib | System::Cryfs) {
+                if matches!(s, System::VaultLib | System::VaultLibExclusive | System::Cryfs) {
                     continue;
                 }
                 let server = mounts.iter().find(|m| m.label == s.label()).map(|m| m.pid());
@@ -651,7 +686,7 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
     let goc = System::Gocryptfs.label().to_string();
     let rows = col.rows(|_, sys| (sys != goc).then(|| goc.clone()));
     let mut targets = Vec::new();
-    for (sys, want) in [(System::VaultFuse, 1.0), (System::VaultLib, 1.5)] {
+    for (sys, want) in [(System::VaultFuse, 1.0), (System::VaultLib, 1.5), (System::VaultLibExclusive, 1.5)] {
         let mut parts = Vec::new();
         let mut worst = f64::INFINITY;
         for w in [Workload::Large, Workload::Tree] {
@@ -710,7 +745,8 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
          before each read phase; reads use 1 MiB reads and verify a checksum of everything written. gocryptfs \
          and cryfs run with their defaults, created by the suite (`gocryptfs -init`, cryfs non-interactive), \
          served in the foreground by a child process; the sqlvault mount is `sqlvault_fuse::mount` with its \
-         defaults in a child process, the vault created with the library defaults and a key file. CPU is \
+         defaults in a child process, the vault created with the library defaults and a key file; \
+         \"exclusive\" opens it with `EngineConfig::exclusive` (a rollback journal instead of the WAL). CPU is \
          the driver's plus the mount server's (user+sys, `/proc/PID/stat`) per MB; kernel FUSE and writeback \
          threads are not counted. Peak RSS is the driver's plus the server's peak so far. {reps} \
          repetition(s); ×baseline is the ratio of medians to gocryptfs.{}",

@@ -496,6 +496,28 @@ impl Ctx {
         detail!("opened {} in {:.2} s (key derivation included)", vault.display(), t.elapsed().as_secs_f64());
         Ok(v)
     }
+
+    /// [`Ctx::open`] for a bulk writer: alone (`EngineConfig::exclusive`, a rollback
+    /// journal: each page written once, other opens wait until it closes) when nothing
+    /// else has the vault open, else shared as [`Ctx::open`] does.
+    pub fn open_bulk(&self, vault: &Path) -> Result<Vault, CliError> {
+        if self.opened.is_some() || vault.is_dir() {
+            return self.open(vault);
+        }
+        let secret = secret::existing(&self.secret)?;
+        let t = std::time::Instant::now();
+        let alone = EngineConfig { exclusive: true, ..self.config.clone() };
+        let v = match Vault::open(vault, &secret, alone) {
+            Ok(v) => {
+                detail!("opened {} alone (rollback journal)", vault.display());
+                v
+            }
+            Err(sqlvault::Error::Busy) => Vault::open(vault, &secret, self.config.clone())?,
+            Err(e) => return Err(e.into()),
+        };
+        detail!("opened {} in {:.2} s (key derivation included)", vault.display(), t.elapsed().as_secs_f64());
+        Ok(v)
+    }
 }
 
 pub fn print_json<T: Serialize>(v: &T) -> Result<(), CliError> {

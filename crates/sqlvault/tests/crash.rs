@@ -15,7 +15,8 @@
 //! * every directory written by earlier cycles is still exactly as it was verified;
 //! * `fsck` is clean.
 //!
-//! CI runs 50 kill cycles per durability setting (`full` and `normal`); set
+//! CI runs 50 kill cycles per durability setting (`full` and `normal`) and for an
+//! exclusive child (rollback journal, `EngineConfig::exclusive`); set
 //! `SQLVAULT_CRASH_CYCLES=1000` for the soak run (docs/reliability.md). With `normal`
 //! a commit survives a process crash but not a power loss, so SIGKILL tests it fully.
 
@@ -248,7 +249,8 @@ fn crash_child_entry() {
     let seed: u64 = std::env::var("SQLVAULT_CRASH_SEED").unwrap().parse().unwrap();
     let dir = std::env::var("SQLVAULT_CRASH_DIR").unwrap();
     let durability = durability_from(&std::env::var("SQLVAULT_CRASH_DURABILITY").unwrap());
-    let v = Vault::open(&vault, &pass(), config(durability)).unwrap();
+    let exclusive = std::env::var_os("SQLVAULT_CRASH_EXCLUSIVE").is_some();
+    let v = Vault::open(&vault, &pass(), EngineConfig { exclusive, ..config(durability) }).unwrap();
     let mut rng = Rng(seed);
     let mut model = Model::default();
     let out = std::io::stdout();
@@ -296,11 +298,14 @@ fn observe(v: &Vault, dir: &str) -> Model {
 struct Outcome {
     acked: u64,
     in_flight_committed: bool,
+    /// The kill left a rollback journal with content (exclusive mode) for the reopen.
+    hot_journal: bool,
 }
 
 /// One cycle: spawn the child on a fresh directory, kill it, check. Returns the verified
 /// final state of the directory.
-fn cycle(path: &std::path::Path, durability: Durability, cycle_no: usize, seed: u64) -> (Model, Outcome) {
+fn cycle(path: &std::path::Path, mode: Mode, cycle_no: usize, seed: u64) -> (Model, Outcome) {
+    let durability = mode.durability();
     let dir = format!("/c{cycle_no}");
     {
         let v = Vault::open(path, &pass(), config(durability)).unwrap();
@@ -313,6 +318,7 @@ fn cycle(path: &std::path::Path, durability: Durability, cycle_no: usize, seed: 
         .env("SQLVAULT_CRASH_SEED", seed.to_string())
         .env("SQLVAULT_CRASH_DIR", &dir)
         .env("SQLVAULT_CRASH_DURABILITY", if durability == Durability::Full { "full" } else { "normal" })
+        .envs(matches!(mode, Mode::Exclusive).then_some(("SQLVAULT_CRASH_EXCLUSIVE", "1")))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -352,6 +358,12 @@ fn cycle(path: &std::path::Path, durability: Durability, cycle_no: usize, seed: 
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
     assert!(status.code().is_none(), "child exited by itself ({status}) after {:?}: {stderr}", started.elapsed());
     let acked = rx.try_iter().max().unwrap_or(acked);
+    let journal = {
+        let mut j = path.as_os_str().to_owned();
+        j.push("-journal");
+        std::path::PathBuf::from(j)
+    };
+    let hot_journal = std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0);
 
     // Replay the child's operations in the model.
     let mut rng = Rng(seed);
@@ -365,6 +377,7 @@ fn cycle(path: &std::path::Path, durability: Durability, cycle_no: usize, seed: 
     apply(&mut after, &pending);
 
     let v = Vault::open(path, &pass(), config(durability)).unwrap();
+    assert!(!journal.exists(), "cycle {cycle_no}: the reopen left the rollback journal");
     let seen = observe(&v, &dir);
     let report = v.fsck(&sqlvault::Ops::default()).unwrap();
     assert!(report.is_clean(), "cycle {cycle_no}: fsck after kill: {:?}", report.problems);
@@ -379,7 +392,7 @@ fn cycle(path: &std::path::Path, durability: Durability, cycle_no: usize, seed: 
         summary(&seen),
         summary(&model),
     );
-    (seen, Outcome { acked, in_flight_committed })
+    (seen, Outcome { acked, in_flight_committed, hot_journal })
 }
 
 /// Files as (path, length, byte sum, tag count) and record collections as (name, count).
@@ -399,10 +412,30 @@ fn cycles() -> usize {
     std::env::var("SQLVAULT_CRASH_CYCLES").ok().and_then(|s| s.parse().ok()).unwrap_or(50)
 }
 
-fn crash_cycles(durability: Durability, base_seed: u64) {
+/// How the child opens the vault: a durability setting, or exclusive (a rollback
+/// journal instead of the WAL, see `EngineConfig::exclusive`; the parent reopens it
+/// normally, which plays back the hot journal and returns the file to WAL).
+#[derive(Debug, Clone, Copy)]
+enum Mode {
+    Full,
+    Normal,
+    Exclusive,
+}
+
+impl Mode {
+    fn durability(self) -> Durability {
+        match self {
+            Mode::Full => Durability::Full,
+            Mode::Normal | Mode::Exclusive => Durability::Normal,
+        }
+    }
+}
+
+fn crash_cycles(mode: Mode, base_seed: u64) {
+    let durability = mode.durability();
     let total = cycles();
     let dir = tempfile::tempdir().unwrap();
-    let (mut acked, mut committed_in_flight) = (0u64, 0u64);
+    let (mut acked, mut committed_in_flight, mut hot) = (0u64, 0u64, 0u64);
     let mut vault_no = 0;
     let mut verified: BTreeMap<String, Model> = BTreeMap::new();
     let mut path = dir.path().join("v0.vault");
@@ -417,9 +450,10 @@ fn crash_cycles(durability: Durability, base_seed: u64) {
             verified.clear();
         }
         let seed = base_seed.wrapping_mul(1_000_003).wrapping_add(c as u64);
-        let (state, o) = cycle(&path, durability, c, seed);
+        let (state, o) = cycle(&path, mode, c, seed);
         acked += o.acked;
         committed_in_flight += o.in_flight_committed as u64;
+        hot += o.hot_journal as u64;
         verified.insert(format!("/c{c}"), state);
         if c % 10 == 9 || c + 1 == total {
             // Everything verified in earlier cycles is still exactly there.
@@ -430,18 +464,29 @@ fn crash_cycles(durability: Durability, base_seed: u64) {
         }
     }
     eprintln!(
-        "crash {durability:?}: {total} SIGKILL cycles, {acked} acknowledged operations all present, \
-         {committed_in_flight} in-flight operations had committed, {:.1} s",
+        "crash {mode:?}: {total} SIGKILL cycles, {acked} acknowledged operations all present, \
+         {committed_in_flight} in-flight operations had committed, {hot} hot journals played back, {:.1} s",
         started.elapsed().as_secs_f64()
     );
+    if matches!(mode, Mode::Exclusive) {
+        assert!(hot > 0, "no kill left a hot journal: the recovery path went untested");
+    }
 }
 
 #[test]
 fn sigkill_loses_no_acknowledged_write_durability_full() {
-    crash_cycles(Durability::Full, 1);
+    crash_cycles(Mode::Full, 1);
 }
 
 #[test]
 fn sigkill_loses_no_acknowledged_write_durability_normal() {
-    crash_cycles(Durability::Normal, 2);
+    crash_cycles(Mode::Normal, 2);
+}
+
+/// The child writes through a rollback journal (exclusive mode): a kill leaves the
+/// file in rollback mode, often with a hot journal, which the parent's normal open
+/// plays back (through the VFS's journal checks) before returning the file to WAL.
+#[test]
+fn sigkill_loses_no_acknowledged_write_exclusive() {
+    crash_cycles(Mode::Exclusive, 3);
 }

@@ -605,3 +605,27 @@ fn history_operations_grow_linearly_with_files_and_snapshots() {
     }
     assert!(bad.is_empty(), "steps grow faster than the work:\n{}", bad.join("\n"));
 }
+
+/// An exclusive writer (`EngineConfig::exclusive`, a rollback journal) writes each new
+/// page of a large file once, into the main file; through the WAL the same write puts
+/// every page into the WAL first (and a checkpoint copies it again).
+#[test]
+fn an_exclusive_writer_writes_new_pages_once() {
+    const SIZE: u64 = 4 << 20;
+    let measure_write = |config: EngineConfig| {
+        let fx = fixture_with(config);
+        let before = io_counts();
+        fx.vault.write_file("/d/new", &data(SIZE as usize, 9)).unwrap();
+        io_counts().since(&before)
+    };
+    let wal = measure_write(config());
+    let exclusive = measure_write(EngineConfig { exclusive: true, ..config() });
+    eprintln!("WAL: {wal:?}\nexclusive: {exclusive:?}");
+    assert!(wal.wal_write_bytes >= SIZE, "through the WAL: {wal:?}");
+    assert_eq!(exclusive.wal_write_bytes, 0, "exclusive: {exclusive:?}");
+    assert!(
+        exclusive.db_write_bytes >= SIZE && exclusive.db_write_bytes <= SIZE + SIZE / 8,
+        "exclusive: each page once, {} bytes for {SIZE}",
+        exclusive.db_write_bytes
+    );
+}

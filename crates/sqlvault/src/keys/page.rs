@@ -280,6 +280,19 @@ impl PageKeys {
         out.copy_from_slice(&h.finalize().as_bytes()[..4]);
         out
     }
+    /// The 16-byte MAC the VFS writes after a rollback journal's header (see
+    /// `storage::vfs`): keyed by the mask key, over the header's first 28 bytes (magic,
+    /// record count, checksum initial value, database size, sector size, page size) and
+    /// the header's offset in the journal.
+    pub fn journal_header_mac(&self, offset: u64, header: &[u8]) -> [u8; 16] {
+        let mut h = blake3::Hasher::new_keyed(&self.mask);
+        h.update(b"jhd");
+        h.update(&offset.to_le_bytes());
+        h.update(header);
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&h.finalize().as_bytes()[..16]);
+        out
+    }
 }
 
 fn internal() -> Error {

@@ -362,6 +362,11 @@ impl Writer {
         }
     }
 
+    /// Whether the calling thread holds the writer lock (it must not wait for it).
+    pub fn held_here(&self) -> bool {
+        HOLDS_WRITER.with(|c| c.get())
+    }
+
     pub fn stats(&self) -> CommitStats {
         CommitStats {
             operations: self.operations.load(Ordering::Relaxed),

@@ -12,6 +12,18 @@
 //!   savepoint; a second process waits on the busy handler instead of failing halfway
 //!   (article 001).
 //! * Reader connections are pooled and reused; in WAL mode they never block the writer.
+//! * An exclusive engine ([`EngineConfig::exclusive`], a bulk writer that holds the
+//!   vault alone) writes through a rollback journal instead of the WAL, so each page
+//!   is written once instead of twice: at open, with no other connection anywhere
+//!   (SQLite refuses to leave WAL otherwise), the writer switches to
+//!   `locking_mode=EXCLUSIVE`, `journal_mode=TRUNCATE`, `synchronous=FULL` and takes
+//!   the file's exclusive lock, which it keeps until it closes: other processes get
+//!   `Busy`, there is no checkpoint thread and no reader connection (reads run on the
+//!   writer connection). At close it returns to WAL. A process killed meanwhile leaves
+//!   the file in rollback mode, maybe with a hot journal: the next open plays it back
+//!   (checked whole by the VFS first, see [`vfs`]) and, unless exclusive, returns it
+//!   to WAL. `TRUNCATE`, not `DELETE`: in exclusive locking mode SQLite would keep a
+//!   `DELETE` journal as `PERSIST` does, with stale records after the live ones.
 //! * `temp_store=MEMORY`: SQLite never writes plaintext temporary files.
 //! * Damage is never data: a page that fails its tag fails the read that asked for it
 //!   (`SQLITE_IOERR_DATA`, [`Error::Damaged`]) and marks the connection. Every read
@@ -78,6 +90,16 @@ pub struct EngineConfig {
     /// Wipe deleted content's bytes on a background thread when the vault is quiet
     /// (the default). Off, they wait for `Vault::compact` or `Vault::close`.
     pub background_wipe: bool,
+    /// Hold the vault alone while open, for bulk writing: writes go through a rollback
+    /// journal (each page written once, no WAL and no checkpoint), every commit is
+    /// synced, reads run on the writer connection one at a time, and other opens of
+    /// the vault (other processes, other handles) fail with `Busy` until this one
+    /// closes. Opening fails with `Busy` if the vault is open anywhere else. Reading
+    /// through the vault from inside one of its write closures fails with `Busy` in
+    /// this mode. Ignored for a read-only open. For large writes only: each commit
+    /// syncs the journal twice and the file once, so many small commits (a tree of
+    /// small files, a commit each) run far slower than through the WAL.
+    pub exclusive: bool,
 }
 
 impl Default for EngineConfig {
@@ -91,6 +113,7 @@ impl Default for EngineConfig {
             wal_limit_bytes: crate::storage::checkpoint::DEFAULT_WAL_LIMIT,
             read_threads: 4,
             background_wipe: true,
+            exclusive: false,
         }
     }
 }
@@ -146,19 +169,36 @@ impl Engine {
             writer_damaged: std::sync::atomic::AtomicBool::new(false),
             checkpointer: None,
         };
+        if engine.config.read_only {
+            engine.config.exclusive = false;
+        }
         if create {
             let conn = engine.connect_new()?;
             conn.execute_batch("PRAGMA journal_mode=WAL;")?;
             schema::create(&conn)?;
-            engine.checkpointer = Some(Checkpointer::start(
-                engine.connect(true)?,
-                &conn,
-                engine.cipher.page_size,
-                engine.config.wal_limit_bytes,
-            )?);
+            if engine.config.exclusive {
+                enter_exclusive(&conn)?;
+            } else {
+                engine.checkpointer = Some(Checkpointer::start(
+                    engine.connect(true)?,
+                    &conn,
+                    engine.cipher.page_size,
+                    engine.config.wal_limit_bytes,
+                )?);
+            }
+            engine.writer = Some(Arc::new(Writer::new(conn)));
+        } else if engine.config.exclusive {
+            let mut conn = engine.connect(true)?;
+            enter_exclusive(&conn)?;
+            schema::check_and_migrate(&mut conn)?;
+            codec_intact(&conn)?;
             engine.writer = Some(Arc::new(Writer::new(conn)));
         } else if !engine.config.read_only {
             let mut conn = engine.connect(true)?;
+            // An exclusive writer killed before it closed left the file in rollback
+            // mode (its hot journal, if any, was played back by the first read).
+            ensure_wal(&conn)?;
+            remove_empty_journal(path);
             schema::check_and_migrate(&mut conn)?;
             codec_intact(&conn)?;
             engine.checkpointer = Some(Checkpointer::start(
@@ -338,7 +378,7 @@ impl Engine {
     /// returns (the default). Ignored with `Durability::Full` and on read-only vaults.
     pub fn set_commit_window(&self, window: Option<Duration>) -> Result<()> {
         let Some(writer) = self.writer.as_ref() else { return Ok(()) };
-        if self.config.durability == Durability::Full {
+        if self.every_commit_synced() {
             return Ok(());
         }
         writer.set_window(window.filter(|w| !w.is_zero()))
@@ -361,6 +401,12 @@ impl Engine {
     /// [`Engine::deferred_losses`]) with the new mark, if one was lost since.
     pub fn deferred_loss_since(&self, mark: u64) -> Option<(u64, Error)> {
         self.writer.as_ref().and_then(|w| w.loss_since(mark))
+    }
+
+    /// Whether every commit is synced before it returns (`synchronous=FULL`): with
+    /// `Durability::Full`, and in exclusive mode (see [`EngineConfig::exclusive`]).
+    fn every_commit_synced(&self) -> bool {
+        self.config.durability == Durability::Full || self.config.exclusive
     }
 
     /// Has `f` called as each write operation of this process starts (see
@@ -409,15 +455,41 @@ impl Engine {
             }
         }
         let Some(f) = f else { return Err(Error::poisoned()) };
+        if self.config.exclusive {
+            return self.read_exclusive(f);
+        }
         self.active_reads.fetch_add(1, Ordering::Relaxed);
         let r = self.read_inner(f);
         self.active_reads.fetch_sub(1, Ordering::Relaxed);
         r
     }
 
+    /// A read in exclusive mode: one read transaction on the writer connection, which
+    /// holds the file's exclusive lock (a reader connection would wait for it).
+    fn read_exclusive<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let writer = self.writer.as_ref().ok_or(Error::ReadOnly)?;
+        if writer.held_here() {
+            // The writer lock is this thread's (a read inside a write closure): waiting
+            // for it would never end.
+            return Err(Error::Busy);
+        }
+        self.writer_usable()?;
+        let r = writer.idle(|c| {
+            c.execute_batch("BEGIN")?;
+            let out = f(c);
+            let end = c.execute_batch(if out.is_ok() { "COMMIT" } else { "ROLLBACK" });
+            let r = out.and_then(|v| end.map(|()| v).map_err(Error::from));
+            self.writer_checked(c, r)
+        });
+        self.writer_outcome(r)
+    }
+
     /// How many parallel reads (at most `want`, at least 1) a caller about to read may
     /// run: CPUs not busy with other reads of this vault, at most `read_threads`.
     pub fn spare_readers(&self, want: usize) -> usize {
+        if self.config.exclusive {
+            return 1;
+        }
         let busy = self.active_reads.load(std::sync::atomic::Ordering::Relaxed);
         self.cpus.saturating_sub(busy).min(self.config.read_threads).max(1).min(want.max(1))
     }
@@ -467,7 +539,7 @@ impl Engine {
     /// A deferred commit (commit window) that failed since the last `sync` is reported here.
     pub fn sync(&self) -> Result<()> {
         let Some(writer) = self.writer.as_ref() else { return Ok(()) };
-        if self.config.durability == Durability::Full {
+        if self.every_commit_synced() {
             return Ok(());
         }
         self.writer_usable()?;
@@ -600,6 +672,73 @@ impl Drop for Engine {
         if let Ok(mut pool) = self.readers.lock() {
             pool.clear();
         }
+        if self.config.exclusive {
+            // Back to WAL before the writer closes; if this fails the file stays in
+            // rollback mode and the next open that is not exclusive switches it.
+            if let Some(w) = self.writer.as_ref() {
+                let _ = w.idle(leave_exclusive);
+            }
+            remove_empty_journal(&self.path);
+        }
+    }
+}
+
+/// Switches the writer connection `conn` of an exclusive engine out of WAL (see the
+/// module documentation); `Busy` if any other connection has the vault open.
+fn enter_exclusive(conn: &Connection) -> Result<()> {
+    conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE; PRAGMA synchronous=FULL;")?;
+    let mode: String = match conn.query_row("PRAGMA journal_mode=TRUNCATE", [], |r| r.get(0)) {
+        Ok(m) => m,
+        Err(e) => return Err(busy_or(e)),
+    };
+    if !mode.eq_ignore_ascii_case("truncate") {
+        return Err(Error::Busy);
+    }
+    // Take the exclusive lock now (kept until the connection closes), not at the
+    // first write: from here no other connection can open a read.
+    conn.execute_batch("BEGIN EXCLUSIVE; COMMIT;").map_err(busy_or)
+}
+
+fn busy_or(e: rusqlite::Error) -> Error {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => Error::Busy,
+        _ => e.into(),
+    }
+}
+
+/// Returns an exclusive engine's writer connection to WAL (shared locking, WAL mode in
+/// the file), as every other open expects.
+fn leave_exclusive(conn: &Connection) -> Result<()> {
+    conn.execute_batch("PRAGMA locking_mode=NORMAL")?;
+    ensure_wal(conn)
+}
+
+/// Puts the vault into WAL mode if it is not (a file an exclusive writer left).
+fn ensure_wal(conn: &Connection) -> Result<()> {
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+    if mode.eq_ignore_ascii_case("wal") {
+        return Ok(());
+    }
+    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).map_err(busy_or)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Error::Busy);
+    }
+    Ok(())
+}
+
+/// Removes the `-journal` an exclusive writer leaves behind once it is not hot: empty
+/// (a `TRUNCATE` journal after its commit), or a first byte of zero (SQLite writes a
+/// header's magic last; such a journal is never played back). Called by the writer
+/// after its first read, when SQLite has played back any hot journal, or at close.
+fn remove_empty_journal(path: &Path) {
+    use std::io::Read;
+    let mut j = path.as_os_str().to_owned();
+    j.push("-journal");
+    let j = PathBuf::from(j);
+    let mut first = [0u8; 1];
+    let not_hot = std::fs::File::open(&j).is_ok_and(|mut f| matches!(f.read(&mut first), Ok(0)) || first[0] == 0);
+    if not_hot {
+        let _ = std::fs::remove_file(&j);
     }
 }
 

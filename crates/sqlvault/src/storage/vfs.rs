@@ -18,7 +18,15 @@
 //!   checksum then ends the log there, as for a frame torn by a crash.
 //! * **rollback journal**: records are page number (4), page (`P`), checksum (4),
 //!   written and read in that order; the page number comes from the 4 bytes just
-//!   before, the checksum is masked with a key derived from the page's nonce.
+//!   before, the checksum is masked with a key derived from the page's nonce. When
+//!   SQLite makes a header valid (writes its magic and record count), the VFS writes a
+//!   MAC of the header's fields and offset into the header's zero padding. A hot
+//!   journal (opened read-write without `CREATE`, just before SQLite plays it back)
+//!   is checked whole first (`verify_hot_journal`): header MACs, record counts the
+//!   file can hold, every record's page tag and SQLite checksum. What SQLite would
+//!   take for a torn journal and half play back is refused as damage instead, the
+//!   journal kept; this is sound with `synchronous=FULL` (records synced before their
+//!   count), which every rollback-journal connection of the engine uses.
 //! * every other file kind (temporary databases and journals, statement journals,
 //!   super-journals) is refused at `xOpen`: the engine keeps them in memory, and a
 //!   change that lets one reach the disk fails instead of writing plaintext.
@@ -61,6 +69,12 @@ const VFS_NAME_C: &CStr = c"sqlvault";
 const KEYS_PARAM: &CStr = c"sqlvault_keys";
 const WAL_HEADER: i64 = 32;
 const FRAME_HEADER: usize = 24;
+/// A rollback journal header's magic (SQLite's `aJournalMagic`).
+const JOURNAL_MAGIC: [u8; 8] = [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7];
+/// The journal header fields SQLite reads (magic, record count, checksum initial
+/// value, database size, sector size, page size), then the VFS's MAC over them.
+const JOURNAL_FIELDS: usize = 28;
+const JOURNAL_MAC_END: usize = JOURNAL_FIELDS + 16;
 
 pub use crate::keys::HEADER_LEN;
 
@@ -430,6 +444,18 @@ unsafe extern "C" fn shim_open(
             last_page: (-1, [0; 32]),
         },
     );
+    // A journal opened read-write without CREATE is a hot journal SQLite is about to
+    // play back (a new transaction's journal is opened with CREATE; the hot-journal
+    // probe opens read-only and reads one byte).
+    let hot =
+        kind == FileKind::Journal && flags & ffi::SQLITE_OPEN_CREATE == 0 && flags & ffi::SQLITE_OPEN_READWRITE != 0;
+    if hot && verify_hot_journal(file).is_err() {
+        let shim = &mut *shim;
+        tag_failure(shim);
+        shim_close(file);
+        shim.base.pMethods = std::ptr::null();
+        return ffi::SQLITE_IOERR_DATA;
+    }
     rc
 }
 
@@ -753,6 +779,9 @@ unsafe fn read_journal(f: *mut ffi::sqlite3_file, out: &mut [u8], ofst: i64) -> 
 unsafe fn write_journal(f: *mut ffi::sqlite3_file, data: &[u8], ofst: i64) -> c_int {
     let (shim, keys, scratch) = state(f);
     let p = keys.page_size();
+    if data.len() >= 12 && data[..8] == JOURNAL_MAGIC {
+        return write_journal_header(f, keys, data, ofst);
+    }
     if data.len() == p && journal_page_at(ofst) {
         let Some(pgno) = journal_pgno(f, ofst) else { return ffi::SQLITE_IOERR_WRITE };
         let page = &mut scratch[..p];
@@ -776,6 +805,151 @@ unsafe fn write_journal(f: *mut ffi::sqlite3_file, data: &[u8], ofst: i64) -> c_
         shim.last_small = (ofst, be32(data));
     }
     raw_write(f, data, ofst)
+}
+
+/// A journal header becoming valid: SQLite writes the magic and the record count (12
+/// bytes, after syncing the records with `synchronous=FULL`), or a whole header with
+/// both (`nRec = 0xFFFFFFFF`, no sync). The VFS writes the header's fields again
+/// with its MAC ([`PageKeys::journal_header_mac`]) into the header's zero padding, in
+/// one write.
+unsafe fn write_journal_header(f: *mut ffi::sqlite3_file, keys: &PageKeys, data: &[u8], ofst: i64) -> c_int {
+    let mut h = [0u8; JOURNAL_MAC_END];
+    if data.len() == 12 {
+        h[..12].copy_from_slice(data);
+        let rc = raw_read(f, &mut h[12..JOURNAL_FIELDS], ofst + 12);
+        if rc != ffi::SQLITE_OK {
+            return ffi::SQLITE_IOERR_WRITE;
+        }
+    } else if data.len() >= JOURNAL_MAC_END && data[JOURNAL_FIELDS..JOURNAL_MAC_END].iter().all(|b| *b == 0) {
+        h[..JOURNAL_FIELDS].copy_from_slice(&data[..JOURNAL_FIELDS]);
+    } else {
+        // A header too short for its MAC (a sector under 44 bytes), or not SQLite's.
+        return ffi::SQLITE_IOERR_WRITE;
+    }
+    let mac = keys.journal_header_mac(ofst as u64, &h[..JOURNAL_FIELDS]);
+    h[JOURNAL_FIELDS..].copy_from_slice(&mac);
+    let rc = raw_write(f, &h, ofst);
+    if rc != ffi::SQLITE_OK || data.len() <= JOURNAL_MAC_END {
+        return rc;
+    }
+    raw_write(f, &data[JOURNAL_MAC_END..], ofst + JOURNAL_MAC_END as i64)
+}
+
+/// The journal was found damaged or tampered with before playback.
+struct JournalDamaged;
+
+/// Checks a hot journal before SQLite plays it back, segment by segment as SQLite
+/// reads it (see `pager.c`'s `pager_playback`): each header whose magic is set must
+/// carry the VFS's MAC (so its record count, checksum initial value, database size,
+/// sector and page size are the ones this vault's writer wrote at that offset); the
+/// file must hold every record the count promises; each record's page must open under
+/// its page number and its checksum (unmasked) must be SQLite's `pager_cksum` of the
+/// page with the header's initial value. The first header must be valid (a journal
+/// whose first byte is not zero is hot); a later header position that holds zeros is
+/// a segment SQLite had not synced when the writer stopped, where playback ends, as
+/// SQLite's does. With `synchronous=FULL` SQLite syncs a segment's records before it
+/// writes the count into their header, so a count the file cannot hold, or a record
+/// that fails its checksum, is tampering or media corruption, not a crash.
+unsafe fn verify_hot_journal(f: *mut ffi::sqlite3_file) -> std::result::Result<(), JournalDamaged> {
+    let (_, keys, _) = state(f);
+    let p = keys.page_size();
+    let record = (p + 8) as i64;
+    let (real, m, _) = parts(f);
+    let mut size = 0i64;
+    if call!(m, xFileSize(real, &mut size)) != ffi::SQLITE_OK {
+        return Err(JournalDamaged);
+    }
+    let read = |buf: &mut [u8], at: i64| {
+        if raw_read(f, buf, at) == ffi::SQLITE_OK {
+            Ok(())
+        } else {
+            Err(JournalDamaged)
+        }
+    };
+    let mut first = [0u8; 1];
+    if size == 0 || (read(&mut first, 0).is_ok() && first[0] == 0) {
+        return Ok(()); // not hot: SQLite deletes or ignores it
+    }
+    let mut page = vec![0u8; p];
+    let mut sector = 0i64;
+    let mut at = 0i64;
+    loop {
+        if at > 0 && at + sector > size {
+            return Ok(()); // no room for another header: SQLite's playback ends here
+        }
+        let mut h = [0u8; JOURNAL_MAC_END];
+        if at + JOURNAL_MAC_END as i64 > size {
+            return Err(JournalDamaged);
+        }
+        read(&mut h, at)?;
+        if h[..8] != JOURNAL_MAGIC {
+            if at > 0 && h[..12].iter().all(|b| *b == 0) {
+                return Ok(()); // a segment not yet synced: SQLite's playback ends here
+            }
+            return Err(JournalDamaged);
+        }
+        if keys.journal_header_mac(at as u64, &h[..JOURNAL_FIELDS]) != h[JOURNAL_FIELDS..] {
+            return Err(JournalDamaged);
+        }
+        if at == 0 {
+            sector = i64::from(be32(&h[20..]));
+            let page_size = be32(&h[24..]) as usize;
+            if page_size != p || !(JOURNAL_MAC_END as i64..=0x10000).contains(&sector) || sector.count_ones() != 1 {
+                return Err(JournalDamaged);
+            }
+        }
+        let cksum_init = be32(&h[12..]);
+        let start = at + sector;
+        let n = match be32(&h[8..]) {
+            // Written without syncs: the records run to the end of the file.
+            0xFFFF_FFFF if at == 0 => {
+                if (size - start) % record != 0 {
+                    return Err(JournalDamaged);
+                }
+                (size - start) / record
+            }
+            0xFFFF_FFFF => return Err(JournalDamaged),
+            n => i64::from(n),
+        };
+        let end = start + n * record;
+        if end > size {
+            return Err(JournalDamaged);
+        }
+        let mut r = start;
+        while r < end {
+            let mut word = [0u8; 4];
+            read(&mut word, r)?;
+            let pgno = be32(&word);
+            read(&mut page, r + 4)?;
+            let mut nonce = [0u8; 32];
+            nonce.copy_from_slice(&page[p - TRAILER..p - TRAILER + 32]);
+            if keys.open(&mut page, pgno).is_err() {
+                return Err(JournalDamaged);
+            }
+            read(&mut word, r + 4 + p as i64)?;
+            for (b, k) in word.iter_mut().zip(keys.journal_mask(&nonce)) {
+                *b ^= k;
+            }
+            if be32(&word) != pager_cksum(cksum_init, &page) {
+                return Err(JournalDamaged);
+            }
+            r += record;
+        }
+        // The next header starts at the next sector boundary (`journalHdrOffset`).
+        at = (end - 1) / sector * sector + sector;
+    }
+}
+
+/// SQLite's journal record checksum (`pager.c`'s `pager_cksum`): the initial value plus
+/// every 200th byte of the page, counting down from `P - 200`.
+fn pager_cksum(init: u32, page: &[u8]) -> u32 {
+    let mut sum = init;
+    let mut i = page.len() as i64 - 200;
+    while i > 0 {
+        sum = sum.wrapping_add(u32::from(page[i as usize]));
+        i -= 200;
+    }
+    sum
 }
 
 unsafe extern "C" fn shim_truncate(f: *mut ffi::sqlite3_file, size: i64) -> c_int {
@@ -1030,6 +1204,7 @@ mod tests {
         std::fs::create_dir(&src).unwrap();
         let path = src.join("h.db");
         let (conn, entry, _) = open(&path, "DELETE");
+        conn.execute_batch("PRAGMA synchronous=FULL").unwrap();
         fill(&conn, "old");
         // Ballast larger than the cache, updated in the same transaction, forces the spill.
         conn.execute_batch(
@@ -1133,44 +1308,83 @@ mod tests {
         }
     }
 
-    /// What the tag cannot cover: a record's checksum (SQLite's, masked by us) and the
-    /// journal's length. SQLite reads a record whose checksum does not match, or a journal
-    /// shorter than its header's record count, as a journal torn by a crash: it plays back
-    /// the records before that point and ends the rollback there. With this VFS both can
-    /// only come from tampering (in a hot journal every counted record was synced before
-    /// the main file was written), and the result is a database in which part of an
-    /// uncommitted transaction survives (never foreign data: every page is one this
-    /// database wrote). docs/SECURITY.md records it; the engine runs every vault in WAL
-    /// mode, so a vault never has a hot rollback journal. A rollback-journal mode for the
-    /// engine (design §7, lever 3) must first check each record's checksum against the
-    /// journal header's initial value and the file's length against the record count.
+    /// The synced segments of a journal as SQLite would play them: (header offset,
+    /// record count), and where the next header would start.
+    fn synced_segments(j: &[u8]) -> (Vec<(usize, usize)>, usize) {
+        let sector = be32(&j[20..]) as usize;
+        let mut at = 0;
+        let mut out = Vec::new();
+        while at + sector <= j.len() && j[at..at + 8] == JOURNAL_MAGIC {
+            let n = be32(&j[at + 8..]) as usize;
+            out.push((at, n));
+            let end = at + sector + n * (P + 8);
+            at = end.div_ceil(sector) * sector;
+        }
+        (out, at)
+    }
+
+    /// What the page tag cannot cover, the VFS checks before SQLite plays a hot journal
+    /// back: a record's checksum (SQLite's, masked by us) against the header's initial
+    /// value, the journal's length against its header's record count, and the header's
+    /// fields against the MAC the VFS wrote beside them. SQLite alone would read each
+    /// of these as a journal torn by a crash, end the rollback early and leave part of
+    /// an uncommitted transaction in the file; with `synchronous=FULL` a counted record
+    /// was synced before its count was written, so each is refused as damage and the
+    /// journal kept.
     #[test]
-    fn a_cut_journal_or_a_flipped_checksum_ends_playback_early() {
+    fn a_cut_journal_a_flipped_checksum_or_an_altered_header_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        type Cut<'a> = &'a dyn Fn(&Path, &[usize]);
+        type Cut<'a> = &'a dyn Fn(&mut Vec<u8>, &[usize]);
         let cases: &[(&str, Cut)] = &[
-            ("a record's masked checksum flipped", &|jpath, r| {
-                let mut j = std::fs::read(jpath).unwrap();
-                j[r[1] + 4 + P] ^= 1;
-                std::fs::write(jpath, &j).unwrap();
+            ("a record's masked checksum flipped", &|j, r| j[r[1] + 4 + P] ^= 1),
+            ("the journal cut in the middle of a record", &|j, r| j.truncate(r[1] + 4 + P / 2)),
+            ("the journal cut at a record boundary inside a segment", &|j, r| j.truncate(r[1])),
+            ("the header's record count lowered", &|j, _| {
+                let n = be32(&j[8..]) - 1;
+                j[8..12].copy_from_slice(&n.to_be_bytes());
             }),
-            ("the journal cut in the middle of a record", &|jpath, r| {
-                let j = std::fs::read(jpath).unwrap();
-                std::fs::write(jpath, &j[..r[1] + 4 + P / 2]).unwrap();
-            }),
+            ("the header's checksum initial value changed", &|j, _| j[15] ^= 1),
+            ("the header's database size changed", &|j, _| j[19] ^= 1),
+            ("the header's magic damaged", &|j, _| j[7] ^= 1),
+            ("the header's MAC flipped", &|j, _| j[JOURNAL_FIELDS] ^= 1),
         ];
         for (i, (what, tamper)) in cases.iter().enumerate() {
             let (path, entry, records) = hot_journal(dir.path(), &format!("early{i}"));
-            tamper(&path.with_file_name("h.db-journal"), &records);
-            match recover(&entry, &path) {
-                // The records before the damage were played back, the rest not.
-                Recovered::Rows(old, new) => {
-                    assert_eq!(old + new, 200, "{what}: rows lost or foreign: {old} old, {new} new");
-                    assert!(new > 0 && old > 0, "{what}: {old} old, {new} new: playback did not end early");
-                }
-                Recovered::Refused(e) => panic!("{what}: refused ({e}); update this test and SECURITY.md"),
-            }
+            let jpath = path.with_file_name("h.db-journal");
+            let mut j = std::fs::read(&jpath).unwrap();
+            let (segments, _) = synced_segments(&j);
+            assert!(segments.first().is_some_and(|s| s.1 > 2), "{what}: {segments:?}");
+            tamper(&mut j, &records);
+            std::fs::write(&jpath, &j).unwrap();
+            let got = recover(&entry, &path);
+            assert!(matches!(&got, Recovered::Refused(e) if e.contains("I/O")), "{what}: {got:?}");
+            assert!(jpath.exists(), "{what}: the journal was consumed");
         }
+    }
+
+    /// A journal torn by a crash as SQLite leaves one with `synchronous=FULL`: the
+    /// synced segments whole, then a header SQLite had not yet completed (magic and
+    /// count still zero) and half a record. The main file holds only changes the synced
+    /// segments cover, so recovery rolls back to the committed rows.
+    #[test]
+    fn a_journal_torn_by_a_crash_still_recovers() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, entry, _) = hot_journal(dir.path(), "torn");
+        let jpath = path.with_file_name("h.db-journal");
+        let j = std::fs::read(&jpath).unwrap();
+        let (segments, next) = synced_segments(&j);
+        assert!(!segments.is_empty());
+        let sector = be32(&j[20..]) as usize;
+        let mut torn = j[..next.min(j.len())].to_vec();
+        torn.resize(next, 0);
+        torn.extend(std::iter::repeat_n(0u8, sector));
+        let mut half = vec![0u8; P / 2];
+        crate::keys::random_bytes(&mut half).unwrap();
+        torn.extend_from_slice(&[0, 0, 0, 5]);
+        torn.extend_from_slice(&half);
+        std::fs::write(&jpath, &torn).unwrap();
+        assert_eq!(recover(&entry, &path), Recovered::Rows(200, 0));
+        assert!(!jpath.exists(), "the hot journal was not played back");
     }
 
     #[test]

@@ -425,7 +425,11 @@ impl Vault {
         let made = (|| {
             header.write_new(&file)?;
             drop(file);
-            let engine = Engine::open(dest, master, header.cipher, header.file_id, config, true)?;
+            // A new file nobody else can have open: the bulk writes go through a
+            // rollback journal (each page written once, see `EngineConfig::exclusive`);
+            // the vault is reopened with the caller's settings, in WAL, afterwards.
+            let bulk = EngineConfig { exclusive: true, ..config.clone() };
+            let engine = Engine::open(dest, master.clone(), header.cipher, header.file_id, bulk, true)?;
             let (uid, gid) = ids();
             engine.write(|tx| {
                 schema::initialize(tx, rconfig.chunk_size, tree::now_ns(), uid, gid)?;
@@ -440,12 +444,13 @@ impl Vault {
                 keyslots::record(tx, remote::ORIGIN, keys_obj.epoch, &header.slots_digest())?;
                 remote::set_head(tx, remote::ORIGIN, &head, &digest)
             })?;
-            Ok(engine)
+            drop(engine);
+            Engine::open(dest, master, header.cipher, header.file_id, config, false)
         })();
         match made {
             Ok(engine) => Ok(Vault::from_parts(dest, engine, header, rconfig.chunk_size)),
             Err(e) => {
-                for suffix in ["", "-wal", "-shm"] {
+                for suffix in ["", "-wal", "-shm", "-journal"] {
                     let _ = std::fs::remove_file(format!("{}{suffix}", dest.display()));
                 }
                 Err(e)
