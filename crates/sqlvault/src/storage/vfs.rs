@@ -682,15 +682,32 @@ unsafe fn read_wal(f: *mut ffi::sqlite3_file, out: &mut [u8], ofst: i64) -> c_in
         return ffi::SQLITE_OK;
     }
     if rel == FRAME_HEADER && out.len() == p {
+        let cached = shim.last_frame.0 == frame;
         let Some(pgno) = frame_pgno(f, frame) else { return ffi::SQLITE_IOERR_READ };
         let rc = raw_read(f, out, ofst);
         if rc != ffi::SQLITE_OK {
             return rc;
         }
-        if keys.open(out, pgno).is_err() {
-            return tag_failure(&mut *(f as *mut ShimFile));
+        if keys.open(out, pgno).is_ok() {
+            return ffi::SQLITE_OK;
         }
-        return ffi::SQLITE_OK;
+        // The page number this handle remembered for the frame may be stale: another
+        // connection restarted the log since, and the frame now holds another page.
+        // Read it from the frame's header and try once more.
+        if cached {
+            let shim = &mut *(f as *mut ShimFile);
+            shim.last_frame = (-1, 0);
+            let Some(now) = frame_pgno(f, frame) else { return ffi::SQLITE_IOERR_READ };
+            let rc = raw_read(f, out, ofst);
+            if rc != ffi::SQLITE_OK {
+                return rc;
+            }
+            if now != pgno && keys.open(out, now).is_ok() {
+                shim.last_frame = (frame, now);
+                return ffi::SQLITE_OK;
+            }
+        }
+        return tag_failure(&mut *(f as *mut ShimFile));
     }
     ffi::SQLITE_IOERR_READ
 }
