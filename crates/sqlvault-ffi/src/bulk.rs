@@ -12,6 +12,8 @@
 //! `sqlvault_file_read_at`/`_write_at`/`_append` over the same handle; they exist so a
 //! binding keeps one handle and one typed error path.
 
+use std::sync::Arc;
+
 use crate::error::{Result, VaultError};
 use crate::types::non_negative;
 use crate::FileHandle;
@@ -30,6 +32,16 @@ fn region(address: i64, len: i64) -> Result<(*mut u8, usize)> {
 
 #[uniffi::export]
 impl FileHandle {
+    /// The address of a C API `sqlvault_file` on this same open file, for a binding
+    /// whose generated calls cost more than the transfer itself: the JVM moves bulk
+    /// data with `sqlvault_file_read_at`/`_write_at` through it, with no status
+    /// structure marshalled per call. It holds a reference of its own: free it once
+    /// with `sqlvault_file_free`, which closes the file only when no other reference
+    /// is left. Calls through either handle are serialized on the same file.
+    pub fn c_handle(self: Arc<Self>) -> i64 {
+        crate::capi::file::share(self) as usize as i64
+    }
+
     /// Reads up to `len` bytes at `offset` into the foreign memory at `address` (see the
     /// module docs for the contract); returns how many it read: `len`, fewer only at the
     /// end of the file, 0 at or past it.

@@ -34,6 +34,12 @@ pub struct sqlvault_file {
     inner: Arc<FileHandle>,
 }
 
+/// A new C handle on the file `inner` a binding already opened (see
+/// `FileHandle::c_handle`): one more reference, released by `sqlvault_file_free`.
+pub(crate) fn share(inner: Arc<FileHandle>) -> *mut sqlvault_file {
+    Box::into_raw(Box::new(sqlvault_file { inner }))
+}
+
 unsafe fn file<'a>(f: *const sqlvault_file) -> CResult<&'a FileHandle> {
     unsafe { f.as_ref() }.map(|h| &*h.inner).ok_or_else(|| Failure::null("the file handle"))
 }

@@ -36,7 +36,7 @@
 #![allow(non_camel_case_types, clippy::missing_safety_doc)]
 
 mod error;
-mod file;
+pub(crate) mod file;
 mod result;
 mod sql;
 mod tx;

@@ -164,6 +164,41 @@ class VaultTest {
     }
 
     @Test
+    void damagedDataReadThroughStreamsAndChannelsIsDamagedException() throws IOException {
+        // Bulk reads go through the C API (CFile); a failure there is raised again
+        // through the generated binding, typed.
+        Path p = dir.resolve("dd.vault");
+        byte[] data = random(8 << 20, 3);
+        try (Vault d = Vault.create(p.toString(), PW)) {
+            d.write("/big", data);
+        }
+        try (RandomAccessFile raf = new RandomAccessFile(p.toFile(), "rw")) {
+            long len = raf.length();
+            for (long at = len / 4; at < len - 8192; at += len / 8) {
+                raf.seek(at);
+                raf.write(random(64, at));
+            }
+        }
+        try (Vault d = Vault.open(p.toString(), PW)) {
+            IOException e = assertThrows(IOException.class, () -> {
+                try (InputStream in = d.openInputStream("/big")) {
+                    in.readAllBytes();
+                }
+            });
+            assertInstanceOf(DamagedException.class, e, e.toString());
+            ByteBuffer direct = ByteBuffer.allocateDirect(1 << 20);
+            e = assertThrows(IOException.class, () -> {
+                try (SeekableByteChannel ch = d.openChannel("/big", "r")) {
+                    while (ch.read(direct) > 0) {
+                        direct.clear();
+                    }
+                }
+            });
+            assertInstanceOf(DamagedException.class, e, e.toString());
+        }
+    }
+
+    @Test
     void keyFileAndRawKeyOpenTheSameVault() throws IOException {
         byte[] key = random(32, 7);
         Path keyFile = dir.resolve("k.key");
