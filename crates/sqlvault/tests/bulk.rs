@@ -140,6 +140,66 @@ fn replace_file_is_atomic_and_sets_mode_and_times() {
     clean(&v);
 }
 
+/// Yields `data`, then fails (an I/O error) or triggers `stop` once `at` bytes were read.
+struct Failing<'a> {
+    data: &'a [u8],
+    pos: usize,
+    at: usize,
+    stop: Option<&'a Interrupt>,
+}
+
+impl std::io::Read for Failing<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos >= self.at {
+            match self.stop {
+                Some(stop) => stop.trigger(),
+                None => return Err(std::io::Error::other("the disk went away")),
+            }
+        }
+        let n = buf.len().min(self.data.len() - self.pos).min(1 << 20);
+        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_large_replace_failing_or_interrupted_midway_keeps_the_old_file() {
+    // The import prepares chunks on this thread while a writer thread stores the
+    // batches before them: by the failure, several batches are stored in the
+    // temporary file, which must go, with the old content left whole.
+    let (_t, v) = TestVault::new(4096);
+    let len = 40 << 20;
+    let old: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+    let ops = sqlvault::Ops::default();
+    v.replace_file("/f", len as u64, old.as_slice(), &SetAttr::default(), &ops).unwrap();
+    let mut rng = Rng(5);
+    let new: Vec<u8> = (0..len / 8).flat_map(|_| rng.next().to_le_bytes()).collect();
+    let stop = Interrupt::new();
+    for interrupt in [false, true] {
+        let reader = Failing { data: &new, pos: 0, at: 30 << 20, stop: interrupt.then_some(&stop) };
+        let e = v
+            .replace_file("/f", len as u64, reader, &SetAttr::default(), &sqlvault::Ops::default().interrupt(&stop))
+            .unwrap_err();
+        if interrupt {
+            assert!(e.is_interrupted(), "{e}");
+        } else {
+            assert!(e.to_string().contains("the disk went away"), "{e}");
+        }
+        assert_eq!(v.read_file("/f").unwrap(), old);
+        let names: Vec<String> = v.read_dir("/").unwrap().into_iter().map(|e| e.name).collect();
+        assert_eq!(names, ["f"]);
+        clean(&v);
+    }
+    // And a whole one stores what a one-shot write of the same bytes stores.
+    v.replace_file("/f", len as u64, new.as_slice(), &SetAttr::default(), &ops).unwrap();
+    v.write_file("/g", &new).unwrap();
+    assert_eq!(v.read_file("/f").unwrap(), new);
+    let unique = v.info().unwrap().unique_bytes;
+    assert_eq!(unique, len as u64, "/g shares every chunk of /f (the old content is gone)");
+    clean(&v);
+}
+
 #[test]
 fn fsck_reports_a_damaged_header_copy_and_repair_rewrites_it() {
     use std::os::unix::fs::FileExt;

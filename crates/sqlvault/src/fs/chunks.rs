@@ -194,6 +194,33 @@ pub fn encode(data: &[u8], c: Compression) -> Option<Vec<u8>> {
     }
 }
 
+/// A chunk made ready to store away from the writer: its hash and its stored form,
+/// computed by [`prepare`] on another thread while the writer stores the chunks before
+/// it ([`put_prepared`]). The plaintext is not kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
+    pub hash: Hash,
+    /// Bytes of plaintext.
+    pub len: usize,
+    /// All zeros: stored as a hole, no chunk.
+    pub zeros: bool,
+    pub codec: Codec,
+    /// The bytes to store (empty for zeros).
+    pub bytes: Vec<u8>,
+}
+
+/// Hashes `data` and encodes it as [`insert`] would under `c`.
+pub fn prepare(data: &[u8], c: Compression) -> Prepared {
+    if data.iter().all(|&b| b == 0) {
+        return Prepared { hash: [0; 32], len: data.len(), zeros: true, codec: Codec::Raw, bytes: Vec::new() };
+    }
+    let hash = hash(data);
+    match encode(data, c) {
+        Some(z) => Prepared { hash, len: data.len(), zeros: false, codec: Codec::Zstd, bytes: z },
+        None => Prepared { hash, len: data.len(), zeros: false, codec: Codec::Raw, bytes: data.to_vec() },
+    }
+}
+
 /// Decodes a stored chunk into a new buffer of exactly `len` bytes; a frame that is
 /// malformed, truncated, or decodes to any other length is `Damaged` (nothing beyond
 /// `len` is ever allocated). The caller checks the hash.
@@ -807,6 +834,23 @@ pub fn put(conn: &Connection, ino: i64, off: u64, data: &[u8]) -> Result<()> {
     // Rewriting the entry at `off` replaces its row in place (INSERT OR REPLACE).
     insert_entry(conn, ino, off, data)?;
     // Release after acquiring, so rewriting a chunk with equal data never drops it to 0.
+    for e in old {
+        release(conn, e.chunk)?;
+    }
+    Ok(())
+}
+
+/// [`put`] of a chunk [`prepare`]d elsewhere: the same rows, with the hash and the
+/// stored form already computed (a new chunk is stored as prepared, whatever the
+/// setting says now).
+pub fn put_prepared(conn: &Connection, ino: i64, off: u64, p: &Prepared) -> Result<()> {
+    let end = off + p.len as u64;
+    let old = clear_range(conn, ino, off, end, !p.zeros)?;
+    if !p.zeros {
+        let id = acquire_with(conn, &p.hash, |conn, id| insert_as(conn, id, &p.hash, 1, p.len, p.codec, &p.bytes))?;
+        conn.prepare_cached("INSERT OR REPLACE INTO file_chunks(ino, off, len, chunk) VALUES (?1, ?2, ?3, ?4)")?
+            .execute(params![ino, off as i64, p.len as i64, id.0])?;
+    }
     for e in old {
         release(conn, e.chunk)?;
     }

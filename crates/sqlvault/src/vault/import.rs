@@ -101,36 +101,63 @@ impl Vault {
         let ino = f.ino();
         let closed = f.close();
         // Cut by content as it streams (the same cuts as a one-shot `write_file`), a
-        // batch of chunks per write operation: memory is one batch.
-        let limit = (self.max_dirty_bytes() / 2).max(4 * self.chunk_size() as u64);
-        let mut batch: Vec<(u64, Vec<u8>)> = Vec::new();
-        let mut batched = 0u64;
-        let mut total = 0u64;
-        let store = |batch: &mut Vec<(u64, Vec<u8>)>, end: u64| -> Result<()> {
-            self.engine().write(|tx| {
-                for (off, data) in batch.iter() {
-                    chunks::put(tx, ino.0 as i64, *off, data)?;
-                }
-                tree::set_size(tx, ino, end, tree::now_ns())
-            })?;
-            batch.clear();
-            ops.report(Progress { phase: "write", done: end, total: len, bytes: end });
-            Ok(())
-        };
+        // batch of chunks per write operation. Two stages on two threads: this one
+        // reads, cuts, hashes and compresses (`chunks::prepare`); a writer stores each
+        // batch as it comes, while the next is prepared. At most two batches wait
+        // besides the one being written (the channel holds one), and they hold the
+        // chunks' stored forms, not the plaintext.
         let copied = closed.and_then(|()| {
-            cut::stream(&mut reader, self.chunk_size(), path, |off, data| {
-                ops.check()?;
-                batch.push((off, data.to_vec()));
-                batched += data.len() as u64;
-                total = off + data.len() as u64;
-                if batched >= limit {
-                    store(&mut batch, total)?;
-                    batched = 0;
-                }
-                Ok(())
-            })?;
-            store(&mut batch, total)
+            let limit = (self.max_dirty_bytes() / 2).max(4 * self.chunk_size() as u64);
+            let codec = self.engine().read(chunks::compression)?;
+            let (to_writer, batches) = std::sync::mpsc::sync_channel::<(Vec<(u64, chunks::Prepared)>, u64)>(1);
+            std::thread::scope(|s| {
+                let writer = std::thread::Builder::new()
+                    .name("sqlvault-import".into())
+                    .spawn_scoped(s, move || -> Result<()> {
+                        for (batch, end) in batches {
+                            self.engine().write(|tx| {
+                                for (off, p) in &batch {
+                                    chunks::put_prepared(tx, ino.0 as i64, *off, p)?;
+                                }
+                                tree::set_size(tx, ino, end, tree::now_ns())
+                            })?;
+                        }
+                        Ok(())
+                    })
+                    .map_err(|e| Error::io("starting the import's writer thread", e))?;
+                let mut batch = Vec::new();
+                let mut batched = 0u64;
+                let mut sent = 0u64;
+                let mut total = 0u64;
+                // The writer stopped (its error is what join returns): stop reading.
+                let gone = || Error::io("the import's writer", std::io::Error::other("stopped"));
+                let produced = cut::stream(&mut reader, self.chunk_size(), path, |off, data| {
+                    ops.check()?;
+                    batch.push((off, chunks::prepare(data, codec)));
+                    batched += data.len() as u64;
+                    total = off + data.len() as u64;
+                    if batched >= limit {
+                        to_writer.send((std::mem::take(&mut batch), total)).map_err(|_| gone())?;
+                        // The batch before this one has been stored (the channel holds one).
+                        ops.report(Progress { phase: "write", done: sent, total: len, bytes: sent });
+                        sent = total;
+                        batched = 0;
+                    }
+                    Ok(())
+                })
+                .and_then(|_| to_writer.send((std::mem::take(&mut batch), total)).map_err(|_| gone()));
+                drop(to_writer);
+                let written = writer
+                    .join()
+                    .unwrap_or_else(|_| Err(Error::io("the import's writer", std::io::Error::other("panicked"))));
+                // The writer's own error explains a refused send better than "stopped".
+                written.and(produced)?;
+                ops.report(Progress { phase: "write", done: total, total: len, bytes: total });
+                Ok(total)
+            })
         });
+        let total = copied.as_ref().copied().unwrap_or(0);
+        let copied = copied.map(|_| ());
         let done = copied.and_then(|()| {
             let ino = self.resolve(&part, false)?;
             self.inodes().set_attr(ino, set, None)?;
