@@ -12,8 +12,10 @@
 //! everything checkpointed, which a busy writer rarely leaves time for. So when the
 //! WAL passes the limit (`EngineConfig::wal_limit_bytes`) the committing writer checkpoints inline
 //! (cheap: the background thread has already copied most frames), which lets the next
-//! transaction restart it. The WAL thus stays below about `hard_frames` plus one
-//! transaction.
+//! transaction restart it; if the background thread is checkpointing at that moment, the
+//! writer waits for it to finish first (SQLite runs one checkpointer at a time, and a
+//! second `PASSIVE` one would give up at once). The WAL thus stays below about
+//! `hard_frames` plus one transaction, however slow the background thread is.
 //!
 //! Durability is unchanged: with `synchronous=NORMAL` the WAL is synced by each
 //! checkpoint, whichever thread runs it; with `FULL` every commit syncs anyway.
@@ -39,6 +41,11 @@ struct Wanted {
 pub(crate) struct Shared {
     wanted: Mutex<Wanted>,
     wake: Condvar,
+    /// Held for the length of every checkpoint, background or inline: SQLite lets one
+    /// checkpointer run at a time and a second `PASSIVE` one gives up at once, so the
+    /// writer past the limit waits here for a background run to end and then runs its
+    /// own, instead of giving up and letting the WAL grow past the limit.
+    running: Mutex<()>,
     soft_frames: c_int,
     hard_frames: c_int,
     background_runs: AtomicU64,
@@ -59,6 +66,7 @@ impl Checkpointer {
         let shared = Arc::new(Shared {
             wanted: Mutex::new(Wanted::default()),
             wake: Condvar::new(),
+            running: Mutex::new(()),
             soft_frames: frames(limit / 4),
             hard_frames: frames(limit),
             background_runs: AtomicU64::new(0),
@@ -120,6 +128,7 @@ fn run(conn: Connection, s: &Shared) {
         }
         // A failure (I/O error, busy) is retried at the next request; the writer meets
         // any lasting I/O error itself and reports it to its caller.
+        let _running = s.running.lock().unwrap_or_else(|e| e.into_inner());
         if conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())).is_ok() {
             s.background_runs.fetch_add(1, Ordering::Relaxed);
         }
@@ -132,6 +141,7 @@ unsafe extern "C" fn on_commit(arg: *mut c_void, db: *mut ffi::sqlite3, name: *c
     // SAFETY: `arg` is the `Shared` kept alive by the engine (see `start`).
     let s = &*(arg as *const Shared);
     if frames >= s.hard_frames {
+        let _running = s.running.lock().unwrap_or_else(|e| e.into_inner());
         let mut log = 0;
         let mut done = 0;
         // SAFETY: called by SQLite on `db` outside any transaction, as the default
