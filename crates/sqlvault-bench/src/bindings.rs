@@ -2,8 +2,9 @@
 //! file streamed (write, then read) and "open a vault with a key file and write a small
 //! file".
 //!
-//! Each repetition runs this program's `case bindings` (the Rust API:
-//! `Vault::create_file` + `write_all`, then `open_file` + `read`, 1 MiB per call; then
+//! Each repetition runs this program's `case bindings` (the Rust API: `Vault::open_file`
+//! to write, cut by content as every binding's handle is (`FileOptions::cut_by_content`),
+//! and `write_all`, then `open_file` + `read`, 1 MiB per call; then
 //! `Secret::from_key_file` + `Vault::open` + a 4 KiB file + close, [`OPENS`] times), then
 //! each binding's program doing the same in its own process: Python
 //! (`bindings/python/bench/bench_io.py`, buffered file objects), Java
@@ -129,7 +130,10 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     let mut out = CaseOutput::default();
 
     let mut m = Meter::start()?;
-    let mut f = v.create_file("/big.bin").context("create")?;
+    // Cut by content, as the handles of every binding are (sqlvault-ffi's `OpenOptions`).
+    let mut f = v
+        .open_file("/big.bin", &FileOptions::new().write(true).create(true).truncate(true).cut_by_content(true))
+        .context("create")?;
     for i in 0..spec.mib {
         let t = std::time::Instant::now();
         stamp(&mut buf, i);
@@ -619,7 +623,8 @@ fn markdown(r: &BindingsReport) -> String {
     s.push_str(&format!(
         "\n\nEach binding from the packages of `{}` (`scripts/package.sh`; Python: {}) against the Rust API, in \
          the same run, each case in its own process. Streaming: a {} MiB file written then read, 1 MiB per \
-         call (Rust `create_file` + `write_all`, `open_file` + `read`; Python's buffered file objects with \
+         call (Rust `open_file` cut by content, as every binding's handle is, + `write_all`, `open_file` + \
+         `read`; Python's buffered file objects with \
          `readinto`; Java's `openOutputStream`/`openInputStream`; C#'s `VaultStream`; C's \
          `sqlvault_file_append`/`sqlvault_file_read_at` into the caller's buffer). Open: open the vault with a \
          key file, write a 4 KiB file, close, {} times, in ms per round (lower is better). Medians of {} \
