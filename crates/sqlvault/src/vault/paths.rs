@@ -199,7 +199,10 @@ impl Vault {
         self.inodes().open(ino, opts).map_err(|e| e.with_path(path))
     }
 
-    /// Creates or truncates `path` and opens it for writing.
+    /// Creates or truncates `path` and opens it for writing. Its writes are stored as
+    /// chunk-sized cells; to stream a whole file so that a later version with an
+    /// insertion shares most of its chunks (as `write_file`, `put` and every language
+    /// binding's handles do), open it with [`FileOptions::cut_by_content`] instead.
     pub fn create_file(&self, path: &str) -> Result<FileHandle> {
         self.open_file(path, &FileOptions::new().write(true).create(true).truncate(true))
     }
