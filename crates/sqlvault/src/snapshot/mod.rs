@@ -111,16 +111,12 @@ pub fn create(conn: &Connection, name: &str, now_ns: i64) -> Result<SnapshotId> 
         ),
         [id],
     )?;
-    chunks::hold(conn, &chunk_counts(conn, SnapshotId(id as u64))?)?;
+    chunks::hold_where(conn, CHUNK_COUNTS, id)?;
     Ok(SnapshotId(id as u64))
 }
 
-/// How many times snapshot `snap` names each chunk.
-fn chunk_counts(conn: &Connection, snap: SnapshotId) -> Result<Vec<(ChunkId, i64)>> {
-    let mut stmt = conn.prepare_cached("SELECT chunk, count(*) FROM snap_chunks WHERE snap = ?1 GROUP BY chunk")?;
-    let rows = stmt.query_map([snap.sql()], |r| Ok((ChunkId(r.get(0)?), r.get(1)?)))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
+/// How many times snapshot `?1` names each chunk, in chunk order.
+const CHUNK_COUNTS: &str = "SELECT chunk, count(*) FROM snap_chunks WHERE snap = ?1 GROUP BY chunk ORDER BY chunk";
 
 fn find_opt(conn: &Connection, name: &str) -> Result<Option<SnapshotId>> {
     Ok(conn
@@ -166,7 +162,7 @@ pub fn info(conn: &Connection, id: SnapshotId) -> Result<SnapshotInfo> {
         .prepare_cached("SELECT coalesce(sum(size), 0) FROM snap_inodes WHERE snap = ?1 AND mode & ?2 = ?3")?
         .query_row(params![id.sql(), libc::S_IFMT, libc::S_IFREG], |r| r.get(0))?;
     // A chunk is unique to this snapshot when all of its references are this snapshot's.
-    let unique = chunks::held_only(conn, &chunk_counts(conn, id)?)?;
+    let unique = chunks::held_only_where(conn, CHUNK_COUNTS, id.sql())?;
     Ok(SnapshotInfo {
         id,
         name,
@@ -186,8 +182,7 @@ pub fn remove(conn: &Connection, id: SnapshotId, check: &dyn Fn() -> Result<()>)
     if name_of(conn, id)?.is_none() {
         return Err(Error::not_found(format!("snapshot {}", id.0)));
     }
-    let freed =
-        chunks::unhold_where(conn, "SELECT chunk, count(*) FROM snap_chunks WHERE snap = ?1 GROUP BY chunk", id.sql())?;
+    let freed = chunks::unhold_where(conn, CHUNK_COUNTS, id.sql())?;
     for table in ["snap_chunks", "snap_tags", "snap_xattrs", "snap_dirents", "snap_inodes"] {
         check()?;
         conn.execute(&format!("DELETE FROM {table} WHERE snap = ?1"), [id.sql()])?;
