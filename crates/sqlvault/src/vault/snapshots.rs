@@ -18,8 +18,10 @@ impl Vault {
         snapshot::check_name(name)?;
         self.flush_open()?;
         // A transaction of its own: no savepoint journal copying every page it changes.
-        let id = self.engine().write_whole_tree(|tx| snapshot::create(tx, name, tree::now_ns()))?;
-        self.engine().read_whole_tree(|c| snapshot::info(c, id))
+        self.engine().write_whole_tree(|tx| {
+            let id = snapshot::create(tx, name, tree::now_ns())?;
+            snapshot::info_of_new(tx, id)
+        })
     }
 
     /// Every snapshot with its counts, logical size and unique size, oldest first.
