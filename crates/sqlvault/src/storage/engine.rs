@@ -69,8 +69,8 @@ pub enum Durability {
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
     /// SQLite page cache per connection, in KiB. Operations over the whole tree
-    /// (`fsck`, taking, removing and restoring a snapshot, `remove_dir_all`, `forget`)
-    /// raise their connection's to 64 MiB while they run, if this is smaller.
+    /// (`fsck`, taking, listing, removing and restoring snapshots, `remove_dir_all`,
+    /// `forget`) raise their connection's to 64 MiB while they run, if this is smaller.
     pub cache_kib: u32,
     /// What a returned write survives (see README).
     pub durability: Durability,
