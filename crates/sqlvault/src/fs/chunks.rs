@@ -513,16 +513,22 @@ fn unshare_one(conn: &Connection, id: ChunkId) -> Result<()> {
     Ok(())
 }
 
-/// Adds `n` snapshot references ("holds") to each listed chunk. Holds live in their
-/// own narrow table, not in the chunk's row: a snapshot of a large vault then writes a
-/// few pages of `chunk_holds` instead of every page that holds a chunk's row.
-pub fn hold(conn: &Connection, counts: &[(ChunkId, i64)]) -> Result<()> {
-    let mut stmt = conn.prepare_cached(
-        "INSERT INTO chunk_holds(chunk, n) VALUES (?1, ?2) ON CONFLICT(chunk) DO UPDATE SET n = n + excluded.n",
+/// Adds the snapshot references ("holds") that `counts_sql` (a query of `(chunk, n)`
+/// rows in chunk order, with one parameter, `arg`) lists: `n` to each chunk's. Holds
+/// live in their own narrow table, not in the chunk's row: a snapshot of a large vault
+/// then writes the pages of `chunk_holds` instead of every page that holds a chunk's
+/// row. One statement whatever the number of chunks, adding them in key order (each
+/// page of `chunk_holds` written once).
+pub fn hold_where(conn: &Connection, counts_sql: &str, arg: i64) -> Result<()> {
+    // `WHERE true`: an upsert's SELECT needs a WHERE of its own (SQLite's parser).
+    conn.execute(
+        &format!(
+            "WITH counts(chunk, n) AS ({counts_sql})
+             INSERT INTO chunk_holds(chunk, n) SELECT chunk, n FROM counts WHERE true ORDER BY chunk
+             ON CONFLICT(chunk) DO UPDATE SET n = n + excluded.n"
+        ),
+        [arg],
     )?;
-    for (id, n) in counts {
-        stmt.execute(params![id.0, n])?;
-    }
     Ok(())
 }
 
@@ -559,19 +565,18 @@ pub fn unhold_where(conn: &Connection, counts_sql: &str, arg: i64) -> Result<u64
     Ok(freed as u64)
 }
 
-/// Bytes of the listed chunks that nothing but these holds keeps: no live reference,
-/// and exactly `n` holds (what dropping them would free).
-pub fn held_only(conn: &Connection, counts: &[(ChunkId, i64)]) -> Result<u64> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT c.len FROM chunks c JOIN chunk_holds h ON h.chunk = c.id WHERE c.id = ?1 AND c.refs = 0 AND h.n = ?2",
-    )?;
-    let mut total = 0u64;
-    for (id, n) in counts {
-        if let Some(len) = stmt.query_row(params![id.0, n], |r| r.get::<_, i64>(0)).optional()? {
-            total += len as u64;
-        }
-    }
-    Ok(total)
+/// Bytes of the chunks `counts_sql` lists (as for [`hold_where`]) that nothing but
+/// these holds keeps: no live reference, and exactly `n` holds (what dropping them
+/// would free). One statement, probing the chunks in key order.
+pub fn held_only_where(conn: &Connection, counts_sql: &str, arg: i64) -> Result<u64> {
+    let total: i64 = conn
+        .prepare_cached(&format!(
+            "WITH counts(chunk, n) AS ({counts_sql})
+         SELECT coalesce(sum(c.len), 0) FROM counts s JOIN chunk_holds h ON h.chunk = s.chunk
+         JOIN chunks c ON c.id = s.chunk WHERE c.refs = 0 AND h.n = s.n"
+        ))?
+        .query_row([arg], |r| r.get(0))?;
+    Ok(total as u64)
 }
 
 /// What the chunk store holds: one scan of the `chunks` rows.

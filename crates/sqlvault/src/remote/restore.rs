@@ -172,12 +172,11 @@ pub(crate) fn load(
         "UPDATE snap_chunks SET chunk = (SELECT lid FROM temp.remote_chunks WHERE rid = snap_chunks.chunk) WHERE snap = ?1",
         [snap],
     )?;
-    let counts: Vec<(ChunkId, i64)> = {
-        let mut stmt = tx.prepare("SELECT chunk, count(*) FROM snap_chunks WHERE snap = ?1 GROUP BY chunk")?;
-        let rows = stmt.query_map([snap], |r| Ok((ChunkId(r.get(0)?), r.get(1)?)))?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
-    chunks::hold(tx, &counts)?;
+    chunks::hold_where(
+        tx,
+        "SELECT chunk, count(*) FROM snap_chunks WHERE snap = ?1 GROUP BY chunk ORDER BY chunk",
+        snap,
+    )?;
     tx.execute("DELETE FROM temp.remote_chunks", [])?;
     Ok((SnapshotId(snap as u64), fetched))
 }

@@ -111,16 +111,12 @@ pub fn create(conn: &Connection, name: &str, now_ns: i64) -> Result<SnapshotId> 
         ),
         [id],
     )?;
-    chunks::hold(conn, &chunk_counts(conn, SnapshotId(id as u64))?)?;
+    chunks::hold_where(conn, CHUNK_COUNTS, id)?;
     Ok(SnapshotId(id as u64))
 }
 
-/// How many times snapshot `snap` names each chunk.
-fn chunk_counts(conn: &Connection, snap: SnapshotId) -> Result<Vec<(ChunkId, i64)>> {
-    let mut stmt = conn.prepare_cached("SELECT chunk, count(*) FROM snap_chunks WHERE snap = ?1 GROUP BY chunk")?;
-    let rows = stmt.query_map([snap.sql()], |r| Ok((ChunkId(r.get(0)?), r.get(1)?)))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
+/// How many times snapshot `?1` names each chunk, in chunk order.
+const CHUNK_COUNTS: &str = "SELECT chunk, count(*) FROM snap_chunks WHERE snap = ?1 GROUP BY chunk ORDER BY chunk";
 
 fn find_opt(conn: &Connection, name: &str) -> Result<Option<SnapshotId>> {
     Ok(conn
@@ -152,30 +148,46 @@ pub fn name_of(conn: &Connection, id: SnapshotId) -> Result<Option<String>> {
 
 /// Counts and sizes of one snapshot.
 pub fn info(conn: &Connection, id: SnapshotId) -> Result<SnapshotInfo> {
+    let mut info = counts(conn, id)?;
+    // A chunk is unique to this snapshot when all of its references are this snapshot's.
+    info.unique_bytes = chunks::held_only_where(conn, CHUNK_COUNTS, id.sql())?;
+    Ok(info)
+}
+
+/// [`info`] of a snapshot [`create`] has just taken, in the same transaction: it
+/// names only chunks of the live tree's named files, each of which that file's row
+/// counts in its live references, so it frees nothing yet (`unique_bytes` 0) and
+/// its chunks need not be counted again.
+pub fn info_of_new(conn: &Connection, id: SnapshotId) -> Result<SnapshotInfo> {
+    counts(conn, id)
+}
+
+/// [`info`] but for `unique_bytes` (0).
+fn counts(conn: &Connection, id: SnapshotId) -> Result<SnapshotInfo> {
     let (name, created_ns): (String, i64) = conn
         .prepare_cached("SELECT name, created_ns FROM snapshots WHERE id = ?1")?
         .query_row([id.sql()], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?
         .ok_or_else(|| Error::not_found(format!("snapshot {}", id.0)))?;
-    let count = |kind: u32| -> Result<u64> {
-        Ok(conn
-            .prepare_cached("SELECT count(*) FROM snap_inodes WHERE snap = ?1 AND mode & ?2 = ?3")?
-            .query_row(params![id.sql(), libc::S_IFMT, kind], |r| r.get::<_, i64>(0))? as u64)
-    };
-    let logical: i64 = conn
-        .prepare_cached("SELECT coalesce(sum(size), 0) FROM snap_inodes WHERE snap = ?1 AND mode & ?2 = ?3")?
-        .query_row(params![id.sql(), libc::S_IFMT, libc::S_IFREG], |r| r.get(0))?;
-    // A chunk is unique to this snapshot when all of its references are this snapshot's.
-    let unique = chunks::held_only(conn, &chunk_counts(conn, id)?)?;
+    // One pass over the snapshot's inodes.
+    let (files, directories, symlinks, logical): (i64, i64, i64, i64) = conn
+        .prepare_cached(
+            "SELECT coalesce(sum(mode & ?2 = ?3), 0), coalesce(sum(mode & ?2 = ?4), 0), coalesce(sum(mode & ?2 = ?5), 0),
+                    coalesce(sum(CASE WHEN mode & ?2 = ?3 THEN size END), 0)
+             FROM snap_inodes WHERE snap = ?1",
+        )?
+        .query_row(params![id.sql(), libc::S_IFMT, libc::S_IFREG, libc::S_IFDIR, libc::S_IFLNK], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
     Ok(SnapshotInfo {
         id,
         name,
         created_ns,
-        files: count(libc::S_IFREG)?,
-        directories: count(libc::S_IFDIR)?,
-        symlinks: count(libc::S_IFLNK)?,
+        files: files as u64,
+        directories: directories as u64,
+        symlinks: symlinks as u64,
         logical_bytes: logical as u64,
-        unique_bytes: unique,
+        unique_bytes: 0,
     })
 }
 
@@ -186,8 +198,7 @@ pub fn remove(conn: &Connection, id: SnapshotId, check: &dyn Fn() -> Result<()>)
     if name_of(conn, id)?.is_none() {
         return Err(Error::not_found(format!("snapshot {}", id.0)));
     }
-    let freed =
-        chunks::unhold_where(conn, "SELECT chunk, count(*) FROM snap_chunks WHERE snap = ?1 GROUP BY chunk", id.sql())?;
+    let freed = chunks::unhold_where(conn, CHUNK_COUNTS, id.sql())?;
     for table in ["snap_chunks", "snap_tags", "snap_xattrs", "snap_dirents", "snap_inodes"] {
         check()?;
         conn.execute(&format!("DELETE FROM {table} WHERE snap = ?1"), [id.sql()])?;

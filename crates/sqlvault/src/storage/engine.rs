@@ -68,7 +68,9 @@ pub enum Durability {
 /// Connection settings of one open vault.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    /// SQLite page cache per connection, in KiB.
+    /// SQLite page cache per connection, in KiB. Operations over the whole tree
+    /// (`fsck`, taking, listing, removing and restoring snapshots, `remove_dir_all`,
+    /// `forget`) raise their connection's to 64 MiB while they run, if this is smaller.
     pub cache_kib: u32,
     /// What a returned write survives (see README).
     pub durability: Durability,
@@ -300,6 +302,21 @@ impl Engine {
     /// concurrent writers.
     pub fn write_alone<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
         self.write_in(true, f)
+    }
+
+    /// [`Engine::write_alone`] for an operation over the whole tree (a snapshot, its
+    /// removal, a restore, `rm -r`): the connection's page cache is raised to
+    /// [`WHOLE_TREE_CACHE_KIB`] for the duration (see [`with_whole_tree_cache`]).
+    pub fn write_whole_tree<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
+        let normal = self.config.cache_kib;
+        self.write_alone(|tx| with_whole_tree_cache(tx, normal, || f(tx)))
+    }
+
+    /// [`Engine::read`] for a read over the whole vault (fsck), with the page cache
+    /// raised as [`Engine::write_whole_tree`] raises it.
+    pub fn read_whole_tree<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let normal = self.config.cache_kib;
+        self.read(|c| with_whole_tree_cache(c, normal, || f(c)))
     }
 
     /// The checks and damage handling every write shares; `alone` picks the batch or a
@@ -610,6 +627,32 @@ impl Engine {
         });
         self.writer_outcome(r)
     }
+}
+
+/// The page cache of a connection while it runs an operation over the whole tree, in
+/// KiB (unless the vault's own setting is larger). Such an operation walks several
+/// B-trees at once, and some of them in an order unrelated to their keys (the
+/// snapshot's chunk index is filled in file order, its entries keyed by content hash):
+/// once the pages they touch outgrow the cache, each of those rows reads and opens a
+/// page again, so the cost per file rises with the tree. The raise bounds that for
+/// trees whose metadata fits in it; the memory is bounded by it and given back when
+/// the operation ends.
+pub(crate) const WHOLE_TREE_CACHE_KIB: u32 = 64 * 1024;
+
+/// Runs `f` with `conn`'s page cache at [`WHOLE_TREE_CACHE_KIB`] (or `normal_kib`, if
+/// larger), then sets it back to `normal_kib`, which frees the pages over it (pages a
+/// still open write transaction changed go once it commits).
+pub(crate) fn with_whole_tree_cache<T>(conn: &Connection, normal_kib: u32, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let raised = WHOLE_TREE_CACHE_KIB.max(normal_kib);
+    if raised == normal_kib {
+        return f();
+    }
+    conn.execute_batch(&format!("PRAGMA cache_size=-{raised}"))?;
+    let r = f();
+    let back = conn.execute_batch(&format!("PRAGMA cache_size=-{normal_kib}"));
+    let v = r?;
+    back?;
+    Ok(v)
 }
 
 thread_local! {

@@ -33,7 +33,7 @@ impl Vault {
         let vp = VaultPath::parse(path)?;
         // A transaction of its own: no savepoint journal copying every page it frees.
         self.engine()
-            .write_alone(|tx| {
+            .write_whole_tree(|tx| {
                 let (dir, name) = self.parent_of(tx, &vp, path)?;
                 let ino = tree::lookup(tx, dir, name)?.ok_or_else(|| Error::not_found(path))?;
                 if tree::attr(tx, ino)?.kind != FileType::Dir {

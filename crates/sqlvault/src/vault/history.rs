@@ -41,7 +41,7 @@ impl Vault {
         for d in plan.iter().filter(|d| !d.keep) {
             // A snapshot made or removed meanwhile by another writer is not ours to judge:
             // one already gone is skipped.
-            freed += self.engine().write_alone(|tx| match snapshot::find(tx, &d.name) {
+            freed += self.engine().write_whole_tree(|tx| match snapshot::find(tx, &d.name) {
                 Ok(id) => snapshot::remove(tx, id, &|| Ok(())),
                 Err(Error::NotFound { .. }) => Ok(0),
                 Err(e) => Err(e),

@@ -497,7 +497,7 @@ impl Vault {
                 FsckPhase::Invariants => Progress { phase: "invariants", done: p.done, total: p.total, bytes: p.bytes },
             })
         };
-        let mut r = self.engine().read(|c| crate::fsck::check(c, self.chunk_size(), &progress))?;
+        let mut r = self.engine().read_whole_tree(|c| crate::fsck::check(c, self.chunk_size(), &progress))?;
         // The header's two copies: a damaged one opens nothing today but is the
         // redundancy a later crash during a key change would need.
         r.problems.extend(crate::keys::header_problems(self.path())?);

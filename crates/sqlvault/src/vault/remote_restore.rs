@@ -33,7 +33,7 @@ impl Vault {
         let dest_path = dest.unwrap_or(path);
         let dst = VaultPath::parse(dest_path)?;
         self.files().flush_all()?;
-        self.engine().write_alone(|tx| {
+        self.engine().write_whole_tree(|tx| {
             let check = || ops.check();
             let progress = remote_progress(ops);
             let (snap, fetched) = restore::load(tx, &store, &keys, &commit, &check, &progress)?;

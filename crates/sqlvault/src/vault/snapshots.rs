@@ -17,13 +17,17 @@ impl Vault {
     pub fn snapshot(&self, name: &str) -> Result<SnapshotInfo> {
         snapshot::check_name(name)?;
         self.flush_open()?;
-        let id = self.engine().write(|tx| snapshot::create(tx, name, tree::now_ns()))?;
-        self.engine().read(|c| snapshot::info(c, id))
+        // A transaction of its own: no savepoint journal copying every page it changes.
+        self.engine().write_whole_tree(|tx| {
+            let id = snapshot::create(tx, name, tree::now_ns())?;
+            snapshot::info_of_new(tx, id)
+        })
     }
 
     /// Every snapshot with its counts, logical size and unique size, oldest first.
     pub fn snapshots(&self) -> Result<Vec<SnapshotInfo>> {
-        self.engine().read(|c| snapshot::names(c)?.into_iter().map(|(id, _, _)| snapshot::info(c, id)).collect())
+        self.engine()
+            .read_whole_tree(|c| snapshot::names(c)?.into_iter().map(|(id, _, _)| snapshot::info(c, id)).collect())
     }
 
     /// Removes snapshot `name` and frees the chunks no one else references. Returns
@@ -32,7 +36,7 @@ impl Vault {
     /// leaves the snapshot whole). A fixed number of set-based statements: linear in
     /// the snapshot's size.
     pub fn remove_snapshot(&self, name: &str, ops: &Ops<'_>) -> Result<u64> {
-        self.engine().write_alone(|tx| snapshot::remove(tx, snapshot::find(tx, name)?, &|| ops.check()))
+        self.engine().write_whole_tree(|tx| snapshot::remove(tx, snapshot::find(tx, name)?, &|| ops.check()))
     }
 
     /// Brings `path` (a file, symlink or directory tree; `/` for everything) of snapshot
@@ -50,7 +54,7 @@ impl Vault {
         let dst = VaultPath::parse(dest_path)?;
         self.flush_open()?;
         // A transaction of its own: no savepoint journal copying every page it changes.
-        self.engine().write_alone(|tx| {
+        self.engine().write_whole_tree(|tx| {
             let snap = snapshot::find(tx, name)?;
             let src_ino = snapshot::resolve(tx, snap, &src.names, path)?;
             let dest = if dst.names.is_empty() {
