@@ -174,13 +174,29 @@ impl Engine {
         if engine.config.read_only {
             engine.config.exclusive = false;
         }
-        if create {
-            let conn = engine.connect_new()?;
-            conn.execute_batch("PRAGMA journal_mode=WAL;")?;
-            schema::create(&conn)?;
-            if engine.config.exclusive {
-                enter_exclusive(&conn)?;
+        if create || !engine.config.read_only {
+            let exclusive = engine.config.exclusive;
+            let mut conn = if create {
+                let conn = engine.connect_new()?;
+                conn.execute_batch("PRAGMA journal_mode=WAL;")?;
+                schema::create(&conn)?;
+                conn
             } else {
+                engine.connect(true)?
+            };
+            if exclusive {
+                enter_exclusive(&conn)?;
+            } else if !create {
+                // An exclusive writer killed before it closed left the file in rollback
+                // mode (its hot journal, if any, was played back by the first read).
+                ensure_wal(&conn)?;
+                remove_empty_journal(path);
+            }
+            if !create {
+                schema::check_and_migrate(&mut conn)?;
+                codec_intact(&conn)?;
+            }
+            if !exclusive {
                 engine.checkpointer = Some(Checkpointer::start(
                     engine.connect(true)?,
                     &conn,
@@ -188,27 +204,6 @@ impl Engine {
                     engine.config.wal_limit_bytes,
                 )?);
             }
-            engine.writer = Some(Arc::new(Writer::new(conn)));
-        } else if engine.config.exclusive {
-            let mut conn = engine.connect(true)?;
-            enter_exclusive(&conn)?;
-            schema::check_and_migrate(&mut conn)?;
-            codec_intact(&conn)?;
-            engine.writer = Some(Arc::new(Writer::new(conn)));
-        } else if !engine.config.read_only {
-            let mut conn = engine.connect(true)?;
-            // An exclusive writer killed before it closed left the file in rollback
-            // mode (its hot journal, if any, was played back by the first read).
-            ensure_wal(&conn)?;
-            remove_empty_journal(path);
-            schema::check_and_migrate(&mut conn)?;
-            codec_intact(&conn)?;
-            engine.checkpointer = Some(Checkpointer::start(
-                engine.connect(true)?,
-                &conn,
-                engine.cipher.page_size,
-                engine.config.wal_limit_bytes,
-            )?);
             engine.writer = Some(Arc::new(Writer::new(conn)));
         } else {
             let conn = engine.connect(false)?;
