@@ -280,11 +280,12 @@ fn open_in_child(path: &std::path::Path, exclusive: bool) -> String {
 }
 
 /// Across processes: an exclusive handle keeps every other process out, and an open
-/// WAL handle keeps another process's exclusive open out. Both rest on POSIX locks of
-/// the vault file, which a process drops whole when it closes *any* descriptor of the
-/// file: `Vault::open` once read the header after the engine had taken its lock, and
-/// two exclusive opens at once both went on writing and damaged the vault. (Within
-/// one process SQLite keeps its own lock table, so only another process sees this.)
+/// WAL handle keeps another process's exclusive open out; an exclusive handle still
+/// does after it read its header (fsck). Both rest on POSIX locks of the vault file, which a process drops
+/// whole when it closes *any* descriptor of the file: `Vault::open` once read the
+/// header after the engine had taken its lock, and two exclusive opens at once both
+/// went on writing and damaged the vault. (Within one process SQLite keeps its own
+/// lock table, so only another process sees this.)
 #[test]
 fn another_process_is_kept_out_by_an_exclusive_handle_and_keeps_one_out() {
     let (t, v) = TestVault::new(65536);
@@ -293,6 +294,10 @@ fn another_process_is_kept_out_by_an_exclusive_handle_and_keeps_one_out() {
     x.write_file("/x", b"alone").unwrap();
     assert_eq!(open_in_child(&t.path, false), "busy", "a shared open beside an exclusive handle");
     assert_eq!(open_in_child(&t.path, true), "busy", "an exclusive open beside an exclusive handle");
+    // fsck reads the header of the open vault (as replication and key changes do):
+    // through the descriptor the engine holds, so its lock stays.
+    assert!(x.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
+    assert_eq!(open_in_child(&t.path, false), "busy", "a shared open beside an exclusive handle after its fsck");
     x.close().unwrap();
 
     let w = t.reopen_with(manual_wipe());

@@ -143,6 +143,10 @@ pub(crate) struct Engine {
     /// After `writer`: its WAL hook points into the checkpointer's shared state, which
     /// must outlive the writer connection.
     checkpointer: Option<Checkpointer>,
+    /// Last, so it is dropped after the connections: keeps the descriptor through which
+    /// this process reads and writes the vault header open while they may hold locks
+    /// (see [`crate::keys::file`]).
+    _header_file: crate::keys::file::Held,
 }
 
 impl Engine {
@@ -157,6 +161,7 @@ impl Engine {
     ) -> Result<Engine> {
         vfs::register().map_err(|e| Error::Io { context: e, source: std::io::Error::other("vfs") })?;
         let page_keys = vfs::PageKeysEntry::new(PageKeys::new(&key, file_id, cipher.page_cipher, cipher.page_size))?;
+        let header_file = crate::keys::file::Held::new(path)?;
         let mut engine = Engine {
             path: path.to_path_buf(),
             key,
@@ -170,6 +175,7 @@ impl Engine {
             synced_commits: std::sync::atomic::AtomicU64::new(0),
             writer_damaged: std::sync::atomic::AtomicBool::new(false),
             checkpointer: None,
+            _header_file: header_file,
         };
         if engine.config.read_only {
             engine.config.exclusive = false;
