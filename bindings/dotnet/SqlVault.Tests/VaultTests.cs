@@ -23,6 +23,38 @@ namespace SqlVault.Tests
             using (var v = Vault.Open(At("d.vault"), "pässwörd")) Assert.That(v.ReadAllText("/a"), Is.EqualTo("y"));
         }
 
+        /// <summary>An exclusive open for a bulk import writes and reads; while it is open another open, shared
+        /// or exclusive, throws IOException (EBUSY) after its busy timeout; after it closes any open sees its
+        /// writes. A shared open keeps an exclusive one out.</summary>
+        [Test]
+        public void ExclusiveOpenHoldsTheVaultAloneUntilItCloses()
+        {
+            const int EBUSY = 16;
+            var p = At("x.vault");
+            var quick = TimeSpan.FromMilliseconds(200);
+            using (var v = Vault.Create(p, "pw", 1024, 1))
+            {
+                var e = Assert.Throws<IOException>(() =>
+                    Vault.Open(p, "pw", new VaultOptions { Exclusive = true, BusyTimeout = quick }));
+                Assert.That(e.HResult, Is.EqualTo(EBUSY));
+            }
+            using (var x = Vault.Open(p, "pw", new VaultOptions { Exclusive = true }))
+            {
+                x.WriteAllText("/bulk", "imported");
+                Assert.That(x.ReadAllText("/bulk"), Is.EqualTo("imported"));
+                foreach (var exclusive in new[] { false, true })
+                {
+                    var e = Assert.Throws<IOException>(() =>
+                        Vault.Open(p, "pw", new VaultOptions { Exclusive = exclusive, BusyTimeout = quick }));
+                    Assert.That(e.HResult, Is.EqualTo(EBUSY), e.Message);
+                }
+            }
+            using (var v = Vault.Open(p, "pw", new VaultOptions { BusyTimeout = quick }))
+                Assert.That(v.ReadAllText("/bulk"), Is.EqualTo("imported"));
+            Assert.Throws<ArgumentOutOfRangeException>(() =>
+                Vault.Open(p, "pw", new VaultOptions { BusyTimeout = TimeSpan.FromSeconds(-1) }));
+        }
+
         [Test]
         public void WrongPassphraseIsWrongSecret()
         {

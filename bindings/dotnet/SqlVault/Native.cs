@@ -56,6 +56,8 @@ namespace SqlVault
 
         public const int Integer = 1, Real = 2, Text = 3, Blob = 4, Null = 5;
         public const int NodeFile = 1, NodeDirectory = 2, NodeSymlink = 3;
+        public const int SecretPassphrase = 1, SecretKeyFile = 2, SecretKey = 3;
+        public const uint VaultExclusive = 1;
         public const uint OpenRead = 1, OpenWrite = 2, OpenAppend = 4, OpenTruncate = 8, OpenCreate = 16, OpenCreateNew = 32;
         public const int ErrNotFound = 1, ErrAlreadyExists = 2, ErrNotADirectory = 3, ErrIsADirectory = 4,
             ErrDirectoryNotEmpty = 5, ErrInvalidArgument = 6, ErrClosed = 7, ErrWrongSecret = 8, ErrNotAVault = 9,
@@ -90,6 +92,7 @@ namespace SqlVault
         [DllImport(Lib)] public static extern int sqlvault_vault_open(byte* path, UIntPtr pathLen, byte* pw, UIntPtr pwLen, out IntPtr v);
         [DllImport(Lib)] public static extern int sqlvault_vault_open_with_key_file(byte* path, UIntPtr pathLen, byte* keyFile, UIntPtr keyFileLen, out IntPtr v);
         [DllImport(Lib)] public static extern int sqlvault_vault_open_with_key(byte* path, UIntPtr pathLen, byte* key, UIntPtr keyLen, out IntPtr v);
+        [DllImport(Lib)] public static extern int sqlvault_vault_open_with(byte* path, UIntPtr pathLen, int secretKind, byte* secret, UIntPtr secretLen, uint flags, long busyTimeoutMs, out IntPtr v);
         [DllImport(Lib)] public static extern int sqlvault_vault_close(IntPtr v);
         [DllImport(Lib)] public static extern void sqlvault_vault_free(IntPtr v);
         [DllImport(Lib)] public static extern int sqlvault_vault_sync(IntPtr v);

@@ -30,6 +30,29 @@ def test_create_open_passphrase_and_context_manager(vault_path):
         assert v.exists("/a")
 
 
+def test_exclusive_open_for_a_bulk_import(vault_path):
+    """``exclusive=True`` holds the vault alone: it writes and reads; while it is open
+    another open, shared or exclusive, fails with EBUSY after its ``timeout``; after it
+    closes any open sees its writes. A shared open keeps an exclusive one out."""
+    sqlvault.Vault.create(vault_path, PASS, **CHEAP).close()
+    with sqlvault.Vault.open(vault_path, PASS):
+        with pytest.raises(OSError) as e:
+            sqlvault.Vault.open(vault_path, PASS, exclusive=True, timeout=0.2)
+        assert e.value.errno == errno.EBUSY
+    with sqlvault.Vault.open(vault_path, PASS, exclusive=True) as x:
+        x.mkdir("/bulk")
+        x.write_bytes("/bulk/a", b"imported")
+        assert x.read_bytes("/bulk/a") == b"imported"
+        for excl in (False, True):
+            with pytest.raises(OSError) as e:
+                sqlvault.Vault.open(vault_path, PASS, exclusive=excl, timeout=0.2)
+            assert e.value.errno == errno.EBUSY, e.value
+    with sqlvault.Vault.open(vault_path, PASS, timeout=0.2) as v:
+        assert v.read_bytes("/bulk/a") == b"imported"
+    with pytest.raises(ValueError):
+        sqlvault.Vault.open(vault_path, PASS, timeout=-1)
+
+
 def test_upgrade_of_a_format1_vault(tmp_path):
     """The committed format-1 (SQLCipher) fixtures, copied, converted and opened."""
     import shutil

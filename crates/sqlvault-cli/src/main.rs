@@ -480,6 +480,12 @@ pub struct Ctx {
     opened: Option<(PathBuf, Vault)>,
 }
 
+/// How long a bulk writer's writes share one commit when it holds the vault alone
+/// ([`Ctx::open_bulk`]): a commit per window instead of one per file, so a tree of small
+/// files pays the rollback journal's syncs a few times a second, not per file. A kill
+/// loses at most the last window's files; `put` again copies them.
+pub const BULK_COMMIT_WINDOW: std::time::Duration = std::time::Duration::from_millis(100);
+
 impl Ctx {
     pub fn open(&self, vault: &Path) -> Result<Vault, CliError> {
         if let Some((p, v)) = &self.opened {
@@ -499,7 +505,10 @@ impl Ctx {
 
     /// [`Ctx::open`] for a bulk writer: alone (`EngineConfig::exclusive`, a rollback
     /// journal: each page written once, other opens wait until it closes) when nothing
-    /// else has the vault open, else shared as [`Ctx::open`] does.
+    /// else has the vault open, else shared as [`Ctx::open`] does. Alone, its writes
+    /// share commits over [`BULK_COMMIT_WINDOW`] (each commit of a rollback journal
+    /// syncs three times); `close` or `sync` commits the last window and reports a
+    /// commit that failed.
     pub fn open_bulk(&self, vault: &Path) -> Result<Vault, CliError> {
         if self.opened.is_some() || vault.is_dir() {
             return self.open(vault);
@@ -510,6 +519,7 @@ impl Ctx {
         let v = match Vault::open(vault, &secret, alone) {
             Ok(v) => {
                 detail!("opened {} alone (rollback journal)", vault.display());
+                v.inodes().set_commit_window(Some(BULK_COMMIT_WINDOW))?;
                 v
             }
             Err(sqlvault::Error::Busy) => Vault::open(vault, &secret, self.config.clone())?,

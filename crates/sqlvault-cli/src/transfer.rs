@@ -301,23 +301,17 @@ struct Put<'a> {
 }
 
 /// Runs `sqlvault put`.
-/// `put` opens the vault alone ([`crate::Ctx::open_bulk`]) for at least this many
-/// bytes, in files of this size on average: every commit of a rollback journal is
-/// synced (three syncs), so a file must be large for the single write of its pages to
-/// pay for them.
-const BULK_MIN_BYTES: u64 = 64 << 20;
-const BULK_MIN_AVERAGE: u64 = 16 << 20;
-
 pub fn put_command(ctx: &Ctx, args: PutArgs) -> Result<Exit, CliError> {
     let start = Instant::now();
     let stop = progress::interrupt();
     let ex = matcher(&args.exclude)?;
     let meta = fs::symlink_metadata(&args.source).map_err(|e| CliError::host(&args.source, e))?;
     let total = host_total(&args.source, &ex);
-    // Large files write faster through a rollback journal than through the WAL, if
-    // nothing else has the vault open; small ones would pay its syncs per file.
-    let bulk = !args.dry_run && total.0 >= BULK_MIN_BYTES && total.0 / total.1.max(1) >= BULK_MIN_AVERAGE;
-    let vault = if bulk { ctx.open_bulk(&args.vault)? } else { ctx.open(&args.vault)? };
+    // Files write faster through a rollback journal than through the WAL (each page
+    // once), if nothing else has the vault open: `open_bulk` then shares a commit among
+    // the files of each commit window, so small files do not pay its syncs one by one
+    // (docs/perf/2026-11-28-exclusive-small-files.md).
+    let vault = if args.dry_run { ctx.open(&args.vault)? } else { ctx.open_bulk(&args.vault)? };
     let before = if args.json { Some(vault.info()?) } else { None };
     let mut p = Put {
         vault: &vault,

@@ -153,6 +153,24 @@
 // Node type: a block device.
 #define SQLVAULT_NODE_BLOCK_DEVICE 7
 
+// Secret kind for `sqlvault_vault_open_with`: a passphrase (UTF-8 bytes).
+#define SQLVAULT_SECRET_PASSPHRASE 1
+
+// Secret kind for `sqlvault_vault_open_with`: the path of a 32-byte key file (UTF-8).
+#define SQLVAULT_SECRET_KEY_FILE 2
+
+// Secret kind for `sqlvault_vault_open_with`: a raw 32-byte key.
+#define SQLVAULT_SECRET_KEY 3
+
+// Vault open flag (`sqlvault_vault_open_with`): hold the vault alone while it is open,
+// for a bulk import. Writes go through a rollback journal, each page written once (no
+// WAL, no checkpoint), and every commit is synced. The open fails with
+// `SQLVAULT_ERR_OTHER` / `-EBUSY` if the vault is open anywhere else; while it is open,
+// every other open (another process, another handle) waits for its busy timeout and
+// then fails with `-EBUSY`. For large writes: many small commits run slower than in
+// the default mode.
+#define SQLVAULT_VAULT_EXCLUSIVE 1
+
 // An open file of a vault. Reads and writes are positional (the caller keeps its own
 // cursor, as `pread`/`pwrite`); writes are buffered in whole chunks and committed by
 // `sqlvault_file_flush`, `sqlvault_file_close`, or when the buffer fills. Calls on one
@@ -605,6 +623,21 @@ int32_t sqlvault_vault_open_with_key(const char *path,
                                      const uint8_t *key,
                                      size_t key_len,
                                      sqlvault_vault **out);
+
+// Opens the vault at `path` with a secret of kind `secret_kind` (`SQLVAULT_SECRET_*`:
+// passphrase bytes, key file path or raw key in `secret`/`secret_len`), the
+// `SQLVAULT_VAULT_*` flags `flags` (0 or `SQLVAULT_VAULT_EXCLUSIVE`) and a busy timeout:
+// how long the open and later writes wait for a lock another connection holds before
+// failing with `-EBUSY`, in milliseconds (negative: the default, 60 s). Unknown kinds
+// or flags fail with `-EINVAL`.
+int32_t sqlvault_vault_open_with(const char *path,
+                                 size_t path_len,
+                                 int32_t secret_kind,
+                                 const uint8_t *secret,
+                                 size_t secret_len,
+                                 uint32_t flags,
+                                 int64_t busy_timeout_ms,
+                                 sqlvault_vault **out);
 
 // Converts the format-1 (SQLCipher) vault at `path` to format 2 in place, unlocked by
 // `passphrase` (as `sqlvault upgrade`: blocking; safe to kill, a rerun finishes the

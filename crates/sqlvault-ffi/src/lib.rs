@@ -33,6 +33,6 @@ pub use error::VaultError;
 pub use file::{FileHandle, OpenOptions};
 pub use transaction::Transaction;
 pub use types::{DirEntry, FileKind, RecordItem, RestoreSummary, SnapshotInfo, SqlValue, Stat, Tag, TagValue};
-pub use vault::Vault;
+pub use vault::{Vault, VaultOptions, VaultSecret};
 
 uniffi::setup_scaffolding!();

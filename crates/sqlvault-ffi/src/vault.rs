@@ -1,5 +1,6 @@
 //! [`Vault`]: an open vault as a foreign object: create/open with a passphrase, a key
-//! file or a raw 32-byte key; the path API; tags, find, records and snapshots; files
+//! file or a raw 32-byte key (`open_with` takes the secret as a [`VaultSecret`] and the
+//! open's settings as [`VaultOptions`]: exclusive, busy timeout); the path API; tags, find, records and snapshots; files
 //! ([`crate::FileHandle`]) and transactions ([`crate::Transaction`]).
 //!
 //! The object may be shared between threads: every call clones the library's `Vault`
@@ -51,6 +52,55 @@ fn key_file(path: &str) -> Result<Secret> {
     Ok(Secret::from_key_file(std::path::Path::new(path))?)
 }
 
+/// The secret that unlocks a vault, for [`Vault::open_with`].
+#[derive(uniffi::Enum)]
+pub enum VaultSecret {
+    /// A passphrase as UTF-8 bytes (zeroized on the Rust side).
+    Passphrase { passphrase: Vec<u8> },
+    /// The path of a 32-byte key file.
+    KeyFile { path: String },
+    /// A raw 32-byte key (zeroized on the Rust side).
+    Key { key: Vec<u8> },
+}
+
+impl VaultSecret {
+    fn into_secret(self) -> Result<Secret> {
+        match self {
+            VaultSecret::Passphrase { passphrase: p } => passphrase(p),
+            VaultSecret::KeyFile { path } => key_file(&path),
+            VaultSecret::Key { key } => raw_key(key),
+        }
+    }
+}
+
+/// How [`Vault::open_with`] opens a vault (the library's `EngineConfig`, in part).
+#[derive(Debug, Clone, Default, uniffi::Record)]
+pub struct VaultOptions {
+    /// Hold the vault alone while it is open, for a bulk import (the CLI's `put` does
+    /// this when nothing else has the vault open): writes go through a rollback journal,
+    /// each page written once (no WAL, no checkpoint), and every commit is synced. The
+    /// open fails with `EBUSY` if the vault is open anywhere else, and while it is open
+    /// every other open (another process, another handle in this one) waits for the
+    /// busy timeout and then fails with `EBUSY`. For large writes: many small commits
+    /// run slower than in the default mode.
+    #[uniffi(default)]
+    pub exclusive: bool,
+    /// How long an open or a write waits for a lock another connection holds before it
+    /// fails with `EBUSY`, in milliseconds; `None` keeps the default (60 s).
+    #[uniffi(default)]
+    pub busy_timeout_ms: Option<i64>,
+}
+
+impl VaultOptions {
+    pub(crate) fn to_config(&self) -> Result<EngineConfig> {
+        let mut config = EngineConfig { exclusive: self.exclusive, ..EngineConfig::default() };
+        if let Some(ms) = self.busy_timeout_ms {
+            config.busy_timeout = std::time::Duration::from_millis(non_negative(ms, "busy timeout")?);
+        }
+        Ok(config)
+    }
+}
+
 impl Vault {
     fn wrap(v: sqlvault::Vault, path: String) -> Arc<Self> {
         Arc::new(Vault { shared: Arc::new(Shared::new(v)), path })
@@ -71,7 +121,11 @@ impl Vault {
     }
 
     fn do_open(path: String, secret: Secret) -> Result<Arc<Self>> {
-        let v = sqlvault::Vault::open(&path, &secret, EngineConfig::default())?;
+        Self::do_open_with(path, secret, EngineConfig::default())
+    }
+
+    fn do_open_with(path: String, secret: Secret, config: EngineConfig) -> Result<Arc<Self>> {
+        let v = sqlvault::Vault::open(&path, &secret, config)?;
         Ok(Self::wrap(v, path))
     }
 }
@@ -133,6 +187,15 @@ impl Vault {
     #[uniffi::constructor]
     pub fn open_with_key(path: String, key: Vec<u8>) -> Result<Arc<Self>> {
         Self::do_open(path, raw_key(key)?)
+    }
+
+    /// Opens the vault at `path` with `secret` and `options` (see [`VaultOptions`]: an
+    /// exclusive open for a bulk import, the busy timeout).
+    #[uniffi::constructor]
+    pub fn open_with(path: String, secret: VaultSecret, options: VaultOptions) -> Result<Arc<Self>> {
+        // The secret first: its bytes are zeroized whatever fails next.
+        let secret = secret.into_secret()?;
+        Self::do_open_with(path, secret, options.to_config()?)
     }
 
     /// Converts the format-1 (SQLCipher) vault at `path` to format 2 in place, as

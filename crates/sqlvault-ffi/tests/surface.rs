@@ -217,3 +217,38 @@ fn upgrade_converts_a_format1_vault_and_opens_it() {
     assert_eq!(v.read_file("/docs/a/b/deep.txt".into()).unwrap(), b"deep in the tree\n");
     v.close().unwrap();
 }
+
+/// `open_with` and `VaultOptions::exclusive`, as a binding's bulk import uses them: the
+/// exclusive handle writes and reads; while it is open another open (shared or
+/// exclusive) fails with `EBUSY` after its busy timeout; after it closes, any open sees
+/// its writes. A shared open keeps an exclusive one out.
+#[test]
+fn an_exclusive_open_holds_the_vault_alone_until_it_closes() {
+    use sqlvault_ffi::{VaultOptions, VaultSecret};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x.vault").to_str().unwrap().to_string();
+    let pw = || VaultSecret::Passphrase { passphrase: b"pw".to_vec() };
+    let exclusive = VaultOptions { exclusive: true, busy_timeout_ms: Some(200) };
+    let impatient = VaultOptions { exclusive: false, busy_timeout_ms: Some(200) };
+    let busy = |r: Result<Arc<Vault>, VaultError>| match r {
+        Err(VaultError::Other { errno, .. }) => assert_eq!(errno, libc::EBUSY),
+        other => panic!("expected EBUSY: {:?}", other.map(|_| ())),
+    };
+
+    let v = Vault::create_with_kdf(p.clone(), b"pw".to_vec(), 1024, 1).unwrap();
+    busy(Vault::open_with(p.clone(), pw(), exclusive.clone()));
+    v.close().unwrap();
+
+    let x = Vault::open_with(p.clone(), pw(), exclusive.clone()).unwrap();
+    x.write_file("/bulk".into(), b"imported".to_vec()).unwrap();
+    assert_eq!(x.read_file("/bulk".into()).unwrap(), b"imported");
+    busy(Vault::open_with(p.clone(), pw(), impatient.clone()));
+    busy(Vault::open_with(p.clone(), pw(), exclusive.clone()));
+    x.close().unwrap();
+
+    let v = Vault::open_with(p.clone(), pw(), impatient).unwrap();
+    assert_eq!(v.read_file("/bulk".into()).unwrap(), b"imported");
+    v.close().unwrap();
+    let bad = VaultOptions { exclusive: true, busy_timeout_ms: Some(-1) };
+    assert!(matches!(Vault::open_with(p, pw(), bad), Err(VaultError::InvalidArgument { .. })));
+}

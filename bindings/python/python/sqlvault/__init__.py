@@ -684,17 +684,34 @@ class Vault:
 
     @classmethod
     def _open_vault(
-        cls, path: PathLike, passphrase: Optional[Union[str, bytes]] = None, *, key_file: Optional[PathLike] = None
+        cls,
+        path: PathLike,
+        passphrase: Optional[Union[str, bytes]] = None,
+        *,
+        key_file: Optional[PathLike] = None,
+        exclusive: bool = False,
+        timeout: Optional[float] = None,
     ) -> "Vault":
-        """``Vault.open(path, passphrase=None, *, key_file=None)`` opens the vault at
-        ``path``; :class:`WrongSecretError` if the secret does not unlock it. (On an
-        instance, ``v.open(path, mode="rb", ...)`` opens a file in the vault.)"""
+        """``Vault.open(path, passphrase=None, *, key_file=None, exclusive=False,
+        timeout=None)`` opens the vault at ``path``; :class:`WrongSecretError` if the
+        secret does not unlock it. ``exclusive=True`` holds the vault alone until it is
+        closed, for a bulk import (writes go through a rollback journal, each page
+        written once, every commit synced): it fails with ``OSError`` ``errno.EBUSY`` if
+        the vault is open anywhere else, and while it is open every other open fails so
+        after its own ``timeout``. ``timeout`` is how long the open and later writes
+        wait for another connection's lock, in seconds (``None``: 60). (On an instance,
+        ``v.open(path, mode="rb", ...)`` opens a file in the vault.)"""
         p = _path(path)
         kind, secret = _secret_args(passphrase, key_file)
+        if timeout is not None and not timeout >= 0:
+            raise ValueError("timeout must be a number of seconds, 0 or more")
+        if kind == "key_file":
+            s = _lib.VaultSecret.KEY_FILE(secret)
+        else:
+            s = _lib.VaultSecret.PASSPHRASE(secret)
+        ms = None if timeout is None else int(timeout * 1000)
         with _Errors(p):
-            if kind == "key_file":
-                return cls(_lib.Vault.open_with_key_file(p, secret))
-            return cls(_lib.Vault.open(p, secret))
+            return cls(_lib.Vault.open_with(p, s, _lib.VaultOptions(exclusive=bool(exclusive), busy_timeout_ms=ms)))
 
     @classmethod
     def upgrade(

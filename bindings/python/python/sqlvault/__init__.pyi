@@ -72,7 +72,7 @@ class _TransactionContext:
     def __exit__(self, *exc: Any) -> bool: ...
 
 class _VaultOpen:
-    # Vault.open(path, passphrase=None, *, key_file=None) on the class;
+    # Vault.open(path, passphrase=None, *, key_file=None, exclusive=False, timeout=None) on the class;
     # v.open(path, mode="rb", ...) on an instance.
     @overload
     def __get__(self, obj: None, objtype: type) -> _OpenVault: ...
@@ -81,7 +81,13 @@ class _VaultOpen:
 
 class _OpenVault:
     def __call__(
-        self, path: PathLike, passphrase: Optional[Union[str, bytes]] = ..., *, key_file: Optional[PathLike] = ...
+        self,
+        path: PathLike,
+        passphrase: Optional[Union[str, bytes]] = ...,
+        *,
+        key_file: Optional[PathLike] = ...,
+        exclusive: bool = ...,
+        timeout: Optional[float] = ...,
     ) -> Vault: ...
 
 class _OpenFile:

@@ -1,4 +1,5 @@
-//! `sqlvault_vault`: create and open a vault (passphrase, key file, raw key), close and
+//! `sqlvault_vault`: create and open a vault (passphrase, key file, raw key; with
+//! `sqlvault_vault_open_with`, exclusive or with a busy timeout), close and
 //! free it, and the calls on its tree by path: stat, exists, mkdir, list, remove,
 //! rename, whole-file read and write, truncate, tags and find, records, snapshots.
 //!
@@ -15,7 +16,23 @@ use super::values::{
     sqlvault_restore_summary, sqlvault_str, sqlvault_value, text, texts, to_tags, values,
 };
 use crate::types::{SnapshotInfo, Tag, TagValue};
-use crate::{OpenOptions, Vault, VaultError};
+use crate::{OpenOptions, Vault, VaultError, VaultOptions, VaultSecret};
+
+/// Secret kind for `sqlvault_vault_open_with`: a passphrase (UTF-8 bytes).
+pub const SQLVAULT_SECRET_PASSPHRASE: i32 = 1;
+/// Secret kind for `sqlvault_vault_open_with`: the path of a 32-byte key file (UTF-8).
+pub const SQLVAULT_SECRET_KEY_FILE: i32 = 2;
+/// Secret kind for `sqlvault_vault_open_with`: a raw 32-byte key.
+pub const SQLVAULT_SECRET_KEY: i32 = 3;
+
+/// Vault open flag (`sqlvault_vault_open_with`): hold the vault alone while it is open,
+/// for a bulk import. Writes go through a rollback journal, each page written once (no
+/// WAL, no checkpoint), and every commit is synced. The open fails with
+/// `SQLVAULT_ERR_OTHER` / `-EBUSY` if the vault is open anywhere else; while it is open,
+/// every other open (another process, another handle) waits for its busy timeout and
+/// then fails with `-EBUSY`. For large writes: many small commits run slower than in
+/// the default mode.
+pub const SQLVAULT_VAULT_EXCLUSIVE: u32 = 1;
 
 /// An open vault. Create or open one with `sqlvault_vault_create*` /
 /// `sqlvault_vault_open*`; close it with `sqlvault_vault_close` and free the handle
@@ -174,6 +191,52 @@ pub unsafe extern "C" fn sqlvault_vault_open_with_key(
             let path = text(path, path_len, "path")?.to_owned();
             let mut k = secret(key, key_len, "key")?;
             Ok(Vault::open_with_key(path, std::mem::take(&mut *k)))
+        })
+    }
+}
+
+/// Opens the vault at `path` with a secret of kind `secret_kind` (`SQLVAULT_SECRET_*`:
+/// passphrase bytes, key file path or raw key in `secret`/`secret_len`), the
+/// `SQLVAULT_VAULT_*` flags `flags` (0 or `SQLVAULT_VAULT_EXCLUSIVE`) and a busy timeout:
+/// how long the open and later writes wait for a lock another connection holds before
+/// failing with `-EBUSY`, in milliseconds (negative: the default, 60 s). Unknown kinds
+/// or flags fail with `-EINVAL`.
+#[no_mangle]
+pub unsafe extern "C" fn sqlvault_vault_open_with(
+    path: *const c_char,
+    path_len: usize,
+    secret_kind: i32,
+    secret: *const u8,
+    secret_len: usize,
+    flags: u32,
+    busy_timeout_ms: i64,
+    out: *mut *mut sqlvault_vault,
+) -> i32 {
+    unsafe {
+        open_into(out, || {
+            let path = text(path, path_len, "path")?.to_owned();
+            if flags & !SQLVAULT_VAULT_EXCLUSIVE != 0 {
+                return Err(Failure::invalid(format!("unknown vault open flags {flags:#x}")));
+            }
+            let secret = match secret_kind {
+                SQLVAULT_SECRET_PASSPHRASE => {
+                    let mut p = self::secret(secret, secret_len, "passphrase")?;
+                    VaultSecret::Passphrase { passphrase: std::mem::take(&mut *p) }
+                }
+                SQLVAULT_SECRET_KEY_FILE => {
+                    VaultSecret::KeyFile { path: text(secret.cast(), secret_len, "key file")?.to_owned() }
+                }
+                SQLVAULT_SECRET_KEY => {
+                    let mut k = self::secret(secret, secret_len, "key")?;
+                    VaultSecret::Key { key: std::mem::take(&mut *k) }
+                }
+                other => return Err(Failure::invalid(format!("unknown secret kind {other}"))),
+            };
+            let options = VaultOptions {
+                exclusive: flags & SQLVAULT_VAULT_EXCLUSIVE != 0,
+                busy_timeout_ms: (busy_timeout_ms >= 0).then_some(busy_timeout_ms),
+            };
+            Ok(Vault::open_with(path, secret, options))
         })
     }
 }

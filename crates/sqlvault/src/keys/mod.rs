@@ -26,6 +26,7 @@
 //! sealing and naming of the remote's objects, so that replication, too, touches
 //! secret bytes only here. [`random_bytes`] is the one source of randomness.
 
+pub(crate) mod file;
 pub mod page;
 #[cfg(feature = "remote")]
 pub(crate) mod remote;
@@ -33,7 +34,7 @@ pub(crate) mod remote;
 pub(crate) mod v1;
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
@@ -477,22 +478,20 @@ impl Header {
     /// Writes this header as generation `self.generation + 1` into both copies,
     /// one after the other with a sync between, so a crash leaves one valid copy.
     pub fn write_update(&mut self, path: &Path) -> Result<()> {
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map_err(|e| Error::io(format!("cannot open {} for writing", path.display()), e))?;
-        self.generation += 1;
-        let bytes = self.encode();
         // Overwrite the copy that is *not* the current newest first. Reading picks the
         // highest generation, so until the first write is synced the old copy rules.
         let (_, current) = newest(&read_region(path)?)?;
+        self.generation += 1;
+        let bytes = self.encode();
         let first = 1 - current;
-        for copy in [first, 1 - first] {
-            f.write_all_at(&bytes, (copy * COPY_LEN) as u64)
-                .and_then(|_| f.sync_data())
-                .map_err(|e| Error::io("cannot write vault header", e))?;
-        }
-        Ok(())
+        file::with_file(path, true, |f| {
+            for copy in [first, 1 - first] {
+                f.write_all_at(&bytes, (copy * COPY_LEN) as u64)
+                    .and_then(|_| f.sync_data())
+                    .map_err(|e| Error::io("cannot write vault header", e))?;
+            }
+            Ok(())
+        })
     }
 
     /// Writes both copies into a new file's header region.
@@ -508,13 +507,12 @@ impl Header {
 /// Reads the header region of the vault file, checking it is ours and complete.
 fn read_region(path: &Path) -> Result<Vec<u8>> {
     let shown = path.display().to_string();
-    let mut f = File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::not_found(&shown),
-        _ => Error::io(format!("cannot open {shown}"), e),
-    })?;
-    let len = f.seek(SeekFrom::End(0)).map_err(|e| Error::io(format!("cannot read {shown}"), e))?;
     let mut b = vec![0u8; HEADER_LEN as usize];
-    let n = f.read_at(&mut b, 0).map_err(|e| Error::io(format!("cannot read {shown}"), e))?;
+    let (len, n) = file::with_file(path, false, |f| {
+        let len = f.metadata().map_err(|e| Error::io(format!("cannot read {shown}"), e))?.len();
+        let n = f.read_at(&mut b, 0).map_err(|e| Error::io(format!("cannot read {shown}"), e))?;
+        Ok((len, n))
+    })?;
     // Either copy's magic will do: a flipped byte in one copy is damage, not a foreign file.
     let has_magic = |at: usize| b.get(at..at + 8) == Some(&MAGIC[..]);
     if n < 8 || !(has_magic(0) || (n >= COPY_LEN + 8 && has_magic(COPY_LEN))) {
@@ -580,20 +578,18 @@ pub fn repair_header(path: &Path) -> Result<usize> {
     let region = read_region(path)?;
     let (_, good) = newest(&region)?;
     let good_bytes = &region[good * COPY_LEN..(good + 1) * COPY_LEN];
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(|e| Error::io(format!("cannot open {} for writing", path.display()), e))?;
-    let mut n = 0;
-    for copy in 0..2 {
-        if copy != good && region[copy * COPY_LEN..(copy + 1) * COPY_LEN] != *good_bytes {
-            f.write_all_at(good_bytes, (copy * COPY_LEN) as u64)
-                .and_then(|_| f.sync_data())
-                .map_err(|e| Error::io("cannot write vault header", e))?;
-            n += 1;
+    file::with_file(path, true, |f| {
+        let mut n = 0;
+        for copy in 0..2 {
+            if copy != good && region[copy * COPY_LEN..(copy + 1) * COPY_LEN] != *good_bytes {
+                f.write_all_at(good_bytes, (copy * COPY_LEN) as u64)
+                    .and_then(|_| f.sync_data())
+                    .map_err(|e| Error::io("cannot write vault header", e))?;
+                n += 1;
+            }
         }
-    }
-    Ok(n)
+        Ok(n)
+    })
 }
 
 const SLOT_FIXED: usize = 56;

@@ -98,9 +98,11 @@ pub struct EngineConfig {
     /// the vault (other processes, other handles) fail with `Busy` until this one
     /// closes. Opening fails with `Busy` if the vault is open anywhere else. Reading
     /// through the vault from inside one of its write closures fails with `Busy` in
-    /// this mode. Ignored for a read-only open. For large writes only: each commit
-    /// syncs the journal twice and the file once, so many small commits (a tree of
-    /// small files, a commit each) run far slower than through the WAL.
+    /// this mode. Ignored for a read-only open. Each commit syncs the journal twice
+    /// and the file once, so many small commits (a tree of small files, a commit each)
+    /// run far slower than through the WAL: write them in a few transactions, or with a
+    /// commit window (`Inodes::set_commit_window`, which this mode honours: a window's
+    /// writes share one synced commit), as `sqlvault put` does.
     pub exclusive: bool,
 }
 
@@ -143,6 +145,10 @@ pub(crate) struct Engine {
     /// After `writer`: its WAL hook points into the checkpointer's shared state, which
     /// must outlive the writer connection.
     checkpointer: Option<Checkpointer>,
+    /// Last, so it is dropped after the connections: keeps the descriptor through which
+    /// this process reads and writes the vault header open while they may hold locks
+    /// (see [`crate::keys::file`]).
+    _header_file: crate::keys::file::Held,
 }
 
 impl Engine {
@@ -157,6 +163,7 @@ impl Engine {
     ) -> Result<Engine> {
         vfs::register().map_err(|e| Error::Io { context: e, source: std::io::Error::other("vfs") })?;
         let page_keys = vfs::PageKeysEntry::new(PageKeys::new(&key, file_id, cipher.page_cipher, cipher.page_size))?;
+        let header_file = crate::keys::file::Held::new(path)?;
         let mut engine = Engine {
             path: path.to_path_buf(),
             key,
@@ -170,17 +177,34 @@ impl Engine {
             synced_commits: std::sync::atomic::AtomicU64::new(0),
             writer_damaged: std::sync::atomic::AtomicBool::new(false),
             checkpointer: None,
+            _header_file: header_file,
         };
         if engine.config.read_only {
             engine.config.exclusive = false;
         }
-        if create {
-            let conn = engine.connect_new()?;
-            conn.execute_batch("PRAGMA journal_mode=WAL;")?;
-            schema::create(&conn)?;
-            if engine.config.exclusive {
-                enter_exclusive(&conn)?;
+        if create || !engine.config.read_only {
+            let exclusive = engine.config.exclusive;
+            let mut conn = if create {
+                let conn = engine.connect_new()?;
+                conn.execute_batch("PRAGMA journal_mode=WAL;")?;
+                schema::create(&conn)?;
+                conn
             } else {
+                engine.connect(true)?
+            };
+            if exclusive {
+                enter_exclusive(&conn)?;
+            } else if !create {
+                // An exclusive writer killed before it closed left the file in rollback
+                // mode (its hot journal, if any, was played back by the first read).
+                ensure_wal(&conn)?;
+                remove_empty_journal(path);
+            }
+            if !create {
+                schema::check_and_migrate(&mut conn)?;
+                codec_intact(&conn)?;
+            }
+            if !exclusive {
                 engine.checkpointer = Some(Checkpointer::start(
                     engine.connect(true)?,
                     &conn,
@@ -188,27 +212,6 @@ impl Engine {
                     engine.config.wal_limit_bytes,
                 )?);
             }
-            engine.writer = Some(Arc::new(Writer::new(conn)));
-        } else if engine.config.exclusive {
-            let mut conn = engine.connect(true)?;
-            enter_exclusive(&conn)?;
-            schema::check_and_migrate(&mut conn)?;
-            codec_intact(&conn)?;
-            engine.writer = Some(Arc::new(Writer::new(conn)));
-        } else if !engine.config.read_only {
-            let mut conn = engine.connect(true)?;
-            // An exclusive writer killed before it closed left the file in rollback
-            // mode (its hot journal, if any, was played back by the first read).
-            ensure_wal(&conn)?;
-            remove_empty_journal(path);
-            schema::check_and_migrate(&mut conn)?;
-            codec_intact(&conn)?;
-            engine.checkpointer = Some(Checkpointer::start(
-                engine.connect(true)?,
-                &conn,
-                engine.cipher.page_size,
-                engine.config.wal_limit_bytes,
-            )?);
             engine.writer = Some(Arc::new(Writer::new(conn)));
         } else {
             let conn = engine.connect(false)?;
@@ -393,9 +396,11 @@ impl Engine {
     /// later (or at the next `sync`, checkpoint or close); reads of this engine see it
     /// at once, other processes after the commit. `None` commits every write before it
     /// returns (the default). Ignored with `Durability::Full` and on read-only vaults.
+    /// In exclusive mode it is what makes many small writes fast: each commit there
+    /// syncs three times, and the window shares one commit among many writes.
     pub fn set_commit_window(&self, window: Option<Duration>) -> Result<()> {
         let Some(writer) = self.writer.as_ref() else { return Ok(()) };
-        if self.every_commit_synced() {
+        if self.config.durability == Durability::Full {
             return Ok(());
         }
         writer.set_window(window.filter(|w| !w.is_zero()))
@@ -557,7 +562,9 @@ impl Engine {
     pub fn sync(&self) -> Result<()> {
         let Some(writer) = self.writer.as_ref() else { return Ok(()) };
         if self.every_commit_synced() {
-            return Ok(());
+            // Every commit is synced: only the commit window's open batch (exclusive
+            // mode) is left to commit.
+            return self.commit_deferred();
         }
         self.writer_usable()?;
         use std::sync::atomic::Ordering;
@@ -715,12 +722,13 @@ impl Drop for Engine {
         if let Ok(mut pool) = self.readers.lock() {
             pool.clear();
         }
-        if self.config.exclusive {
+        // Only an engine that holds the exclusive lock (its writer exists) may touch the
+        // journal: one whose exclusive open failed (`Busy`) would remove the journal of
+        // the process that holds the vault, in the middle of its transaction.
+        if let Some(w) = self.writer.as_ref().filter(|_| self.config.exclusive) {
             // Back to WAL before the writer closes; if this fails the file stays in
             // rollback mode and the next open that is not exclusive switches it.
-            if let Some(w) = self.writer.as_ref() {
-                let _ = w.idle(leave_exclusive);
-            }
+            let _ = w.idle(leave_exclusive);
             remove_empty_journal(&self.path);
         }
     }

@@ -1170,6 +1170,62 @@ mod tests {
         assert_eq!(n, 200);
     }
 
+    /// The page number in the header of WAL frame `i` (0-based) of `wal` (stored plain).
+    fn wal_frame_pgno(wal: &[u8], i: usize) -> u32 {
+        be32(&wal[WAL_HEADER as usize + i * (P + FRAME_HEADER)..])
+    }
+
+    /// The interleaving behind `7431c1e`, in one order, two connections of one process:
+    /// connection A writes the WAL's last frame and so remembers that frame's page
+    /// number; connection B checkpoints the whole log, restarts it with its next commit
+    /// and writes another page into that same frame; then A reads that page. The number
+    /// A remembered is stale, and the authentic page must still open (before the fix it
+    /// failed its tag and the read was `Damaged`).
+    #[test]
+    fn a_frame_rewritten_after_a_wal_restart_is_read_under_its_new_page_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        let (a, entry, _) = open(&path, "WAL");
+        a.execute_batch("PRAGMA wal_autocheckpoint=0").unwrap();
+        a.execute_batch("CREATE TABLE t(x TEXT); CREATE TABLE b(y BLOB);").unwrap();
+        // A's last write: one transaction of a few frames; its last frame is what A's WAL
+        // handle remembers.
+        a.execute_batch("BEGIN").unwrap();
+        fill(&a, "a");
+        a.execute_batch("COMMIT").unwrap();
+        let wal_path = dir.path().join("r.db-wal");
+        let wal = std::fs::read(&wal_path).unwrap();
+        let frames = (wal.len() - WAL_HEADER as usize) / (P + FRAME_HEADER);
+        let last = frames - 1;
+        let a_pgno = wal_frame_pgno(&wal, last);
+
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_URI;
+        let b = Connection::open_with_flags_and_vfs(Path::new(&entry.uri(&path)), flags, VFS_NAME).unwrap();
+        b.execute_batch("PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=0").unwrap();
+        let (busy, log, done): (i64, i64, i64) =
+            b.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
+        assert_eq!((busy, log), (0, done), "the checkpoint did not copy the whole log");
+        // B's commit restarts the log (everything was checkpointed, nobody reads) and
+        // writes more frames than A did, so A's last frame now holds one of B's pages.
+        b.execute_batch(&format!(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < {}) \
+             INSERT INTO b SELECT randomblob({}) FROM n;",
+            4 * frames,
+            P / 2
+        ))
+        .unwrap();
+        let wal = std::fs::read(&wal_path).unwrap();
+        assert_ne!(wal_frame_pgno(&wal, last), a_pgno, "B did not write another page into A's last frame");
+        assert!(wal_frame_pgno(&wal, frames) > 0, "B's commit did not reach past A's last frame");
+
+        // A reads every page: the page in A's last frame comes from B, under a new number.
+        let check: String = a.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+        assert_eq!(check, "ok");
+        let n: i64 = a.query_row("SELECT count(*) FROM b", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 4 * frames as i64);
+        assert!(!tag_failed(unsafe { a.handle() }), "an authentic page failed its tag");
+    }
+
     #[test]
     fn journal_records_are_sealed_masked_and_roll_back() {
         let dir = tempfile::tempdir().unwrap();

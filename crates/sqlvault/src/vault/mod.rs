@@ -238,6 +238,14 @@ impl Vault {
         if header.format1_hmac().is_some() {
             return Err(Error::Format1 { path: path.display().to_string() });
         }
+        if !config.read_only {
+            // Before the engine opens: this opens and closes the vault file, and closing
+            // any descriptor of a file drops every POSIX lock the process holds on it,
+            // SQLite's included (an exclusive engine's lock would be gone unnoticed, and
+            // another process's exclusive open could take the vault from under a WAL
+            // writer). Only the older copy is rewritten: `header` stays current.
+            secrets::finish_interrupted_key_change(path)?;
+        }
         let (master, _) = header.unlock(secret, &path.display().to_string())?;
         let engine = Engine::open(path, master, header.cipher, header.file_id, config, false)?;
         let chunk_size = engine.read(|c| schema::meta_int(c, "chunk_size"))?;
@@ -247,7 +255,6 @@ impl Vault {
             .ok_or_else(|| Error::damaged("invalid chunk size setting"))?;
         if !engine.is_read_only() {
             engine.write(|tx| tree::collect_orphans(tx))?;
-            secrets::finish_interrupted_key_change(path)?;
         }
         Ok(Vault::from_parts(path, engine, header, chunk_size))
     }

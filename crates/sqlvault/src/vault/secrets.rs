@@ -70,17 +70,22 @@ pub(super) fn finish_interrupted_key_change(path: &Path) -> Result<()> {
 
 /// Serialises header updates between processes with `flock` on the vault file (SQLite
 /// uses POSIX record locks, which do not interfere).
+/// The `flock` is taken on the descriptor `keys::file` shares with this process's
+/// engines (closing another would drop SQLite's POSIX locks), so it is released
+/// explicitly, and threads of this process are serialised by a mutex (they may share
+/// that descriptor, and a `flock` does not exclude its own holder).
 pub(super) fn with_header_lock<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
     use std::os::fd::AsRawFd;
-    let file = std::fs::File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::not_found(path.display()),
-        _ => Error::io(format!("cannot open {}", path.display()), e),
-    })?;
-    // SAFETY: flock on a valid descriptor; released when `file` closes.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        return Err(Error::io("cannot lock the vault header", std::io::Error::last_os_error()));
-    }
-    let r = f();
-    drop(file);
-    r
+    static IN_PROCESS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = IN_PROCESS.lock().unwrap_or_else(|p| p.into_inner());
+    crate::keys::file::with_file(path, false, |file| {
+        // SAFETY: flock on a valid descriptor, released below.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(Error::io("cannot lock the vault header", std::io::Error::last_os_error()));
+        }
+        let r = f();
+        // SAFETY: as above.
+        unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+        r
+    })
 }

@@ -18,6 +18,9 @@ import uniffi.sqlvault_ffi.VaultException.WrongSecret;
 
 /** The native library's errors as the exceptions a Java program expects. */
 final class Errors {
+    /** Linux's errno for a resource in use (a vault another connection holds). */
+    private static final int EBUSY = 16;
+
     private Errors() {
     }
 
@@ -42,6 +45,9 @@ final class Errors {
             out = new WrongSecretException(detail);
         } else if (e instanceof Damaged) {
             out = new DamagedException(detail);
+        } else if (e instanceof uniffi.sqlvault_ffi.VaultException.Other
+                && ((uniffi.sqlvault_ffi.VaultException.Other) e).getErrno() == EBUSY) {
+            out = new VaultBusyException(detail);
         } else {
             out = new VaultException(detail);
         }

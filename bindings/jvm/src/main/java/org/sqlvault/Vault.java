@@ -138,6 +138,81 @@ public final class Vault implements AutoCloseable {
         }
     }
 
+    /**
+     * How {@link #open(String, char[], Options)} (and the key-file and raw-key variants) open a
+     * vault. Fluent: {@code new Vault.Options().exclusive(true)}.
+     */
+    public static final class Options {
+        private boolean exclusive;
+        private java.time.Duration busyTimeout;
+
+        /**
+         * Hold the vault alone while it is open, for a bulk import (the CLI's {@code put} does this
+         * when nothing else has the vault open): writes go through a rollback journal, each page
+         * written once, and every commit is synced. The open throws {@link VaultBusyException} if
+         * the vault is open anywhere else; while it is open, every other open waits for its busy
+         * timeout and then throws {@link VaultBusyException}. For large writes: many small commits
+         * run slower than in the default mode.
+         */
+        public Options exclusive(boolean exclusive) {
+            this.exclusive = exclusive;
+            return this;
+        }
+
+        /**
+         * How long the open and later writes wait for a lock another connection holds before
+         * throwing {@link VaultBusyException} (default 60 s).
+         */
+        public Options busyTimeout(java.time.Duration timeout) {
+            if (timeout.isNegative()) {
+                throw new IllegalArgumentException("negative busy timeout: " + timeout);
+            }
+            this.busyTimeout = timeout;
+            return this;
+        }
+
+        /** Whether {@link #exclusive(boolean)} is on. */
+        public boolean isExclusive() {
+            return exclusive;
+        }
+
+        uniffi.sqlvault_ffi.VaultOptions toNative() {
+            return new uniffi.sqlvault_ffi.VaultOptions(exclusive, busyTimeout == null ? null : busyTimeout.toMillis());
+        }
+    }
+
+    /** Opens the vault at {@code path} with {@code passphrase} and {@code options} (exclusive, busy timeout). */
+    public static Vault open(String path, char[] passphrase, Options options) throws IOException {
+        checkFile(path);
+        byte[] pw = utf8(passphrase);
+        try {
+            return openWith(path, new uniffi.sqlvault_ffi.VaultSecret.Passphrase(pw), options);
+        } finally {
+            Arrays.fill(pw, (byte) 0);
+        }
+    }
+
+    /** {@link #openWithKeyFile(String, String)} with {@code options} (exclusive, busy timeout). */
+    public static Vault openWithKeyFile(String path, String keyFile, Options options) throws IOException {
+        checkFile(path);
+        return openWith(path, new uniffi.sqlvault_ffi.VaultSecret.KeyFile(keyFile), options);
+    }
+
+    /** {@link #openWithKey(String, byte[])} with {@code options} (exclusive, busy timeout). */
+    public static Vault openWithKey(String path, byte[] key, Options options) throws IOException {
+        checkFile(path);
+        return openWith(path, new uniffi.sqlvault_ffi.VaultSecret.Key(key), options);
+    }
+
+    private static Vault openWith(String path, uniffi.sqlvault_ffi.VaultSecret secret, Options options)
+            throws IOException {
+        try {
+            return new Vault(uniffi.sqlvault_ffi.Vault.Companion.openWith(path, secret, options.toNative()));
+        } catch (uniffi.sqlvault_ffi.VaultException e) {
+            throw Errors.map(e, path);
+        }
+    }
+
     /** The UTF-8 bytes of a passphrase, without an intermediate String (the caller zeroes them). */
     private static byte[] utf8(char[] passphrase) {
         java.nio.ByteBuffer b = java.nio.charset.StandardCharsets.UTF_8.encode(java.nio.CharBuffer.wrap(passphrase));

@@ -86,6 +86,33 @@ class VaultTest {
         assertArrayEquals("hello".getBytes(StandardCharsets.UTF_8), v.readAllBytes("/a.txt"));
     }
 
+    /**
+     * An exclusive open for a bulk import writes and reads; while it is open another open, shared
+     * or exclusive, throws VaultBusyException after its busy timeout; after it closes any open
+     * sees its writes. A shared open (the test's own {@code v}) keeps an exclusive one out.
+     */
+    @Test
+    void exclusiveOpenHoldsTheVaultAloneUntilItCloses() throws IOException {
+        String path = v.path();
+        java.time.Duration short_ = java.time.Duration.ofMillis(200);
+        assertThrows(VaultBusyException.class,
+                () -> Vault.open(path, PW, new Vault.Options().exclusive(true).busyTimeout(short_)));
+        v.close();
+        try (Vault x = Vault.open(path, PW, new Vault.Options().exclusive(true))) {
+            x.mkdirs("/bulk");
+            x.write("/bulk/a", "imported".getBytes(StandardCharsets.UTF_8));
+            assertArrayEquals("imported".getBytes(StandardCharsets.UTF_8), x.readAllBytes("/bulk/a"));
+            for (boolean exclusive : new boolean[] {false, true}) {
+                VaultBusyException e = assertThrows(VaultBusyException.class,
+                        () -> Vault.open(path, PW, new Vault.Options().exclusive(exclusive).busyTimeout(short_)));
+                assertInstanceOf(VaultException.class, e);
+            }
+        }
+        v = Vault.open(path, PW, new Vault.Options().busyTimeout(short_));
+        assertArrayEquals("imported".getBytes(StandardCharsets.UTF_8), v.readAllBytes("/bulk/a"));
+        assertThrows(IllegalArgumentException.class, () -> new Vault.Options().busyTimeout(java.time.Duration.ofMillis(-1)));
+    }
+
     @Test
     void upgradeConvertsAFormat1VaultAndOpensIt() throws IOException {
         // The committed format-1 (SQLCipher) fixtures; Maven runs from bindings/jvm.
