@@ -139,8 +139,9 @@ pub enum Error {
         /// The attribute name.
         name: String,
     },
-    /// Another process held the vault's write lock longer than the busy timeout.
-    #[error("vault is busy: another process holds it locked for too long")]
+    /// Another process held the vault's lock (a writer, or a handle holding the vault
+    /// alone: `EngineConfig::exclusive`) past the busy timeout.
+    #[error("vault is busy: another process has it locked (writing, or open alone) past the busy timeout")]
     Busy,
     /// The file system holding the vault is full; nothing was half-written.
     #[error("no space left on device")]
