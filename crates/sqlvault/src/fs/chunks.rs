@@ -793,8 +793,14 @@ fn insert_entry(conn: &Connection, ino: i64, off: u64, data: &[u8]) -> Result<()
         return Ok(());
     }
     let id = acquire(conn, data)?;
+    set_entry(conn, ino, off, data.len(), id)
+}
+
+/// Makes the entry at `off` of file `ino` name chunk `id` (`len` bytes), replacing the
+/// row there if any.
+fn set_entry(conn: &Connection, ino: i64, off: u64, len: usize, id: ChunkId) -> Result<()> {
     conn.prepare_cached("INSERT OR REPLACE INTO file_chunks(ino, off, len, chunk) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![ino, off as i64, data.len() as i64, id.0])?;
+        .execute(params![ino, off as i64, len as i64, id.0])?;
     Ok(())
 }
 
@@ -853,8 +859,7 @@ pub fn put_prepared(conn: &Connection, ino: i64, off: u64, p: &Prepared) -> Resu
     let old = clear_range(conn, ino, off, end, !p.zeros)?;
     if !p.zeros {
         let id = acquire_with(conn, &p.hash, |conn, id| insert_as(conn, id, &p.hash, 1, p.len, p.codec, &p.bytes))?;
-        conn.prepare_cached("INSERT OR REPLACE INTO file_chunks(ino, off, len, chunk) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![ino, off as i64, p.len as i64, id.0])?;
+        set_entry(conn, ino, off, p.len, id)?;
     }
     for e in old {
         release(conn, e.chunk)?;
