@@ -314,6 +314,42 @@ fn a_layout_1_remote_still_pushes_and_pulls() {
     assert_eq!(observe(&a), observe(&b));
 }
 
+/// A new remote (layout 4) seals its chunks with AEGIS-256 (32-byte nonce and 16-byte
+/// tag around each padded chunk); a remote created as layout 3 keeps XChaCha20-Poly1305
+/// (24-byte nonce) for every push after, and both clone, push and pull alike.
+#[test]
+fn new_remotes_seal_chunks_with_aegis_and_layout_3_remotes_keep_xchacha() {
+    let server = S3Server::start();
+    for (bucket, layout, overhead) in [("aegis", None, 32 + 16), ("xchacha", Some(3), 24 + 16)] {
+        let url = remote(&server, bucket);
+        let (_tv, a) = TestVault::new(CHUNK);
+        // Three full chunks of incompressible bytes, each padded to the chunk size + 4.
+        write_fixed(&a, "/three", &payload(21, 3 * CHUNK as usize)).unwrap();
+        a.remote("r").add(&url, Some(&server.endpoint)).unwrap();
+        if let Some(l) = layout {
+            a.remote("r").init_layout(l).unwrap();
+        }
+        assert!(matches!(a.remote("r").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
+        let packs = server.objects(bucket, "vaults/one/packs");
+        assert_eq!(packs.len(), 1, "{bucket}");
+        let size = std::fs::metadata(&packs[0]).unwrap().len();
+        assert_eq!(size, 3 * (CHUNK as u64 + 4 + overhead), "{bucket}: pack of {size} bytes");
+
+        let d = tempfile::tempdir().unwrap();
+        let b = clone(&server, &url, d.path(), "b.vault");
+        assert_eq!(observe(&a), observe(&b), "{bucket}");
+        write_fixed(&b, "/from-b", &payload(22, CHUNK as usize)).unwrap();
+        assert!(matches!(b.remote("origin").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
+        // The clone's push sealed its chunk the remote's way.
+        let sizes: Vec<u64> =
+            server.objects(bucket, "vaults/one/packs").iter().map(|p| std::fs::metadata(p).unwrap().len()).collect();
+        assert!(sizes.contains(&(CHUNK as u64 + 4 + overhead)), "{bucket}: {sizes:?}");
+        assert!(matches!(a.remote("r").pull(&sqlvault::Ops::default()).unwrap(), PullOutcome::Pulled { .. }));
+        assert_eq!(observe(&a), observe(&b), "{bucket}");
+        assert!(a.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
+    }
+}
+
 #[test]
 fn racing_pushers_exactly_one_wins_each_round() {
     let server = S3Server::start();
@@ -634,7 +670,7 @@ fn tampered_objects_are_detected_never_returned() {
     let packs = server.objects("tamper", "vaults/one/packs");
     assert_eq!(packs.len(), 1);
     let original = std::fs::read(&packs[0]).unwrap();
-    let sealed = CHUNK as usize + 4 + 40; // a full chunk: length, data, nonce, tag
+    let sealed = CHUNK as usize + 4 + 48; // a full chunk: length, data, AEGIS-256 nonce (32), tag (16)
     assert_eq!(original.len(), 3 * sealed);
     let mut swapped = original[sealed..2 * sealed].to_vec();
     swapped.extend_from_slice(&original[..sealed]);

@@ -1,7 +1,8 @@
 //! What the objects in the bucket are called and what they hold.
 //!
 //! Every object but `keys` is sealed (`crate::keys::remote`: XChaCha20-Poly1305 under
-//! a key derived from the master key, the object's name as associated data); names of
+//! a key derived from the master key, the object's name as associated data; chunks of a
+//! layout-4 remote AEGIS-256 under a key of their own, see [`chunk_seal`]); names of
 //! content objects are keyed BLAKE3 hashes from the same place. This module names the
 //! objects ([`names`], [`chunk_name`]) and encodes what is inside them: the `config`,
 //! `ref` and commit objects (JSON) and the dump stream.
@@ -15,14 +16,27 @@ use std::io::{Read, Write};
 use rusqlite::types::Value;
 
 use crate::error::{Error, Result};
-use crate::keys::remote::{tampered, RemoteKeys};
+use crate::keys::remote::{tampered, ChunkSeal, RemoteKeys};
 
 /// Newest bucket layout this build reads and creates: 1 the first, 2 the dump carries
 /// application tables, 3 chunks travel in packs (`packs/`, `index/`) instead of one
-/// `data/` object each. Remotes of layouts 1 and 2 keep theirs (`config` is create-only).
-pub const LAYOUT_VERSION: u32 = 3;
+/// `data/` object each, 4 chunks are sealed with AEGIS-256. A remote keeps the layout
+/// its first push gave it (`config` is create-only); a build that knows an older newest
+/// layout refuses a newer remote (`UnsupportedVersion`) rather than misreading it.
+pub const LAYOUT_VERSION: u32 = 4;
 /// The first layout whose chunks travel in packs.
 pub const PACKS_LAYOUT: u32 = 3;
+/// The first layout whose chunks are sealed with AEGIS-256.
+pub const AEGIS_CHUNKS_LAYOUT: u32 = 4;
+
+/// How the chunks of a remote of `layout` are sealed.
+pub fn chunk_seal(layout: u32) -> ChunkSeal {
+    if layout >= AEGIS_CHUNKS_LAYOUT {
+        ChunkSeal::Aegis256
+    } else {
+        ChunkSeal::XChaCha20Poly1305
+    }
+}
 /// The dump's version of the commits of a remote of `layout` (2 below packs: commits of
 /// a layout-1 or layout-2 remote stay readable by builds without packs).
 pub fn commit_layout(layout: u32) -> u32 {

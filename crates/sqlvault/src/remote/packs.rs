@@ -23,7 +23,7 @@ use super::placed::Located;
 use super::store::{Store, Written, PACK_PARALLEL, PACK_QUEUED, PARALLEL, QUEUED};
 use crate::error::{Error, Result};
 use crate::fs::chunks::{self, Codec, Stored};
-use crate::keys::remote::{tampered, RemoteKeys};
+use crate::keys::remote::{tampered, ChunkSeal, RemoteKeys};
 
 /// A pack is closed (and uploaded) once it holds this many bytes of sealed chunks.
 pub(crate) const PACK_BYTES: usize = 4 << 20;
@@ -219,6 +219,7 @@ pub(crate) fn upload(
     chunk_size: usize,
     done: impl FnMut(u64),
 ) -> Result<Uploaded> {
+    let how = format::chunk_seal(layout(store, keys)?);
     let mut packs: Vec<IndexedPack> = Vec::new();
     let mut cur: Vec<u8> = Vec::new();
     let mut entries = Vec::new();
@@ -232,7 +233,7 @@ pub(crate) fn upload(
         match chunks.next() {
             Some(Ok((id, chunk))) => {
                 let name = format::chunk_name_of(&id);
-                let sealed = match keys.seal_chunk(&name, &chunk.bytes, chunk.codec == Codec::Zstd, chunk_size) {
+                let sealed = match keys.seal_chunk(&name, &chunk.bytes, chunk.codec == Codec::Zstd, chunk_size, how) {
                     Ok(s) => s,
                     Err(e) => return Some(Err(e)),
                 };
@@ -280,14 +281,16 @@ pub(crate) fn fetch(
         return Ok(());
     }
     let keys_arc = Arc::new(keys.clone());
-    if layout(store, keys)? < format::PACKS_LAYOUT {
+    let layout = layout(store, keys)?;
+    let how = format::chunk_seal(layout);
+    if layout < format::PACKS_LAYOUT {
         let jobs: Vec<(String, [u8; 32], i64)> =
             wanted.iter().map(|(h, len)| (format::chunk_name(keys, h), *h, *len)).collect();
         return store.run_all(jobs, (PARALLEL, QUEUED), each, move |bucket, (name, hash, len)| {
             let keys = keys_arc.clone();
             async move {
                 let sealed = bucket.get_required(&name).await?;
-                let open = move || open_checked(&keys, &name, &sealed, &hash, len);
+                let open = move || open_checked(&keys, &name, &sealed, &hash, len, how);
                 tokio::task::spawn_blocking(open).await.map_err(|e| Error::io("chunk", std::io::Error::other(e)))?
             }
         });
@@ -367,7 +370,7 @@ pub(crate) fn fetch(
                         .zip(parts)
                         .map(|((i, _, hash, len), sealed)| {
                             let name = format::chunk_name_of(&keys.chunk_id(hash));
-                            Ok((*i, open_checked(&keys, &name, sealed.as_ref(), hash, *len)?))
+                            Ok((*i, open_checked(&keys, &name, sealed.as_ref(), hash, *len, how)?))
                         })
                         .collect::<Result<Vec<_>>>()
                 };
@@ -382,8 +385,8 @@ type PackRead = (usize, Located, [u8; 32], i64);
 
 /// Opens the sealed chunk `name` and checks it against `hash` and `len`: a chunk that
 /// decodes to anything else (or to more than `len` bytes) is tampered with.
-fn open_checked(keys: &RemoteKeys, name: &str, sealed: &[u8], hash: &[u8], len: i64) -> Result<Stored> {
-    let (compressed, bytes) = keys.open_chunk(name, sealed)?;
+fn open_checked(keys: &RemoteKeys, name: &str, sealed: &[u8], hash: &[u8], len: i64, how: ChunkSeal) -> Result<Stored> {
+    let (compressed, bytes) = keys.open_chunk(name, sealed, how)?;
     let len = usize::try_from(len).map_err(|_| tampered(name))?;
     let chunk = Stored { codec: if compressed { Codec::Zstd } else { Codec::Raw }, len, bytes };
     chunks::verify(&chunk, hash).map_err(|_| tampered(name))?;
@@ -419,9 +422,15 @@ mod tests {
     /// byte flipped in a pack fails the chunk it hits, never returned as data.
     #[test]
     fn packed_chunks_fetch_back_and_a_flipped_byte_is_damage() {
+        for layout in [format::PACKS_LAYOUT, format::AEGIS_CHUNKS_LAYOUT] {
+            packed_chunks_in_layout(layout);
+        }
+    }
+
+    fn packed_chunks_in_layout(layout: u32) {
         let mem = Arc::new(object_store::memory::InMemory::new());
         let store = Store::new(mem.clone(), "p", "mem".into()).unwrap();
-        remember_layout(&store, format::PACKS_LAYOUT);
+        remember_layout(&store, layout);
         let keys = RemoteKeys::for_tests();
         // 1100 chunks of 4 KiB: two packs.
         let data: Vec<Vec<u8>> = (0..1100u32).map(|i| i.to_le_bytes().repeat(1024)).collect();

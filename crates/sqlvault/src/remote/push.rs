@@ -101,7 +101,8 @@ pub(crate) fn push(
             let (id, cid) = m?;
             let chunk = chunks::read_stored(conn, ChunkId(id))?;
             let name = format::chunk_name_of(&cid);
-            let sealed = keys.seal_chunk(&name, &chunk.bytes, chunk.codec == chunks::Codec::Zstd, chunk_size)?;
+            let how = format::chunk_seal(layout);
+            let sealed = keys.seal_chunk(&name, &chunk.bytes, chunk.codec == chunks::Codec::Zstd, chunk_size, how)?;
             Ok((name.clone(), sealed, chunk.len as u64))
         });
         store.create_all(uploads, &mut report)?;
