@@ -235,40 +235,42 @@ const INVARIANTS: &[(&str, &str)] = &[
         "cycle",
     ),
     // 5. Snapshots: every chunk reference exists, every snapshot tree is well formed.
+    // Snapshot rows outnumber the live tree's by the number of snapshots, so each
+    // snapshot table is read once: the checks on one table's rows share one pass and
+    // list every problem of a row in one line.
+    //
+    // Chunk map rows: the chunk exists and has the entry's length, entries do not
+    // overlap, belong to a regular file and end within its size.
     (
-        "SELECT 'snapshot ' || s.snap || ' inode ' || s.ino || ' offset ' || s.off || ': chunk ' || s.chunk || ' is missing'
-         FROM snap_chunks s LEFT JOIN chunks c ON c.id = s.chunk WHERE c.id IS NULL",
-        "snapshot missing chunk",
+        "SELECT 'snapshot ' || s.snap || ' inode ' || s.ino || ' offset ' || s.off || ': ' || concat_ws('; ',
+                CASE WHEN c.id IS NULL THEN 'chunk ' || s.chunk || ' is missing' END,
+                CASE WHEN c.id IS NOT NULL AND (s.len != c.len OR s.len <= 0 OR s.off < 0)
+                     THEN 'entry of ' || s.len || ' bytes names chunk ' || s.chunk || ' of ' || c.len END,
+                CASE WHEN s.prev > s.off THEN 'entry overlaps the one before' END,
+                CASE WHEN i.ino IS NULL OR (i.mode & 61440) != 32768
+                     THEN 'chunk map of inode ' || s.ino || ': no such regular file' END,
+                CASE WHEN s.off + s.len > i.size THEN 'entry ends beyond its size ' || i.size END)
+         FROM (SELECT snap, ino, off, len, chunk, lag(off + len) OVER (PARTITION BY snap, ino ORDER BY off) AS prev
+               FROM snap_chunks) s
+           LEFT JOIN chunks c ON c.id = s.chunk
+           LEFT JOIN snap_inodes i ON i.snap = s.snap AND i.ino = s.ino
+         WHERE c.id IS NULL OR s.len != c.len OR s.len <= 0 OR s.off < 0 OR s.prev > s.off
+            OR i.ino IS NULL OR (i.mode & 61440) != 32768 OR s.off + s.len > i.size",
+        "snapshot chunk map",
     ),
+    // Rows of a snapshot that does not exist: looked for between the snapshots' ids,
+    // one index range per gap and table (not a pass over every row).
     (
-        "SELECT 'snapshot ' || s.snap || ' inode ' || s.ino || ' offset ' || s.off || ': entry of ' || s.len
-                || ' bytes names chunk ' || s.chunk || ' of ' || c.len
-         FROM snap_chunks s JOIN chunks c ON c.id = s.chunk WHERE s.len != c.len OR s.len <= 0 OR s.off < 0",
-        "snapshot entry length",
-    ),
-    (
-        "SELECT 'snapshot ' || snap || ' inode ' || ino || ': entry at offset ' || off || ' overlaps the one before'
-         FROM (SELECT snap, ino, off, lag(off + len) OVER (PARTITION BY snap, ino ORDER BY off) AS prev FROM snap_chunks)
-         WHERE prev > off",
-        "snapshot overlap",
-    ),
-    (
-        "SELECT 'snapshot ' || s.snap || ': chunk map of inode ' || s.ino || ': no such regular file'
-         FROM snap_chunks s LEFT JOIN snap_inodes i ON i.snap = s.snap AND i.ino = s.ino
-         WHERE i.ino IS NULL OR (i.mode & 61440) != 32768 GROUP BY s.snap, s.ino",
-        "snapshot map",
-    ),
-    (
-        "SELECT 'snapshot ' || s.snap || ' inode ' || s.ino || ': entry at offset ' || s.off || ' ends beyond its size ' || i.size
-         FROM snap_chunks s JOIN snap_inodes i ON i.snap = s.snap AND i.ino = s.ino WHERE s.off + s.len > i.size",
-        "snapshot beyond size",
-    ),
-    (
-        "SELECT 'snapshot ' || t.snap || ': rows of a snapshot that does not exist in ' || t.tab FROM
-           (SELECT snap, 'snap_inodes' AS tab FROM snap_inodes UNION SELECT snap, 'snap_dirents' FROM snap_dirents
-            UNION SELECT snap, 'snap_chunks' FROM snap_chunks UNION SELECT snap, 'snap_xattrs' FROM snap_xattrs
-            UNION SELECT snap, 'snap_tags' FROM snap_tags) t
-         WHERE NOT EXISTS (SELECT 1 FROM snapshots p WHERE p.id = t.snap)",
+        "WITH s AS (SELECT id, lag(id) OVER (ORDER BY id) AS prev FROM snapshots),
+              g(lo, hi) AS (SELECT coalesce(prev + 1, -9223372036854775808), id - 1 FROM s
+                            UNION ALL SELECT coalesce(max(id) + 1, -9223372036854775808), 9223372036854775807 FROM snapshots),
+              t(snap, tab) AS (
+                SELECT (SELECT snap FROM snap_inodes WHERE snap BETWEEN g.lo AND g.hi LIMIT 1), 'snap_inodes' FROM g
+                UNION ALL SELECT (SELECT snap FROM snap_dirents WHERE snap BETWEEN g.lo AND g.hi LIMIT 1), 'snap_dirents' FROM g
+                UNION ALL SELECT (SELECT snap FROM snap_chunks WHERE snap BETWEEN g.lo AND g.hi LIMIT 1), 'snap_chunks' FROM g
+                UNION ALL SELECT (SELECT snap FROM snap_xattrs WHERE snap BETWEEN g.lo AND g.hi LIMIT 1), 'snap_xattrs' FROM g
+                UNION ALL SELECT (SELECT snap FROM snap_tags WHERE snap BETWEEN g.lo AND g.hi LIMIT 1), 'snap_tags' FROM g)
+         SELECT 'snapshot ' || snap || ': rows of a snapshot that does not exist in ' || tab FROM t WHERE snap IS NOT NULL",
         "snapshot rows",
     ),
     (
@@ -277,48 +279,35 @@ const INVARIANTS: &[(&str, &str)] = &[
            (SELECT 1 FROM snap_inodes i WHERE i.snap = p.id AND i.ino = 1 AND (i.mode & 61440) = 16384)",
         "snapshot root",
     ),
+    // Directory entries: the inode exists and the parent is a directory.
     (
-        "SELECT 'snapshot ' || d.snap || ': entry ' || quote(d.name) || ' in ' || d.parent || ': inode ' || d.ino || ' is missing'
-         FROM snap_dirents d LEFT JOIN snap_inodes i ON i.snap = d.snap AND i.ino = d.ino WHERE i.ino IS NULL",
-        "snapshot dangling entry",
+        "SELECT 'snapshot ' || d.snap || ': entry ' || quote(d.name) || ' in ' || d.parent || ': ' || concat_ws('; ',
+                CASE WHEN i.ino IS NULL THEN 'inode ' || d.ino || ' is missing' END,
+                CASE WHEN p.ino IS NULL OR (p.mode & 61440) != 16384 THEN 'parent ' || d.parent || ' is not a directory' END)
+         FROM snap_dirents d LEFT JOIN snap_inodes i ON i.snap = d.snap AND i.ino = d.ino
+           LEFT JOIN snap_inodes p ON p.snap = d.snap AND p.ino = d.parent
+         WHERE i.ino IS NULL OR p.ino IS NULL OR (p.mode & 61440) != 16384",
+        "snapshot entries",
     ),
+    // Inodes: link counts equal names (a directory has one, the root none), every
+    // inode but the root has a name, known file types, special nodes without content.
     (
-        "SELECT 'snapshot ' || d.snap || ': entry ' || quote(d.name) || ': parent ' || d.parent || ' is not a directory'
-         FROM snap_dirents d LEFT JOIN snap_inodes p ON p.snap = d.snap AND p.ino = d.parent
-         WHERE p.ino IS NULL OR (p.mode & 61440) != 16384",
-        "snapshot parent",
-    ),
-    (
-        "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ': link count ' || i.nlink || ' but ' || count(d.ino) || ' names'
-         FROM snap_inodes i LEFT JOIN snap_dirents d ON d.snap = i.snap AND d.ino = i.ino
-         WHERE (i.mode & 61440) != 16384 GROUP BY i.snap, i.ino HAVING i.nlink != count(d.ino)",
-        "snapshot nlink",
-    ),
-    (
-        "SELECT 'snapshot ' || i.snap || ': directory ' || i.ino || ' has ' || count(d.ino) || ' names'
-         FROM snap_inodes i LEFT JOIN snap_dirents d ON d.snap = i.snap AND d.ino = i.ino
-         WHERE (i.mode & 61440) = 16384 GROUP BY i.snap, i.ino
-         HAVING count(d.ino) != CASE WHEN i.ino = 1 THEN 0 ELSE 1 END",
-        "snapshot dir names",
-    ),
-    (
-        "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ' has no name'
-         FROM snap_inodes i WHERE i.ino != 1 AND NOT EXISTS
-           (SELECT 1 FROM snap_dirents d WHERE d.snap = i.snap AND d.ino = i.ino)",
-        "snapshot unreachable",
-    ),
-    (
-        "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ': unknown file type ' || (i.mode & 61440)
-         FROM snap_inodes i WHERE (i.mode & 61440) NOT IN (32768, 16384, 40960, 4096, 49152, 8192, 24576)",
-        "snapshot type",
-    ),
-    (
-        "SELECT 'snapshot ' || i.snap || ': inode ' || i.ino || ': special node with size ' || i.size
-                || ', target or device number ' || i.rdev
-         FROM snap_inodes i
-         WHERE ((i.mode & 61440) IN (4096, 49152, 8192, 24576) AND (i.size != 0 OR i.target IS NOT NULL))
-            OR ((i.mode & 61440) NOT IN (8192, 24576) AND i.rdev != 0)",
-        "snapshot special",
+        "SELECT 'snapshot ' || snap || ': inode ' || ino || ': ' || msg FROM (
+           SELECT i.snap, i.ino, concat_ws('; ',
+             CASE WHEN (i.mode & 61440) != 16384 AND i.nlink != count(d.ino)
+                  THEN 'link count ' || i.nlink || ' but ' || count(d.ino) || ' names' END,
+             CASE WHEN (i.mode & 61440) = 16384 AND count(d.ino) != CASE WHEN i.ino = 1 THEN 0 ELSE 1 END
+                  THEN 'directory with ' || count(d.ino) || ' names' END,
+             CASE WHEN i.ino != 1 AND count(d.ino) = 0 THEN 'has no name' END,
+             CASE WHEN (i.mode & 61440) NOT IN (32768, 16384, 40960, 4096, 49152, 8192, 24576)
+                  THEN 'unknown file type ' || (i.mode & 61440) END,
+             CASE WHEN ((i.mode & 61440) IN (4096, 49152, 8192, 24576) AND (i.size != 0 OR i.target IS NOT NULL))
+                    OR ((i.mode & 61440) NOT IN (8192, 24576) AND i.rdev != 0)
+                  THEN 'special node with size ' || i.size || ', target or device number ' || i.rdev END) AS msg
+           FROM snap_inodes i LEFT JOIN snap_dirents d ON d.snap = i.snap AND d.ino = i.ino
+           GROUP BY i.snap, i.ino)
+         WHERE msg != ''",
+        "snapshot inodes",
     ),
     (
         "SELECT 'snapshot ' || x.snap || ': extended attribute ' || quote(x.name) || ': inode ' || x.ino || ' is missing'

@@ -761,4 +761,53 @@ mod fsck_tests {
         c.execute_batch("DELETE FROM snapshots").unwrap();
         assert!(problems(&c).iter().any(|p| p.contains("snapshot that does not exist")));
     }
+
+    /// Each check of fsck's shared passes over the snapshot tables finds its own kind
+    /// of broken row (the file of `vault_db` is inode 2, its snapshot 1).
+    #[test]
+    fn fsck_finds_every_kind_of_broken_snapshot_row() {
+        let cases: &[(&str, &str)] = &[
+            ("UPDATE snap_chunks SET len = 5", "snapshot 1 inode 2 offset 0: entry of 5 bytes names chunk"),
+            (
+                "INSERT INTO snap_chunks SELECT snap, ino, 3, len, chunk FROM snap_chunks",
+                "entry overlaps the one before",
+            ),
+            ("UPDATE snap_inodes SET mode = 16877 WHERE ino = 2", "chunk map of inode 2: no such regular file"),
+            ("UPDATE snap_inodes SET size = 3 WHERE ino = 2", "entry ends beyond its size 3"),
+            ("UPDATE snap_dirents SET ino = 99", "snapshot 1: entry X'66' in 1: inode 99 is missing"),
+            ("INSERT INTO snap_dirents VALUES (1, 2, x'67', 2)", "entry X'67' in 2: parent 2 is not a directory"),
+            ("INSERT INTO snap_dirents VALUES (1, 1, x'67', 1)", "snapshot 1: inode 1: directory with 1 names"),
+            ("UPDATE snap_inodes SET mode = 28672 + 420 WHERE ino = 2", "inode 2: unknown file type 28672"),
+            ("UPDATE snap_inodes SET mode = 4096 + 420 WHERE ino = 2", "inode 2: special node with size 7"),
+            // Rows of a snapshot that does not exist: below, between and above the ids.
+            (
+                "INSERT INTO snap_xattrs VALUES (0, 2, x'61', x'62')",
+                "snapshot 0: rows of a snapshot that does not exist in snap_xattrs",
+            ),
+            (
+                "INSERT INTO snap_tags VALUES (9, 2, 'a', 1)",
+                "snapshot 9: rows of a snapshot that does not exist in snap_tags",
+            ),
+        ];
+        for (sql, want) in cases {
+            let c = vault_db();
+            c.execute_batch(sql).unwrap();
+            let p = problems(&c);
+            assert!(p.iter().any(|p| p.contains(want)), "{sql}: want {want:?} in {p:?}");
+        }
+        let c = vault_db();
+        create(&c, "t", 2).unwrap();
+        create(&c, "u", 3).unwrap();
+        c.execute_batch("DELETE FROM snapshots WHERE name = 't'").unwrap();
+        let p = problems(&c);
+        for t in ["snap_inodes", "snap_dirents", "snap_chunks"] {
+            assert!(
+                p.iter().any(|p| p.contains(&format!("snapshot 2: rows of a snapshot that does not exist in {t}"))),
+                "{p:?}"
+            );
+        }
+        let c = vault_db();
+        create(&c, "t", 2).unwrap();
+        assert_eq!(problems(&c), Vec::<String>::new());
+    }
 }
