@@ -83,16 +83,8 @@ const INVARIANTS: &[(&str, &str)] = &[
          FROM chunk_shares s LEFT JOIN chunks c ON c.id = s.chunk WHERE c.id IS NULL OR c.refs < 1 OR s.n < 1",
         "shares",
     ),
-    // Snapshot references: holds equal the snapshot chunk-map rows naming a chunk.
-    (
-        "SELECT 'chunk ' || chunk || ': held ' || held || ' times but ' || n || ' snapshot references' FROM
-           (SELECT chunk, coalesce((SELECT h.n FROM chunk_holds h WHERE h.chunk = s.chunk), 0) AS held, count(*) AS n
-            FROM snap_chunks s GROUP BY chunk
-            UNION ALL
-            SELECT h.chunk, h.n, 0 FROM chunk_holds h WHERE NOT EXISTS (SELECT 1 FROM snap_chunks s WHERE s.chunk = h.chunk))
-         WHERE held != n",
-        "holds",
-    ),
+    // Snapshot references (holds equal the snapshot chunk-map rows naming a chunk) are
+    // checked by `holds`, which merges the snapshots' index ranges.
     (
         "SELECT 'chunk ' || c.id || ': neither referenced nor held (should have been freed)'
          FROM chunks c WHERE c.refs <= 0 AND NOT EXISTS (SELECT 1 FROM chunk_holds h WHERE h.chunk = c.id)",
@@ -440,8 +432,13 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
 
     let queries = INVARIANTS;
     at.phase = FsckPhase::Invariants;
-    at.total = queries.len() as u64;
+    at.total = queries.len() as u64 + 1;
     at.done = 0;
+    progress(&at);
+    for m in holds(c)? {
+        problem(m);
+    }
+    at.done += 1;
     progress(&at);
     for (sql, _what) in queries {
         let sql = format!("{sql} LIMIT {LIMIT}");
@@ -458,6 +455,91 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
     r.chunks = chunks_seen;
     r.chunk_bytes = chunk_bytes;
     Ok(r)
+}
+
+/// Snapshot references: each chunk's hold count equals the `snap_chunks` rows naming
+/// it, over every snapshot. The index keeps each snapshot's rows in chunk order, one
+/// range per snapshot: the ranges are read side by side and merged by chunk against
+/// `chunk_holds` (in chunk order too), so the check reads each row once, sorts nothing,
+/// and holds one cursor per snapshot. Returns at most `LIMIT` problems.
+fn holds(c: &Connection) -> Result<Vec<String>> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+
+    // Every snapshot id with rows, found by index seeks (a row whose snapshot is gone is
+    // counted too; another check reports it).
+    let mut snaps = Vec::new();
+    let mut next = c.prepare("SELECT min(snap) FROM snap_chunks WHERE snap > ?1")?;
+    let mut after = i64::MIN;
+    while let Some(s) = next.query_row([after], |r| r.get::<_, Option<i64>>(0))? {
+        snaps.push(s);
+        after = s;
+    }
+    let mut stmts = Vec::with_capacity(snaps.len());
+    for _ in &snaps {
+        stmts.push(c.prepare("SELECT chunk, count(*) FROM snap_chunks WHERE snap = ?1 GROUP BY chunk ORDER BY chunk")?);
+    }
+    let mut ranges = Vec::with_capacity(snaps.len());
+    for (stmt, snap) in stmts.iter_mut().zip(&snaps) {
+        ranges.push(stmt.query([snap])?);
+    }
+    let mut heads = BinaryHeap::with_capacity(ranges.len());
+    for (i, rows) in ranges.iter_mut().enumerate() {
+        if let Some(row) = rows.next()? {
+            heads.push(Reverse((row.get::<_, i64>(0)?, i, row.get::<_, i64>(1)?)));
+        }
+    }
+    // The next chunk the snapshots name, and how many times.
+    let mut named = || -> Result<Option<(i64, i64)>> {
+        let Some(&Reverse((chunk, _, _))) = heads.peek() else { return Ok(None) };
+        let mut n = 0;
+        while let Some(&Reverse((c2, i, k))) = heads.peek() {
+            if c2 != chunk {
+                break;
+            }
+            heads.pop();
+            n += k;
+            if let Some(row) = ranges[i].next()? {
+                heads.push(Reverse((row.get::<_, i64>(0)?, i, row.get::<_, i64>(1)?)));
+            }
+        }
+        Ok(Some((chunk, n)))
+    };
+    let mut held = c.prepare("SELECT chunk, n FROM chunk_holds ORDER BY chunk")?;
+    let mut held = held.query([])?;
+    let mut next_held = || -> Result<Option<(i64, i64)>> {
+        Ok(match held.next()? {
+            Some(row) => Some((row.get(0)?, row.get(1)?)),
+            None => None,
+        })
+    };
+    let mut problems = Vec::new();
+    let (mut s, mut h) = (named()?, next_held()?);
+    while problems.len() < LIMIT as usize {
+        let (chunk, held_n, n) = match (s, h) {
+            (None, None) => break,
+            (Some((sc, sn)), Some((hc, hn))) if sc == hc => {
+                (s, h) = (named()?, next_held()?);
+                (sc, hn, sn)
+            }
+            (Some((sc, sn)), Some((hc, _))) if sc < hc => {
+                s = named()?;
+                (sc, 0, sn)
+            }
+            (Some((sc, sn)), None) => {
+                s = named()?;
+                (sc, 0, sn)
+            }
+            (_, Some((hc, hn))) => {
+                h = next_held()?;
+                (hc, hn, 0)
+            }
+        };
+        if held_n != n {
+            problems.push(format!("chunk {chunk}: held {held_n} times but {n} snapshot references"));
+        }
+    }
+    Ok(problems)
 }
 
 #[cfg(test)]

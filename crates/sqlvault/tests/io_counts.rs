@@ -434,6 +434,47 @@ fn whole_tree_operations_read_pages_once_per_file() {
     assert!(bad.is_empty(), "pages read per file grow with the tree:\n{}", bad.join("\n"));
 }
 
+/// Pages written per file by taking and by removing a snapshot, with 10 snapshots
+/// present against 1: within 1.5x. A snapshot's chunk references are indexed by
+/// (snapshot, chunk), so its index entries form one range, appended when it is taken and
+/// deleted as a range when it is removed. Indexed by chunk alone (schema 12), they were
+/// interleaved with every other snapshot's: taking or removing one rewrote nearly every
+/// page of that index, whose size grows with the snapshots kept.
+#[test]
+fn taking_or_removing_a_snapshot_writes_pages_of_its_own_range() {
+    let files = 2000;
+    // Pages written per file by `snapshot new` then `snapshot rm s`, with `extra`
+    // more snapshots of the same tree present.
+    let per_file = |extra: usize| -> (f64, f64) {
+        let fx = tree_fixture(files);
+        for i in 0..extra {
+            fx.vault.snapshot(&format!("s{i}")).unwrap();
+        }
+        let written = |op: &dyn Fn()| {
+            let before = io_counts();
+            op();
+            let c = io_counts().since(&before);
+            // WAL frames: what the operation changed (a checkpoint's copies into the
+            // main file depend on what the WAL held before).
+            c.wal_writes as f64 / files as f64
+        };
+        let take = written(&|| {
+            fx.vault.snapshot("new").unwrap();
+        });
+        let remove = written(&|| {
+            fx.vault.remove_snapshot("s", &Ops::default()).unwrap();
+        });
+        eprintln!(
+            "{} snapshots present: snapshot {take:.3}, snapshot rm {remove:.3} pages written per file",
+            extra + 1
+        );
+        (take, remove)
+    };
+    let ((take1, rm1), (take10, rm10)) = (per_file(0), per_file(9));
+    assert!(take10 <= 1.5 * take1, "snapshot: {take10:.3} pages written per file with 10 snapshots, {take1:.3} with 1");
+    assert!(rm10 <= 1.5 * rm1, "snapshot rm: {rm10:.3} pages written per file with 10 snapshots, {rm1:.3} with 1");
+}
+
 /// `sqlvault put` of a new small file: creation, content, mode and times in one commit
 /// (it took three: create, content on close, then mode and times), and one statement
 /// budget for the whole import.

@@ -747,6 +747,52 @@ mod fsck_tests {
         assert!(problems(&c).iter().any(|p| p.contains("neither referenced nor held")), "{:?}", problems(&c));
     }
 
+    /// The hold check merges every snapshot's references by chunk: a chunk named by
+    /// several snapshots, one named twice, one held but named by none, one named but
+    /// held by none, each reported once with the totals over all snapshots.
+    #[test]
+    fn fsck_counts_holds_over_every_snapshot() {
+        let c = vault_db();
+        let b = tree::create(
+            &c,
+            InodeId::ROOT,
+            b"g",
+            tree::NewNode { kind: FileType::File, perm: 0o644, uid: 0, gid: 0, target: None },
+        )
+        .unwrap();
+        chunks::put(&c, b.ino.0 as i64, 0, b"other").unwrap();
+        tree::set_size(&c, b.ino, 5, 1).unwrap();
+        create(&c, "t", 2).unwrap();
+        create(&c, "u", 3).unwrap();
+        assert_eq!(problems(&c), Vec::<String>::new());
+        let (f, g): (i64, i64) = c
+            .query_row(
+                "SELECT (SELECT chunk FROM file_chunks WHERE ino = 2), (SELECT chunk FROM file_chunks WHERE ino = ?1)",
+                [b.ino.0 as i64],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        let n = |chunk: i64| -> i64 {
+            c.query_row("SELECT n FROM chunk_holds WHERE chunk = ?1", [chunk], |r| r.get(0)).unwrap()
+        };
+        assert_eq!((n(f), n(g)), (3, 2), "f in s, t and u; g in t and u");
+        // One hold too few on f, over three snapshots.
+        c.execute("UPDATE chunk_holds SET n = 2 WHERE chunk = ?1", [f]).unwrap();
+        assert_eq!(problems(&c), [format!("chunk {f}: held 2 times but 3 snapshot references")]);
+        // g named a second time in u: 3 references; a hold on a chunk nobody names.
+        c.execute("UPDATE chunk_holds SET n = 3 WHERE chunk = ?1", [f]).unwrap();
+        c.execute("INSERT INTO snap_chunks(snap, ino, off, len, chunk) VALUES (3, ?1, 5, 5, ?2)", [b.ino.0 as i64, g])
+            .unwrap();
+        c.execute("INSERT INTO chunk_holds(chunk, n) VALUES (999999, 1)", []).unwrap();
+        let p = problems(&c);
+        assert!(p.contains(&format!("chunk {g}: held 2 times but 3 snapshot references")), "{p:?}");
+        assert!(p.contains(&"chunk 999999: held 1 times but 0 snapshot references".to_string()), "{p:?}");
+        // A chunk named with no hold row at all.
+        c.execute("DELETE FROM chunk_holds WHERE chunk = ?1", [f]).unwrap();
+        let p = problems(&c);
+        assert!(p.contains(&format!("chunk {f}: held 0 times but 3 snapshot references")), "{p:?}");
+    }
+
     #[test]
     fn fsck_finds_a_missing_snapshot_chunk_and_a_broken_snapshot_tree() {
         let c = vault_db();

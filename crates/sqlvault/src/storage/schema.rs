@@ -286,6 +286,15 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE snap_chunks_12 RENAME TO snap_chunks;
     CREATE INDEX snap_chunks_by_chunk ON snap_chunks(chunk);
     ",
+    // 13: a snapshot's chunk references indexed by (snapshot, chunk), not by chunk alone
+    // (see snapshot/mod.rs): one snapshot's entries form one range of the index, read in
+    // chunk order for its hold counts without a sort, and removed as one range when the
+    // snapshot is (the chunk-only index interleaved every snapshot's entries, so a removal
+    // deleted cells scattered over all of it). fsck merges the snapshots' ranges.
+    "
+    DROP INDEX snap_chunks_by_chunk;
+    CREATE INDEX snap_chunks_by_chunk ON snap_chunks(snap, chunk);
+    ",
 ];
 
 /// Every table, index and trigger of ours. Application SQL may not touch them, nor create an
