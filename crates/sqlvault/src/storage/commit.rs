@@ -41,6 +41,15 @@
 //! to other processes after the window; a crash loses at most the open window, never
 //! part of an operation; [`Writer::idle`] (sync, checkpoint, close) commits it first.
 //!
+//! **Held batches** ([`Writer::write_held`], without a commit window): the call returns
+//! once its savepoint is released and leaves the batch open, with no timer; the next
+//! write (which commits it with its own), read of an exclusive engine, `idle` (sync,
+//! checkpoint, close) or [`Writer::commit_deferred`] commits it. For a stream whose
+//! intermediate commits nobody needs (a large file written through one handle of an
+//! exclusive engine, whose every commit syncs three times): its holder commits at the
+//! end, and a crash before that leaves the state before the stream. A held batch
+//! that fails is lost like a window (below).
+//!
 //! **A lost window** (its `COMMIT` failed, or a later operation's failure made SQLite
 //! roll the whole batch back) cannot reach callers already answered. It is counted and
 //! its error kept ([`Writer::losses`], [`Writer::loss_since`]), so that whoever depends
@@ -299,8 +308,9 @@ impl Writer {
         }
     }
 
-    /// Commits the open batch if it is a deferred one; a failure is kept for `sync`.
-    fn commit_deferred(&self) {
+    /// Commits the open batch if it is a deferred one (window or held); a failure is
+    /// kept for `sync`.
+    pub fn commit_deferred(&self) {
         let Ok(mut g) = self.lock() else { return };
         if g.open && self.deferred.load(Ordering::SeqCst) {
             // A failure is kept by `finish` for the next `sync`.
@@ -387,6 +397,17 @@ impl Writer {
     /// Runs `f` in its own savepoint of the current batch transaction; returns once the
     /// batch committed (see the module documentation).
     pub fn write<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
+        self.write_batch(false, f)
+    }
+
+    /// As [`Writer::write`], but a lone writer leaves the batch open (see "Held
+    /// batches" in the module doc) instead of committing it; with a commit window, the
+    /// same as `write`.
+    pub fn write_held<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
+        self.write_batch(true, f)
+    }
+
+    fn write_batch<T>(&self, hold: bool, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
         let mut g = self.lock()?;
         if !g.open {
             g.conn.execute_batch("BEGIN IMMEDIATE")?;
@@ -459,10 +480,11 @@ impl Writer {
             self.settle(&mut g);
             return out;
         }
-        if let Some(err) = self.settle(&mut g) {
+        let hold = hold && self.window().is_none();
+        if let Some(err) = if hold { self.hold(&mut g) } else { self.settle(&mut g) } {
             return Err(err);
         }
-        if !g.open || g.batch != my || self.window().is_some() {
+        if !g.open || g.batch != my || hold || self.window().is_some() {
             // Committed, or left open for the commit window (see the module doc).
             return out;
         }
@@ -588,6 +610,20 @@ impl Writer {
             return None;
         }
         self.finish(g).err()
+    }
+
+    /// Leaves the open batch open for a later write, `idle` or read to commit (see
+    /// "Held batches" in the module doc); commits it at [`MAX_DEFERRED`] operations.
+    fn hold(&self, g: &mut State) -> Option<Error> {
+        if g.ops >= MAX_DEFERRED {
+            return self.finish(g).err();
+        }
+        if let Ok(seqs) = sequences(&g.conn) {
+            g.seq_seen = seqs;
+        }
+        // Counted as deferred: a failure of the batch is then a loss its holder hears of.
+        self.deferred.store(true, Ordering::SeqCst);
+        None
     }
 
     /// With fewer operations in the batch than in the last one, waits briefly (see the
