@@ -695,9 +695,11 @@ fn an_exclusive_writer_writes_new_pages_once() {
 #[test]
 fn a_stream_through_an_exclusive_writer_commits_once() {
     const SIZE: usize = 8 << 20;
-    // A 1 MiB page cache: small parts, several for the stream.
+    // A 1 MiB page cache: small parts, several for the stream. With the background
+    // reclaimer, which looks at the vault after writes (that look once committed the
+    // stream's open batch, part by part).
     let stream = |exclusive: bool| {
-        let fx = fixture_with(EngineConfig { exclusive, cache_kib: 1024, ..config() });
+        let fx = fixture_with(EngineConfig { exclusive, cache_kib: 1024, ..EngineConfig::default() });
         let content = data(SIZE, 5);
         let mut f = fx.vault.create_file("/d/stream").unwrap();
         let (stats, before) = (fx.vault.commit_stats(), io_counts());

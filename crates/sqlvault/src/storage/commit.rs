@@ -43,8 +43,9 @@
 //!
 //! **Held batches** ([`Writer::write_held`], without a commit window): the call returns
 //! once its savepoint is released and leaves the batch open, with no timer; the next
-//! write (which commits it with its own), read of an exclusive engine, `idle` (sync,
-//! checkpoint, close) or [`Writer::commit_deferred`] commits it. For a stream whose
+//! write (which commits it with its own), `idle` (sync, checkpoint, close) or
+//! [`Writer::commit_deferred`] commits it; reads and [`Writer::serialized`] calls run
+//! inside it, as inside a window. For a stream whose
 //! intermediate commits nobody needs (a large file written through one handle of an
 //! exclusive engine, whose every commit syncs three times): its holder commits at the
 //! end, and a crash before that leaves the state before the stream. A held batch
@@ -570,7 +571,12 @@ impl Writer {
     pub fn serialized<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let mut g = self.lock()?;
         let out = catch_unwind(AssertUnwindSafe(|| f(&g.conn)));
-        self.settle(&mut g);
+        if !self.deferred.load(Ordering::SeqCst) {
+            // A deferred batch (window or held) stays open for whoever commits it: a
+            // look at the vault (the reclaimer's, after every write) must not commit a
+            // held stream part by part.
+            self.settle(&mut g);
+        }
         match out {
             Ok(r) => r,
             Err(panic) => {
@@ -786,6 +792,26 @@ mod tests {
         }
         assert_eq!((w.stats().operations, w.stats().commits), (5, 5));
         assert_eq!(count(&w), 5);
+    }
+
+    /// Held parts stay in one open batch through looks at the vault (`serialized`, as
+    /// the reclaimer's after every write) and commit with the next ordinary write.
+    #[test]
+    fn held_parts_share_one_commit_with_the_write_that_ends_them() {
+        let w = writer();
+        for i in 0..5 {
+            w.write_held(|tx| Ok(tx.execute("INSERT INTO t VALUES (?1, 'x')", [i])?)).unwrap();
+            assert_eq!(count(&w), i + 1, "a look sees the held work");
+        }
+        assert_eq!(w.stats().commits, 0, "held, not committed");
+        assert!(w.deferred_open());
+        w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (5, 'end')", [])?)).unwrap();
+        assert_eq!((w.stats().operations, w.stats().commits), (6, 1));
+        assert!(!w.deferred_open());
+        // `commit_deferred` ends a stream with nothing left to write.
+        w.write_held(|tx| Ok(tx.execute("INSERT INTO t VALUES (6, 'x')", [])?)).unwrap();
+        w.commit_deferred();
+        assert_eq!((w.stats().commits, count(&w)), (2, 7));
     }
 
     #[test]
