@@ -27,7 +27,8 @@
 //!   failed, and every caller in it gets the error).
 //! * Whoever releases the writer lock with a batch still open saw another thread
 //!   queued for the lock; that thread will take the lock and, by the same rule,
-//!   either pass the batch on or finish it. A batch is therefore never left open.
+//!   either pass the batch on or finish it. A batch is therefore never left open
+//!   (except a deferred one: commit window or held batch, below).
 //! * Closures run one at a time, in lock order, and see the uncommitted work of the
 //!   earlier operations of their batch (it commits with theirs or not at all).
 //!
