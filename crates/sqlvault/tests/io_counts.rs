@@ -727,3 +727,37 @@ fn an_exclusive_writer_writes_new_pages_once() {
         exclusive.db_write_bytes
     );
 }
+
+/// A large file streamed through one handle of an exclusive writer commits once, at
+/// close: the parts its buffer hands over as it fills stay in one open transaction
+/// (`Engine::write_part`), where each used to be a commit of its own, with its journal
+/// header and three syncs. Without the exclusive lock the parts still commit one by
+/// one (a WAL transaction larger than the page cache spills and re-reads the WAL).
+#[test]
+fn a_stream_through_an_exclusive_writer_commits_once() {
+    const SIZE: usize = 8 << 20;
+    // A 1 MiB page cache: small parts, several for the stream. With the background
+    // reclaimer, which looks at the vault after writes (that look once committed the
+    // stream's open batch, part by part).
+    let stream = |exclusive: bool| {
+        let fx = fixture_with(EngineConfig { exclusive, cache_kib: 1024, ..EngineConfig::default() });
+        let content = data(SIZE, 5);
+        let mut f = fx.vault.create_file("/d/stream").unwrap();
+        let (stats, before) = (fx.vault.commit_stats(), io_counts());
+        for part in content.chunks(1 << 20) {
+            std::io::Write::write_all(&mut f, part).unwrap();
+        }
+        f.close().unwrap();
+        let c = io_counts().since(&before);
+        let commits = fx.vault.commit_stats().commits - stats.commits;
+        assert_eq!(fx.vault.read_file("/d/stream").unwrap(), content);
+        (commits, c.syncs)
+    };
+    let (commits, syncs) = stream(true);
+    eprintln!("exclusive: {commits} commits, {syncs} syncs for {SIZE} bytes");
+    assert_eq!(commits, 1, "exclusive: one commit per stream");
+    assert!(syncs <= 8, "exclusive: the syncs of one commit and the cache spills, {syncs}");
+    let (commits, _) = stream(false);
+    eprintln!("WAL: {commits} commits");
+    assert!(commits >= 4, "WAL: a commit per part, {commits}");
+}

@@ -204,7 +204,9 @@ impl Behind {
 
 /// Commits whole-chunk `buffers` of `ino` and its new size and modification time in
 /// one write: cut by content if `cut` (the buffers continue the stored file from its
-/// end, see [`commit_cut`]), else as the cells they are.
+/// end, see [`commit_cut`]), else as the cells they are. A `part` of a stream that a
+/// later flush finishes is written with [`Engine::write_part`] (one commit per stream
+/// in exclusive mode).
 fn commit_buffers(
     files: &Files,
     ino: InodeId,
@@ -212,9 +214,10 @@ fn commit_buffers(
     size: u64,
     mtime: i64,
     cut: bool,
+    part: bool,
 ) -> Result<()> {
     let cs = files.chunk_size as u64;
-    files.engine.write(|tx| {
+    let store = |tx: &crate::storage::commit::WriteTx<'_>| {
         if cut && commit_cut(tx, cs, ino, buffers, size)? {
             return tree::set_size(tx, ino, size, mtime);
         }
@@ -227,7 +230,12 @@ fn commit_buffers(
             chunks::put(tx, ino.0 as i64, start, &buf[..len])?;
         }
         tree::set_size(tx, ino, size, mtime)
-    })
+    };
+    if part {
+        files.engine.write_part(store)
+    } else {
+        files.engine.write(store)
+    }
 }
 
 /// Stores the bytes `buffers` hold past the stored end of file `ino`, up to `size`,
@@ -314,6 +322,10 @@ struct ContentState {
     behind: Option<Arc<Behind>>,
     /// Whether the writes so far appended (see [`FileOptions::cut_by_content`]).
     seq: Seq,
+    /// A commit behind stored buffers as a part of a stream ([`Engine::write_part`]),
+    /// whose batch may still be open: the next flush commits it even with nothing
+    /// left to store.
+    held: bool,
 }
 
 /// The writes to an open file so far, for cutting by content.
@@ -788,7 +800,7 @@ impl OpenInode {
             let before = vfs::thread_counts();
             // A panic must still wake the waiter (with an error), or it waits forever.
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                commit_buffers(&f, ino, &b.buffers, b.size, b.mtime_ns, b.cut)
+                commit_buffers(&f, ino, &b.buffers, b.size, b.mtime_ns, b.cut, true)
             }))
             .unwrap_or_else(|_| {
                 Err(Error::Io {
@@ -820,6 +832,7 @@ impl OpenInode {
         st.drop_view();
         match r {
             Ok(()) => {
+                st.held = true;
                 if st.buffers.is_empty() {
                     // Nothing written since: stored and logical state agree again.
                     st.modified_ns = None;
@@ -850,10 +863,18 @@ impl OpenInode {
 
     fn flush_locked(&self, files: &Files, st: &mut ContentState) -> Result<()> {
         self.settle_behind(st)?;
-        let Some(mtime) = st.modified_ns else { return Ok(()) };
+        let Some(mtime) = st.modified_ns else {
+            if std::mem::take(&mut st.held) {
+                // Nothing left to store, but the stream's parts may still be uncommitted.
+                files.engine.commit_deferred()?;
+            }
+            return Ok(());
+        };
         // The stored size and chunk map change (or may have, if the commit fails).
         st.drop_view();
-        commit_buffers(files, self.ino, &st.buffers, st.size, mtime, matches!(st.seq, Seq::At(_)))?;
+        commit_buffers(files, self.ino, &st.buffers, st.size, mtime, matches!(st.seq, Seq::At(_)), false)?;
+        // That commit took the stream's held parts with it.
+        st.held = false;
         st.buffers.clear();
         st.modified_ns = None;
         Ok(())

@@ -27,7 +27,8 @@
 //!   failed, and every caller in it gets the error).
 //! * Whoever releases the writer lock with a batch still open saw another thread
 //!   queued for the lock; that thread will take the lock and, by the same rule,
-//!   either pass the batch on or finish it. A batch is therefore never left open.
+//!   either pass the batch on or finish it. A batch is therefore never left open
+//!   (except a deferred one: commit window or held batch, below).
 //! * Closures run one at a time, in lock order, and see the uncommitted work of the
 //!   earlier operations of their batch (it commits with theirs or not at all).
 //!
@@ -40,6 +41,16 @@
 //! the writer connection while a deferred batch is open, see [`Writer::read_open`]),
 //! to other processes after the window; a crash loses at most the open window, never
 //! part of an operation; [`Writer::idle`] (sync, checkpoint, close) commits it first.
+//!
+//! **Held batches** ([`Writer::write_held`], without a commit window): the call returns
+//! once its savepoint is released and leaves the batch open, with no timer; the next
+//! write (which commits it with its own), `idle` (sync, checkpoint, close) or
+//! [`Writer::commit_deferred`] commits it; reads and [`Writer::serialized`] calls run
+//! inside it, as inside a window. For a stream whose
+//! intermediate commits nobody needs (a large file written through one handle of an
+//! exclusive engine, whose every commit syncs three times): its holder commits at the
+//! end, and a crash before that leaves the state before the stream. A held batch
+//! that fails is lost like a window (below).
 //!
 //! **A lost window** (its `COMMIT` failed, or a later operation's failure made SQLite
 //! roll the whole batch back) cannot reach callers already answered. It is counted and
@@ -299,8 +310,9 @@ impl Writer {
         }
     }
 
-    /// Commits the open batch if it is a deferred one; a failure is kept for `sync`.
-    fn commit_deferred(&self) {
+    /// Commits the open batch if it is a deferred one (window or held); a failure is
+    /// kept for `sync`.
+    pub fn commit_deferred(&self) {
         let Ok(mut g) = self.lock() else { return };
         if g.open && self.deferred.load(Ordering::SeqCst) {
             // A failure is kept by `finish` for the next `sync`.
@@ -387,6 +399,17 @@ impl Writer {
     /// Runs `f` in its own savepoint of the current batch transaction; returns once the
     /// batch committed (see the module documentation).
     pub fn write<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
+        self.write_batch(false, f)
+    }
+
+    /// As [`Writer::write`], but a lone writer leaves the batch open (see "Held
+    /// batches" in the module doc) instead of committing it; with a commit window, the
+    /// same as `write`.
+    pub fn write_held<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
+        self.write_batch(true, f)
+    }
+
+    fn write_batch<T>(&self, hold: bool, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
         let mut g = self.lock()?;
         if !g.open {
             g.conn.execute_batch("BEGIN IMMEDIATE")?;
@@ -459,10 +482,11 @@ impl Writer {
             self.settle(&mut g);
             return out;
         }
-        if let Some(err) = self.settle(&mut g) {
+        let hold = hold && self.window().is_none();
+        if let Some(err) = if hold { self.hold(&mut g) } else { self.settle(&mut g) } {
             return Err(err);
         }
-        if !g.open || g.batch != my || self.window().is_some() {
+        if !g.open || g.batch != my || hold || self.window().is_some() {
             // Committed, or left open for the commit window (see the module doc).
             return out;
         }
@@ -548,7 +572,12 @@ impl Writer {
     pub fn serialized<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let mut g = self.lock()?;
         let out = catch_unwind(AssertUnwindSafe(|| f(&g.conn)));
-        self.settle(&mut g);
+        if !self.deferred.load(Ordering::SeqCst) {
+            // A deferred batch (window or held) stays open for whoever commits it: a
+            // look at the vault (the reclaimer's, after every write) must not commit a
+            // held stream part by part.
+            self.settle(&mut g);
+        }
         match out {
             Ok(r) => r,
             Err(panic) => {
@@ -588,6 +617,20 @@ impl Writer {
             return None;
         }
         self.finish(g).err()
+    }
+
+    /// Leaves the open batch open for a later write, `idle` or read to commit (see
+    /// "Held batches" in the module doc); commits it at [`MAX_DEFERRED`] operations.
+    fn hold(&self, g: &mut State) -> Option<Error> {
+        if g.ops >= MAX_DEFERRED {
+            return self.finish(g).err();
+        }
+        if let Ok(seqs) = sequences(&g.conn) {
+            g.seq_seen = seqs;
+        }
+        // Counted as deferred: a failure of the batch is then a loss its holder hears of.
+        self.deferred.store(true, Ordering::SeqCst);
+        None
     }
 
     /// With fewer operations in the batch than in the last one, waits briefly (see the
@@ -750,6 +793,26 @@ mod tests {
         }
         assert_eq!((w.stats().operations, w.stats().commits), (5, 5));
         assert_eq!(count(&w), 5);
+    }
+
+    /// Held parts stay in one open batch through looks at the vault (`serialized`, as
+    /// the reclaimer's after every write) and commit with the next ordinary write.
+    #[test]
+    fn held_parts_share_one_commit_with_the_write_that_ends_them() {
+        let w = writer();
+        for i in 0..5 {
+            w.write_held(|tx| Ok(tx.execute("INSERT INTO t VALUES (?1, 'x')", [i])?)).unwrap();
+            assert_eq!(count(&w), i + 1, "a look sees the held work");
+        }
+        assert_eq!(w.stats().commits, 0, "held, not committed");
+        assert!(w.deferred_open());
+        w.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (5, 'end')", [])?)).unwrap();
+        assert_eq!((w.stats().operations, w.stats().commits), (6, 1));
+        assert!(!w.deferred_open());
+        // `commit_deferred` ends a stream with nothing left to write.
+        w.write_held(|tx| Ok(tx.execute("INSERT INTO t VALUES (6, 'x')", [])?)).unwrap();
+        w.commit_deferred();
+        assert_eq!((w.stats().commits, count(&w)), (2, 7));
     }
 
     #[test]

@@ -296,7 +296,7 @@ impl Engine {
     /// [`crate::storage::commit`]); a call returns once its work is committed, as durable as the
     /// vault's durability setting says.
     pub fn write<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
-        self.write_in(false, f)
+        self.write_in(Batch::Shared, f)
     }
 
     /// [`Engine::write`] in a transaction of its own, without the savepoint a batched
@@ -304,7 +304,7 @@ impl Engine {
     /// changes very many pages keeps no statement journal for them. Not shared with
     /// concurrent writers.
     pub fn write_alone<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
-        self.write_in(true, f)
+        self.write_in(Batch::Alone, f)
     }
 
     /// [`Engine::write_alone`] for an operation over the whole tree (a snapshot, its
@@ -324,7 +324,18 @@ impl Engine {
 
     /// The checks and damage handling every write shares; `alone` picks the batch or a
     /// transaction of its own.
-    fn write_in<T>(&self, alone: bool, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
+    /// [`Engine::write`] for one part of a stream that its caller finishes with a later
+    /// write, [`Engine::commit_deferred`] or [`Engine::sync`]: in exclusive mode (no
+    /// commit window) the batch is held open instead of committed (see the commit
+    /// module's "Held batches"), so a large file written in parts commits, journals
+    /// and syncs once, not once per part; a crash before the end leaves the file as it
+    /// was. Elsewhere the same as [`Engine::write`]: a WAL transaction larger than the
+    /// page cache would spill to the WAL and re-read it at commit.
+    pub fn write_part<T>(&self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
+        self.write_in(if self.config.exclusive { Batch::Held } else { Batch::Shared }, f)
+    }
+
+    fn write_in<T>(&self, batch: Batch, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
         if nested_write() {
             return Err(Error::InvalidArgument {
                 what: "a write through the Vault inside Vault::transaction (write through its Tx instead)".into(),
@@ -336,7 +347,11 @@ impl Engine {
             let r = f(tx);
             self.writer_checked(tx, r)
         };
-        let r = if alone { writer.write_alone(run) } else { writer.write(run) };
+        let r = match batch {
+            Batch::Alone => writer.write_alone(run),
+            Batch::Shared => writer.write(run),
+            Batch::Held => writer.write_held(run),
+        };
         self.writer_outcome(r)
     }
 
@@ -732,6 +747,17 @@ impl Drop for Engine {
             remove_empty_journal(&self.path);
         }
     }
+}
+
+/// How [`Engine::write_in`] places a write in the writer's batches.
+#[derive(Clone, Copy)]
+enum Batch {
+    /// A transaction of its own.
+    Alone,
+    /// The group commit's batch, committed before the call returns.
+    Shared,
+    /// The group commit's batch, left open for a later write to commit.
+    Held,
 }
 
 /// Switches the writer connection `conn` of an exclusive engine out of WAL (see the
