@@ -160,10 +160,8 @@ impl RemoteKeys {
             .map_err(|_| tampered(name))
     }
 
-    /// Seals a chunk with `how`, padded to a power of two, but never past the vault's
-    /// chunk size (`chunk_size` plus the 4-byte length): every chunk is at most that
-    /// long, so a full chunk costs no padding and the cap tells nothing a power of two
-    /// would not. Readers ignore the padding, so the cap changes no layout.
+    /// Seals a chunk with `how`, padded to its size class ([`padded_len`]). Readers
+    /// ignore the padding, so the classes are not part of any layout.
     ///
     /// `data` is the chunk as stored; `compressed` (a zstd frame, not the plaintext) is
     /// the top bit of the length word ([`COMPRESSED`]).
@@ -178,10 +176,7 @@ impl RemoteKeys {
         if data.len() >= COMPRESSED as usize {
             return Err(Error::damaged(format!("chunk {name} is too large to seal")));
         }
-        let mut padded_len = (data.len() + 4).next_power_of_two().max(MIN_PADDED);
-        if data.len() <= chunk_size {
-            padded_len = padded_len.min(chunk_size + 4);
-        }
+        let padded_len = padded_len(data.len(), chunk_size);
         let word = data.len() as u32 | if compressed { COMPRESSED } else { 0 };
         match how {
             ChunkSeal::XChaCha20Poly1305 => {
@@ -240,6 +235,23 @@ impl RemoteKeys {
         p.truncate(4 + len);
         p.drain(..4);
         Ok((word & COMPRESSED != 0, p))
+    }
+}
+
+/// The length a chunk of `n` bytes is padded to with its 4-byte length word: the next
+/// of eight size classes per power of two (at least [`MIN_PADDED`]), so padding adds at
+/// most an eighth and the provider learns a chunk's length to within an eighth; never
+/// past `chunk_size + 4` for a chunk of at most the chunk size, so a full fixed cell
+/// costs nothing. Powers of two alone cost content-cut chunks, which run up to four
+/// times the chunk size, about half again their bytes in the bucket and on the wire.
+fn padded_len(n: usize, chunk_size: usize) -> usize {
+    let need = n + 4;
+    let step = (need.next_power_of_two() / 16).max(1);
+    let padded = need.div_ceil(step).saturating_mul(step).max(MIN_PADDED);
+    if n <= chunk_size {
+        padded.min(chunk_size + 4)
+    } else {
+        padded
     }
 }
 
@@ -306,8 +318,11 @@ mod tests {
             assert!(k.open_chunk("data/other", &s, how).is_err());
             assert_eq!(k.seal_chunk(&name, b"", false, 4096, how).unwrap().len(), MIN_PADDED + over);
             // A full chunk (and one just under) is padded to the chunk size, not to the
-            // next power of two, which would double it; both still open.
-            for (n, expected) in [(4096, 4096 + 4), (4093, 4096 + 4), (4092, 4096), (2045, 4096)] {
+            // next class; a chunk cut by content past the chunk size, and a smaller one,
+            // to their class (an eighth of the power of two above); all still open.
+            for (n, expected) in
+                [(4096, 4096 + 4), (4093, 4096 + 4), (4092, 4096), (2045, 2304), (5000, 5120), (16380, 16384)]
+            {
                 let data = vec![9u8; n];
                 let s = k.seal_chunk(&name, &data, false, 4096, how).unwrap();
                 assert_eq!(s.len(), expected + over, "{n}");
@@ -318,6 +333,24 @@ mod tests {
 
     /// An AEGIS-sealed chunk opens only unaltered, whole, under its own name, with its
     /// own cipher and key; the plaintext is nowhere in the sealed bytes.
+    /// Padding adds at most an eighth (or up to the 512-byte floor), never shrinks, and
+    /// is capped at the chunk size for chunks that fit in it.
+    #[test]
+    fn padding_adds_at_most_an_eighth() {
+        for cs in [4096usize, 65536] {
+            for n in (0..4 * cs + 1).step_by(7) {
+                let p = padded_len(n, cs);
+                assert!(p >= n + 4, "{n}");
+                assert!(p <= (n + 4 + (n + 4) / 8).max(MIN_PADDED), "{n}: {p}");
+                if n <= cs {
+                    assert!(p <= cs + 4, "{n}");
+                }
+            }
+        }
+        // The classes between 64 and 128 KiB: steps of 8 KiB.
+        assert_eq!(padded_len(70_000, 65536), 73_728);
+    }
+
     #[test]
     fn aegis_sealed_chunks_fail_on_any_change() {
         let k = keys();
