@@ -333,6 +333,31 @@ mod tests {
 
     /// An AEGIS-sealed chunk opens only unaltered, whole, under its own name, with its
     /// own cipher and key; the plaintext is nowhere in the sealed bytes.
+    /// Prints a sealed chunk for [`aegis_chunk_seal_is_pinned`] (run once by hand with
+    /// `--ignored --nocapture` to make a new fixture; the nonce is random).
+    #[test]
+    #[ignore]
+    fn print_a_sealed_chunk() {
+        let s = keys().seal_chunk("data/pinned", b"a pinned chunk", true, 4096, ChunkSeal::Aegis256).unwrap();
+        eprintln!("{}", s.iter().map(|b| format!("{b:02x}")).collect::<String>());
+    }
+
+    /// The layout-4 chunk seal, pinned: bytes sealed once by this construction (AEGIS-256
+    /// under the chunk key, 32-byte nonce first, 16-byte tag last, the name as associated
+    /// data, a length word with the compressed bit, padded to 512) still open to the same
+    /// chunk. A change to any of those fails here, as it would fail every existing remote.
+    #[test]
+    fn aegis_chunk_seal_is_pinned() {
+        let hex = include_str!("../../tests/fixtures/remote-chunk-aegis256.hex").trim();
+        let sealed: Vec<u8> =
+            (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+        assert_eq!(sealed.len(), AEGIS_NONCE + MIN_PADDED + TAG);
+        assert_eq!(
+            keys().open_chunk("data/pinned", &sealed, ChunkSeal::Aegis256).unwrap(),
+            (true, b"a pinned chunk".to_vec())
+        );
+    }
+
     /// Padding adds at most an eighth (or up to the 512-byte floor), never shrinks, and
     /// is capped at the chunk size for chunks that fit in it.
     #[test]
