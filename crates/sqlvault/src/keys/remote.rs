@@ -188,16 +188,15 @@ impl RemoteKeys {
             }
             ChunkSeal::Aegis256 => {
                 // Sealed in place in the output: the plaintext exists only as `data`.
+                let mut nonce = [0u8; AEGIS_NONCE];
+                random_bytes(&mut nonce)?;
                 let mut out = Vec::with_capacity(AEGIS_NONCE + padded_len + TAG);
-                out.resize(AEGIS_NONCE, 0);
-                random_bytes(&mut out)?;
+                out.extend_from_slice(&nonce);
                 out.extend_from_slice(&word.to_le_bytes());
                 out.extend_from_slice(data);
                 out.resize(AEGIS_NONCE + padded_len, 0);
-                let (nonce, body) = out.split_at_mut(AEGIS_NONCE);
-                let nonce: &[u8; AEGIS_NONCE] = (&*nonce).try_into().map_err(|_| tampered(name))?;
-                let tag =
-                    aegis::aegis256::Aegis256::<TAG>::new(&self.chunks, nonce).encrypt_in_place(body, name.as_bytes());
+                let tag = aegis::aegis256::Aegis256::<TAG>::new(&self.chunks, &nonce)
+                    .encrypt_in_place(&mut out[AEGIS_NONCE..], name.as_bytes());
                 out.extend_from_slice(&tag);
                 Ok(out)
             }
