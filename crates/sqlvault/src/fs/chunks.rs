@@ -657,10 +657,12 @@ pub fn recompress(conn: &Connection, c: Compression, mut after: i64, budget: u64
 
 /// Reads a chunk's bytes and checks them against the chunk's hash.
 ///
-/// The check is not optional: when a page fails SQLCipher's authentication, SQLCipher
-/// zeroes the page and puts the connection into an error state, but the statement that
-/// read it may still return the zeroed bytes as content (seen with a flipped byte in an
-/// overflow page: `tests/tamper.rs`). The hash turns that into `Error::Damaged`.
+/// The check is not optional. Each page is authenticated on its own, under its page
+/// number, so a page put back from an older version of the file opens cleanly (a
+/// rollback that no page cipher detects: docs/SECURITY.md); a chunk's bytes read from
+/// such a page do not match the hash its row records, and the check turns that into
+/// `Error::Damaged` rather than wrong content. (Under format 1, SQLCipher returned the
+/// zeroed bytes of a page that failed authentication as content: `tests/tamper.rs`.)
 ///
 /// A compressed chunk is decompressed straight from SQLite's copy of the row into the
 /// returned buffer: the one copy a chunk stored as is costs too.
