@@ -96,12 +96,16 @@ pub struct ServeMountArgs {
     /// The mount's commit window, milliseconds.
     #[arg(long, default_value_t = sqlvault_fuse::DEFAULT_COMMIT_WINDOW.as_millis() as u64)]
     pub commit_window_ms: u64,
+    /// Hold the vault alone while mounted (`sqlvault mount --exclusive`).
+    #[arg(long)]
+    pub exclusive: bool,
 }
 
 /// Serves a sqlvault FUSE mount: prints `ready` once mounted, unmounts (committing
 /// every open file and checkpointing) when its standard input closes.
 pub fn serve_mount(a: &ServeMountArgs) -> Result<()> {
-    let vault = Vault::open(&a.vault, &Secret::from_key_file(&a.key_file)?, EngineConfig::default())?;
+    let config = EngineConfig { exclusive: a.exclusive, ..EngineConfig::default() };
+    let vault = Vault::open(&a.vault, &Secret::from_key_file(&a.key_file)?, config)?;
     let opts = sqlvault_fuse::MountOptions {
         commit_window: Duration::from_millis(a.commit_window_ms),
         ..sqlvault_fuse::MountOptions::default()
@@ -188,10 +192,22 @@ pub fn wait_mounted(mnt: &Path, child: &mut Child, what: &str, limit: Duration) 
 }
 
 /// Starts `serve-mount` (this program, `exe`) of the existing vault `vault`, opened
-/// with `key_file`, on `mnt`, and waits until it says it is ready.
-pub fn serve_mount_child(exe: &Path, vault: &Path, key_file: &Path, mnt: &Path, window_ms: u64) -> Result<Child> {
-    let mut c = Command::new(exe)
-        .arg("serve-mount")
+/// with `key_file` (alone if `exclusive`), on `mnt`, and waits until it says it is ready.
+pub fn serve_mount_child(
+    exe: &Path,
+    vault: &Path,
+    key_file: &Path,
+    mnt: &Path,
+    window_ms: u64,
+    exclusive: bool,
+) -> Result<Child> {
+    let mut cmd = Command::new(exe);
+    if exclusive {
+        cmd.arg("serve-mount").arg("--exclusive");
+    } else {
+        cmd.arg("serve-mount");
+    }
+    let mut c = cmd
         .arg("--vault")
         .arg(vault)
         .arg("--key-file")
@@ -225,7 +241,7 @@ pub fn serve_mount_child(exe: &Path, vault: &Path, key_file: &Path, mnt: &Path, 
 pub fn mount_vault(exe: &Path, vault: &Path, key_file: &Path, mnt: &Path) -> Result<Mount> {
     std::fs::create_dir_all(mnt).with_context(|| format!("cannot create {}", mnt.display()))?;
     let window = sqlvault_fuse::DEFAULT_COMMIT_WINDOW.as_millis() as u64;
-    let mut child = serve_mount_child(exe, vault, key_file, mnt, window)?;
+    let mut child = serve_mount_child(exe, vault, key_file, mnt, window, false)?;
     wait_mounted(mnt, &mut child, "sqlvault FUSE", Duration::from_secs(180))?;
     Ok(Mount { label: "sqlvault FUSE", mountpoint: mnt.to_path_buf(), child, sqlvault: true })
 }

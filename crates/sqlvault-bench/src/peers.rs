@@ -62,7 +62,7 @@ pub struct PeersArgs {
     #[arg(long, value_name = "MS", default_value_t = sqlvault_fuse::DEFAULT_COMMIT_WINDOW.as_millis() as u64)]
     pub commit_window_ms: u64,
     /// Run only these systems (comma-separated: plain, gocryptfs, cryfs, fuse,
-    /// library, library-exclusive); all by default. gocryptfs, the baseline, always runs.
+    /// fuse-exclusive, library, library-exclusive); all by default. gocryptfs, the baseline, always runs.
     #[arg(long, value_delimiter = ',')]
     pub systems: Vec<String>,
     #[command(flatten)]
@@ -75,6 +75,8 @@ enum System {
     Gocryptfs,
     Cryfs,
     VaultFuse,
+    /// The mount with `--exclusive` (a rollback journal, no WAL).
+    VaultFuseExclusive,
     VaultLib,
     /// The library with `EngineConfig::exclusive` (a rollback journal, no WAL).
     VaultLibExclusive,
@@ -87,6 +89,7 @@ impl System {
             System::Gocryptfs => "gocryptfs",
             System::Cryfs => "cryfs",
             System::VaultFuse => "sqlvault FUSE",
+            System::VaultFuseExclusive => "sqlvault FUSE, exclusive (rollback journal)",
             System::VaultLib => "sqlvault library",
             System::VaultLibExclusive => "sqlvault library, exclusive (rollback journal)",
         }
@@ -99,6 +102,7 @@ impl System {
             System::Gocryptfs => "gocryptfs",
             System::Cryfs => "cryfs",
             System::VaultFuse => "fuse",
+            System::VaultFuseExclusive => "fuse-exclusive",
             System::VaultLib => "library",
             System::VaultLibExclusive => "library-exclusive",
         }
@@ -447,16 +451,21 @@ fn mount(system: System, root: &Path, pass_file: &Path, key_file: &Path, exe: &P
             }
             c
         }
-        System::VaultFuse => {
+        System::VaultFuse | System::VaultFuseExclusive => {
             let vault = store.with_extension("vault");
             let opts = CreateOptions::default();
             Vault::create(&vault, &Secret::from_key_file(key_file)?, &opts)?.close()?;
-            serve_mount_child(exe, &vault, key_file, &mnt, window_ms)?
+            serve_mount_child(exe, &vault, key_file, &mnt, window_ms, system == System::VaultFuseExclusive)?
         }
         _ => crate::bail!("{system:?} is not a mount"),
     };
     wait_mounted(&mnt, &mut child, system.label(), Duration::from_secs(180))?;
-    Ok(Mount { label: system.label(), mountpoint: mnt, child, sqlvault: system == System::VaultFuse })
+    Ok(Mount {
+        label: system.label(),
+        mountpoint: mnt,
+        child,
+        sqlvault: matches!(system, System::VaultFuse | System::VaultFuseExclusive),
+    })
 }
 
 fn group(w: Workload, write: bool, large_mib: u64, files: u64) -> String {
@@ -544,7 +553,7 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
     if !a.common.quick {
         systems.push(System::Cryfs);
     }
-    systems.extend([System::VaultFuse, System::VaultLib, System::VaultLibExclusive]);
+    systems.extend([System::VaultFuse, System::VaultFuseExclusive, System::VaultLib, System::VaultLibExclusive]);
     if !a.systems.is_empty() {
         for name in &a.systems {
             if !systems.iter().any(|s| s.arg() == name) {
@@ -686,7 +695,12 @@ pub fn peers(a: &PeersArgs) -> Result<harness::ScenarioReport> {
     let goc = System::Gocryptfs.label().to_string();
     let rows = col.rows(|_, sys| (sys != goc).then(|| goc.clone()));
     let mut targets = Vec::new();
-    for (sys, want) in [(System::VaultFuse, 1.0), (System::VaultLib, 1.5), (System::VaultLibExclusive, 1.5)] {
+    for (sys, want) in [
+        (System::VaultFuse, 1.0),
+        (System::VaultFuseExclusive, 1.0),
+        (System::VaultLib, 1.5),
+        (System::VaultLibExclusive, 1.5),
+    ] {
         let mut parts = Vec::new();
         let mut worst = f64::INFINITY;
         for w in [Workload::Large, Workload::Tree] {

@@ -53,6 +53,15 @@ pub struct MountArgs {
     /// for writing at its next write, close or fsync.
     #[arg(long, value_name = "MS", default_value_t = crate::DEFAULT_COMMIT_WINDOW.as_millis() as u64, value_parser = clap::value_parser!(u64).range(0..=10_000))]
     pub commit_window_ms: u64,
+    /// Hold the vault alone while mounted, for a mount that is its only user (as a
+    /// gocryptfs mount is): changes go through a rollback journal, so each page is
+    /// written once (no WAL and no checkpoint copying it again), and every window's
+    /// commit is synced. Mounting fails if the vault is open anywhere else; while it is
+    /// mounted, other opens (`sqlvault` commands, the library, a second mount) wait
+    /// for their busy timeout and then fail as busy; unmounting gives the vault back
+    /// in its usual form. Ignored with `--read-only`.
+    #[arg(long)]
+    pub exclusive: bool,
 }
 
 /// Mounts the vault at `vault_path` as `args` say; see the module documentation.
@@ -69,6 +78,7 @@ pub fn run(vault_path: &Path, secret: Secret, mut config: EngineConfig, args: &M
         return Err(Error::DirectoryNotEmpty { path: args.mountpoint.display().to_string() });
     }
     config.read_only |= args.read_only;
+    config.exclusive |= args.exclusive && !args.read_only;
     let opts = MountOptions {
         read_only: args.read_only,
         allow_other: args.allow_other,
