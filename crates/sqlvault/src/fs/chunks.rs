@@ -549,10 +549,11 @@ pub fn unhold_where(conn: &Connection, counts_sql: &str, arg: i64) -> Result<u64
     let mut short = 0u64;
     {
         // `WHERE true`: an upsert's SELECT needs a WHERE of its own (SQLite's parser).
-        // A chunk with no hold row gets one of `-n`, reported below.
+        // A chunk with no hold row gets one of `-n`, reported below. `OR FAIL`: no
+        // statement journal of the pages it changes (see ARCHITECTURE.md).
         let mut lower = conn.prepare(&format!(
             "WITH counts(chunk, n) AS ({counts_sql})
-             INSERT INTO chunk_holds(chunk, n) SELECT chunk, -n FROM counts WHERE true ORDER BY chunk
+             INSERT OR FAIL INTO chunk_holds(chunk, n) SELECT chunk, -n FROM counts WHERE true ORDER BY chunk
              ON CONFLICT(chunk) DO UPDATE SET n = n + excluded.n RETURNING chunk, n"
         ))?;
         let mut last = conn.prepare_cached("INSERT INTO temp.unhold(chunk, n) VALUES (?1, 0)")?;
