@@ -123,24 +123,30 @@ fn poisoned() -> Error {
 
 /// Reads (in parallel) and parses the index objects `names`, in order.
 pub(crate) fn read_indexes(store: &Store, keys: &RemoteKeys, names: &[String]) -> Result<Vec<Vec<IndexedPack>>> {
-    let keys = Arc::new(keys.clone());
     let mut out: Vec<Vec<IndexedPack>> = vec![Vec::new(); names.len()];
-    store.run_all(
-        names.to_vec(),
-        (PARALLEL, QUEUED),
-        |i, packs| {
-            out[i] = packs;
-            Ok(())
-        },
-        move |bucket, name| {
-            let keys = keys.clone();
-            async move {
-                let sealed = bucket.get_required(&name).await?;
-                decode_index(&name, &keys.open(&name, &sealed)?)
-            }
-        },
-    )?;
+    each_index(store, keys, names, |i, packs| {
+        out[i] = packs;
+        Ok(())
+    })?;
     Ok(out)
+}
+
+/// Reads (in parallel) and parses the index objects `names`, and calls `each(i, packs)`
+/// with the packs of `names[i]` on the calling thread as they arrive (in any order).
+fn each_index(
+    store: &Store,
+    keys: &RemoteKeys,
+    names: &[String],
+    each: impl FnMut(usize, Vec<IndexedPack>) -> Result<()>,
+) -> Result<()> {
+    let keys = Arc::new(keys.clone());
+    store.run_all(names.to_vec(), (PARALLEL, QUEUED), each, move |bucket, name| {
+        let keys = keys.clone();
+        async move {
+            let sealed = bucket.get_required(&name).await?;
+            decode_index(&name, &keys.open(&name, &sealed)?)
+        }
+    })
 }
 
 /// Brings the memo up to date with the remote's index objects (reading only those it
@@ -153,15 +159,17 @@ fn refresh(store: &Store, keys: &RemoteKeys) -> Result<HashSet<String>> {
         let memo = store.memo.lock().map_err(|_| poisoned())?;
         listed.into_iter().filter(|n| !memo.indexes.contains(n)).collect()
     };
-    let read = read_indexes(store, keys, &new)?;
-    let mut memo = store.memo.lock().map_err(|_| poisoned())?;
-    memo.chunks.reserve(read.iter().flatten().map(|p| p.chunks.len()).sum());
-    for (name, packs) in new.into_iter().zip(read) {
+    // Each piece's entries go into the memo as it arrives, not after every piece is
+    // read: the pieces in flight are bounded by the pipeline, the entries are held once.
+    each_index(store, keys, &new, |i, packs| {
+        let mut memo = store.memo.lock().map_err(|_| poisoned())?;
         for p in packs {
             memo.chunks.add(&p.name, p.chunks);
         }
-        memo.indexes.insert(name);
-    }
+        memo.indexes.insert(new[i].clone());
+        Ok(())
+    })?;
+    let mut memo = store.memo.lock().map_err(|_| poisoned())?;
     memo.chunks.merge(&live);
     memo.live = Some((live.clone(), std::time::Instant::now()));
     Ok(live)
