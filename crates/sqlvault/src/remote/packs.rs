@@ -4,9 +4,10 @@
 //! about [`PACK_BYTES`] of sealed chunks, each sealed exactly as a `data/` object
 //! (own nonce, its `data/<hex>` name as associated data), so one chunk opens alone
 //! after a ranged GET, and a chunk moved to another offset or pack opens as nothing
-//! else. A push writes its packs, then one index (`index/<keyed hash>`, sealed, in
-//! pieces of at most [`format::PIECE_BYTES`]) listing for each pack the (chunk id,
-//! offset, length) of its chunks, then the commit. Readers learn where chunks are from
+//! else. A push writes its packs and their index (`index/<keyed hash>`, sealed, in
+//! pieces of at most [`format::PIECE_BYTES`], each written once the packs it names are
+//! up) listing for each pack the (chunk id, offset, length) of its chunks, then the
+//! commit. Readers learn where chunks are from
 //! `LIST index/` and the index objects, which the [`Store`]'s memo keeps (they are
 //! immutable), so a replicator reads each index once.
 //!
