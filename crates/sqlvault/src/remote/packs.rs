@@ -4,9 +4,10 @@
 //! about [`PACK_BYTES`] of sealed chunks, each sealed exactly as a `data/` object
 //! (own nonce, its `data/<hex>` name as associated data), so one chunk opens alone
 //! after a ranged GET, and a chunk moved to another offset or pack opens as nothing
-//! else. A push writes its packs, then one index (`index/<keyed hash>`, sealed, in
-//! pieces of at most [`format::PIECE_BYTES`]) listing for each pack the (chunk id,
-//! offset, length) of its chunks, then the commit. Readers learn where chunks are from
+//! else. A push writes its packs and their index (`index/<keyed hash>`, sealed, in
+//! pieces of at most [`format::PIECE_BYTES`], each written once the packs it names are
+//! up) listing for each pack the (chunk id, offset, length) of its chunks, then the
+//! commit. Readers learn where chunks are from
 //! `LIST index/` and the index objects, which the [`Store`]'s memo keeps (they are
 //! immutable), so a replicator reads each index once.
 //!
@@ -123,24 +124,30 @@ fn poisoned() -> Error {
 
 /// Reads (in parallel) and parses the index objects `names`, in order.
 pub(crate) fn read_indexes(store: &Store, keys: &RemoteKeys, names: &[String]) -> Result<Vec<Vec<IndexedPack>>> {
-    let keys = Arc::new(keys.clone());
     let mut out: Vec<Vec<IndexedPack>> = vec![Vec::new(); names.len()];
-    store.run_all(
-        names.to_vec(),
-        (PARALLEL, QUEUED),
-        |i, packs| {
-            out[i] = packs;
-            Ok(())
-        },
-        move |bucket, name| {
-            let keys = keys.clone();
-            async move {
-                let sealed = bucket.get_required(&name).await?;
-                decode_index(&name, &keys.open(&name, &sealed)?)
-            }
-        },
-    )?;
+    each_index(store, keys, names, |i, packs| {
+        out[i] = packs;
+        Ok(())
+    })?;
     Ok(out)
+}
+
+/// Reads (in parallel) and parses the index objects `names`, and calls `each(i, packs)`
+/// with the packs of `names[i]` on the calling thread as they arrive (in any order).
+fn each_index(
+    store: &Store,
+    keys: &RemoteKeys,
+    names: &[String],
+    each: impl FnMut(usize, Vec<IndexedPack>) -> Result<()>,
+) -> Result<()> {
+    let keys = Arc::new(keys.clone());
+    store.run_all(names.to_vec(), (PARALLEL, QUEUED), each, move |bucket, name| {
+        let keys = keys.clone();
+        async move {
+            let sealed = bucket.get_required(&name).await?;
+            decode_index(&name, &keys.open(&name, &sealed)?)
+        }
+    })
 }
 
 /// Brings the memo up to date with the remote's index objects (reading only those it
@@ -153,15 +160,17 @@ fn refresh(store: &Store, keys: &RemoteKeys) -> Result<HashSet<String>> {
         let memo = store.memo.lock().map_err(|_| poisoned())?;
         listed.into_iter().filter(|n| !memo.indexes.contains(n)).collect()
     };
-    let read = read_indexes(store, keys, &new)?;
-    let mut memo = store.memo.lock().map_err(|_| poisoned())?;
-    memo.chunks.reserve(read.iter().flatten().map(|p| p.chunks.len()).sum());
-    for (name, packs) in new.into_iter().zip(read) {
+    // Each piece's entries go into the memo as it arrives, not after every piece is
+    // read: the pieces in flight are bounded by the pipeline, the entries are held once.
+    each_index(store, keys, &new, |i, packs| {
+        let mut memo = store.memo.lock().map_err(|_| poisoned())?;
         for p in packs {
             memo.chunks.add(&p.name, p.chunks);
         }
-        memo.indexes.insert(name);
-    }
+        memo.indexes.insert(new[i].clone());
+        Ok(())
+    })?;
+    let mut memo = store.memo.lock().map_err(|_| poisoned())?;
     memo.chunks.merge(&live);
     memo.live = Some((live.clone(), std::time::Instant::now()));
     Ok(live)
@@ -208,60 +217,124 @@ pub(crate) struct Uploaded {
 
 /// Seals `chunks` (id, chunk as stored) into packs on the calling thread and uploads them
 /// through the bounded pipeline ([`PACK_PARALLEL`] in flight, [`PACK_QUEUED`] queued:
-/// at most `PACK_QUEUED + PACK_PARALLEL + 1` packs in memory), then writes their index.
-/// `done` gets the plaintext bytes of each pack uploaded (of its chunks' `len`, however
-/// stored). The first error stops it
-/// before the index: packs without an index are never read, and prune removes them.
+/// at most `PACK_QUEUED + PACK_PARALLEL + 1` packs in memory), and their index a piece
+/// at a time: once the packs one piece names (at most [`format::PIECE_BYTES`] of
+/// entries) are all uploaded, the piece is written and forgotten, so the entries held
+/// do not grow with the push. `done` gets the plaintext bytes of each pack uploaded (of
+/// its chunks' `len`, however stored). The first error stops it; packs no index names
+/// are never read, and prune removes them, as it removes an index piece whose packs no
+/// commit references (a push that stops after a piece is written).
 pub(crate) fn upload(
     store: &Store,
     keys: &RemoteKeys,
-    mut chunks: impl Iterator<Item = Result<([u8; 32], Stored)>>,
+    chunks: impl Iterator<Item = Result<([u8; 32], Stored)>>,
     chunk_size: usize,
     done: impl FnMut(u64),
 ) -> Result<Uploaded> {
+    upload_in_pieces(store, keys, chunks, chunk_size, format::PIECE_BYTES, done)
+}
+
+/// Bytes a pack's entry takes in an index piece (see [`encode_index`]).
+fn entry_bytes(p: &IndexedPack) -> usize {
+    36 + 40 * p.chunks.len()
+}
+
+/// [`upload`] with index pieces of at most `piece_bytes` (a lone pack's entry may be
+/// larger, as in [`encode_index`]): one round of the pipeline per piece.
+fn upload_in_pieces(
+    store: &Store,
+    keys: &RemoteKeys,
+    chunks: impl Iterator<Item = Result<([u8; 32], Stored)>>,
+    chunk_size: usize,
+    piece_bytes: usize,
+    mut done: impl FnMut(u64),
+) -> Result<Uploaded> {
     let how = format::chunk_seal(layout(store, keys)?);
-    let mut packs: Vec<IndexedPack> = Vec::new();
+    // Fused: a round may end on the last pack and the next one ask again.
+    let mut chunks = chunks.fuse();
+    let mut up = Uploaded { packs: 0, index: Vec::new(), index_written: 0 };
+    // A closed pack that did not fit the last round's piece: it starts the next one.
+    let mut carry: Option<(IndexedPack, PackUpload)> = None;
     let mut cur: Vec<u8> = Vec::new();
     let mut entries = Vec::new();
     let mut weight = 0u64;
-    let mut close = |cur: &mut Vec<u8>, entries: &mut Vec<([u8; 32], u32, u32)>, weight: &mut u64| {
-        let name = keys.content_name(names::PACKS, cur);
-        packs.push(IndexedPack { name: name.clone(), chunks: std::mem::take(entries) });
-        (name, std::mem::take(cur), std::mem::take(weight))
-    };
-    let items = std::iter::from_fn(|| loop {
-        match chunks.next() {
-            Some(Ok((id, chunk))) => {
-                let name = format::chunk_name_of(&id);
-                let sealed = match keys.seal_chunk(&name, &chunk.bytes, chunk.codec == Codec::Zstd, chunk_size, how) {
-                    Ok(s) => s,
-                    Err(e) => return Some(Err(e)),
-                };
-                if cur.is_empty() {
-                    cur.reserve(PACK_BYTES + sealed.len());
-                }
-                entries.push((id, cur.len() as u32, sealed.len() as u32));
-                cur.extend_from_slice(&sealed);
-                weight += chunk.len as u64;
-                if cur.len() >= PACK_BYTES {
-                    return Some(Ok(close(&mut cur, &mut entries, &mut weight)));
-                }
+    loop {
+        let mut packs: Vec<IndexedPack> = Vec::new();
+        let mut piece = INDEX_MAGIC.len();
+        let mut stopped = false;
+        let items = std::iter::from_fn(|| {
+            if stopped {
+                return None;
             }
-            Some(Err(e)) => return Some(Err(e)),
-            None if cur.is_empty() => return None,
-            None => return Some(Ok(close(&mut cur, &mut entries, &mut weight))),
+            let (pack, item) = match carry.take() {
+                Some(c) => c,
+                None => loop {
+                    match chunks.next() {
+                        Some(Ok((id, chunk))) => {
+                            let name = format::chunk_name_of(&id);
+                            let sealed =
+                                match keys.seal_chunk(&name, &chunk.bytes, chunk.codec == Codec::Zstd, chunk_size, how)
+                                {
+                                    Ok(s) => s,
+                                    Err(e) => return Some(Err(e)),
+                                };
+                            if cur.is_empty() {
+                                cur.reserve(PACK_BYTES + sealed.len());
+                            }
+                            entries.push((id, cur.len() as u32, sealed.len() as u32));
+                            cur.extend_from_slice(&sealed);
+                            weight += chunk.len as u64;
+                            if cur.len() >= PACK_BYTES {
+                                break close(keys, &mut cur, &mut entries, &mut weight);
+                            }
+                        }
+                        Some(Err(e)) => return Some(Err(e)),
+                        None if cur.is_empty() => {
+                            stopped = true;
+                            return None;
+                        }
+                        None => break close(keys, &mut cur, &mut entries, &mut weight),
+                    }
+                },
+            };
+            let n = entry_bytes(&pack);
+            if piece > INDEX_MAGIC.len() && piece + n > piece_bytes {
+                carry = Some((pack, item));
+                stopped = true;
+                return None;
+            }
+            piece += n;
+            packs.push(pack);
+            Some(Ok(item))
+        });
+        store.create_all_bounded(items, (PACK_PARALLEL, PACK_QUEUED), &mut done)?;
+        up.packs += packs.len() as u64;
+        for piece in encode_index(&packs) {
+            let name = keys.content_name(names::INDEX, &piece);
+            if let Written::Done(_) = store.create(&name, keys.seal(&name, &piece)?)? {
+                up.index_written += 1;
+            }
+            up.index.push(name);
         }
-    });
-    store.create_all_bounded(items, (PACK_PARALLEL, PACK_QUEUED), done)?;
-    let mut up = Uploaded { packs: packs.len() as u64, index: Vec::new(), index_written: 0 };
-    for piece in encode_index(&packs) {
-        let name = keys.content_name(names::INDEX, &piece);
-        if let Written::Done(_) = store.create(&name, keys.seal(&name, &piece)?)? {
-            up.index_written += 1;
+        if carry.is_none() {
+            return Ok(up);
         }
-        up.index.push(name);
     }
-    Ok(up)
+}
+
+/// A pack ready to upload: its name, bytes and the plaintext bytes of its chunks.
+type PackUpload = (String, Vec<u8>, u64);
+
+/// Closes the pack being filled: its index entry and what to upload.
+fn close(
+    keys: &RemoteKeys,
+    cur: &mut Vec<u8>,
+    entries: &mut Vec<([u8; 32], u32, u32)>,
+    weight: &mut u64,
+) -> (IndexedPack, PackUpload) {
+    let name = keys.content_name(names::PACKS, cur);
+    let pack = IndexedPack { name: name.clone(), chunks: std::mem::take(entries) };
+    (pack, (name, std::mem::take(cur), std::mem::take(weight)))
 }
 
 /// A chunk a reader wants: its BLAKE3 hash and length (as its row names them).
@@ -458,6 +531,44 @@ mod tests {
         let all: Vec<Wanted> = data.iter().map(|d| (*blake3::hash(d).as_bytes(), d.len() as i64)).collect();
         let err = fetch(&store, &keys, &all, |_, _| Ok(())).unwrap_err();
         assert!(matches!(err, Error::Damaged { .. }), "{err}");
+    }
+
+    /// The index goes up a piece at a time, each once its packs are uploaded, not all
+    /// of it after the last pack: what a push holds of it does not grow with the chunks
+    /// it uploads (before, every entry until the end, 40 bytes a chunk). Same pieces as
+    /// [`encode_index`] cuts, and every chunk placed.
+    #[test]
+    fn the_index_goes_up_a_piece_at_a_time() {
+        let mem = Arc::new(object_store::memory::InMemory::new());
+        let store = Store::new(mem, "p", "mem".into()).unwrap();
+        remember_layout(&store, format::PACKS_LAYOUT);
+        let keys = RemoteKeys::for_tests();
+        // 2,100 chunks of 4 KiB: three packs (index entries of about 40, 40 and 4 KB):
+        // two pieces of at most 48 KiB, the first written before the second round.
+        let data: Vec<Vec<u8>> = (0..2100u32).map(|i| i.to_le_bytes().repeat(1024)).collect();
+        let chunks = data.iter().map(|d| Ok((keys.chunk_id(blake3::hash(d).as_bytes()), raw(d))));
+        let up = upload_in_pieces(&store, &keys, chunks, 4096, 48 << 10, |_| {}).unwrap();
+        assert_eq!((up.packs, up.index.len(), up.index_written), (3, 2, 2));
+        let listed = |under: &str| {
+            let mut l = store.list_meta(under).unwrap();
+            l.sort_by_key(|o| o.modified_ns);
+            l
+        };
+        let (packs, index) = (listed(names::PACKS), listed(names::INDEX));
+        assert_eq!((packs.len(), index.len()), (3, 2));
+        assert!(
+            index[0].modified_ns < packs[2].modified_ns,
+            "the first piece was written after the last pack: the whole index was held to the end"
+        );
+        let mut back = Vec::new();
+        for name in &up.index {
+            let piece = keys.open(name, &store.get_required(name).unwrap()).unwrap();
+            back.extend(decode_index(name, &piece).unwrap());
+        }
+        assert_eq!(encode_index(&back).len(), 1, "one piece at the default size");
+        assert_eq!(back.iter().map(|p| p.chunks.len()).sum::<usize>(), data.len());
+        let present = present(&store, &keys).unwrap();
+        assert!(data.iter().all(|d| present.has(&keys.chunk_id(blake3::hash(d).as_bytes())).unwrap()));
     }
 
     fn raw(d: &[u8]) -> Stored {

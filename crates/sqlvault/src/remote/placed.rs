@@ -71,11 +71,6 @@ impl Placed {
         (self.entries.capacity() + self.pending.capacity()) * ENTRY_BYTES
     }
 
-    /// Makes room for `n` more queued chunks at once (no doubling while they are added).
-    pub(crate) fn reserve(&mut self, n: usize) {
-        self.pending.reserve_exact(n);
-    }
-
     /// Queues the chunks of pack `pack` (from an index piece) for the next [`Placed::merge`].
     pub(crate) fn add(&mut self, pack: &str, chunks: impl IntoIterator<Item = ([u8; 32], u32, u32)>) {
         let n = match self.numbers.get(pack) {
