@@ -170,15 +170,43 @@ impl Bucket {
     }
 
     async fn put(&self, name: &str, bytes: Vec<u8>, mode: PutMode) -> Result<Written> {
+        let create = matches!(mode, PutMode::Create);
+        let payload = PutPayload::from(bytes);
         let opts = PutOptions { mode, ..Default::default() };
-        match self.inner.put_opts(&self.path(name), PutPayload::from(bytes), opts).await {
+        match self.inner.put_opts(&self.path(name), payload.clone(), opts).await {
             Ok(r) => Ok(Written::Done(r.e_tag)),
             Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
                 Ok(Written::Conflict)
             }
+            // A create whose answer never came: the object may exist, and its bytes tell
+            // whose it is. VersityGW answers a create of an existing object with 412 and
+            // closes the connection while the body is still being sent, which the client
+            // reports as a failed send (a push again of a large vault re-creates
+            // unchanged index pieces), and a connection can drop after the write. The
+            // same bytes are this create's, or for a content-addressed object anyone's
+            // equal ones: written. Other bytes: another writer's create won. None: the
+            // error stands.
+            Err(e) if create => match self.get(name).await? {
+                Some((have, etag)) if same_bytes(&payload, &have) => Ok(Written::Done(etag)),
+                Some(_) => Ok(Written::Conflict),
+                None => Err(self.err("write", name, e)),
+            },
             Err(e) => Err(self.err("write", name, e)),
         }
     }
+}
+
+/// Whether `payload` holds exactly `have`'s bytes.
+fn same_bytes(payload: &PutPayload, have: &[u8]) -> bool {
+    let mut rest = have;
+    payload.content_length() == have.len()
+        && payload.iter().all(|part| match rest.split_at_checked(part.len()) {
+            Some((head, tail)) if head == &part[..] => {
+                rest = tail;
+                true
+            }
+            _ => false,
+        })
 }
 
 impl Store {
@@ -512,6 +540,113 @@ mod tests {
         assert_eq!(s.get("ref").unwrap().unwrap().0, b"c");
         s.create("data/x", vec![1]).unwrap();
         assert_eq!(s.list("data/").unwrap(), vec!["data/x".to_string()]);
+    }
+
+    /// An `InMemory` store whose creates fail as VersityGW's do when the object exists
+    /// (412, connection closed mid-body: a failed send); with `mode` [`LOSE`], a create
+    /// writes and then loses its answer; with [`FAIL`], it fails and writes nothing.
+    #[derive(Debug, Default)]
+    struct DroppedAnswers {
+        inner: object_store::memory::InMemory,
+        mode: AtomicUsize,
+    }
+
+    const LOSE: usize = 1;
+    const FAIL: usize = 2;
+
+    impl std::fmt::Display for DroppedAnswers {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "DroppedAnswers")
+        }
+    }
+
+    fn send_failed() -> object_store::Error {
+        object_store::Error::Generic { store: "S3", source: "error sending request: connection closed".into() }
+    }
+
+    #[async_trait::async_trait]
+    impl ObjectStore for DroppedAnswers {
+        async fn put_opts(
+            &self,
+            location: &ObjPath,
+            payload: PutPayload,
+            opts: PutOptions,
+        ) -> object_store::Result<object_store::PutResult> {
+            if matches!(opts.mode, PutMode::Create) {
+                if self.inner.head(location).await.is_ok() {
+                    return Err(send_failed());
+                }
+                match self.mode.load(SeqCst) {
+                    LOSE => {
+                        self.inner.put_opts(location, payload, opts).await?;
+                        return Err(send_failed());
+                    }
+                    FAIL => return Err(send_failed()),
+                    _ => {}
+                }
+            }
+            self.inner.put_opts(location, payload, opts).await
+        }
+        async fn put_multipart_opts(
+            &self,
+            location: &ObjPath,
+            opts: object_store::PutMultipartOptions,
+        ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+            self.inner.put_multipart_opts(location, opts).await
+        }
+        async fn get_opts(
+            &self,
+            location: &ObjPath,
+            options: object_store::GetOptions,
+        ) -> object_store::Result<object_store::GetResult> {
+            self.inner.get_opts(location, options).await
+        }
+        async fn delete(&self, location: &ObjPath) -> object_store::Result<()> {
+            self.inner.delete(location).await
+        }
+        fn list(
+            &self,
+            prefix: Option<&ObjPath>,
+        ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+            self.inner.list(prefix)
+        }
+        async fn list_with_delimiter(
+            &self,
+            prefix: Option<&ObjPath>,
+        ) -> object_store::Result<object_store::ListResult> {
+            self.inner.list_with_delimiter(prefix).await
+        }
+        async fn copy(&self, from: &ObjPath, to: &ObjPath) -> object_store::Result<()> {
+            self.inner.copy(from, to).await
+        }
+        async fn copy_if_not_exists(&self, from: &ObjPath, to: &ObjPath) -> object_store::Result<()> {
+            self.inner.copy_if_not_exists(from, to).await
+        }
+    }
+
+    /// A create whose answer is lost is judged by what the bucket then holds: its own
+    /// bytes are written (a re-created content-addressed object, or a write whose answer
+    /// dropped), other bytes are a conflict (a lock another writer holds), nothing is
+    /// the error. create_all counts an existing object as written and goes on.
+    #[test]
+    fn a_create_without_an_answer_is_judged_by_what_the_bucket_holds() {
+        let mem = Arc::new(DroppedAnswers::default());
+        let s = Store::new(mem.clone(), "p", "flaky".into()).unwrap();
+        assert!(matches!(s.create("meta/a", b"piece".to_vec()).unwrap(), Written::Done(_)));
+        assert!(matches!(s.create("meta/a", b"piece".to_vec()).unwrap(), Written::Done(_)), "the same bytes");
+        assert_eq!(s.create("meta/a", b"other".to_vec()).unwrap(), Written::Conflict, "another writer's");
+        mem.mode.store(LOSE, SeqCst);
+        assert!(matches!(s.create("lock", b"mine".to_vec()).unwrap(), Written::Done(_)), "written, answer lost");
+        assert_eq!(s.get("lock").unwrap().unwrap().0, b"mine");
+        mem.mode.store(FAIL, SeqCst);
+        assert!(s.create("nothing", b"x".to_vec()).is_err(), "failed and left nothing: the error stands");
+        assert_eq!(s.get("nothing").unwrap(), None);
+        mem.mode.store(0, SeqCst);
+        let items = ["meta/a", "meta/b"].into_iter().map(|n| Ok((n.to_string(), b"piece".to_vec(), 1)));
+        let mut written = 0;
+        s.create_all(items, |w| written += w).unwrap();
+        assert_eq!(written, 2);
+        assert_eq!(s.list("meta/").unwrap().len(), 2);
     }
 
     /// Counts requests: in flight now, most in flight at once, started, finished.
