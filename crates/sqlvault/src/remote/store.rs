@@ -186,10 +186,12 @@ impl Bucket {
             // same bytes are this create's, or for a content-addressed object anyone's
             // equal ones: written. Other bytes: another writer's create won. None: the
             // error stands.
-            Err(e) if create => match self.get(name).await? {
-                Some((have, etag)) if same_bytes(&payload, &have) => Ok(Written::Done(etag)),
-                Some(_) => Ok(Written::Conflict),
-                None => Err(self.err("write", name, e)),
+            Err(e) if create => match self.get(name).await {
+                Ok(Some((have, etag))) if same_bytes(&payload, &have) => Ok(Written::Done(etag)),
+                Ok(Some(_)) => Ok(Written::Conflict),
+                // Nothing there, or no answer to the read either (a refused credential,
+                // a server gone): the write's own error is the one to report.
+                Ok(None) | Err(_) => Err(self.err("write", name, e)),
             },
             Err(e) => Err(self.err("write", name, e)),
         }
