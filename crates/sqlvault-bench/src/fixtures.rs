@@ -202,10 +202,9 @@ pub fn serve_mount_child(
     exclusive: bool,
 ) -> Result<Child> {
     let mut cmd = Command::new(exe);
+    cmd.arg("serve-mount");
     if exclusive {
-        cmd.arg("serve-mount").arg("--exclusive");
-    } else {
-        cmd.arg("serve-mount");
+        cmd.arg("--exclusive");
     }
     let mut c = cmd
         .arg("--vault")
