@@ -121,8 +121,8 @@ impl FsckBar {
         FsckBar { pb: spinner("checking"), phase: std::sync::Mutex::new("") }
     }
 
-    /// Shows where `fsck` is: the pages of SQLite's structure check, then chunks and
-    /// bytes hashed (rate, ETA), then the reference, tree and snapshot checks.
+    /// Shows where `fsck` is: the pages of SQLite's structure check, then the reference,
+    /// tree and snapshot checks, then chunks and bytes hashed (rate, ETA).
     pub fn show(&self, p: &sqlvault::Progress) {
         let style = |t: &str| ProgressStyle::with_template(t).unwrap_or_else(|_| ProgressStyle::default_bar());
         let pb = &self.pb;

@@ -1,6 +1,8 @@
 //! Integrity checking: SQLite's own `integrity_check`, then every invariant the
 //! chunk store, the file tree and the snapshots promise (refcounts count the live
-//! chunk map and every snapshot's). Read-only; reuses nothing but SQL, so a bug
+//! chunk map and every snapshot's), then every chunk's bytes against its hash. Each
+//! page is read twice at most, however far the vault outgrows the page cache: once
+//! by the structure check, once by the pass that needs its rows. Read-only; reuses nothing but SQL, so a bug
 //! in the code that maintains an invariant cannot hide its own damage. Reports its
 //! progress (phase, done, total) to a callback, for the CLI's bar.
 
@@ -36,10 +38,10 @@ pub enum FsckPhase {
     /// SQLite's structure check (every page read, decrypted and authenticated):
     /// `done`/`total` count database pages, `done` is 0 until the check ends.
     Structure,
-    /// Every chunk hashed: `done`/`total` count chunks, `bytes`/`bytes_total` their content.
-    Chunks,
     /// Reference counts, the tree and the snapshots: `done`/`total` count the checks.
     Invariants,
+    /// Every chunk hashed: `done`/`total` count chunks, `bytes`/`bytes_total` their content.
+    Chunks,
 }
 
 /// Where a running check is (see [`FsckPhase`] for what the counts count).
@@ -63,12 +65,13 @@ const REPORT_EVERY: u64 = 256;
 /// At most this many problems of one kind are listed.
 const LIMIT: i64 = 20;
 
-/// The invariants after the chunk hashes, each a query listing what breaks it (with
+/// The invariants, checked between the structure and the chunk contents (their tables
+/// are then still in the cache the structure check filled), each a query listing what breaks it (with
 /// `?1` the chunk size), and a short name. Each is one set-based pass: its plan scans
 /// one table and looks every other row up by a key or index (a unit test checks the
 /// plans), so the check stays linear in the rows of the tree and of every snapshot.
 const INVARIANTS: &[(&str, &str)] = &[
-    // 3. Reference counts and dangling references.
+    // Reference counts and dangling references.
     (
         "SELECT 'chunk ' || c.id || ': reference count ' || c.refs || ' and ' || coalesce(s.n, 0) || ' shares but '
                 || count(f.chunk) || ' references'
@@ -89,22 +92,6 @@ const INVARIANTS: &[(&str, &str)] = &[
         "SELECT 'chunk ' || c.id || ': neither referenced nor held (should have been freed)'
          FROM chunks c WHERE c.refs <= 0 AND NOT EXISTS (SELECT 1 FROM chunk_holds h WHERE h.chunk = c.id)",
         "dead chunk",
-    ),
-    // Chunk bytes: each chunk's data row is its alone; no row is left over. (That it
-    // exists is checked by the hash pass, which reads it: a second lookup here would
-    // read every data page again, in hash order, once they outgrow the page cache.)
-    (
-        "SELECT 'data row ' || body || ' is named by ' || count(*) || ' chunks'
-         FROM chunks WHERE body IS NOT NULL GROUP BY body HAVING count(*) > 1",
-        "shared data",
-    ),
-    (
-        "SELECT n || ' data rows that no chunk names' FROM
-           (SELECT (SELECT count(*) FROM chunk_data)
-                 - (SELECT count(DISTINCT body) FROM chunks)
-                 - (SELECT count(*) FROM chunk_trash t WHERE EXISTS (SELECT 1 FROM chunk_data d WHERE d.id = t.id)) AS n)
-         WHERE n > 0",
-        "leaked data",
     ),
     // Bytes waiting for their wipe belong to no chunk.
     (
@@ -362,91 +349,7 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
     at.done = at.total;
     progress(&at);
 
-    // 2. Every chunk's content matches its hash, length and id window.
-    let (count, bytes): (i64, i64) =
-        c.query_row("SELECT count(*), coalesce(sum(len), 0) FROM chunks", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    at = FsckProgress {
-        phase: FsckPhase::Chunks,
-        done: 0,
-        total: count.max(0) as u64,
-        bytes: 0,
-        bytes_total: bytes.max(0) as u64,
-    };
-    progress(&at);
-    let mut stmt = c.prepare(&format!(
-        "SELECT c.id, c.hash, c.len, c.codec, coalesce(c.stored, c.len), {}, c.body, d.id IS NULL FROM {}",
-        chunks::DATA,
-        chunks::WITH_DATA
-    ))?;
-    let mut rows = stmt.query([])?;
-    let mut n = 0;
-    let mut bad = 0;
-    // One buffer for every compressed chunk's plaintext (decoding never grows it past
-    // the chunk's recorded length).
-    let mut plain = Vec::new();
-    while let Some(row) = rows.next()? {
-        n += 1;
-        let id: i64 = row.get(0)?;
-        let hash: Vec<u8> = row.get(1)?;
-        let len: i64 = row.get(2)?;
-        let codec: i64 = row.get(3)?;
-        let stored_len: i64 = row.get(4)?;
-        let stored = row.get_ref(5)?.as_blob().unwrap_or_default();
-        let body: Option<i64> = row.get(6)?;
-        let no_data_row: bool = row.get(7)?;
-        // The stored form: how it is stored must be known, a compressed chunk must
-        // decode to exactly its length, and the stored length be recorded right.
-        let form = match chunks::Codec::from_i64(codec) {
-            Err(_) => Some(format!("chunk {id}: unknown codec {codec}")),
-            Ok(chunks::Codec::Zstd) if len < 0 || len > cut::max_len(chunk_size) as i64 => {
-                Some(format!("chunk {id}: length {len} is wrong (above the chunk size)"))
-            }
-            Ok(chunks::Codec::Zstd) => match chunks::decode_into(chunks::Codec::Zstd, stored, len as usize, &mut plain)
-            {
-                Ok(()) => None,
-                Err(_) => Some(format!("chunk {id}: compressed bytes do not decode to its length {len}")),
-            },
-            Ok(chunks::Codec::Raw) => None,
-        };
-        let data: &[u8] = if codec == chunks::Codec::Zstd as i64 && form.is_none() { &plain } else { stored };
-        let actual = chunks::hash(data);
-        at.done = n;
-        at.bytes += data.len() as u64;
-        if n % REPORT_EVERY == 0 {
-            // The totals were counted before: never report past them.
-            at.total = at.total.max(n);
-            at.bytes_total = at.bytes_total.max(at.bytes);
-            progress(&at);
-        }
-        let msg = if let (Some(body), true) = (body, no_data_row) {
-            Some(format!("chunk {id}: its data row {body} is missing"))
-        } else if form.is_some() {
-            form
-        } else if hash != actual {
-            Some(format!("chunk {id}: content does not match its hash"))
-        } else if len != data.len() as i64 || data.len() > cut::max_len(chunk_size) {
-            Some(format!("chunk {id}: length {len} is wrong (data is {} bytes)", data.len()))
-        } else if !chunks::id_fits(id, &actual) {
-            Some(format!("chunk {id}: id is outside its hash's window"))
-        } else if stored_len != stored.len() as i64 {
-            Some(format!("chunk {id}: stored length {stored_len} is wrong (stored bytes are {})", stored.len()))
-        } else {
-            None
-        };
-        if let Some(m) = msg {
-            bad += 1;
-            if bad <= LIMIT {
-                problem(m);
-            }
-        }
-    }
-    drop(rows);
-    let chunks_seen = n;
-    let chunk_bytes = at.bytes;
-    at.total = n;
-    at.bytes_total = at.bytes;
-    progress(&at);
-
+    // 2. The invariants.
     let queries = INVARIANTS;
     at.phase = FsckPhase::Invariants;
     at.total = queries.len() as u64 + 1;
@@ -467,11 +370,190 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
         at.done += 1;
         progress(&at);
     }
+    // 3. Every chunk's content matches its hash, length and id window; every data row
+    //    is named by one chunk (or waits for its wipe).
+    let (chunks_seen, chunk_bytes) = chunk_contents(c, chunk_size, &mut at, progress, &mut problem)?;
+
     let inodes: i64 = c.query_row("SELECT count(*) FROM inodes", [], |r| r.get(0))?;
     r.inodes = inodes as u64;
     r.chunks = chunks_seen;
     r.chunk_bytes = chunk_bytes;
     Ok(r)
+}
+
+/// A chunk row as the content check reads it.
+struct ChunkRow {
+    id: i64,
+    hash: Vec<u8>,
+    len: i64,
+    codec: i64,
+    stored_len: i64,
+}
+
+impl ChunkRow {
+    /// The row's columns from `first` on: id, hash, len, codec, stored length.
+    fn read(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<ChunkRow> {
+        Ok(ChunkRow {
+            id: row.get(first)?,
+            hash: row.get(first + 1)?,
+            len: row.get(first + 2)?,
+            codec: row.get(first + 3)?,
+            stored_len: row.get(first + 4)?,
+        })
+    }
+}
+
+/// Checks every chunk's stored bytes against its row: how they are stored is known, a
+/// compressed chunk decodes to exactly its length, and the plaintext matches the hash,
+/// the length and the id's window. Also checks that every data row is named by one
+/// chunk, or waits in `chunk_trash` for its wipe, and that every chunk's data row is
+/// there. Returns the chunks checked and their content bytes.
+///
+/// The data rows are read once, in row order (the order they were written, so mostly
+/// the file's order), merged with the chunks sorted by the row they name and with the
+/// trash: every chunk byte is read once here, after the structure check's read, however
+/// far the chunk bytes outgrow the page cache. (Looked up from each chunk in hash
+/// order, and counted apart for the left-over check, they were read twice more.)
+/// Chunks kept in their own row (`chunks.data`, before schema 8) are read from there.
+fn chunk_contents(
+    c: &Connection,
+    chunk_size: u32,
+    at: &mut FsckProgress,
+    progress: &dyn Fn(&FsckProgress),
+    problem: &mut dyn FnMut(String),
+) -> Result<(u64, u64)> {
+    let (count, bytes): (i64, i64) =
+        c.query_row("SELECT count(*), coalesce(sum(len), 0) FROM main.chunks", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    *at = FsckProgress {
+        phase: FsckPhase::Chunks,
+        done: 0,
+        total: count.max(0) as u64,
+        bytes: 0,
+        bytes_total: bytes.max(0) as u64,
+    };
+    progress(at);
+    let mut bad = 0;
+    let mut report = |m: String| {
+        bad += 1;
+        if bad <= LIMIT {
+            problem(m);
+        }
+    };
+    // One buffer for every compressed chunk's plaintext (decoding never grows it past
+    // the chunk's recorded length).
+    let mut plain = Vec::new();
+    let mut verify = |ch: &ChunkRow, stored: &[u8], at: &mut FsckProgress| -> Option<String> {
+        let (id, len) = (ch.id, ch.len);
+        let form = match chunks::Codec::from_i64(ch.codec) {
+            Err(_) => Some(format!("chunk {id}: unknown codec {}", ch.codec)),
+            Ok(chunks::Codec::Zstd) if len < 0 || len > cut::max_len(chunk_size) as i64 => {
+                Some(format!("chunk {id}: length {len} is wrong (above the chunk size)"))
+            }
+            Ok(chunks::Codec::Zstd) => match chunks::decode_into(chunks::Codec::Zstd, stored, len as usize, &mut plain)
+            {
+                Ok(()) => None,
+                Err(_) => Some(format!("chunk {id}: compressed bytes do not decode to its length {len}")),
+            },
+            Ok(chunks::Codec::Raw) => None,
+        };
+        let data: &[u8] = if ch.codec == chunks::Codec::Zstd as i64 && form.is_none() { &plain } else { stored };
+        let actual = chunks::hash(data);
+        at.done += 1;
+        at.bytes += data.len() as u64;
+        if at.done % REPORT_EVERY == 0 {
+            // The totals were counted before: never report past them.
+            at.total = at.total.max(at.done);
+            at.bytes_total = at.bytes_total.max(at.bytes);
+            progress(at);
+        }
+        if form.is_some() {
+            form
+        } else if ch.hash != actual {
+            Some(format!("chunk {id}: content does not match its hash"))
+        } else if len != data.len() as i64 || data.len() > cut::max_len(chunk_size) {
+            Some(format!("chunk {id}: length {len} is wrong (data is {} bytes)", data.len()))
+        } else if !chunks::id_fits(id, &actual) {
+            Some(format!("chunk {id}: id is outside its hash's window"))
+        } else if ch.stored_len != stored.len() as i64 {
+            Some(format!("chunk {id}: stored length {} is wrong (stored bytes are {})", ch.stored_len, stored.len()))
+        } else {
+            None
+        }
+    };
+
+    // Chunks whose bytes are in their own row.
+    let mut stmt =
+        c.prepare("SELECT id, hash, len, codec, coalesce(stored, len), data FROM main.chunks WHERE body IS NULL")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let ch = ChunkRow::read(row, 0)?;
+        if let Some(m) = verify(&ch, row.get_ref(5)?.as_blob().unwrap_or_default(), at) {
+            report(m);
+        }
+    }
+    drop(rows);
+    drop(stmt);
+
+    // Chunks whose bytes are in a data row, merged with the data rows and the trash.
+    let mut named = c.prepare(
+        "SELECT body, id, hash, len, codec, coalesce(stored, len) FROM main.chunks
+         WHERE body IS NOT NULL ORDER BY body, id",
+    )?;
+    let mut data = c.prepare("SELECT id, data FROM main.chunk_data ORDER BY id")?;
+    let mut trash = c.prepare("SELECT id FROM main.chunk_trash ORDER BY id")?;
+    let mut named = named.query([])?;
+    let mut data = data.query([])?;
+    let mut trash = trash.query([])?;
+    let next_named = |rows: &mut rusqlite::Rows<'_>| -> Result<Option<(i64, ChunkRow)>> {
+        Ok(match rows.next()? {
+            Some(row) => Some((row.get(0)?, ChunkRow::read(row, 1)?)),
+            None => None,
+        })
+    };
+    let next_trash = |rows: &mut rusqlite::Rows<'_>| -> Result<Option<i64>> {
+        Ok(match rows.next()? {
+            Some(row) => Some(row.get(0)?),
+            None => None,
+        })
+    };
+    let mut chunk = next_named(&mut named)?;
+    let mut trashed = next_trash(&mut trash)?;
+    let mut left_over = 0u64;
+    while let Some(row) = data.next()? {
+        let body: i64 = row.get(0)?;
+        let stored = row.get_ref(1)?.as_blob().unwrap_or_default();
+        while let Some((b, ch)) = chunk.as_ref().filter(|(b, _)| *b < body) {
+            report(format!("chunk {}: its data row {b} is missing", ch.id));
+            chunk = next_named(&mut named)?;
+        }
+        let mut names = 0;
+        while let Some((_, ch)) = chunk.as_ref().filter(|(b, _)| *b == body) {
+            names += 1;
+            if let Some(m) = verify(ch, stored, at) {
+                report(m);
+            }
+            chunk = next_named(&mut named)?;
+        }
+        while trashed.is_some_and(|t| t < body) {
+            trashed = next_trash(&mut trash)?;
+        }
+        if names > 1 {
+            report(format!("data row {body} is named by {names} chunks"));
+        } else if names == 0 && trashed != Some(body) {
+            left_over += 1;
+        }
+    }
+    while let Some((b, ch)) = chunk {
+        report(format!("chunk {}: its data row {b} is missing", ch.id));
+        chunk = next_named(&mut named)?;
+    }
+    if left_over > 0 {
+        report(format!("{left_over} data rows that no chunk names"));
+    }
+    at.total = at.done;
+    at.bytes_total = at.bytes;
+    progress(at);
+    Ok((at.done, at.bytes))
 }
 
 /// Snapshot references: each chunk's hold count equals the `snap_chunks` rows naming
@@ -621,6 +703,23 @@ mod tests {
         c.execute("DELETE FROM chunk_data", []).unwrap();
         let p = problems(&c);
         assert!(p.iter().any(|m| m.contains("its data row 2 is missing")), "{p:?}");
+    }
+
+    /// Two chunks naming one data row: the row is reported with its names, each chunk
+    /// is checked against it (the one whose bytes these are not fails its hash), and
+    /// the row the second chunk named before is left over.
+    #[test]
+    fn a_data_row_named_by_two_chunks_is_reported() {
+        let c = db();
+        chunks::put(&c, 2, 8, b"contents, more").unwrap();
+        c.execute("UPDATE inodes SET size = 22 WHERE ino = 2", []).unwrap();
+        assert_eq!(problems(&c), Vec::<String>::new());
+        let first: i64 = c.query_row("SELECT min(body) FROM chunks", [], |r| r.get(0)).unwrap();
+        c.execute("UPDATE chunks SET body = ?1", [first]).unwrap();
+        let p = problems(&c);
+        assert!(p.contains(&format!("data row {first} is named by 2 chunks")), "{p:?}");
+        assert!(p.iter().any(|m| m.ends_with("content does not match its hash")), "{p:?}");
+        assert!(p.iter().any(|m| m == "1 data rows that no chunk names"), "{p:?}");
     }
 
     /// An entry that starts before the end of the entry before it is reported, with

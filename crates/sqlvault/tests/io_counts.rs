@@ -434,6 +434,48 @@ fn whole_tree_operations_read_pages_once_per_file() {
     assert!(bad.is_empty(), "pages read per file grow with the tree:\n{}", bad.join("\n"));
 }
 
+/// fsck reads each page of the vault at most three times when the chunk bytes outgrow
+/// its page cache (64 MiB): SQLite's `integrity_check` reads every table twice (its
+/// B-tree walk, then a loop over the rows), and the content check once more, in row
+/// order. The content check used to look each data row up from its chunk, in hash
+/// order, and the left-over check to count the rows apart: four reads of every data
+/// page once they no longer fit the cache.
+#[test]
+fn fsck_reads_each_page_at_most_three_times_past_its_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.vault");
+    let v = Vault::create(&path, &pass(), &CreateOptions { kdf: fast_kdf(), engine: config(), ..Default::default() })
+        .unwrap();
+    // 20,000 files of 4 KiB of noise (stored as they are, a page each): 80 MiB.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut data = vec![0u8; 4096];
+    for batch in 0..20 {
+        v.transaction(|tx| {
+            for i in 0..1000 {
+                for b in data.chunks_mut(8) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    b.copy_from_slice(&x.to_le_bytes());
+                }
+                tx.write_file(&format!("/f{batch}-{i}"), &data)?;
+            }
+            Ok::<_, sqlvault::Error>(())
+        })
+        .unwrap();
+    }
+    v.close().unwrap();
+    let pages = std::fs::metadata(&path).unwrap().len() / PAGE;
+    let v = Vault::open(&path, &pass(), config()).unwrap();
+    let before = io_counts();
+    assert!(v.fsck(&Ops::default()).unwrap().is_clean());
+    let c = io_counts().since(&before);
+    let reads = c.db_reads + c.wal_reads;
+    eprintln!("fsck: {reads} page reads of a {pages}-page vault");
+    assert!(pages > 10_000, "the vault must outgrow fsck's 64 MiB cache: {pages} pages");
+    assert!(reads <= 3 * pages, "fsck read {reads} pages of a {pages}-page vault");
+}
+
 /// Pages written per file by taking and by removing a snapshot, with 10 snapshots
 /// present against 1: within 1.5x. A snapshot's chunk references are indexed by
 /// (snapshot, chunk), so its index entries form one range, appended when it is taken and

@@ -495,7 +495,7 @@ impl Vault {
     /// stopping it (ending the process) leaves nothing to undo.
     ///
     /// Reports progress in phases `structure` (database pages; `done` stays 0 until the
-    /// check ends), `chunks` (content bytes hashed, of all) and `invariants` (checks).
+    /// check ends), `invariants` (checks) and `chunks` (content bytes hashed, of all).
     pub fn fsck(&self, ops: &Ops<'_>) -> Result<FsckReport> {
         let progress = |p: &FsckProgress| {
             ops.report(match p.phase {
