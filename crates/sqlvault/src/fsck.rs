@@ -269,12 +269,16 @@ const INVARIANTS: &[(&str, &str)] = &[
            (SELECT 1 FROM snap_inodes i WHERE i.snap = p.id AND i.ino = 1 AND (i.mode & 61440) = 16384)",
         "snapshot root",
     ),
-    // Directory entries: the inode exists, and the parent is a directory. The parent is
-    // looked up once per directory (its entries are adjacent in key order), not per
-    // entry, and named by its first entry.
+    // Directory entries: the inode exists, and the parent is a directory. The inodes
+    // named are compared with the inodes by merging two scans in (snapshot, inode)
+    // order (an ordered EXCEPT: `snap_dirents_by_ino` against the table's key), not by a
+    // lookup per entry; only a missing inode's entries are looked up, to name them. The
+    // parent is looked up once per directory (its entries are adjacent in key order),
+    // not per entry, and named by its first entry.
     (
         "SELECT 'snapshot ' || d.snap || ': entry ' || quote(d.name) || ' in ' || d.parent || ': inode ' || d.ino || ' is missing'
-         FROM snap_dirents d LEFT JOIN snap_inodes i ON i.snap = d.snap AND i.ino = d.ino WHERE i.ino IS NULL",
+         FROM (SELECT snap, ino FROM snap_dirents EXCEPT SELECT snap, ino FROM snap_inodes ORDER BY 1, 2) m
+           JOIN snap_dirents d ON d.snap = m.snap AND d.ino = m.ino",
         "snapshot entries",
     ),
     (
