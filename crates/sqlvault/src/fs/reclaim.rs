@@ -7,9 +7,23 @@
 //!
 //! * when this process has made no write for [`QUIET`], back to back while it stays
 //!   quiet;
-//! * at least one batch per [`MAX_DELAY`] while writes go on, and back to back past
-//!   [`HIGH_BYTES`] waiting, so continuous deletes cannot grow the file without bound;
+//! * at least one batch per [`MAX_DELAY`] while writes go on, so the wipe progresses
+//!   under writes that never pause;
+//! * back to back past [`HIGH_BYTES`] waiting while writes go on and the file grows
+//!   (they take new pages at its end, none being free), so continuous overwrites cannot
+//!   grow the file without bound; not while it does not grow (an `rm -rf`, writes that
+//!   reuse free pages): waiting then costs no disk, and wiping costs several times
+//!   more (see below);
 //! * parked while nothing waits, until the next write operation wakes it.
+//!
+//! Why not wipe during a long run of deletes: a data row of a small chunk fills a page
+//! of `chunk_data` alone, and deleting a row whose neighbours stay makes SQLite
+//! rebalance the leaf with its siblings, rewriting them (and their parent) into the
+//! WAL and so into the checkpoint. Deletes in an order other than the rows' (the files
+//! of a clone, whose rows came in chunk-id order; any tree whose files were written at
+//! different times) leave the waiting rows scattered while they go on, so a batch then
+//! wrote several pages per row; once they end, the rows waiting are neighbours and a
+//! batch writes about one page per row.
 //!
 //! A batch that fails (a full disk: wiping writes the zeroed pages to the WAL) is
 //! retried after a second, then after twice as long each time, up to a minute.
@@ -36,7 +50,7 @@ pub(crate) const BATCH_BYTES: u64 = 1 << 20;
 pub(crate) const QUIET: Duration = Duration::from_millis(50);
 /// While writes go on, a batch at least this often.
 pub(crate) const MAX_DELAY: Duration = Duration::from_millis(250);
-/// Past this many bytes waiting, batches run back to back whatever the load.
+/// Past this many bytes waiting, batches run back to back while the file grows.
 pub(crate) const HIGH_BYTES: u64 = 256 << 20;
 
 #[derive(Default)]
@@ -135,16 +149,31 @@ pub(crate) fn batch_rows(chunk_size: u32) -> u64 {
 /// Nothing waiting costs one read, no write transaction.
 pub(crate) fn drain(files: &Files, progress: &dyn Fn(u64)) -> Result<()> {
     let rows = batch_rows(files.chunk_size);
-    if !files.engine.serialized(chunks::has_trash)? {
+    // Counted once: the batches do not count what is left.
+    let mut left = files.engine.serialized(|c| chunks::trash_rows(c, u64::MAX))?;
+    if left == 0 {
         return Ok(());
     }
     loop {
-        let left = files.engine.write_alone(|tx| chunks::reclaim(tx, rows))?;
+        let wiped = files.engine.write_alone(|tx| chunks::reclaim(tx, rows))?;
+        // A full batch may have left none (then the next one wipes nothing and ends).
+        left = if wiped < rows { 0 } else { left.saturating_sub(wiped).max(1) };
         progress(left);
         if left == 0 {
             return Ok(());
         }
     }
+}
+
+/// The vault's size in pages, as the writer sees it.
+fn pages(conn: &rusqlite::Connection) -> Result<u64> {
+    Ok(conn.query_row("PRAGMA page_count", [], |r| r.get::<_, i64>(0))? as u64)
+}
+
+/// Whether a batch is due now, `quiet` saying whether a write came since the last
+/// look, `grew` whether the file grew since (asked only when it matters).
+fn due(quiet: bool, high: bool, since_batch: Duration, grew: &mut dyn FnMut() -> bool) -> bool {
+    quiet || since_batch >= MAX_DELAY || (high && grew())
 }
 
 fn run(files: &Files, s: &Shared) {
@@ -169,7 +198,10 @@ fn run(files: &Files, s: &Shared) {
 
         let mut seen = engine.operations();
         let mut last_batch = Instant::now();
-        // More than `HIGH_BYTES` wait: batches go on whatever the load.
+        // The file's size in pages at the last look: while writes go on, a batch runs
+        // only if it grew.
+        let mut size = engine.serialized(pages).unwrap_or(0);
+        // More than `HIGH_BYTES` wait: batches go on while the file grows.
         let mut high = false;
         // A batch just ran with the process quiet (or `high`): the next follows at once.
         let mut again = false;
@@ -185,7 +217,12 @@ fn run(files: &Files, s: &Shared) {
             let quiet = ops == seen;
             seen = ops;
             again = false;
-            if !quiet && !high && last_batch.elapsed() < MAX_DELAY {
+            let mut grew = || match engine.serialized(pages) {
+                Ok(now) => std::mem::replace(&mut size, now) < now,
+                // Cannot tell: as before this rule, a batch (which fails the same way, and backs off).
+                Err(_) => true,
+            };
+            if !due(quiet, high, last_batch.elapsed(), &mut grew) {
                 continue;
             }
             if backoff.is_some_and(|(until, _)| Instant::now() < until) {
@@ -202,7 +239,16 @@ fn run(files: &Files, s: &Shared) {
                 }
             }
             last_batch = Instant::now();
-            match engine.write_alone(|tx| chunks::reclaim(tx, rows)) {
+            let batch = engine.write_alone(|tx| {
+                let wiped = chunks::reclaim(tx, rows)?;
+                // What is left, counted no further than the threshold.
+                if wiped < rows {
+                    Ok(0)
+                } else {
+                    chunks::trash_rows(tx, high_rows + 1)
+                }
+            });
+            match batch {
                 Ok(0) => break,
                 Ok(left) => {
                     seen = engine.operations();
@@ -220,5 +266,43 @@ fn run(files: &Files, s: &Shared) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counts the looks at the file's size `due` takes, answering `grows`.
+    fn due_with(quiet: bool, high: bool, since: Duration, grows: bool) -> (bool, u32) {
+        let mut looks = 0;
+        let d = due(quiet, high, since, &mut || {
+            looks += 1;
+            grows
+        });
+        (d, looks)
+    }
+
+    #[test]
+    fn a_quiet_process_gets_its_batch_without_a_look_at_the_file() {
+        assert_eq!(due_with(true, false, Duration::ZERO, false), (true, 0));
+        assert_eq!(due_with(true, true, Duration::ZERO, false), (true, 0));
+    }
+
+    /// An `rm -rf` (writes that free pages, none taken from the end of the file) gets
+    /// a batch per delay however much waits, not back to back: wiping rows scattered
+    /// among live ones costs several pages each, and the waiting rows hold no disk.
+    #[test]
+    fn writes_that_do_not_grow_the_file_get_a_batch_per_delay_only() {
+        assert_eq!(due_with(false, true, MAX_DELAY / 2, false), (false, 1));
+        assert_eq!(due_with(false, true, MAX_DELAY, false), (true, 0));
+        assert_eq!(due_with(false, false, MAX_DELAY / 2, false), (false, 0));
+    }
+
+    #[test]
+    fn writes_that_grow_the_file_get_every_batch_past_the_threshold() {
+        assert_eq!(due_with(false, true, Duration::ZERO, true), (true, 1));
+        assert_eq!(due_with(false, false, Duration::ZERO, true), (false, 0));
+        assert_eq!(due_with(false, false, MAX_DELAY, true), (true, 0));
     }
 }
