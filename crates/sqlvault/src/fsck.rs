@@ -1,10 +1,11 @@
 //! Integrity checking: SQLite's own `integrity_check`, then every invariant the
 //! chunk store, the file tree and the snapshots promise (refcounts count the live
-//! chunk map and every snapshot's), then every chunk's bytes against its hash. Each
-//! page is read twice at most, however far the vault outgrows the page cache: once
-//! by the structure check, once by the pass that needs its rows. Read-only; reuses nothing but SQL, so a bug
-//! in the code that maintains an invariant cannot hide its own damage. Reports its
-//! progress (phase, done, total) to a callback, for the CLI's bar.
+//! chunk map and every snapshot's), then every chunk's bytes against its hash. However
+//! far the vault outgrows the page cache, a page is read three times at most: twice by
+//! SQLite's check (its B-tree walk, then its loop over each table's rows), once by the
+//! pass that needs its rows. Read-only; reuses nothing but SQL, so a bug in the code
+//! that maintains an invariant cannot hide its own damage. Reports its progress
+//! (phase, done, total) to a callback, for the CLI's bar.
 
 use rusqlite::Connection;
 
@@ -65,11 +66,11 @@ const REPORT_EVERY: u64 = 256;
 /// At most this many problems of one kind are listed.
 const LIMIT: i64 = 20;
 
-/// The invariants, checked between the structure and the chunk contents (their tables
-/// are then still in the cache the structure check filled), each a query listing what breaks it (with
-/// `?1` the chunk size), and a short name. Each is one set-based pass: its plan scans
-/// one table and looks every other row up by a key or index (a unit test checks the
-/// plans), so the check stays linear in the rows of the tree and of every snapshot.
+/// The invariants, checked before the chunk contents (whose bytes pass through the
+/// page cache), each a query listing what breaks it (with `?1` the chunk size), and a
+/// short name. Each is one set-based pass: its plan scans one table and looks every
+/// other row up by a key or index (a unit test checks the plans), so the check stays
+/// linear in the rows of the tree and of every snapshot.
 const INVARIANTS: &[(&str, &str)] = &[
     // Reference counts and dangling references.
     (
