@@ -386,6 +386,23 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
     Ok(r)
 }
 
+/// The kinds of problem the content check lists, each up to [`LIMIT`].
+#[derive(Clone, Copy)]
+enum Kind {
+    /// A chunk's stored bytes against its row.
+    Content,
+    /// A chunk whose data row is gone.
+    Missing,
+    /// A data row named by several chunks.
+    Shared,
+    /// Data rows no chunk names (one line, with their count).
+    LeftOver,
+}
+
+impl Kind {
+    const COUNT: usize = 4;
+}
+
 /// A chunk row as the content check reads it.
 struct ChunkRow {
     id: i64,
@@ -437,10 +454,12 @@ fn chunk_contents(
         bytes_total: bytes.max(0) as u64,
     };
     progress(at);
-    let mut bad = 0;
-    let mut report = |m: String| {
-        bad += 1;
-        if bad <= LIMIT {
+    // At most `LIMIT` problems of each kind (as each invariant query lists), so that
+    // many bad chunks do not hide a missing or shared data row.
+    let mut bad = [0; Kind::COUNT];
+    let mut report = |kind: Kind, m: String| {
+        bad[kind as usize] += 1;
+        if bad[kind as usize] <= LIMIT {
             problem(m);
         }
     };
@@ -493,7 +512,7 @@ fn chunk_contents(
     while let Some(row) = rows.next()? {
         let ch = ChunkRow::read(row, 0)?;
         if let Some(m) = verify(&ch, row.get_ref(5)?.as_blob().unwrap_or_default(), at) {
-            report(m);
+            report(Kind::Content, m);
         }
     }
     drop(rows);
@@ -528,14 +547,14 @@ fn chunk_contents(
         let body: i64 = row.get(0)?;
         let stored = row.get_ref(1)?.as_blob().unwrap_or_default();
         while let Some((b, ch)) = chunk.as_ref().filter(|(b, _)| *b < body) {
-            report(format!("chunk {}: its data row {b} is missing", ch.id));
+            report(Kind::Missing, format!("chunk {}: its data row {b} is missing", ch.id));
             chunk = next_named(&mut named)?;
         }
         let mut names = 0;
         while let Some((_, ch)) = chunk.as_ref().filter(|(b, _)| *b == body) {
             names += 1;
             if let Some(m) = verify(ch, stored, at) {
-                report(m);
+                report(Kind::Content, m);
             }
             chunk = next_named(&mut named)?;
         }
@@ -543,17 +562,17 @@ fn chunk_contents(
             trashed = next_trash(&mut trash)?;
         }
         if names > 1 {
-            report(format!("data row {body} is named by {names} chunks"));
+            report(Kind::Shared, format!("data row {body} is named by {names} chunks"));
         } else if names == 0 && trashed != Some(body) {
             left_over += 1;
         }
     }
     while let Some((b, ch)) = chunk {
-        report(format!("chunk {}: its data row {b} is missing", ch.id));
+        report(Kind::Missing, format!("chunk {}: its data row {b} is missing", ch.id));
         chunk = next_named(&mut named)?;
     }
     if left_over > 0 {
-        report(format!("{left_over} data rows that no chunk names"));
+        report(Kind::LeftOver, format!("{left_over} data rows that no chunk names"));
     }
     at.total = at.done;
     at.bytes_total = at.bytes;
@@ -724,6 +743,24 @@ mod tests {
         let p = problems(&c);
         assert!(p.contains(&format!("data row {first} is named by 2 chunks")), "{p:?}");
         assert!(p.iter().any(|m| m.ends_with("content does not match its hash")), "{p:?}");
+        assert!(p.iter().any(|m| m == "1 data rows that no chunk names"), "{p:?}");
+    }
+
+    /// More bad chunks than are listed do not hide a left-over data row: each kind of
+    /// problem has its own limit.
+    #[test]
+    fn many_bad_chunks_do_not_hide_a_left_over_data_row() {
+        let c = db();
+        for i in 1..=25u64 {
+            chunks::put(&c, 2, 8 * i, format!("chunk {i:2}").as_bytes()).unwrap();
+        }
+        c.execute("UPDATE inodes SET size = 208 WHERE ino = 2", []).unwrap();
+        assert_eq!(problems(&c), Vec::<String>::new());
+        c.execute("UPDATE chunks SET hash = zeroblob(32)", []).unwrap();
+        c.execute("INSERT INTO chunk_data(data) VALUES (x'01')", []).unwrap();
+        let p = problems(&c);
+        let bad_hashes = p.iter().filter(|m| m.ends_with("content does not match its hash")).count();
+        assert_eq!(bad_hashes, LIMIT as usize, "{p:?}");
         assert!(p.iter().any(|m| m == "1 data rows that no chunk names"), "{p:?}");
     }
 
