@@ -181,7 +181,32 @@ fn remove_collected(
     )?;
     advance()?;
 
-    // 5. Chunk references of the purged files, counted once per chunk.
+    // 5, 6. The purged nodes, their chunk references and their content.
+    purge_listed(conn, &mut advance)?;
+
+    // 7. The top: its name goes from its parent, or it stays, empty.
+    match entry {
+        Some((parent, name)) => {
+            conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?
+                .execute(params![parent.0 as i64, name])?;
+            conn.prepare_cached("UPDATE inodes SET nlink = nlink - 1, mtime_ns = ?2, ctime_ns = ?2 WHERE ino = ?1")?
+                .execute(params![parent.0 as i64, now])?;
+        }
+        None => {
+            conn.prepare_cached("UPDATE inodes SET nlink = 2, mtime_ns = ?2, ctime_ns = ?2 WHERE ino = ?1")?
+                .execute(params![top, now])?;
+        }
+    }
+    advance()?;
+    Ok(summary)
+}
+
+/// Purges the inodes `temp.bulk_purge` lists (no name left, no handle): their chunk
+/// references go, counted once per chunk and applied in chunk order (each chunk row
+/// and index page changes once, however many of the files share it), then their
+/// chunk maps, orphan rows and inodes (the schema's trigger deletes their tags and
+/// extended attributes). `advance` runs between the statements.
+fn purge_listed(conn: &Connection, advance: &mut dyn FnMut() -> Result<()>) -> Result<()> {
     let distinct = conn.execute(
         "INSERT INTO temp.bulk_chunks(chunk, n)
          SELECT f.chunk, count(*) FROM temp.bulk_purge p JOIN file_chunks f ON f.ino = p.ino GROUP BY f.chunk",
@@ -205,24 +230,70 @@ fn remove_collected(
     conn.execute("DELETE FROM file_chunks WHERE ino IN (SELECT ino FROM temp.bulk_purge)", [])?;
     advance()?;
 
-    // 6. The purged inodes (the schema's trigger deletes their tags and xattrs).
     conn.execute("DELETE FROM orphans WHERE ino IN (SELECT ino FROM temp.bulk_purge)", [])?;
     advance()?;
     conn.execute("DELETE FROM inodes WHERE ino IN (SELECT ino FROM temp.bulk_purge)", [])?;
 
-    // 7. The top: its name goes from its parent, or it stays, empty.
-    match entry {
-        Some((parent, name)) => {
-            conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?
-                .execute(params![parent.0 as i64, name])?;
-            conn.prepare_cached("UPDATE inodes SET nlink = nlink - 1, mtime_ns = ?2, ctime_ns = ?2 WHERE ino = ?1")?
-                .execute(params![parent.0 as i64, now])?;
-        }
-        None => {
-            conn.prepare_cached("UPDATE inodes SET nlink = 2, mtime_ns = ?2, ctime_ns = ?2 WHERE ino = ?1")?
-                .execute(params![top, now])?;
-        }
+    Ok(())
+}
+
+/// True if some released orphan waits for [`purge_released`] (one probe of `orphans`).
+pub(crate) fn has_released(conn: &Connection) -> Result<bool> {
+    Ok(conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM orphans WHERE owner_pid = ?1)")?
+        .query_row([tree::RELEASED], |r| r.get(0))?)
+}
+
+/// Released orphans waiting, counted up to `at_most`.
+pub(crate) fn released(conn: &Connection, at_most: u64) -> Result<u64> {
+    let limit = i64::try_from(at_most).unwrap_or(-1);
+    Ok(conn
+        .prepare_cached("SELECT count(*) FROM (SELECT 1 FROM orphans WHERE owner_pid = ?1 LIMIT ?2)")?
+        .query_row(params![tree::RELEASED, limit], |r| r.get::<_, i64>(0))? as u64)
+}
+
+/// Purges up to `at_most` released orphans ([`tree::RELEASED`]: files whose last
+/// name went through [`tree::Release::Later`]), in the caller's transaction, a fixed
+/// number of statements for the whole batch. One that `is_open` says a handle of this
+/// process uses again becomes this process's orphan instead (its last close purges
+/// it). Run it in a transaction of its own with the whole-tree cache
+/// (`Engine::write_whole_tree`): a batch changes pages all over the chunk tables. Returns how many it took (fewer than `at_most`: none is left).
+pub(crate) fn purge_released(conn: &Connection, at_most: u64, is_open: &dyn Fn(InodeId) -> bool) -> Result<u64> {
+    conn.execute_batch(TEMP_TABLES)?;
+    clear_temp(conn)?;
+    let r = purge_released_listed(conn, at_most, is_open);
+    let cleared = clear_temp(conn);
+    let r = r?;
+    cleared?;
+    Ok(r)
+}
+
+fn purge_released_listed(conn: &Connection, at_most: u64, is_open: &dyn Fn(InodeId) -> bool) -> Result<u64> {
+    let limit = i64::try_from(at_most).unwrap_or(-1);
+    let taken = conn.execute(
+        "INSERT INTO temp.bulk_purge(ino) SELECT ino FROM orphans WHERE owner_pid = ?1 ORDER BY ino LIMIT ?2",
+        params![tree::RELEASED, limit],
+    )? as u64;
+    if taken == 0 {
+        return Ok(0);
     }
-    advance()?;
-    Ok(summary)
+    let open: Vec<i64> = {
+        let mut q = conn.prepare_cached("SELECT ino FROM temp.bulk_purge")?;
+        let rows = q.query_map([], |r| r.get::<_, i64>(0))?;
+        let mut open = Vec::new();
+        for ino in rows {
+            let ino = ino?;
+            if is_open(InodeId(ino as u64)) {
+                open.push(ino);
+            }
+        }
+        open
+    };
+    for ino in open {
+        conn.prepare_cached("UPDATE orphans SET owner_pid = ?2 WHERE ino = ?1")?
+            .execute(params![ino, std::process::id()])?;
+        conn.prepare_cached("DELETE FROM temp.bulk_purge WHERE ino = ?1")?.execute([ino])?;
+    }
+    purge_listed(conn, &mut || Ok(()))?;
+    Ok(taken)
 }

@@ -40,8 +40,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::Result;
+use crate::fs::bulk;
 use crate::fs::chunks;
 use crate::fs::handle::Files;
+use crate::fs::tree::InodeId;
+use crate::storage::engine::Engine;
 
 /// Bytes of content wiped per transaction: a write that arrives meanwhile waits for
 /// one batch (a few milliseconds); larger batches cost no less in all.
@@ -52,6 +55,10 @@ pub(crate) const QUIET: Duration = Duration::from_millis(50);
 pub(crate) const MAX_DELAY: Duration = Duration::from_millis(250);
 /// Past this many bytes waiting, batches run back to back while the file grows.
 pub(crate) const HIGH_BYTES: u64 = 256 << 20;
+/// Released files purged per transaction. Large, so that each page of the chunk
+/// tables a batch changes is shared by many files (the reason files are released
+/// rather than purged one by one); a write that arrives meanwhile waits for it.
+pub(crate) const PURGE_FILES: u64 = 10_000;
 
 #[derive(Default)]
 struct State {
@@ -145,9 +152,23 @@ pub(crate) fn batch_rows(chunk_size: u32) -> u64 {
     (BATCH_BYTES / u64::from(chunk_size.max(1))).max(1)
 }
 
+/// Purges every released file (`fs::bulk::purge_released`), [`PURGE_FILES`] per
+/// transaction; nothing released costs one read. What an open, a close, a compaction
+/// and a push do before anything else, so no released file outlives its process's
+/// vault or reaches a remote.
+pub(crate) fn purge_released(engine: &Engine, is_open: &dyn Fn(InodeId) -> bool) -> Result<()> {
+    if !engine.serialized(bulk::has_released)? {
+        return Ok(());
+    }
+    while engine.write_whole_tree(|tx| bulk::purge_released(tx, PURGE_FILES, is_open))? >= PURGE_FILES {}
+    Ok(())
+}
+
 /// Wipes everything waiting, a batch per transaction; `progress(rows left)` after each.
 /// Nothing waiting costs one read, no write transaction.
+/// Released files are purged first ([`purge_released`]): their content becomes trash.
 pub(crate) fn drain(files: &Files, progress: &dyn Fn(u64)) -> Result<()> {
+    purge_released(&files.engine, &|i| files.is_open(i))?;
     let rows = batch_rows(files.chunk_size);
     // Counted once: the batches do not count what is left.
     let mut left = files.engine.serialized(|c| chunks::trash_rows(c, u64::MAX))?;
@@ -176,6 +197,45 @@ fn due(quiet: bool, high: bool, since_batch: Duration, grew: &mut dyn FnMut() ->
     quiet || since_batch >= MAX_DELAY || (high && grew())
 }
 
+/// What waits after a batch: trash rows (counted up to the threshold), and whether
+/// released files do.
+struct Left {
+    trash: u64,
+    released: bool,
+}
+
+/// Whether anything waits: deleted chunks' bytes, or released files.
+fn has_work(conn: &rusqlite::Connection) -> Result<bool> {
+    Ok(chunks::has_trash(conn)? || bulk::has_released(conn)?)
+}
+
+/// One batch, a transaction: released files are purged first ([`PURGE_FILES`] of
+/// them, once the process is quiet or a whole batch waits), since purging makes
+/// trash; then trash is wiped.
+fn batch(files: &Files, quiet: bool, rows: u64, high_rows: u64) -> Result<Left> {
+    let engine = &files.engine;
+    if engine.serialized(bulk::has_released)? {
+        if quiet || engine.serialized(|c| bulk::released(c, PURGE_FILES))? >= PURGE_FILES {
+            let taken =
+                engine.write_whole_tree(|tx| bulk::purge_released(tx, PURGE_FILES, &|i| files.is_open(i)))?;
+            return Ok(Left { trash: 1, released: taken >= PURGE_FILES });
+        }
+        // Under load with less than a batch released: wipe, and come back.
+        let trash = engine.write_alone(|tx| chunks::reclaim(tx, rows))?;
+        return Ok(Left { trash, released: true });
+    }
+    let trash = engine.write_alone(|tx| {
+        let wiped = chunks::reclaim(tx, rows)?;
+        // What is left, counted no further than the threshold.
+        if wiped < rows {
+            Ok(0)
+        } else {
+            chunks::trash_rows(tx, high_rows + 1)
+        }
+    })?;
+    Ok(Left { trash, released: false })
+}
+
 fn run(files: &Files, s: &Shared) {
     let engine = &files.engine;
     let rows = batch_rows(files.chunk_size);
@@ -185,7 +245,7 @@ fn run(files: &Files, s: &Shared) {
         // holds the writer lock: a write that finished before it is seen by it, one
         // that starts after it wakes us.
         s.parked.store(true, Ordering::SeqCst);
-        match engine.serialized(chunks::has_trash) {
+        match engine.serialized(has_work) {
             Ok(true) => {}
             // Nothing waits; or the vault cannot be read (damage, closing): wait for a write.
             Ok(false) | Err(_) => {
@@ -229,7 +289,7 @@ fn run(files: &Files, s: &Shared) {
                 continue;
             }
             if !waiting {
-                match engine.serialized(chunks::has_trash) {
+                match engine.serialized(has_work) {
                     Ok(true) => {}
                     Ok(false) => break,
                     Err(_) => {
@@ -239,20 +299,12 @@ fn run(files: &Files, s: &Shared) {
                 }
             }
             last_batch = Instant::now();
-            let batch = engine.write_alone(|tx| {
-                let wiped = chunks::reclaim(tx, rows)?;
-                // What is left, counted no further than the threshold.
-                if wiped < rows {
-                    Ok(0)
-                } else {
-                    chunks::trash_rows(tx, high_rows + 1)
-                }
-            });
+            let batch = batch(files, quiet, rows, high_rows);
             match batch {
-                Ok(0) => break,
+                Ok(Left { trash: 0, released: false }) => break,
                 Ok(left) => {
                     seen = engine.operations();
-                    high = left > high_rows;
+                    high = left.trash > high_rows;
                     again = quiet || high;
                     waiting = true;
                     backoff = None;

@@ -459,21 +459,60 @@ pub fn link(conn: &Connection, ino: InodeId, parent: InodeId, name: &[u8]) -> Re
     attr(conn, ino)
 }
 
+/// What becomes of a file's content when its last name goes and no handle here uses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// Purged in the same transaction (the path API: the space is free on return).
+    Now,
+    /// Kept as a released orphan ([`RELEASED`]), purged later in batches of many
+    /// files (`bulk::purge_released`, the reclaimer): what the mount does, so an
+    /// `rm -rf` of a large tree updates each chunk row and index page once per batch
+    /// instead of once per file.
+    Later,
+}
+
+/// `orphans.owner_pid` of a released orphan: no handle uses it, any writer may purge it.
+pub const RELEASED: i64 = 0;
+
+/// What an operation that may remove a file's last name does with the file then:
+/// kept as an orphan while `is_open` says a handle of this process uses it, else as
+/// `release` says.
+#[derive(Clone, Copy)]
+pub struct LastLink<'a> {
+    pub is_open: &'a dyn Fn(InodeId) -> bool,
+    pub release: Release,
+}
+
+impl<'a> LastLink<'a> {
+    /// Purged at once unless open.
+    pub fn now(is_open: &'a dyn Fn(InodeId) -> bool) -> LastLink<'a> {
+        LastLink { is_open, release: Release::Now }
+    }
+
+    /// Released (purged later, in a batch) unless open.
+    pub fn later(is_open: &'a dyn Fn(InodeId) -> bool) -> LastLink<'a> {
+        LastLink { is_open, release: Release::Later }
+    }
+}
+
 /// Drops one link of a non-directory; when none is left, the inode is kept as an
-/// orphan if `is_open` says a handle still uses it, and purged otherwise.
-fn drop_link(conn: &Connection, ino: InodeId, now: i64, is_open: &dyn Fn(InodeId) -> bool) -> Result<()> {
+/// orphan, purged or released as `last` says.
+fn drop_link(conn: &Connection, ino: InodeId, now: i64, last: LastLink<'_>) -> Result<()> {
     // Two statements, no RETURNING (which needs a statement journal; see vault::bulk).
     conn.prepare_cached("UPDATE inodes SET nlink = nlink - 1, ctime_ns = ?2 WHERE ino = ?1")?
         .execute(params![ino.sql(), now])?;
     let nlink: i64 =
         conn.prepare_cached("SELECT nlink FROM inodes WHERE ino = ?1")?.query_row([ino.sql()], |r| r.get(0))?;
     if nlink <= 0 {
-        if is_open(ino) {
-            conn.prepare_cached("INSERT OR REPLACE INTO orphans(ino, owner_pid) VALUES (?1, ?2)")?
-                .execute(params![ino.sql(), std::process::id()])?;
+        let owner = if (last.is_open)(ino) {
+            i64::from(std::process::id())
+        } else if last.release == Release::Later {
+            RELEASED
         } else {
-            purge(conn, ino)?;
-        }
+            return purge(conn, ino);
+        };
+        conn.prepare_cached("INSERT OR REPLACE INTO orphans(ino, owner_pid) VALUES (?1, ?2)")?
+            .execute(params![ino.sql(), owner])?;
     }
     Ok(())
 }
@@ -487,7 +526,7 @@ pub fn purge(conn: &Connection, ino: InodeId) -> Result<()> {
 }
 
 /// Removes the non-directory `name` from `parent`.
-pub fn unlink(conn: &Connection, parent: InodeId, name: &[u8], is_open: &dyn Fn(InodeId) -> bool) -> Result<()> {
+pub fn unlink(conn: &Connection, parent: InodeId, name: &[u8], last: LastLink<'_>) -> Result<()> {
     let ino = lookup(conn, parent, name)?.ok_or_else(|| Error::not_found(shown(name)))?;
     if attr(conn, ino)?.kind == FileType::Dir {
         return Err(Error::IsADirectory { path: shown(name) });
@@ -495,7 +534,7 @@ pub fn unlink(conn: &Connection, parent: InodeId, name: &[u8], is_open: &dyn Fn(
     let now = now_ns();
     conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?.execute(params![parent.sql(), name])?;
     touch_dir(conn, parent, 0, now)?;
-    drop_link(conn, ino, now, is_open)
+    drop_link(conn, ino, now, last)
 }
 
 /// Removes the empty directory `name` from `parent`.
@@ -533,7 +572,7 @@ pub fn rename(
     new_parent: InodeId,
     new_name: &[u8],
     mode: RenameMode,
-    is_open: &dyn Fn(InodeId) -> bool,
+    last: LastLink<'_>,
 ) -> Result<()> {
     check_name(new_name)?;
     let src = lookup(conn, parent, name)?.ok_or_else(|| Error::not_found(shown(name)))?;
@@ -587,7 +626,7 @@ pub fn rename(
                 (false, false) => {
                     conn.prepare_cached("DELETE FROM dirents WHERE parent = ?1 AND name = ?2")?
                         .execute(params![new_parent.sql(), new_name])?;
-                    drop_link(conn, dst, now, is_open)?;
+                    drop_link(conn, dst, now, last)?;
                 }
             }
         }
@@ -645,11 +684,12 @@ pub fn set_size_and_times(conn: &Connection, ino: InodeId, size: u64, times_ns: 
 }
 
 /// Purges orphans whose owning process has exited (it crashed or was killed while
-/// holding an unlinked file open). Returns how many were purged.
+/// holding an unlinked file open). Returns how many were purged. Released orphans
+/// ([`RELEASED`]) are not looked at: `fs::bulk` purges them in batches.
 pub fn collect_orphans(conn: &Connection) -> Result<usize> {
     let orphans: Vec<(i64, i64)> = conn
-        .prepare("SELECT ino, owner_pid FROM orphans")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .prepare("SELECT ino, owner_pid FROM orphans WHERE owner_pid != ?1")?
+        .query_map([RELEASED], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
     let mut n = 0;
     for (ino, pid) in orphans {

@@ -38,6 +38,8 @@ pub(crate) fn apply(
     progress: &dyn Fn(Progress),
 ) -> Result<Applied> {
     super::dump::check_schema(tx, commit)?;
+    // Released files (no handle) go first; the caller checked none is open here.
+    crate::fs::bulk::purge_released(tx, u64::MAX, &|_| false)?;
     let open: i64 = tx.query_row("SELECT count(*) FROM orphans", [], |r| r.get(0))?;
     if open > 0 {
         return Err(Error::InvalidArgument {

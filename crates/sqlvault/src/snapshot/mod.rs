@@ -588,7 +588,7 @@ pub fn restore(
                     tree::rmdir(conn, parent, name)?;
                     (None, Some((parent, name)))
                 } else {
-                    tree::unlink(conn, parent, name, hooks.is_open)?;
+                    tree::unlink(conn, parent, name, tree::LastLink::now(hooks.is_open))?;
                     (None, Some((parent, name)))
                 }
             }
@@ -654,7 +654,7 @@ mod tests {
         assert!(refs(&c).iter().all(|(_, r)| *r == 1), "live references only");
         let holds: i64 = c.query_row("SELECT sum(n) FROM chunk_holds", [], |r| r.get(0)).unwrap();
         assert_eq!(holds, 2);
-        tree::unlink(&c, InodeId::ROOT, b"b", &|_| false).unwrap();
+        tree::unlink(&c, InodeId::ROOT, b"b", tree::LastLink::now(&|_| false)).unwrap();
         let i = info(&c, s).unwrap();
         assert_eq!((i.files, i.directories, i.logical_bytes), (2, 1, 24));
         assert_eq!(i.unique_bytes, 18, "the removed file's chunk is held by the snapshot alone");
@@ -673,7 +673,7 @@ mod tests {
         let c = db();
         file(&c, b"kept", b"named");
         let gone = file(&c, b"gone", b"open but unlinked");
-        tree::unlink(&c, InodeId::ROOT, b"gone", &|_| true).unwrap();
+        tree::unlink(&c, InodeId::ROOT, b"gone", tree::LastLink::now(&|_| true)).unwrap();
         let s = create(&c, "s", 1).unwrap();
         let count = |sql: &str| -> i64 { c.query_row(sql, params![s.sql(), gone.0 as i64], |r| r.get(0)).unwrap() };
         assert_eq!(count("SELECT count(*) FROM snap_inodes WHERE snap = ?1 AND ino = ?2"), 0);
@@ -734,7 +734,7 @@ mod tests {
         tree::link(&c, a, InodeId::ROOT, b"a2").unwrap();
         let s = create(&c, "s", 1).unwrap();
         chunks::put(&c, a.0 as i64, 0, b"changed").unwrap();
-        tree::unlink(&c, InodeId::ROOT, b"a2", &|_| false).unwrap();
+        tree::unlink(&c, InodeId::ROOT, b"a2", tree::LastLink::now(&|_| false)).unwrap();
         let empty = |c: &Connection, dir: InodeId| {
             crate::fs::bulk::remove_subtree(c, dir, None, &[], None, &|_, _| {}).map(|_| ())
         };

@@ -11,7 +11,7 @@ use super::Vault;
 use crate::error::{Error, Result};
 use crate::fs::handle::{FileHandle, FileOptions};
 use crate::fs::path::VaultPath;
-use crate::fs::tree::{self, Attr, Entry, FileType, InodeId, NewNode, RenameMode, SetAttr};
+use crate::fs::tree::{self, Attr, Entry, FileType, InodeId, LastLink, NewNode, RenameMode, SetAttr};
 use crate::meta::xattr::{self, XattrMode};
 use crate::snapshot::{self, SnapshotId};
 
@@ -80,7 +80,7 @@ impl<'a> Inodes<'a> {
     /// Removes the non-directory `name` from `parent` (kept as an orphan while open).
     pub fn unlink(&self, parent: InodeId, name: &[u8]) -> Result<()> {
         let v = self.vault;
-        v.engine().write(|tx| tree::unlink(tx, parent, name, &|i| v.is_open(i)))
+        v.engine().write(|tx| tree::unlink(tx, parent, name, LastLink::later(&|i| v.is_open(i))))
     }
 
     /// Removes the empty directory `name` from `parent`.
@@ -98,7 +98,7 @@ impl<'a> Inodes<'a> {
         mode: RenameMode,
     ) -> Result<()> {
         let v = self.vault;
-        v.engine().write(|tx| tree::rename(tx, parent, name, new_parent, new_name, mode, &|i| v.is_open(i)))
+        v.engine().write(|tx| tree::rename(tx, parent, name, new_parent, new_name, mode, LastLink::later(&|i| v.is_open(i))))
     }
 
     /// Adds the name `new_parent/new_name` for `ino` (a hard link).

@@ -255,6 +255,8 @@ impl Vault {
             .ok_or_else(|| Error::damaged("invalid chunk size setting"))?;
         if !engine.is_read_only() {
             engine.write(|tx| tree::collect_orphans(tx))?;
+            // Files a process released and did not purge before it ended.
+            reclaim::purge_released(&engine, &|_| false)?;
         }
         Ok(Vault::from_parts(path, engine, header, chunk_size))
     }

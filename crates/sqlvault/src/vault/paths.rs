@@ -5,7 +5,7 @@ use super::{DirEntry, Vault};
 use crate::error::{Error, Result};
 use crate::fs::handle::{FileHandle, FileOptions};
 use crate::fs::path::{check_name, VaultPath};
-use crate::fs::tree::{self, Attr, FileType, InodeId, RenameMode, SetAttr};
+use crate::fs::tree::{self, Attr, FileType, InodeId, LastLink, RenameMode, SetAttr};
 use crate::fs::{chunks, cut};
 
 const MAX_SYMLINKS: usize = 40;
@@ -304,7 +304,7 @@ impl Vault {
     pub(crate) fn remove_file_in(&self, tx: &rusqlite::Connection, path: &str) -> Result<()> {
         let vp = VaultPath::parse(path)?;
         let (dir, name) = self.parent_of(tx, &vp, path)?;
-        tree::unlink(tx, dir, name, &|i| self.is_open(i))
+        tree::unlink(tx, dir, name, LastLink::now(&|i| self.is_open(i)))
     }
 
     /// Removes the empty directory at `path`.
@@ -340,7 +340,7 @@ impl Vault {
         self.engine().write(|tx| {
             let (da, na) = self.parent_of(tx, &a, from).map_err(|e| e.with_path(from))?;
             let (db, nb) = self.parent_of(tx, &b, to).map_err(|e| e.with_path(to))?;
-            tree::rename(tx, da, na, db, nb, mode, &|i| self.is_open(i)).map_err(|e| match &e {
+            tree::rename(tx, da, na, db, nb, mode, LastLink::now(&|i| self.is_open(i))).map_err(|e| match &e {
                 Error::NotFound { path } if path.as_bytes() == na => e.with_path(from),
                 _ => e.with_path(to),
             })

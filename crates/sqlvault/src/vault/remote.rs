@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::{ids, Vault};
 use crate::error::{Error, Result};
-use crate::fs::tree;
+use crate::fs::{reclaim, tree};
 use crate::keys::remote::RemoteKeys;
 use crate::keys::{Header, Secret};
 use crate::ops::Ops;
@@ -184,6 +184,10 @@ impl Vault {
         init: bool,
         progress: &dyn Fn(Progress),
     ) -> Result<PushOutcome> {
+        if !self.engine().is_read_only() {
+            // Files released through `Inodes` are purged, not pushed as nameless inodes.
+            reclaim::purge_released(self.engine(), &|i| self.is_open(i))?;
+        }
         let state = self.engine().read(|c| remote::state(c, name))?;
         if init {
             let header = Header::read(self.path())?;
