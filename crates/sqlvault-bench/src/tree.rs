@@ -70,6 +70,7 @@ const OPS: &[(&str, &str)] = &[
     ("rm_r", "rm -r"),
     ("ls_lr", "ls -lR through the mount of the replica (cold cache)"),
     ("rm_rf", "rm -rf through the mount of the replica"),
+    ("rm_rf_unmount", "rm -rf through the mount, then the unmount (which purges and wipes what the rm left)"),
 ];
 /// The remote's name in the vault that pushes.
 const REMOTE: &str = "bench";
@@ -435,8 +436,18 @@ fn through_the_mount(spec: &Spec, replica: &Path, key_file: &Path, work: &Path, 
         crate::bail!("ls -lR through the mount listed {listed} files, expected {}", spec.files);
     }
     let (sample, rss, _) = through_mount(Command::new("rm").arg("-rf").arg(&root), mount.pid(), true, n)?;
-    record(out, "rm_rf", sample, rss);
+    record(out, "rm_rf", sample.clone(), rss);
+    // The whole cost of the removal: the mount purges the files the rm released and
+    // wipes their bytes once it is quiet, and the unmount (the vault's close) finishes
+    // both. The child's CPU reaches RUSAGE_CHILDREN when the unmount reaps it. Peak RSS:
+    // the mount's during the rm (its own after that is not read).
+    let (children0, mount0) = (sys::children_cpu_s(), sys::proc_cpu_s(mount.pid()));
+    let m = Meter::start()?;
     drop(mount);
+    let tail = m.stop(n)?;
+    let tail_cpu = tail.cpu_s + sys::children_cpu_s() - children0 - mount0;
+    let whole = Sample { seconds: sample.seconds + tail.seconds, units: n, cpu_s: sample.cpu_s + tail_cpu };
+    record(out, "rm_rf_unmount", whole, rss);
     let r = Vault::open(replica, &Secret::from_key_file(key_file)?, EngineConfig::default())?;
     if r.exists("/t")? {
         crate::bail!("rm -rf through the mount left /t in the replica");

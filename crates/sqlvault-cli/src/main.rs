@@ -803,6 +803,9 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> Result<Exit, CliError> {
                         sz(i.inline_chunk_bytes)
                     );
                 }
+                if i.pending_release_files > 0 {
+                    outln!("to be released: {} removed files (in the background)", i.pending_release_files);
+                }
                 if i.pending_wipe_bytes > 0 {
                     outln!("to be wiped:    {} of deleted content (in the background)", sz(i.pending_wipe_bytes));
                 }

@@ -138,3 +138,99 @@ fn a_read_only_vault_leaves_the_wipe_to_a_writer() {
     assert_eq!(pending(&v), 0);
     assert!(calls.into_inner() >= 1);
 }
+
+/// Files removed through `Inodes` (the mount's unlink) are released: the unlink leaves
+/// their chunks alone, and a batch purges many files at once later, so an `rm -rf`
+/// of a large tree changes each chunk page once per batch, not once per file.
+#[test]
+fn files_removed_through_inodes_are_released_then_purged_by_close() {
+    let (t, v) = TestVault::new_with(4096, manual_wipe());
+    for i in 0..40u8 {
+        v.write_file(&format!("/f{i}"), &content(10_000, i)).unwrap();
+    }
+    let before = v.info().unwrap();
+    let root = sqlvault::InodeId::ROOT;
+    let gone = v.metadata("/f3").unwrap().ino;
+    for i in 0..30u8 {
+        v.inodes().unlink(root, format!("f{i}").as_bytes()).unwrap();
+    }
+    let info = v.info().unwrap();
+    assert_eq!(info.pending_release_files, 30);
+    assert_eq!(info.files, 10, "released files are no longer in the tree");
+    assert_eq!(info.chunks, before.chunks, "an unlink through Inodes changes no chunk");
+    assert_eq!(info.pending_wipe_bytes, 0);
+    assert!(v.read_file("/f3").is_err());
+    assert!(
+        matches!(v.inodes().open(gone, &sqlvault::FileOptions::new().read(true)), Err(sqlvault::Error::StaleHandle)),
+        "a released file cannot be opened again"
+    );
+    // Waiting to be purged is a consistent state.
+    assert_clean(&v);
+    v.close().unwrap();
+    let v = t.reopen_with(manual_wipe());
+    let info = v.info().unwrap();
+    assert_eq!((info.pending_release_files, info.pending_wipe_bytes, info.files), (0, 0, 10));
+    assert!(info.chunks < before.chunks);
+    for i in 30..40u8 {
+        assert_eq!(v.read_file(&format!("/f{i}")).unwrap(), content(10_000, i));
+    }
+    assert_clean(&v);
+}
+
+#[test]
+fn a_quiet_vault_purges_released_files_in_the_background() {
+    let (_t, v) = TestVault::new(4096);
+    for i in 0..20u8 {
+        v.write_file(&format!("/f{i}"), &content(10_000, i)).unwrap();
+    }
+    for i in 0..20u8 {
+        v.inodes().unlink(sqlvault::InodeId::ROOT, format!("f{i}").as_bytes()).unwrap();
+    }
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            let i = v.info().unwrap();
+            i.pending_release_files == 0 && i.pending_wipe_bytes == 0 && i.chunks == 0
+        }),
+        "{:?}",
+        v.info().unwrap()
+    );
+    assert_clean(&v);
+}
+
+/// A process that ends (or drops its vault) with released files leaves them to the
+/// next open, which purges them.
+#[test]
+fn released_files_left_by_a_dropped_vault_are_purged_by_the_next_open() {
+    let (t, v) = TestVault::new_with(4096, manual_wipe());
+    v.write_file("/a", &content(50_000, 1)).unwrap();
+    v.write_file("/b", &content(50_000, 2)).unwrap();
+    v.inodes().unlink(sqlvault::InodeId::ROOT, b"a").unwrap();
+    // Replaced by a rename: released too.
+    v.inodes().rename(sqlvault::InodeId::ROOT, b"b", sqlvault::InodeId::ROOT, b"c", Default::default()).unwrap();
+    v.write_file("/d", &content(50_000, 3)).unwrap();
+    v.inodes().rename(sqlvault::InodeId::ROOT, b"d", sqlvault::InodeId::ROOT, b"c", Default::default()).unwrap();
+    assert_eq!(v.info().unwrap().pending_release_files, 2);
+    drop(v);
+    let v = t.reopen_with(manual_wipe());
+    let info = v.info().unwrap();
+    assert_eq!((info.pending_release_files, info.files), (0, 1), "{info:?}");
+    assert_eq!(v.read_file("/c").unwrap(), content(50_000, 3));
+    assert_clean(&v);
+}
+
+/// A file open in this process when its last name goes through `Inodes` stays an
+/// orphan of this process (readable through its handle), purged by its last close.
+#[test]
+fn a_file_open_when_removed_through_inodes_is_purged_by_its_last_close() {
+    let (_t, v) = TestVault::new_with(4096, manual_wipe());
+    v.write_file("/a", &content(30_000, 1)).unwrap();
+    let h = v.open_file("/a", &sqlvault::FileOptions::new().read(true)).unwrap();
+    v.inodes().unlink(sqlvault::InodeId::ROOT, b"a").unwrap();
+    assert_eq!(v.info().unwrap().pending_release_files, 0, "open: not released");
+    let mut buf = vec![0u8; 30_000];
+    assert_eq!(h.read_at(0, &mut buf).unwrap(), 30_000);
+    assert_eq!(buf, content(30_000, 1));
+    h.close().unwrap();
+    assert_eq!(v.info().unwrap().chunks, 0);
+    assert_clean(&v);
+}

@@ -1088,3 +1088,40 @@ fn sigkill_during_a_merge_leaves_the_vault_as_it_was() {
     eprintln!("sigkill of pull: {as_before} killed mid-merge, {as_merged} finished first");
     assert!(as_before > 0, "no merge was interrupted: the kill delays are too long");
 }
+
+/// Files removed through `Inodes` (the mount) are released and purged later; a push
+/// purges them first, so no nameless inode reaches the remote, and a pull or merge
+/// over a vault holding some works.
+#[test]
+fn released_files_are_purged_before_a_push_and_a_pull() {
+    let root = sqlvault::InodeId::ROOT;
+    let server = S3Server::start();
+    let url = remote(&server, "released");
+    let (_ta, a) = TestVault::new_with(CHUNK, common::manual_wipe());
+    populate(&a, "alpha");
+    write_fixed(&a, "/gone", &payload(7, 2 * CHUNK as usize)).unwrap();
+    a.inodes().unlink(root, b"gone").unwrap();
+    assert_eq!(a.info().unwrap().pending_release_files, 1);
+    a.remote("backup").add(&url, Some(&server.endpoint)).unwrap();
+    assert!(matches!(a.remote("backup").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
+    assert_eq!(a.info().unwrap().pending_release_files, 0, "the push purged it");
+
+    let other = tempfile::tempdir().unwrap();
+    let b = clone(&server, &url, other.path(), "b.vault");
+    assert_eq!(observe(&a), observe(&b));
+    assert_eq!(b.info().unwrap().files, a.info().unwrap().files);
+    assert!(b.fsck(&sqlvault::Ops::default()).unwrap().is_clean(), "{:?}", b.fsck(&sqlvault::Ops::default()).unwrap());
+
+    // `a` releases another file and pulls a change of `b`'s.
+    write_fixed(&b, "/from-b", b"hello from b").unwrap();
+    assert!(matches!(b.remote("origin").push(&sqlvault::Ops::default()).unwrap(), PushOutcome::Pushed { .. }));
+    write_fixed(&a, "/gone2", &payload(8, CHUNK as usize)).unwrap();
+    a.inodes().unlink(root, b"gone2").unwrap();
+    assert_eq!(a.info().unwrap().pending_release_files, 1);
+    // `a` changed since its last push: the pull merges.
+    a.remote("backup").pull(&sqlvault::Ops::default()).unwrap();
+    assert_eq!(a.info().unwrap().pending_release_files, 0, "the pull purged it");
+    assert_eq!(a.read_file("/from-b").unwrap(), b"hello from b");
+    assert!(a.read_file("/gone2").is_err());
+    assert!(a.fsck(&sqlvault::Ops::default()).unwrap().is_clean(), "{:?}", a.fsck(&sqlvault::Ops::default()).unwrap());
+}

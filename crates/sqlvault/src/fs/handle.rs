@@ -495,7 +495,13 @@ impl Files {
             return Err(Error::ReadOnly);
         }
         let node = self.engine.serialized(|c| {
-            match tree::attr(c, ino)?.kind {
+            let a = tree::attr(c, ino)?;
+            // A released file (its last name gone, no handle here) waits to be purged:
+            // as good as gone. An orphan open here may be opened again.
+            if a.nlink == 0 && !self.is_open(ino) {
+                return Err(Error::StaleHandle);
+            }
+            match a.kind {
                 FileType::Dir => return Err(Error::IsADirectory { path: format!("inode {}", ino.0) }),
                 FileType::Symlink => {
                     return Err(Error::InvalidArgument { what: "cannot open a symbolic link's content".into() })

@@ -168,10 +168,14 @@ pub(crate) fn purge_released(engine: &Engine, is_open: &dyn Fn(InodeId) -> bool)
 /// Nothing waiting costs one read, no write transaction.
 /// Released files are purged first ([`purge_released`]): their content becomes trash.
 pub(crate) fn drain(files: &Files, progress: &dyn Fn(u64)) -> Result<()> {
-    purge_released(&files.engine, &|i| files.is_open(i))?;
+    let engine = &files.engine;
     let rows = batch_rows(files.chunk_size);
     // Counted once: the batches do not count what is left.
-    let mut left = files.engine.serialized(|c| chunks::trash_rows(c, u64::MAX))?;
+    let (released, mut left) = engine.serialized(|c| Ok((bulk::has_released(c)?, chunks::trash_rows(c, u64::MAX)?)))?;
+    if released {
+        purge_released(engine, &|i| files.is_open(i))?;
+        left = engine.serialized(|c| chunks::trash_rows(c, u64::MAX))?;
+    }
     if left == 0 {
         return Ok(());
     }
@@ -216,8 +220,7 @@ fn batch(files: &Files, quiet: bool, rows: u64, high_rows: u64) -> Result<Left> 
     let engine = &files.engine;
     if engine.serialized(bulk::has_released)? {
         if quiet || engine.serialized(|c| bulk::released(c, PURGE_FILES))? >= PURGE_FILES {
-            let taken =
-                engine.write_whole_tree(|tx| bulk::purge_released(tx, PURGE_FILES, &|i| files.is_open(i)))?;
+            let taken = engine.write_whole_tree(|tx| bulk::purge_released(tx, PURGE_FILES, &|i| files.is_open(i)))?;
             return Ok(Left { trash: 1, released: taken >= PURGE_FILES });
         }
         // Under load with less than a batch released: wipe, and come back.

@@ -161,11 +161,15 @@ pub struct Totals {
     pub file_bytes: u64,
 }
 
-/// Counts the live tree's nodes by kind and sums file sizes.
+/// Counts the live tree's nodes by kind and sums file sizes (released files, whose
+/// purge waits, not included).
 pub fn totals(conn: &Connection) -> Result<Totals> {
     let mut t = Totals { files: 0, directories: 0, symlinks: 0, file_bytes: 0 };
-    let mut st = conn.prepare_cached("SELECT mode & ?1, count(*), coalesce(sum(size), 0) FROM inodes GROUP BY 1")?;
-    let mut rows = st.query([libc::S_IFMT])?;
+    let mut st = conn.prepare_cached(
+        "SELECT mode & ?1, count(*), coalesce(sum(size), 0) FROM inodes i
+         WHERE NOT EXISTS (SELECT 1 FROM orphans o WHERE o.ino = i.ino AND o.owner_pid = ?2) GROUP BY 1",
+    )?;
+    let mut rows = st.query(params![libc::S_IFMT, RELEASED])?;
     while let Some(r) = rows.next()? {
         let (kind, n, bytes): (u32, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
         match kind {

@@ -98,7 +98,8 @@ impl<'a> Inodes<'a> {
         mode: RenameMode,
     ) -> Result<()> {
         let v = self.vault;
-        v.engine().write(|tx| tree::rename(tx, parent, name, new_parent, new_name, mode, LastLink::later(&|i| v.is_open(i))))
+        v.engine()
+            .write(|tx| tree::rename(tx, parent, name, new_parent, new_name, mode, LastLink::later(&|i| v.is_open(i))))
     }
 
     /// Adds the name `new_parent/new_name` for `ino` (a hard link).

@@ -140,6 +140,10 @@ pub struct Info {
     /// Bytes of deleted content not wiped yet: the background reclaimer's backlog,
     /// wiped when the vault is quiet and at the latest by `close`.
     pub pending_wipe_bytes: u64,
+    /// Files removed through [`Vault::inodes`] (the mount) whose content waits to be
+    /// released: purged in batches in the background when the vault is quiet, and at
+    /// the latest by `close` (or the next open). Not counted in `files`.
+    pub pending_release_files: u64,
 }
 
 /// An entry returned by [`Vault::read_dir`] and [`Vault::read_dir_page`].
@@ -483,6 +487,7 @@ impl Vault {
                 inline_chunk_bytes: inline_bytes,
                 snapshots: crate::snapshot::names(c)?.len() as u64,
                 pending_wipe_bytes: chunks::trash(c)?.bytes,
+                pending_release_files: crate::fs::bulk::released(c, u64::MAX)?,
             })
         })?;
         let len = |p: PathBuf| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
