@@ -116,6 +116,8 @@ pub fn serve_mount(a: &ServeMountArgs) -> Result<()> {
     let mut rest = Vec::new();
     let _ = std::io::stdin().read_to_end(&mut rest);
     mounted.unmount()?;
+    // The last line: the peak RSS of this process, its unmount (the vault's close) included.
+    eprintln!("peak_rss_kib {}", crate::sys::vm_hwm_kib()?);
     Ok(())
 }
 
@@ -133,6 +135,16 @@ pub struct Mount {
 impl Mount {
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Unmounts and returns the peak RSS a `serve-mount` child reported as it ended
+    /// (its whole life, the unmount included), if it did.
+    pub fn unmount_reporting_rss(mut self) -> Option<u64> {
+        let err = self.child.stderr.take();
+        self.unmount();
+        let mut text = String::new();
+        err?.read_to_string(&mut text).ok()?;
+        text.lines().rev().find_map(|l| l.strip_prefix("peak_rss_kib ")?.trim().parse().ok())
     }
 
     fn unmount(&mut self) {

@@ -440,14 +440,14 @@ fn through_the_mount(spec: &Spec, replica: &Path, key_file: &Path, work: &Path, 
     // The whole cost of the removal: the mount purges the files the rm released and
     // wipes their bytes once it is quiet, and the unmount (the vault's close) finishes
     // both. The child's CPU reaches RUSAGE_CHILDREN when the unmount reaps it. Peak RSS:
-    // the mount's during the rm (its own after that is not read).
+    // the mount process's over its life, which it reports as it ends.
     let (children0, mount0) = (sys::children_cpu_s(), sys::proc_cpu_s(mount.pid()));
     let m = Meter::start()?;
-    drop(mount);
+    let whole_rss = mount.unmount_reporting_rss().context("the mount did not report its peak RSS")?;
     let tail = m.stop(n)?;
     let tail_cpu = tail.cpu_s + sys::children_cpu_s() - children0 - mount0;
     let whole = Sample { seconds: sample.seconds + tail.seconds, units: n, cpu_s: sample.cpu_s + tail_cpu };
-    record(out, "rm_rf_unmount", whole, rss);
+    record(out, "rm_rf_unmount", whole, whole_rss.max(rss));
     let r = Vault::open(replica, &Secret::from_key_file(key_file)?, EngineConfig::default())?;
     if r.exists("/t")? {
         crate::bail!("rm -rf through the mount left /t in the replica");

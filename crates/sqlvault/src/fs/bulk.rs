@@ -1,6 +1,7 @@
 //! Whole-tree operations in set-based SQL: removing a subtree (`rm -r`, and emptying
-//! the destination of a restore) costs a fixed number of statements, each a scan or a
-//! join over the subtree, instead of a handful of statements per file.
+//! the destination of a restore) and purging a batch of released files (the mount's
+//! unlinks, [`purge_released`]) cost a fixed number of statements, each a scan or a
+//! join over the nodes, instead of a handful of statements per file.
 //!
 //! Why: each write runs in a savepoint of the batch transaction, and SQLite rolls a
 //! statement that may abort halfway back with its statement journal; releasing that

@@ -1,4 +1,10 @@
-//! The reclaimer: wipes deleted chunks' bytes in the background.
+//! The reclaimer: purges released files and wipes deleted chunks' bytes in the
+//! background.
+//!
+//! Released files (`fs::tree::Release::Later`: the mount's unlinks) are purged first,
+//! [`PURGE_FILES`] per transaction (`fs::bulk::purge_released`), when this process is
+//! quiet or a whole batch waits: a batch changes each chunk page once for many files,
+//! where purging each file in its own commit changed one per file. Purging makes trash.
 //!
 //! Deleting a chunk leaves its bytes in `chunk_trash` (see `fs::chunks`), so an unlink,
 //! a truncate or an `rm -rf` answers without reading and zeroing every page of the
