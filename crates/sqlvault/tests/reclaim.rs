@@ -198,9 +198,9 @@ fn a_quiet_vault_purges_released_files_in_the_background() {
 }
 
 /// A process that ends (or drops its vault) with released files leaves them to the
-/// next open, which purges them.
+/// next writable vault: its reclaimer, or its `close` at the latest.
 #[test]
-fn released_files_left_by_a_dropped_vault_are_purged_by_the_next_open() {
+fn released_files_left_by_a_dropped_vault_are_purged_by_the_next_close() {
     let (t, v) = TestVault::new_with(4096, manual_wipe());
     v.write_file("/a", &content(50_000, 1)).unwrap();
     v.write_file("/b", &content(50_000, 2)).unwrap();
@@ -213,8 +213,25 @@ fn released_files_left_by_a_dropped_vault_are_purged_by_the_next_open() {
     drop(v);
     let v = t.reopen_with(manual_wipe());
     let info = v.info().unwrap();
+    assert_eq!((info.pending_release_files, info.files), (2, 1), "{info:?}");
+    assert_clean(&v);
+    v.close().unwrap();
+    let v = t.reopen_with(manual_wipe());
+    let info = v.info().unwrap();
     assert_eq!((info.pending_release_files, info.files), (0, 1), "{info:?}");
     assert_eq!(v.read_file("/c").unwrap(), content(50_000, 3));
+    assert_clean(&v);
+    drop(v);
+    // Without `close`: the reclaimer of the next vault purges them in the background.
+    let v = t.reopen_with(manual_wipe());
+    v.inodes().unlink(sqlvault::InodeId::ROOT, b"c").unwrap();
+    drop(v);
+    let v = t.reopen();
+    assert!(
+        eventually(Duration::from_secs(20), || v.info().unwrap().pending_release_files == 0),
+        "{:?}",
+        v.info().unwrap()
+    );
     assert_clean(&v);
 }
 

@@ -159,9 +159,9 @@ pub(crate) fn batch_rows(chunk_size: u32) -> u64 {
 }
 
 /// Purges every released file (`fs::bulk::purge_released`), [`PURGE_FILES`] per
-/// transaction; nothing released costs one read. What an open, a close, a compaction
-/// and a push do before anything else, so no released file outlives its process's
-/// vault or reaches a remote.
+/// transaction; nothing released costs one read. What a close, a compaction and a push
+/// do before anything else, so no released file outlives a closed vault or reaches a
+/// remote.
 pub(crate) fn purge_released(engine: &Engine, is_open: &dyn Fn(InodeId) -> bool) -> Result<()> {
     if !engine.serialized(bulk::has_released)? {
         return Ok(());

@@ -259,8 +259,8 @@ impl Vault {
             .ok_or_else(|| Error::damaged("invalid chunk size setting"))?;
         if !engine.is_read_only() {
             engine.write(|tx| tree::collect_orphans(tx))?;
-            // Files a process released and did not purge before it ended.
-            reclaim::purge_released(&engine, &|_| false)?;
+            // Files released by a process that ended before purging them are left to
+            // the reclaimer (and `close`): an open stays one small write.
         }
         Ok(Vault::from_parts(path, engine, header, chunk_size))
     }
