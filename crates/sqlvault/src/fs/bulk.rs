@@ -258,7 +258,8 @@ pub(crate) fn released(conn: &Connection, at_most: u64) -> Result<u64> {
 /// number of statements for the whole batch. One that `is_open` says a handle of this
 /// process uses again becomes this process's orphan instead (its last close purges
 /// it). Run it in a transaction of its own with the whole-tree cache
-/// (`Engine::write_whole_tree`): a batch changes pages all over the chunk tables. Returns how many it took (fewer than `at_most`: none is left).
+/// (`Engine::write_whole_tree`): a batch changes pages all over the chunk tables.
+/// Returns how many it took (fewer than `at_most`: none is left).
 pub(crate) fn purge_released(conn: &Connection, at_most: u64, is_open: &dyn Fn(InodeId) -> bool) -> Result<u64> {
     conn.execute_batch(TEMP_TABLES)?;
     clear_temp(conn)?;

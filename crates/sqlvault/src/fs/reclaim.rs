@@ -229,8 +229,13 @@ fn batch(files: &Files, quiet: bool, rows: u64, high_rows: u64) -> Result<Left> 
             let taken = engine.write_whole_tree(|tx| bulk::purge_released(tx, PURGE_FILES, &|i| files.is_open(i)))?;
             return Ok(Left { trash: 1, released: taken >= PURGE_FILES });
         }
-        // Under load with less than a batch released: wipe, and come back.
-        let trash = engine.write_alone(|tx| chunks::reclaim(tx, rows))?;
+        // Under load with less than a batch released: wipe if anything waits (no empty
+        // commit), and come back.
+        let trash = if engine.serialized(chunks::has_trash)? {
+            engine.write_alone(|tx| chunks::reclaim(tx, rows))?
+        } else {
+            0
+        };
         return Ok(Left { trash, released: true });
     }
     let trash = engine.write_alone(|tx| {
