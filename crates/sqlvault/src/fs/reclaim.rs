@@ -227,6 +227,7 @@ fn batch(files: &Files, quiet: bool, rows: u64, high_rows: u64) -> Result<Left> 
     if engine.serialized(bulk::has_released)? {
         if quiet || engine.serialized(|c| bulk::released(c, PURGE_FILES))? >= PURGE_FILES {
             let taken = engine.write_whole_tree(|tx| bulk::purge_released(tx, PURGE_FILES, &|i| files.is_open(i)))?;
+            // The purge made trash, not counted here: the next batch wipes and counts it.
             return Ok(Left { trash: 1, released: taken >= PURGE_FILES });
         }
         // Under load with less than a batch released: wipe if anything waits (no empty
