@@ -283,6 +283,20 @@ const STATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS sqlvault_remotes(
     digest   TEXT
 )";
 
+/// Before a pull or a merge replaces tree rows: purges released files (the caller
+/// checked that none is open in this process) and refuses while some process still
+/// has an unlinked file open (`orphans`).
+pub(crate) fn settle_orphans(tx: &Connection) -> Result<()> {
+    crate::fs::bulk::purge_released(tx, u64::MAX, &|_| false)?;
+    let open: i64 = tx.query_row("SELECT count(*) FROM orphans", [], |r| r.get(0))?;
+    if open > 0 {
+        return Err(Error::InvalidArgument {
+            what: "files removed while open are still open in some process: close them, then pull".into(),
+        });
+    }
+    Ok(())
+}
+
 fn has_state_table(conn: &Connection) -> Result<bool> {
     Ok(conn
         .query_row("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'sqlvault_remotes'", [], |_| Ok(()))

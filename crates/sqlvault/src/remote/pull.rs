@@ -38,14 +38,7 @@ pub(crate) fn apply(
     progress: &dyn Fn(Progress),
 ) -> Result<Applied> {
     super::dump::check_schema(tx, commit)?;
-    // Released files (no handle) go first; the caller checked none is open here.
-    crate::fs::bulk::purge_released(tx, u64::MAX, &|_| false)?;
-    let open: i64 = tx.query_row("SELECT count(*) FROM orphans", [], |r| r.get(0))?;
-    if open > 0 {
-        return Err(Error::InvalidArgument {
-            what: "files removed while open are still open in some process: close them, then pull".into(),
-        });
-    }
+    super::settle_orphans(tx)?;
     for t in REPLICATED.iter().filter(|t| **t != "chunks") {
         tx.execute(&format!("DELETE FROM \"{t}\""), [])?;
     }

@@ -142,7 +142,8 @@ pub struct Info {
     pub pending_wipe_bytes: u64,
     /// Files removed through [`Vault::inodes`] (the mount) whose content waits to be
     /// released: purged in batches in the background when the vault is quiet, and at
-    /// the latest by `close` (or the next open). Not counted in `files`.
+    /// the latest by `close` (after a crash, by the next writable vault's reclaimer).
+    /// Not counted in `files`.
     pub pending_release_files: u64,
 }
 

@@ -146,14 +146,7 @@ pub(crate) fn merge(
     for c in [Some(remote), base].into_iter().flatten() {
         super::dump::check_schema(tx, c)?;
     }
-    // Released files (no handle) go first; the caller checked none is open here.
-    crate::fs::bulk::purge_released(tx, u64::MAX, &|_| false)?;
-    let open: i64 = tx.query_row("SELECT count(*) FROM orphans", [], |r| r.get(0))?;
-    if open > 0 {
-        return Err(Error::InvalidArgument {
-            what: "files removed while open are still open in some process: close them, then pull".into(),
-        });
-    }
+    super::settle_orphans(tx)?;
     drop_scratch(tx)?;
     let (base_apps, remote_apps) = load::load_sides(tx, store, keys, base, remote)?;
     let local_apps = super::apps::digest(tx)?;
