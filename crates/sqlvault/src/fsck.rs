@@ -7,7 +7,7 @@
 //! that maintains an invariant cannot hide its own damage. Reports its progress
 //! (phase, done, total) to a callback, for the CLI's bar.
 
-use rusqlite::Connection;
+use rusqlite::{params, Connection};
 
 use crate::error::Result;
 use crate::fs::{chunks, cut};
@@ -227,13 +227,14 @@ const INVARIANTS: &[(&str, &str)] = &[
     // answers for the group (a directory's entries), and passes start from the smaller
     // set (directories, not names).
     //
-    // Chunk map rows: the chunk exists and has the entry's length, entries do not
-    // overlap, belong to a regular file and end within its size.
+    // Chunk map rows: entries do not overlap, belong to a regular file and end within
+    // its size. That each names an existing chunk of its length is checked through the
+    // snapshot's counts ([`snapshot_counts`]): a lookup per row here, in an order
+    // unrelated to the chunks' (ids are hash-ordered), grew dearer per row with the
+    // vault's size.
     (
         "SELECT 'snapshot ' || s.snap || ' inode ' || s.ino || ' offset ' || s.off || ': ' || concat_ws('; ',
-                CASE WHEN c.id IS NULL THEN 'chunk ' || s.chunk || ' is missing' END,
-                CASE WHEN c.id IS NOT NULL AND (s.len != c.len OR s.len <= 0 OR s.off < 0)
-                     THEN 'entry of ' || s.len || ' bytes names chunk ' || s.chunk || ' of ' || c.len END,
+                CASE WHEN s.len <= 0 OR s.off < 0 THEN 'entry of ' || s.len || ' bytes at offset ' || s.off END,
                 CASE WHEN s.prev > s.off THEN 'entry overlaps the one before' END,
                 CASE WHEN i.ino IS NULL OR (i.mode & 61440) != 32768
                      THEN 'chunk map of inode ' || s.ino || ': no such regular file' END,
@@ -243,9 +244,8 @@ const INVARIANTS: &[(&str, &str)] = &[
                                               WHERE p.snap = q.snap AND p.ino = q.ino AND p.off < q.off
                                               ORDER BY p.off DESC LIMIT 1) END AS prev
                FROM snap_chunks q) s
-           LEFT JOIN chunks c ON c.id = s.chunk
            LEFT JOIN snap_inodes i ON i.snap = s.snap AND i.ino = s.ino
-         WHERE c.id IS NULL OR s.len != c.len OR s.len <= 0 OR s.off < 0 OR s.prev > s.off
+         WHERE s.len <= 0 OR s.off < 0 OR s.prev > s.off
             OR i.ino IS NULL OR (i.mode & 61440) != 32768 OR s.off + s.len > i.size",
         "snapshot chunk map",
     ),
@@ -259,6 +259,7 @@ const INVARIANTS: &[(&str, &str)] = &[
                 SELECT (SELECT snap FROM snap_inodes WHERE snap BETWEEN g.lo AND g.hi LIMIT 1), 'snap_inodes' FROM g
                 UNION ALL SELECT (SELECT snap FROM snap_dirents WHERE snap BETWEEN g.lo AND g.hi LIMIT 1), 'snap_dirents' FROM g
                 UNION ALL SELECT (SELECT snap FROM snap_chunks WHERE snap BETWEEN g.lo AND g.hi LIMIT 1), 'snap_chunks' FROM g
+                UNION ALL SELECT (SELECT snap FROM snap_holds WHERE snap BETWEEN g.lo AND g.hi LIMIT 1), 'snap_holds' FROM g
                 UNION ALL SELECT (SELECT snap FROM snap_xattrs WHERE snap BETWEEN g.lo AND g.hi LIMIT 1), 'snap_xattrs' FROM g
                 UNION ALL SELECT (SELECT snap FROM snap_tags WHERE snap BETWEEN g.lo AND g.hi LIMIT 1), 'snap_tags' FROM g)
          SELECT 'snapshot ' || snap || ': rows of a snapshot that does not exist in ' || tab FROM t WHERE snap IS NOT NULL",
@@ -360,7 +361,7 @@ pub(crate) fn check(c: &Connection, chunk_size: u32, progress: &dyn Fn(&FsckProg
     at.total = queries.len() as u64 + 1;
     at.done = 0;
     progress(&at);
-    for m in holds(c)? {
+    for m in holds(c)?.into_iter().chain(snapshot_counts(c)?) {
         problem(m);
     }
     at.done += 1;
@@ -580,11 +581,12 @@ fn chunk_contents(
     Ok((at.done, at.bytes))
 }
 
-/// Snapshot references: each chunk's hold count equals the `snap_chunks` rows naming
-/// it, over every snapshot. The index keeps each snapshot's rows in chunk order, one
-/// range per snapshot: the ranges are read side by side and merged by chunk against
-/// `chunk_holds` (in chunk order too), so the check reads each row once, sorts nothing,
-/// and holds one cursor per snapshot. Returns at most `LIMIT` problems.
+/// Snapshot references: each chunk's hold count equals the `snap_holds` counts naming
+/// it, over every snapshot ([`snapshot_counts`] checks those against `snap_chunks`).
+/// `snap_holds` keeps each snapshot's counts in chunk order, one range per snapshot:
+/// the ranges are read side by side and merged by chunk against `chunk_holds` (in chunk
+/// order too), so the check reads each row once, sorts nothing, and holds one cursor per
+/// snapshot. Returns at most `LIMIT` problems.
 fn holds(c: &Connection) -> Result<Vec<String>> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
@@ -592,7 +594,7 @@ fn holds(c: &Connection) -> Result<Vec<String>> {
     // Every snapshot id with rows, found by index seeks (a row whose snapshot is gone is
     // counted too; another check reports it).
     let mut snaps = Vec::new();
-    let mut next = c.prepare("SELECT min(snap) FROM snap_chunks WHERE snap > ?1")?;
+    let mut next = c.prepare("SELECT min(snap) FROM snap_holds WHERE snap > ?1")?;
     let mut after = i64::MIN;
     while let Some(s) = next.query_row([after], |r| r.get::<_, Option<i64>>(0))? {
         snaps.push(s);
@@ -600,7 +602,7 @@ fn holds(c: &Connection) -> Result<Vec<String>> {
     }
     let mut stmts = Vec::with_capacity(snaps.len());
     for _ in &snaps {
-        stmts.push(c.prepare("SELECT chunk, count(*) FROM snap_chunks WHERE snap = ?1 GROUP BY chunk ORDER BY chunk")?);
+        stmts.push(c.prepare("SELECT chunk, n FROM snap_holds WHERE snap = ?1 ORDER BY chunk")?);
     }
     let mut ranges = Vec::with_capacity(snaps.len());
     for (stmt, snap) in stmts.iter_mut().zip(&snaps) {
@@ -660,6 +662,98 @@ fn holds(c: &Connection) -> Result<Vec<String>> {
         };
         if held_n != n {
             problems.push(format!("chunk {chunk}: held {held_n} times but {n} snapshot references"));
+        }
+    }
+    Ok(problems)
+}
+
+/// Each snapshot's `snap_holds` rows count its `snap_chunks` rows per chunk (no count
+/// below 1), and every entry of its chunk map names an existing chunk of the entry's
+/// length. Checked without a sort and without a lookup per entry: `snap_chunks` is read
+/// once in key order, and per snapshot the multiset of (chunk, length) pairs its entries
+/// name is summarized by a sum of a 64-bit mix of each pair. `snap_holds` is read once
+/// in key order too (a snapshot's chunks in chunk order), each chunk's length looked up
+/// in that order, and the same sum taken over its counts weighted by `n`. Any
+/// difference shows with probability 1 - 2^-64 per snapshot. Only a snapshot whose sums
+/// differ, or that counts a missing chunk, is then compared entry by entry (a sort of
+/// its rows and a lookup per entry), to name them. Returns at most `LIMIT` problems.
+fn snapshot_counts(c: &Connection) -> Result<Vec<String>> {
+    use std::collections::BTreeMap;
+    // splitmix64's finalizer: consecutive ids spread over all 64 bits.
+    fn mix(x: u64) -> u64 {
+        let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    let pair = |chunk: i64, len: i64| mix(mix(chunk as u64) ^ len as u64);
+    let mut problems = Vec::new();
+    // Per snapshot: the sums of the chunk map and of the counts, and whether the counts
+    // name a chunk that is gone.
+    let mut sums: BTreeMap<i64, ([u64; 2], bool)> = BTreeMap::new();
+    let mut scan = |sql: &str, side: usize, problems: &mut Vec<String>| -> Result<()> {
+        let mut stmt = c.prepare(sql)?;
+        let mut rows = stmt.query([])?;
+        let (mut cur, mut acc, mut gone) = (None::<i64>, 0u64, false);
+        let mut flush = |cur: Option<i64>, acc: u64, gone: bool| {
+            if let Some(s) = cur {
+                let e = sums.entry(s).or_default();
+                e.0[side] = acc;
+                e.1 |= gone;
+            }
+        };
+        while let Some(r) = rows.next()? {
+            let (snap, chunk, n, len): (i64, i64, i64, Option<i64>) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+            if cur != Some(snap) {
+                flush(cur, acc, gone);
+                (cur, acc, gone) = (Some(snap), 0, false);
+            }
+            if n < 1 && problems.len() < LIMIT as usize {
+                problems.push(format!("snapshot {snap}: chunk {chunk} counted {n} times"));
+            }
+            match len {
+                Some(len) => acc = acc.wrapping_add(pair(chunk, len).wrapping_mul(n as u64)),
+                None => gone = true,
+            }
+        }
+        flush(cur, acc, gone);
+        Ok(())
+    };
+    scan("SELECT snap, chunk, 1, len FROM snap_chunks", 0, &mut problems)?;
+    scan(
+        "SELECT h.snap, h.chunk, h.n, c.len FROM snap_holds h LEFT JOIN chunks c ON c.id = h.chunk",
+        1,
+        &mut problems,
+    )?;
+    let mut counts = c.prepare(
+        "SELECT chunk, sum(named), sum(counted) FROM
+           (SELECT chunk, 1 AS named, 0 AS counted FROM snap_chunks WHERE snap = ?1
+            UNION ALL SELECT chunk, 0, n FROM snap_holds WHERE snap = ?1)
+         GROUP BY chunk HAVING sum(named) != sum(counted) ORDER BY chunk LIMIT ?2",
+    )?;
+    let mut entries = c.prepare(
+        "SELECT 'snapshot ' || s.snap || ' inode ' || s.ino || ' offset ' || s.off || ': '
+                || CASE WHEN c.id IS NULL THEN 'chunk ' || s.chunk || ' is missing'
+                        ELSE 'entry of ' || s.len || ' bytes names chunk ' || s.chunk || ' of ' || c.len END
+         FROM snap_chunks s LEFT JOIN chunks c ON c.id = s.chunk
+         WHERE s.snap = ?1 AND (c.id IS NULL OR c.len != s.len) LIMIT ?2",
+    )?;
+    for (snap, ([named, counted], gone)) in sums {
+        if (named == counted && !gone) || problems.len() >= LIMIT as usize {
+            continue;
+        }
+        let left = |p: &Vec<String>| LIMIT - p.len() as i64;
+        // The entries first: they name the file.
+        let rows = entries.query_map(params![snap, left(&problems)], |r| r.get::<_, String>(0))?;
+        problems.extend(rows.collect::<rusqlite::Result<Vec<_>>>()?);
+        let rows = counts.query_map(params![snap, left(&problems)], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+        })?;
+        for row in rows.collect::<rusqlite::Result<Vec<_>>>()? {
+            let (chunk, named, counted) = row;
+            problems.push(format!(
+                "snapshot {snap}: chunk {chunk} named {named} times by its chunk map but counted {counted} times"
+            ));
         }
     }
     Ok(problems)

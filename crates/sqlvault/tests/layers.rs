@@ -195,6 +195,7 @@ const OWNERS: &[(&str, &str)] = &[
     ("snap_inodes", "snapshot"),
     ("snap_dirents", "snapshot"),
     ("snap_chunks", "snapshot"),
+    ("snap_holds", "snapshot"),
     ("snap_tags", "snapshot"),
     ("snap_xattrs", "snapshot"),
     ("sqlvault_remotes", "remote"),
@@ -207,7 +208,7 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
     ("storage::schema", &["inodes"], "the root directory of a new vault"),
     (
         "storage::schema",
-        &["tags", "xattrs", "records", "chunk_data", "chunk_trash"],
+        &["tags", "xattrs", "records", "chunk_data", "chunk_trash", "snap_holds"],
         "migrations that move rows between tables, and the triggers that delete a removed inode's tags and \
          extended attributes and queue a removed chunk's bytes for the wipe",
     ),

@@ -94,10 +94,20 @@ pub(crate) const REPLICATED: &[&str] = &[
 ];
 
 /// Tables that stay with this vault file: settings, open-file bookkeeping, this state,
-/// chunk bytes (they travel as `data/` objects or in packs) and the bytes awaiting their wipe.
+/// chunk bytes (they travel as `data/` objects or in packs), the bytes awaiting their wipe
+/// and the snapshots' counts per chunk (`snap_holds`, counted afresh from `snap_chunks`
+/// by whoever receives them: a pull, a merge, a clone).
 #[cfg(test)]
-pub(crate) const LOCAL: &[&str] =
-    &["meta", "orphans", "sqlvault_remotes", "sqlvault_remote_keys", "sqlite_sequence", "chunk_data", "chunk_trash"];
+pub(crate) const LOCAL: &[&str] = &[
+    "meta",
+    "orphans",
+    "sqlvault_remotes",
+    "sqlvault_remote_keys",
+    "sqlite_sequence",
+    "chunk_data",
+    "chunk_trash",
+    "snap_holds",
+];
 
 /// Tables of ours carried in the dump's application section (`remote/apps.rs`).
 #[cfg(test)]

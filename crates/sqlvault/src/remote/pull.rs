@@ -107,6 +107,8 @@ pub(crate) fn apply(
         Ok(())
     })?;
     apps.finish(tx)?;
+    // Derived from the snapshots' chunk maps, not replicated (`chunk_holds` is).
+    crate::snapshot::count_all_holds(tx)?;
     // The local rows after the commit's last chunk (all of them if it has none).
     match passed {
         Some(p) => tx.prepare_cached("DELETE FROM chunks WHERE id > ?1")?.execute([p])?,

@@ -172,11 +172,8 @@ pub(crate) fn load(
         "UPDATE snap_chunks SET chunk = (SELECT lid FROM temp.remote_chunks WHERE rid = snap_chunks.chunk) WHERE snap = ?1",
         [snap],
     )?;
-    chunks::hold_where(
-        tx,
-        "SELECT chunk, count(*) FROM snap_chunks WHERE snap = ?1 GROUP BY chunk ORDER BY chunk",
-        snap,
-    )?;
+    crate::snapshot::count_holds(tx, snap)?;
+    crate::snapshot::add_holds(tx, snap)?;
     tx.execute("DELETE FROM temp.remote_chunks", [])?;
     Ok((SnapshotId(snap as u64), fetched))
 }

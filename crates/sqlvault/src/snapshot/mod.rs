@@ -6,6 +6,10 @@
 //! chunk rows are not touched either. Every `snap_chunks` row is one *hold* on its
 //! chunk (`chunk_holds`, kept by [`crate::fs::chunks`] next to the live `refs`), so a chunk
 //! lives as long as a file or a snapshot names it (`fsck` checks both counts exactly).
+//! `snap_holds` counts a snapshot's rows per chunk, keyed (snapshot, chunk): what taking
+//! and removing a snapshot add to and take from `chunk_holds`, read in chunk order. There
+//! is no index on `snap_chunks` but its key, so every table a snapshot writes holds it
+//! as one range, appended on creation and deleted in key order on removal.
 //! Removing a snapshot drops its holds and frees the chunks nobody else names.
 //!
 //! Tags and extended attributes are frozen and restored with their nodes.
@@ -84,8 +88,52 @@ pub fn create(conn: &Connection, name: &str, now_ns: i64) -> Result<SnapshotId> 
     for sql in copy_statements() {
         conn.execute(&sql, [id])?;
     }
+    // The counts come from the live chunk map's index by chunk: read in chunk order, so
+    // the snapshot's range of `snap_holds` is appended in key order without a sort.
+    conn.prepare_cached(&format!(
+        "INSERT INTO snap_holds(snap, chunk, n)
+         SELECT ?1, f.chunk, count(*) FROM file_chunks f INDEXED BY file_chunks_by_chunk
+         WHERE f.ino NOT IN ({NAMELESS_ORPHANS}) GROUP BY f.chunk"
+    ))?
+    .execute([id])?;
     chunks::hold_where(conn, CHUNK_COUNTS, id)?;
     Ok(SnapshotId(id as u64))
+}
+
+/// Counts afresh the chunk references of snapshot `id` into `snap_holds` from its
+/// `snap_chunks` rows (one sort of them). For snapshot rows written other than by
+/// [`create`]: a remote's snapshot, a pull, a merge. The chunks' holds are the caller's
+/// ([`add_holds`], or a `chunk_holds` that came with the rows).
+#[cfg_attr(not(feature = "remote"), allow(dead_code))]
+pub(crate) fn count_holds(conn: &Connection, id: i64) -> Result<()> {
+    conn.prepare_cached("DELETE FROM snap_holds WHERE snap = ?1")?.execute([id])?;
+    conn.prepare_cached(
+        "INSERT INTO snap_holds(snap, chunk, n)
+         SELECT ?1, chunk, count(*) FROM snap_chunks WHERE snap = ?1 GROUP BY chunk ORDER BY chunk",
+    )?
+    .execute([id])?;
+    Ok(())
+}
+
+/// [`count_holds`] of every snapshot, after the snapshots' rows were replaced (a pull,
+/// a merge): `snap_holds` emptied, then one snapshot's sort at a time.
+#[cfg_attr(not(feature = "remote"), allow(dead_code))]
+pub(crate) fn count_all_holds(conn: &Connection) -> Result<()> {
+    conn.execute("DELETE FROM snap_holds", [])?;
+    let ids: Vec<i64> = conn
+        .prepare("SELECT id FROM snapshots ORDER BY id")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for id in ids {
+        count_holds(conn, id)?;
+    }
+    Ok(())
+}
+
+/// Adds snapshot `id`'s chunk references (its `snap_holds` rows) to the chunks' holds.
+#[cfg_attr(not(feature = "remote"), allow(dead_code))]
+pub(crate) fn add_holds(conn: &Connection, id: i64) -> Result<()> {
+    chunks::hold_where(conn, CHUNK_COUNTS, id)
 }
 
 /// The inodes a snapshot leaves out: open but unlinked (an orphan row, no name).
@@ -123,8 +171,9 @@ fn copy_statements() -> [String; 5] {
     ]
 }
 
-/// How many times snapshot `?1` names each chunk, in chunk order.
-const CHUNK_COUNTS: &str = "SELECT chunk, count(*) FROM snap_chunks WHERE snap = ?1 GROUP BY chunk ORDER BY chunk";
+/// How many times snapshot `?1` names each chunk, in chunk order: its range of
+/// `snap_holds`, which counts its `snap_chunks` rows per chunk (fsck checks it).
+const CHUNK_COUNTS: &str = "SELECT chunk, n FROM snap_holds WHERE snap = ?1 ORDER BY chunk";
 
 fn find_opt(conn: &Connection, name: &str) -> Result<Option<SnapshotId>> {
     Ok(conn
@@ -207,7 +256,7 @@ pub fn remove(conn: &Connection, id: SnapshotId, check: &dyn Fn() -> Result<()>)
         return Err(Error::not_found(format!("snapshot {}", id.0)));
     }
     let freed = chunks::unhold_where(conn, CHUNK_COUNTS, id.sql())?;
-    for table in ["snap_chunks", "snap_tags", "snap_xattrs", "snap_dirents", "snap_inodes"] {
+    for table in ["snap_holds", "snap_chunks", "snap_tags", "snap_xattrs", "snap_dirents", "snap_inodes"] {
         check()?;
         conn.execute(&format!("DELETE FROM {table} WHERE snap = ?1"), [id.sql()])?;
     }
@@ -824,10 +873,17 @@ mod fsck_tests {
         // One hold too few on f, over three snapshots.
         c.execute("UPDATE chunk_holds SET n = 2 WHERE chunk = ?1", [f]).unwrap();
         assert_eq!(problems(&c), [format!("chunk {f}: held 2 times but 3 snapshot references")]);
-        // g named a second time in u: 3 references; a hold on a chunk nobody names.
+        // g named a second time in u's chunk map but counted once there.
         c.execute("UPDATE chunk_holds SET n = 3 WHERE chunk = ?1", [f]).unwrap();
         c.execute("INSERT INTO snap_chunks(snap, ino, off, len, chunk) VALUES (3, ?1, 5, 5, ?2)", [b.ino.0 as i64, g])
             .unwrap();
+        let p = problems(&c);
+        assert!(
+            p.contains(&format!("snapshot 3: chunk {g} named 2 times by its chunk map but counted 1 times")),
+            "{p:?}"
+        );
+        // Counted twice: 3 references; a hold on a chunk nobody names.
+        c.execute("UPDATE snap_holds SET n = 2 WHERE snap = 3 AND chunk = ?1", [g]).unwrap();
         c.execute("INSERT INTO chunk_holds(chunk, n) VALUES (999999, 1)", []).unwrap();
         let p = problems(&c);
         assert!(p.contains(&format!("chunk {g}: held 2 times but 3 snapshot references")), "{p:?}");
@@ -859,6 +915,17 @@ mod fsck_tests {
     fn fsck_finds_every_kind_of_broken_snapshot_row() {
         let cases: &[(&str, &str)] = &[
             ("UPDATE snap_chunks SET len = 5", "snapshot 1 inode 2 offset 0: entry of 5 bytes names chunk"),
+            ("UPDATE snap_chunks SET len = -1", "snapshot 1 inode 2 offset 0: entry of -1 bytes at offset 0"),
+            ("UPDATE snap_holds SET n = 0", "snapshot 1: chunk"),
+            (
+                "UPDATE snap_holds SET chunk = 12345",
+                "snapshot 1: chunk 12345 named 0 times by its chunk map but counted 1",
+            ),
+            ("DELETE FROM snap_holds", "named 1 times by its chunk map but counted 0 times"),
+            (
+                "INSERT INTO snap_holds VALUES (7, 1, 1)",
+                "snapshot 7: rows of a snapshot that does not exist in snap_holds",
+            ),
             (
                 "INSERT INTO snap_chunks SELECT snap, ino, 3, len, chunk FROM snap_chunks",
                 "entry overlaps the one before",

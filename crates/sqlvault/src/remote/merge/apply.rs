@@ -318,6 +318,8 @@ pub(super) fn finish(
              WHERE NOT EXISTS (SELECT 1 FROM {S}mch m WHERE m.id = l.id AND m.hash = l.hash));",
         data = chunks::DATA,
     ))?;
+    // Derived from the merged snapshots' chunk maps, as `chunk_holds` above.
+    crate::snapshot::count_all_holds(tx)?;
     {
         // Moved as stored: a compressed chunk stays compressed.
         let mut moved = tx.prepare(&format!("SELECT id, hash, len, codec, data FROM {S}moved"))?;
