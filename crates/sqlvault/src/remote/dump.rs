@@ -316,6 +316,20 @@ pub(crate) fn insert_row(tx: &Connection, target: &str, columns: &[String], valu
 /// build still pulls, clones, merges and restores from a remote its older builds pushed.
 pub(crate) const OLDEST_COMMIT_SCHEMA: i64 = 11;
 
+/// The newest schema version whose migration changed what a commit carries (the
+/// replicated tables). A push records it, not the vault's own version when that is newer,
+/// so that builds of this schema or later read the commit: schema 14 added a local table
+/// (`snap_holds`) and dropped an index, and a device still at 13 keeps pulling. A
+/// migration that changes a replicated table raises it (a test compares the tables).
+pub(crate) const DUMP_SCHEMA: i64 = 13;
+
+/// The schema version a commit pushed from `conn` records: its own, or [`DUMP_SCHEMA`]
+/// if newer.
+pub(crate) fn commit_schema(conn: &Connection) -> Result<i64> {
+    let own: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    Ok(own.min(DUMP_SCHEMA))
+}
+
 /// Refuses a commit whose schema this vault cannot take: newer than the vault's (an
 /// older sqlvault), or older than [`OLDEST_COMMIT_SCHEMA`].
 pub(crate) fn check_schema(tx: &Connection, commit: &Commit) -> Result<()> {

@@ -107,7 +107,9 @@ pub struct RefValue {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Commit {
     pub layout: u32,
-    /// The schema version the dump was read from; applied only to the same version.
+    /// The schema version of the dump: the pushing vault's, or `dump::DUMP_SCHEMA` if
+    /// that is older (the replicated tables are the same). Applied by vaults of this
+    /// version or newer (`dump::check_schema`).
     pub schema: i64,
     pub parents: Vec<String>,
     pub time_ns: i64,

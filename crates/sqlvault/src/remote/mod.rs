@@ -387,6 +387,46 @@ mod tests {
 
     /// Every table of the schema is either replicated or explicitly local, so a new
     /// table forces a decision here.
+    /// A push from a vault newer than `dump::DUMP_SCHEMA` records that schema, so the
+    /// replicated tables must be what it made them (columns, types, keys), or a build of
+    /// that schema would misread the rows. A migration that changes one raises it.
+    #[test]
+    fn the_replicated_tables_are_as_the_dump_schema_made_them() {
+        let at = Connection::open_in_memory().unwrap();
+        crate::storage::schema::create_at(&at, dump::DUMP_SCHEMA as usize).unwrap();
+        let now = Connection::open_in_memory().unwrap();
+        crate::storage::schema::create(&now).unwrap();
+        let columns = |c: &Connection, t: &str| -> Vec<(String, String, bool, i64)> {
+            c.prepare(&format!("SELECT name, type, \"notnull\", pk FROM pragma_table_info('{t}')"))
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect()
+        };
+        for t in REPLICATED {
+            assert!(!columns(&now, t).is_empty(), "{t}");
+            assert_eq!(columns(&at, t), columns(&now, t), "{t} changed after schema {}", dump::DUMP_SCHEMA);
+        }
+        assert_eq!(dump::commit_schema(&now).unwrap(), dump::DUMP_SCHEMA);
+        // A vault of that schema (`create_at` set its version) applies the commit.
+        let commit = |schema| format::Commit {
+            layout: 3,
+            schema,
+            parents: vec![],
+            time_ns: 0,
+            device: String::new(),
+            meta: vec![],
+            digest: String::new(),
+            index: vec![],
+            files: 0,
+            chunks: 0,
+            bytes: 0,
+        };
+        assert!(dump::check_schema(&at, &commit(dump::DUMP_SCHEMA)).is_ok());
+        assert!(dump::check_schema(&at, &commit(dump::DUMP_SCHEMA + 1)).is_err());
+    }
+
     #[test]
     fn every_table_is_replicated_or_local() {
         let conn = Connection::open_in_memory().unwrap();

@@ -117,7 +117,7 @@ pub(crate) fn push(
     progress(Progress { phase: "metadata", done: pieces_total, total: pieces_total });
     let commit = Commit {
         layout: format::commit_layout(layout),
-        schema: if dump::as_schema_11() { 11 } else { conn.query_row("PRAGMA user_version", [], |r| r.get(0))? },
+        schema: if dump::as_schema_11() { 11 } else { dump::commit_schema(conn)? },
         parents: remote_head.iter().cloned().collect(),
         time_ns: crate::fs::tree::now_ns(),
         device: state.device.clone(),
