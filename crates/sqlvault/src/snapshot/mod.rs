@@ -107,6 +107,13 @@ pub fn create(conn: &Connection, name: &str, now_ns: i64) -> Result<SnapshotId> 
 #[cfg_attr(not(feature = "remote"), allow(dead_code))]
 pub(crate) fn count_holds(conn: &Connection, id: i64) -> Result<()> {
     conn.prepare_cached("DELETE FROM snap_holds WHERE snap = ?1")?.execute([id])?;
+    insert_counts(conn, id)
+}
+
+/// `snap_holds` rows of snapshot `id`, counted from its `snap_chunks` rows (a sort of
+/// them); it has none yet.
+#[cfg_attr(not(feature = "remote"), allow(dead_code))]
+fn insert_counts(conn: &Connection, id: i64) -> Result<()> {
     conn.prepare_cached(
         "INSERT INTO snap_holds(snap, chunk, n)
          SELECT ?1, chunk, count(*) FROM snap_chunks WHERE snap = ?1 GROUP BY chunk ORDER BY chunk",
@@ -125,7 +132,7 @@ pub(crate) fn count_all_holds(conn: &Connection) -> Result<()> {
         .query_map([], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     for id in ids {
-        count_holds(conn, id)?;
+        insert_counts(conn, id)?;
     }
     Ok(())
 }
