@@ -33,11 +33,15 @@ fn remove_dir_all_keeps_every_invariant_and_links_outside() {
     let (_t, v) = TestVault::new(4096);
     tree(&v);
     let outside = v.read_file("/outside").unwrap();
+    let changed = v.metadata("/outside").unwrap().ctime_ns;
     let s = v.remove_dir_all("/t", &sqlvault::Ops::default()).unwrap();
     assert_eq!((s.files, s.directories, s.symlinks), (52, 4, 1), "{s:?}");
     assert!(!v.exists("/t").unwrap());
     assert_eq!(v.read_file("/outside").unwrap(), outside);
-    assert_eq!(v.metadata("/outside").unwrap().nlink, 1);
+    // The name that stays is the only one its inode keeps, and the inode changed.
+    let kept = v.metadata("/outside").unwrap();
+    assert_eq!(kept.nlink, 1);
+    assert!(kept.ctime_ns > changed, "ctime {} not after {changed}", kept.ctime_ns);
     assert_eq!(v.read_file("/keep").unwrap(), b"content 1");
     assert!(v.find("/", &sqlvault::Query::new().parse_tag("k").unwrap()).unwrap().is_empty());
     assert_eq!(v.metadata("/").unwrap().nlink, 2);

@@ -56,7 +56,8 @@ const S_IFDIR: u32 = libc::S_IFDIR;
 
 const TEMP_TABLES: &str = "
     CREATE TEMP TABLE IF NOT EXISTS bulk_dirs(ino INTEGER PRIMARY KEY);
-    CREATE TEMP TABLE IF NOT EXISTS bulk_links(ino INTEGER PRIMARY KEY, n INTEGER NOT NULL);
+    CREATE TEMP TABLE IF NOT EXISTS bulk_links(ino INTEGER PRIMARY KEY, n INTEGER NOT NULL, mode INTEGER NOT NULL,
+                                                 size INTEGER NOT NULL, left INTEGER NOT NULL);
     CREATE TEMP TABLE IF NOT EXISTS bulk_open(ino INTEGER PRIMARY KEY);
     CREATE TEMP TABLE IF NOT EXISTS bulk_purge(ino INTEGER PRIMARY KEY);
     CREATE TEMP TABLE IF NOT EXISTS bulk_chunks(chunk INTEGER PRIMARY KEY, n INTEGER NOT NULL);
@@ -113,18 +114,22 @@ fn remove_collected(
          SELECT ino FROM sub",
         params![top, S_IFMT, S_IFDIR],
     )?;
-    // 2. Every other node named in it, with how many of its names lie in the subtree.
+    // 2. Every other node named in it, with how many of its names lie in the subtree
+    //    and what the statements below need of its inode (type, size, the links it
+    //    keeps), read in this one pass over the inodes: each lookup of an inode is a
+    //    descent of its B-tree, whose depth grows with the vault.
     conn.execute(
-        "INSERT INTO temp.bulk_links(ino, n)
-         SELECT d.ino, count(*) FROM temp.bulk_dirs b JOIN dirents d ON d.parent = b.ino JOIN inodes i ON i.ino = d.ino
+        "INSERT INTO temp.bulk_links(ino, n, mode, size, left)
+         SELECT d.ino, count(*), i.mode, i.size, i.nlink - count(*)
+         FROM temp.bulk_dirs b JOIN dirents d ON d.parent = b.ino JOIN inodes i ON i.ino = d.ino
          WHERE i.mode & ?1 != ?2 GROUP BY d.ino",
         params![S_IFMT, S_IFDIR],
     )?;
     let mut summary = conn.query_row(
-        "SELECT coalesce(sum(CASE WHEN i.mode & ?1 = ?2 THEN b.n END), 0),
-                coalesce(sum(CASE WHEN i.mode & ?1 = ?3 THEN b.n END), 0),
-                coalesce(sum(CASE WHEN i.mode & ?1 = ?2 THEN b.n * i.size END), 0)
-         FROM temp.bulk_links b JOIN inodes i ON i.ino = b.ino",
+        "SELECT coalesce(sum(CASE WHEN mode & ?1 = ?2 THEN n END), 0),
+                coalesce(sum(CASE WHEN mode & ?1 = ?3 THEN n END), 0),
+                coalesce(sum(CASE WHEN mode & ?1 = ?2 THEN n * size END), 0)
+         FROM temp.bulk_links",
         params![S_IFMT, libc::S_IFREG, libc::S_IFLNK],
         |r| {
             Ok(RemoveSummary {
@@ -149,31 +154,34 @@ fn remove_collected(
     check()?;
     let now = tree::now_ns();
 
-    // 3. Names go; non-directories lose the links the subtree held.
+    // 3. Names go. Open nodes here (as unlink does, they become orphans if they lose
+    //    their last name) are marked first: which nodes keep links or a handle decides
+    //    which inode rows change and which go.
     conn.execute("DELETE FROM dirents WHERE parent IN (SELECT ino FROM temp.bulk_dirs)", [])?;
-    conn.execute(
-        "UPDATE OR FAIL inodes SET nlink = inodes.nlink - b.n, ctime_ns = ?1 FROM temp.bulk_links b WHERE inodes.ino = b.ino",
-        [now],
-    )?;
-    advance()?;
-
-    // 4. Nodes left without a name: purged, unless open here (then orphans, as unlink does).
     {
         let mut ins = conn.prepare_cached("INSERT OR IGNORE INTO temp.bulk_open(ino) VALUES (?1)")?;
         for ino in open {
             ins.execute([ino.0 as i64])?;
         }
     }
+    // Non-directories lose the links the subtree held: only the ones that stay (a name
+    // outside the subtree, or a handle here) are updated, the rest go in step 5.
+    conn.execute(
+        "UPDATE OR FAIL inodes SET nlink = b.left, ctime_ns = ?1 FROM temp.bulk_links b
+         WHERE inodes.ino = b.ino AND (b.left > 0 OR b.ino IN (SELECT ino FROM temp.bulk_open))",
+        [now],
+    )?;
+    advance()?;
+
+    // 4. Nodes left without a name: purged, unless open here (then orphans, as unlink does).
     conn.execute(
         "INSERT OR REPLACE INTO orphans(ino, owner_pid)
-         SELECT b.ino, ?1 FROM temp.bulk_links b JOIN inodes i ON i.ino = b.ino
-         WHERE i.nlink <= 0 AND b.ino IN (SELECT ino FROM temp.bulk_open)",
+         SELECT ino, ?1 FROM temp.bulk_links WHERE left <= 0 AND ino IN (SELECT ino FROM temp.bulk_open)",
         [std::process::id()],
     )?;
     conn.execute(
         "INSERT INTO temp.bulk_purge(ino)
-         SELECT b.ino FROM temp.bulk_links b JOIN inodes i ON i.ino = b.ino
-         WHERE i.nlink <= 0 AND b.ino NOT IN (SELECT ino FROM temp.bulk_open)",
+         SELECT ino FROM temp.bulk_links WHERE left <= 0 AND ino NOT IN (SELECT ino FROM temp.bulk_open)",
         [],
     )?;
     conn.execute(
