@@ -565,25 +565,24 @@ pub fn case(spec: &str) -> Result<CaseOutput> {
     finish(&mut out, "get", m, n)?;
     fs::remove_dir_all(&back).context("cannot remove the exported tree")?;
 
-    // fsck as `sqlvault fsck` runs: in a process of its own, on the vault opened afresh
-    // (see [`fsck_child`]).
+    // fsck as `sqlvault fsck` runs (see [`fsck_child`]), then push, clone and pull (see
+    // [`replicate`]): each in a child process of its own, on the vault closed here.
     v.close()?;
-    let f = FsckChild { vault: path.clone(), key_file: key_file.clone() };
-    let o = harness::spawn_case("tree", &Spec { fsck: Some(f), ..spec.clone() })?;
-    out.phases.extend(o.phases);
-    out.notes.extend(o.notes);
-    out.peak_rss_kib = out.peak_rss_kib.max(o.peak_rss_kib);
-    v = Vault::open(&path, &secret, EngineConfig::default()).context("cannot open the vault")?;
-    let replica = work.path().join("replica.vault");
-    if spec.s3.is_some() {
-        v.close()?;
-        let r = Replicate { vault: path.clone(), key_file: key_file.clone(), replica: replica.clone() };
-        let o = harness::spawn_case("tree", &Spec { replicate: Some(r), ..spec.clone() })?;
+    let in_child = |out: &mut CaseOutput, child: Spec| -> Result<()> {
+        let o = harness::spawn_case("tree", &child)?;
         out.phases.extend(o.phases);
         out.notes.extend(o.notes);
         out.peak_rss_kib = out.peak_rss_kib.max(o.peak_rss_kib);
-        v = Vault::open(&path, &secret, EngineConfig::default()).context("cannot open the vault")?;
+        Ok(())
+    };
+    let f = FsckChild { vault: path.clone(), key_file: key_file.clone() };
+    in_child(&mut out, Spec { fsck: Some(f), ..spec.clone() })?;
+    let replica = work.path().join("replica.vault");
+    if spec.s3.is_some() {
+        let r = Replicate { vault: path.clone(), key_file: key_file.clone(), replica: replica.clone() };
+        in_child(&mut out, Spec { replicate: Some(r), ..spec.clone() })?;
     }
+    v = Vault::open(&path, &secret, EngineConfig::default()).context("cannot open the vault")?;
 
     let m = start()?;
     v.snapshot("s")?;
