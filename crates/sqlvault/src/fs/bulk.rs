@@ -10,12 +10,13 @@
 //! statements are few, so the whole operation is linear.
 //!
 //! The subtree is collected into temporary tables (`temp_store=MEMORY`: nothing
-//! plaintext reaches the disk); they hold inode numbers only, a few dozen bytes per
-//! node, and are emptied when the operation ends. The invariants are the ones the
-//! per-file path keeps and `fsck` checks: link counts, chunk reference counts, no
-//! unnamed inode unless it is an open orphan, tags and extended attributes deleted
-//! with their inode (by the schema's trigger). A file still open in this process
-//! keeps its content as an orphan, as with `unlink`.
+//! plaintext reaches the disk); they hold inode and chunk numbers and a few integers
+//! (type, size, link counts; no names, no content), a few dozen bytes per node, and are
+//! emptied when the operation ends. The invariants are the ones the per-file path
+//! keeps and `fsck` checks: link counts, chunk reference counts, no unnamed inode
+//! unless it is an open orphan, tags and extended attributes deleted with their inode
+//! (by the schema's trigger). A file still open in this process keeps its content as
+//! an orphan, as with `unlink`.
 //!
 //! Memory stays within the page cache: the multi-row `UPDATE`s are `UPDATE OR FAIL`.
 //! With the default `ABORT`, a `NOT NULL` column makes SQLite open a statement journal
