@@ -9,11 +9,12 @@
 //! cold page cache and `rm -rf`.
 //!
 //! Each (size, snapshots) pair runs in its own process (peak RSS per case); at the
-//! smallest size three times, its figures the medians (see [`BASELINE_RUNS`]). History
-//! is built as a nightly backup builds it: after the import, one snapshot, then 1% of
-//! the files rewritten before each further one. The targets: a per-file cost at the
-//! largest size within 1.5x of the per-file cost at the smallest, for every operation
-//! with the most history; and fsck with 1 snapshot within 1.5x (10: 3x) of fsck
+//! smallest size five times, three before the larger sizes and two after them, its
+//! figures the medians (see [`BASELINE_RUNS`]). History is built as a nightly backup
+//! builds it: after the import, one snapshot, then 1% of the files rewritten before
+//! each further one. The targets: a per-file cost at the largest size within 1.5x of
+//! the per-file cost at the smallest, for every operation at every amount of history;
+//! and fsck with 1 snapshot within 1.5x (10: 3x) of fsck
 //! without one (issue 26).
 //!
 //! Import and export go through the library calls `sqlvault put` and `get` make for
@@ -37,6 +38,7 @@ use std::marker::PhantomData;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use sqlvault::history::ForgetPolicy;
@@ -70,8 +72,8 @@ const OPS: &[(&str, &str)] = &[
     ("forget", "snapshot forget (keep the last)"),
     ("rm_r", "rm -r"),
     ("ls_lr", "ls -lR through the mount of the replica (cold cache)"),
-    ("rm_rf", "rm -rf through the mount of the replica"),
-    ("rm_rf_unmount", "rm -rf through the mount, then the unmount (which purges and wipes what the rm left)"),
+    ("rm_rf", "rm -rf through the mount of the replica (with the purge and wipe it leaves the mount)"),
+    ("rm_rf_unmount", "rm -rf through the mount, then the unmount"),
 ];
 /// The remote's name in the vault that pushes.
 const REMOTE: &str = "bench";
@@ -178,6 +180,14 @@ struct TreeReport {
     /// (1 in runs made before there were more).
     #[serde(default = "one")]
     baseline_runs: usize,
+    /// How many of those ran after the larger sizes (0 in runs made before).
+    #[serde(default)]
+    baseline_after: usize,
+    /// Whether each operation through the mount counted until the mount went idle (false
+    /// in runs made before: it ended with the tool, so the purge an `rm -rf` left the
+    /// mount counted at the largest size and not at the smallest).
+    #[serde(default)]
+    mount_until_idle: bool,
     /// Whether fsck ran on the vault opened afresh, as `sqlvault fsck` does (false in
     /// runs made before: it ran on the handle `get` had used, whose caches held the
     /// whole vault at the smallest size).
@@ -206,6 +216,9 @@ fn one() -> usize {
 /// the 1.5x the size ratios judge, and they are the ratios' denominators: each
 /// operation's time and CPU there are the medians of these runs.
 const BASELINE_RUNS: usize = 3;
+/// Runs of each case at the smallest size after the larger sizes have run (not in quick
+/// mode): with [`BASELINE_RUNS`] before them, the medians span the whole run.
+const BASELINE_AFTER: usize = 2;
 
 /// One case from several runs of it: each operation's time and CPU the medians of the
 /// runs', its peak RSS and SQLite heap the largest (as are the case's).
@@ -438,9 +451,42 @@ fn replicate(spec: &Spec, r: &Replicate) -> Result<CaseOutput> {
     Ok(out)
 }
 
+/// How long the mount process must spend no CPU for the work an operation caused in it
+/// to count as done: well past the reclaimer's quiet delay (50 ms) and its longest
+/// wait between batches under writes (250 ms), and the default commit window.
+const MOUNT_IDLE: Duration = Duration::from_secs(1);
+/// The longest the mount may keep working after a tool ends before the case fails.
+const MOUNT_IDLE_LIMIT: Duration = Duration::from_secs(1800);
+
+/// Waits until process `pid` has spent no CPU for [`MOUNT_IDLE`]: when it last spent
+/// some (to the clock tick), and its CPU seconds then.
+fn until_idle(pid: u32) -> Result<(Instant, f64)> {
+    let start = Instant::now();
+    let mut last = (start, sys::proc_cpu_s(pid));
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let cpu = sys::proc_cpu_s(pid);
+        if cpu != last.1 {
+            last = (Instant::now(), cpu);
+        } else if last.0.elapsed() >= MOUNT_IDLE {
+            return Ok(last);
+        }
+        if start.elapsed() > MOUNT_IDLE_LIMIT {
+            crate::bail!("the mount (pid {pid}) kept working for {} s after the tool ended", start.elapsed().as_secs());
+        }
+    }
+}
+
 /// Runs `cmd` (a tool, on the mount served by process `server`), then `sync(2)` if
-/// `sync`: its sample (CPU: the tool's and the mount process's) and the mount
-/// process's peak RSS during it, and what the tool wrote on its standard output.
+/// `sync`, then waits until the mount is idle: its sample and the mount process's peak
+/// RSS during it, and what the tool wrote on its standard output.
+///
+/// The sample counts the tool's CPU and the mount process's until it went idle, and
+/// the time until then: the whole of the work the operation caused. The mount defers
+/// some of it (the commit window's last commit; the purge of the files an `rm`
+/// released and the wipe of their bytes, which run while it is quiet or once 10,000
+/// files wait), so a sample ending with the tool would count it at the largest size,
+/// where it runs during the tool, and not at the smallest, where it runs after.
 fn through_mount(cmd: &mut Command, server: u32, sync: bool, files: f64) -> Result<(Sample, u64, Vec<u8>)> {
     sys::reset_peak_rss_of(server)?;
     let (tool0, server0) = (sys::children_cpu_s(), sys::proc_cpu_s(server));
@@ -454,8 +500,12 @@ fn through_mount(cmd: &mut Command, server: u32, sync: bool, files: f64) -> Resu
         // SAFETY: sync() takes no arguments and cannot fail.
         unsafe { libc::sync() };
     }
+    let ended = Instant::now();
     let mut sample = m.stop(files)?;
-    sample.cpu_s += sys::children_cpu_s() - tool0 + sys::proc_cpu_s(server) - server0;
+    let tool_cpu = sys::children_cpu_s() - tool0;
+    let (idle_at, server1) = until_idle(server)?;
+    sample.seconds += idle_at.saturating_duration_since(ended).as_secs_f64();
+    sample.cpu_s += tool_cpu + server1 - server0;
     Ok((sample, sys::proc_hwm_kib(server), o.stdout))
 }
 
@@ -476,10 +526,9 @@ fn through_the_mount(spec: &Spec, replica: &Path, key_file: &Path, work: &Path, 
     }
     let (sample, rss, _) = through_mount(Command::new("rm").arg("-rf").arg(&root), mount.pid(), true, n)?;
     record(out, "rm_rf", sample.clone(), rss);
-    // The whole cost of the removal: the mount purges the files the rm released and
-    // wipes their bytes once it is quiet, and the unmount (the vault's close) finishes
-    // both. The child's CPU reaches RUSAGE_CHILDREN when the unmount reaps it. Peak RSS:
-    // the mount process's over its life, which it reports as it ends.
+    // The removal and the unmount (the vault's close, which would finish a purge or a
+    // wipe left undone). The child's CPU reaches RUSAGE_CHILDREN when the unmount reaps
+    // it. Peak RSS: the mount process's over its life, which it reports as it ends.
     let (children0, mount0) = (sys::children_cpu_s(), sys::proc_cpu_s(mount.pid()));
     let m = Meter::start()?;
     let whole_rss = mount.unmount_reporting_rss().context("the mount did not report its peak RSS")?;
@@ -653,67 +702,98 @@ fn run(args: &TreeArgs) -> Result<Vec<Target>> {
         crate::bail!("--files needs two sizes or more, each at least 1; --snapshots at least one count");
     }
     let baseline_runs = if quick { 1 } else { BASELINE_RUNS };
+    let baseline_after = if quick { 0 } else { BASELINE_AFTER };
     let base = args.common.scratch()?;
     let server = if args.library_only { None } else { Some(crate::fixtures::start_server(&base)?) };
-    let mut cases = Vec::new();
+    // Each case's runs, in the order of `files` and `snapshots`.
+    let mut runs: Vec<(u64, u64, Vec<harness::CaseOutput>)> = Vec::new();
+    let mut small_host = None;
+    let run_case = |spec: &Spec| -> Result<harness::CaseOutput> {
+        // Each run pushes into an empty bucket.
+        let bucket = spec.s3.as_ref().zip(server.as_ref()).map(|((_, b), s)| s.root.path().join(b));
+        if let Some(b) = &bucket {
+            fs::create_dir(b).context("cannot create the bucket")?;
+        }
+        let o = harness::spawn_case("tree", spec)?;
+        if let Some(b) = &bucket {
+            fs::remove_dir_all(b).context("cannot remove the bucket")?;
+        }
+        Ok(o)
+    };
+    let spec_for = |f: u64, k: u64, src: &Path| Spec {
+        files: f,
+        snapshots: k,
+        file_bytes: args.file_bytes,
+        src: src.to_path_buf(),
+        dir: base.clone(),
+        without_snapshot_index: args.without_snapshot_index,
+        // Quick mode: push, pull and the mount at the smallest size only.
+        s3: server.as_ref().filter(|_| !quick || f == files[0]).map(|s| (s.endpoint.clone(), format!("tree-{f}-{k}"))),
+        replicate: None,
+        fsck: None,
+    };
     for &f in &files {
         let host = tempfile::Builder::new().prefix("tree-src-").tempdir_in(&base).context("temporary directory")?;
         host_tree(host.path(), f, args.file_bytes)?;
         for &k in &snapshots {
             eprintln!("tree: {f} files of {} bytes, {k} snapshots", args.file_bytes);
-            // Quick mode: push, pull and the mount at the smallest size only.
-            let bucket = server.as_ref().filter(|_| !quick || f == files[0]).map(|s| (s, format!("tree-{f}-{k}")));
-            let spec = Spec {
-                files: f,
-                snapshots: k,
-                file_bytes: args.file_bytes,
-                src: host.path().to_path_buf(),
-                dir: base.clone(),
-                without_snapshot_index: args.without_snapshot_index,
-                s3: bucket.as_ref().map(|(s, b)| (s.endpoint.clone(), b.clone())),
-                replicate: None,
-                fsck: None,
-            };
-            let mut runs = Vec::new();
+            let spec = spec_for(f, k, host.path());
+            let mut case_runs = Vec::new();
             for _ in 0..if f == files[0] { baseline_runs } else { 1 } {
-                // Each run pushes into an empty bucket.
-                if let Some((s, b)) = &bucket {
-                    fs::create_dir(s.root.path().join(b)).context("cannot create the bucket")?;
-                }
-                runs.push(harness::spawn_case("tree", &spec)?);
-                if let Some((s, b)) = &bucket {
-                    fs::remove_dir_all(s.root.path().join(b)).context("cannot remove the bucket")?;
-                }
+                case_runs.push(run_case(&spec)?);
             }
-            let o = median_case(runs)?;
-            let note = |key: String| o.notes.get(&key).and_then(|v| v.parse().ok()).unwrap_or(0u64);
-            let ops: Vec<OpResult> = OPS
-                .iter()
-                .filter_map(|(k, _)| {
-                    o.phases.get(*k).map(|s| OpResult {
-                        op: k.to_string(),
-                        seconds: s.seconds,
-                        us_per_file: s.seconds / s.units * 1e6,
-                        cpu_us_per_file: s.cpu_s / s.units * 1e6,
-                        rss_kib: note(format!("rss_kib.{k}")),
-                        sqlite_heap: note(format!("sqlite_heap.{k}")),
-                    })
-                })
-                .collect();
-            for r in &ops {
-                eprintln!(
-                    "  {}: {:.2} s, {:.1} µs per file ({:.1} CPU), peak RSS {} MiB, SQLite heap {} MiB",
-                    r.op,
-                    r.seconds,
-                    r.us_per_file,
-                    r.cpu_us_per_file,
-                    r.rss_kib / 1024,
-                    r.sqlite_heap >> 20
-                );
-            }
-            eprintln!("  peak RSS {} MiB", o.peak_rss_kib / 1024);
-            cases.push(CaseResult { files: f, snapshots: k, peak_rss_kib: o.peak_rss_kib, ops });
+            runs.push((f, k, case_runs));
         }
+        if f == files[0] {
+            small_host = Some(host);
+        }
+    }
+    // The smallest size again after the others, so that a machine whose speed drifts
+    // over the hours of a run moves the denominators with the numerators.
+    if let Some(host) = small_host.as_ref().filter(|_| baseline_after > 0) {
+        for &k in &snapshots {
+            eprintln!("tree: {} files of {} bytes, {k} snapshots, again", files[0], args.file_bytes);
+            let spec = spec_for(files[0], k, host.path());
+            for _ in 0..baseline_after {
+                let o = run_case(&spec)?;
+                if let Some((.., r)) = runs.iter_mut().find(|(f, kk, _)| *f == files[0] && *kk == k) {
+                    r.push(o);
+                }
+            }
+        }
+    }
+    drop(small_host);
+    let mut cases = Vec::new();
+    for (f, k, case_runs) in runs {
+        let o = median_case(case_runs)?;
+        let note = |key: String| o.notes.get(&key).and_then(|v| v.parse().ok()).unwrap_or(0u64);
+        let ops: Vec<OpResult> = OPS
+            .iter()
+            .filter_map(|(k, _)| {
+                o.phases.get(*k).map(|s| OpResult {
+                    op: k.to_string(),
+                    seconds: s.seconds,
+                    us_per_file: s.seconds / s.units * 1e6,
+                    cpu_us_per_file: s.cpu_s / s.units * 1e6,
+                    rss_kib: note(format!("rss_kib.{k}")),
+                    sqlite_heap: note(format!("sqlite_heap.{k}")),
+                })
+            })
+            .collect();
+        eprintln!("tree: {f} files, {k} snapshots");
+        for r in &ops {
+            eprintln!(
+                "  {}: {:.2} s, {:.1} µs per file ({:.1} CPU), peak RSS {} MiB, SQLite heap {} MiB",
+                r.op,
+                r.seconds,
+                r.us_per_file,
+                r.cpu_us_per_file,
+                r.rss_kib / 1024,
+                r.sqlite_heap >> 20
+            );
+        }
+        eprintln!("  peak RSS {} MiB", o.peak_rss_kib / 1024);
+        cases.push(CaseResult { files: f, snapshots: k, peak_rss_kib: o.peak_rss_kib, ops });
     }
     let cost = |f: u64, k: u64, op: &str| -> Option<f64> {
         cases.iter().find(|c| c.files == f && c.snapshots == k)?.ops.iter().find(|o| o.op == op).map(|o| o.us_per_file)
@@ -752,7 +832,9 @@ fn run(args: &TreeArgs) -> Result<Vec<Target>> {
         file_bytes: args.file_bytes,
         without_snapshot_index: args.without_snapshot_index,
         s3_and_mount: server.is_some(),
-        baseline_runs,
+        baseline_runs: baseline_runs + baseline_after,
+        baseline_after,
+        mount_until_idle: true,
         fsck_fresh_open: true,
         fsck_own_process: true,
         cases,
@@ -778,16 +860,16 @@ fn cpu_ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 }
 
 /// The targets a run judges: per-file cost at the largest size within 1.5x of the smallest,
-/// with the most history; fsck with snapshots within 1.5x (one) or 3x (more) of none.
+/// for every operation at every amount of history; fsck with snapshots within 1.5x (one) or 3x (more) of none.
 ///
 /// Judged on CPU per file (the work sqlvault does, which varies less with a shared
 /// machine's load), with the wall-time ratio beside it: at the largest size the vault
 /// and the host tree outgrow what the kernel keeps dirty in memory, so wall time there
 /// includes waiting for the disk to take gigabytes that at the smallest size never leave
 /// the page cache. Old results without CPU figures are judged on wall time.
-fn targets(r: &TreeReport, files: &[u64], snapshots: &[u64]) -> Vec<Target> {
+fn targets(r: &TreeReport, files: &[u64]) -> Vec<Target> {
     let judged = |ok: bool| (!r.quick).then_some(ok);
-    let (small, large, most) = (files[0], files[files.len() - 1], snapshots[snapshots.len() - 1]);
+    let (small, large) = (files[0], files[files.len() - 1]);
     let label = |k: &str| OPS.iter().find(|(o, _)| *o == k).map(|(_, l)| *l).unwrap_or(k).to_string();
     let measured = |cpu: Option<f64>, wall: f64| match cpu {
         Some(c) => (format!("CPU {} (wall {})", report::ratio(c), report::ratio(wall)), c),
@@ -796,7 +878,6 @@ fn targets(r: &TreeReport, files: &[u64], snapshots: &[u64]) -> Vec<Target> {
     let mut targets: Vec<Target> = r
         .size_ratios
         .iter()
-        .filter(|(k, ..)| *k == most)
         .map(|(k, op, x)| {
             let (text, judged_on) = measured(cpu_ratio(cpu_cost(r, small, *k, op), cpu_cost(r, large, *k, op)), *x);
             Target::new(
@@ -837,7 +918,7 @@ fn section(r: TreeReport) -> (Section, TreeReport) {
     let s = Section {
         heading,
         body: markdown(&r, &files, &snapshots),
-        targets: if files.len() > 1 && !snapshots.is_empty() { targets(&r, &files, &snapshots) } else { Vec::new() },
+        targets: if files.len() > 1 && !snapshots.is_empty() { targets(&r, &files) } else { Vec::new() },
         machine: r.machine.clone(),
         charts: Vec::new(),
     };
@@ -871,9 +952,13 @@ fn markdown(r: &TreeReport, files: &[u64], snapshots: &[u64]) -> String {
         );
     }
     if r.baseline_runs > 1 {
+        let after = match r.baseline_after {
+            0 => String::new(),
+            n => format!(", {n} of them after the larger sizes"),
+        };
         s.push_str(&format!(
-            "\nAt the smallest size each case ran {} times (in a process each): its operations' time and CPU are \
-             the medians of those runs, their peak RSS the largest.\n",
+            "\nAt the smallest size each case ran {} times (in a process each{after}): its operations' time and CPU \
+             are the medians of those runs, their peak RSS the largest.\n",
             r.baseline_runs
         ));
     }
@@ -886,6 +971,15 @@ fn markdown(r: &TreeReport, files: &[u64], snapshots: &[u64]) -> String {
              process (default commit window); `ls -lR` of the tree after dropping the page cache, then `rm -rf` of \
              it and `sync(2)`; CPU is the tool's plus the mount process's, peak RSS the mount process's.\n",
         );
+        if r.mount_until_idle {
+            s.push_str(
+                "\nEach operation through the mount counts until the mount process has spent no CPU for a second: \
+                 time and CPU include what the mount does after the tool ends (the commit window's last commit; \
+                 the purge of the files `rm -rf` released and the wipe of their bytes, which it runs while quiet \
+                 or once 10,000 files wait, so during the tool at the largest size and after it at the \
+                 smallest).\n",
+            );
+        }
     }
     let find = |f: u64, k: u64| r.cases.iter().find(|c| c.files == f && c.snapshots == k);
     for &k in snapshots {
