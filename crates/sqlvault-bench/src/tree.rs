@@ -14,8 +14,7 @@
 //! builds it: after the import, one snapshot, then 1% of the files rewritten before
 //! each further one. The targets: a per-file cost at the largest size within 1.5x of
 //! the per-file cost at the smallest, for every operation at every amount of history;
-//! and fsck with 1 snapshot within 1.5x (10: 3x) of fsck
-//! without one (issue 26).
+//! and fsck with 1 snapshot within 1.5x (10: 3x) of fsck without one (issue 26).
 //!
 //! Import and export go through the library calls `sqlvault put` and `get` make for
 //! each file ([`Vault::replace_file`], a read of the file, a rename on the host), not
@@ -859,8 +858,9 @@ fn cpu_ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     Some(b? / a?)
 }
 
-/// The targets a run judges: per-file cost at the largest size within 1.5x of the smallest,
-/// for every operation at every amount of history; fsck with snapshots within 1.5x (one) or 3x (more) of none.
+/// The targets a run judges: per-file cost at the largest size within 1.5x of the
+/// smallest, for every operation at every amount of history; fsck with snapshots within
+/// 1.5x (one) or 3x (more) of none.
 ///
 /// Judged on CPU per file (the work sqlvault does, which varies less with a shared
 /// machine's load), with the wall-time ratio beside it: at the largest size the vault
