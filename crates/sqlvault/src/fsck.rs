@@ -507,8 +507,9 @@ fn chunk_contents(
     };
 
     // Chunks whose bytes are in their own row.
-    let mut stmt =
-        c.prepare("SELECT id, hash, len, codec, coalesce(stored, len), data FROM main.chunks WHERE body IS NULL")?;
+    let mut stmt = c.prepare(
+        "SELECT id, hash, len, codec, coalesce(stored, len), data FROM main.chunks WHERE body IS NULL AND at IS NULL",
+    )?;
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
         let ch = ChunkRow::read(row, 0)?;
@@ -574,6 +575,93 @@ fn chunk_contents(
     }
     if left_over > 0 {
         report(Kind::LeftOver, format!("{left_over} data rows that no chunk names"));
+    }
+    drop((named, data, trash));
+
+    // Chunks in the chunk log, in log order, merged with its holes and read from its
+    // segments in order: each segment once.
+    let seg = chunks::log_segment(c)?;
+    let mut logged =
+        c.prepare("SELECT at, id, hash, len, codec, stored FROM main.chunks WHERE at IS NOT NULL ORDER BY at")?;
+    let mut holes = c.prepare("SELECT at, len FROM main.chunk_holes ORDER BY at")?;
+    let mut segments = c.prepare("SELECT id, data FROM main.chunk_log ORDER BY id")?;
+    let mut logged = logged.query([])?;
+    let mut holes = holes.query([])?;
+    let mut segments = segments.query([])?;
+    let next_segment = |rows: &mut rusqlite::Rows<'_>| -> Result<Option<(i64, Vec<u8>)>> {
+        Ok(match rows.next()? {
+            Some(row) => Some((row.get(0)?, row.get(1)?)),
+            None => None,
+        })
+    };
+    let mut chunk = next_named(&mut logged)?;
+    let mut hole: Option<(i64, i64)> = match holes.next()? {
+        Some(r) => Some((r.get(0)?, r.get(1)?)),
+        None => None,
+    };
+    let mut cur = next_segment(&mut segments)?;
+    let (mut touched, mut end, mut left_over) = (-1i64, 0i64, 0u64);
+    loop {
+        // The next item in log order: a chunk, or a hole (None).
+        let (start, len, ch) = match (&chunk, hole) {
+            (Some((a, ch)), Some((h, _))) if *a <= h => (*a, ch.stored_len, true),
+            (Some((a, ch)), None) => (*a, ch.stored_len, true),
+            (_, Some((h, n))) => (h, n, false),
+            (None, None) => break,
+        };
+        let what = match &chunk {
+            Some((_, row)) if ch => format!("chunk {}", row.id),
+            _ => format!("the hole at log byte {start}"),
+        };
+        if start < end || start < 0 || len <= 0 {
+            report(Kind::Shared, format!("{what}: log bytes {start}..{} overlap others or are no range", start + len));
+        }
+        end = end.max(start.saturating_add(len.max(0)));
+        let mut bytes = Vec::with_capacity(if ch { len.clamp(0, 1 << 20) as usize } else { 0 });
+        let mut missing = None;
+        if start >= 0 && len > 0 {
+            for k in start / seg..=(start + len - 1) / seg {
+                while let Some((id, _)) = cur.as_ref().filter(|(id, _)| *id < k) {
+                    if *id > touched {
+                        left_over += 1;
+                    }
+                    cur = next_segment(&mut segments)?;
+                }
+                touched = touched.max(k);
+                match cur.as_ref().filter(|(id, d)| *id == k && d.len() == seg as usize) {
+                    Some((_, d)) if ch => {
+                        let from = if k == start / seg { (start % seg) as usize } else { 0 };
+                        let to = (((start + len) - k * seg).min(seg)) as usize;
+                        bytes.extend_from_slice(&d[from..to]);
+                    }
+                    Some(_) => {}
+                    None => missing = missing.or(Some(k)),
+                }
+            }
+        }
+        if ch {
+            let (_, row) = chunk.take().expect("a chunk");
+            if let Some(k) = missing {
+                report(Kind::Missing, format!("chunk {}: its log segment {k} is missing or cut short", row.id));
+            } else if let Some(m) = verify(&row, &bytes, at) {
+                report(Kind::Content, m);
+            }
+            chunk = next_named(&mut logged)?;
+        } else {
+            hole = match holes.next()? {
+                Some(r) => Some((r.get(0)?, r.get(1)?)),
+                None => None,
+            };
+        }
+    }
+    while let Some((id, _)) = cur {
+        if id > touched {
+            left_over += 1;
+        }
+        cur = next_segment(&mut segments)?;
+    }
+    if left_over > 0 {
+        report(Kind::LeftOver, format!("{left_over} chunk log segments that no chunk uses"));
     }
     at.total = at.done;
     at.bytes_total = at.bytes;
@@ -800,6 +888,7 @@ mod tests {
 
     #[test]
     fn chunk_data_rows_missing_shared_or_left_over_are_reported() {
+        chunks::tests::write_own_rows();
         let c = db();
         assert_eq!(problems(&c), Vec::<String>::new());
 
@@ -823,11 +912,44 @@ mod tests {
         assert!(p.iter().any(|m| m.contains("its data row 2 is missing")), "{p:?}");
     }
 
+    /// The chunk log: a segment no chunk or hole uses is left over (a hole accounts for
+    /// one waiting for its wipe), a chunk's missing segment, two chunks on the same
+    /// bytes and altered bytes are each reported.
+    #[test]
+    fn chunk_log_segments_missing_overlapping_or_left_over_are_reported() {
+        let c = db();
+        chunks::put(&c, 2, 8, b"more contents").unwrap();
+        c.execute("UPDATE inodes SET size = 21 WHERE ino = 2", []).unwrap();
+        assert_eq!(problems(&c), Vec::<String>::new());
+        let logged: i64 = c.query_row("SELECT count(*) FROM chunks WHERE at IS NOT NULL", [], |r| r.get(0)).unwrap();
+        assert_eq!(logged, 2);
+
+        c.execute("INSERT INTO chunk_log(id, data) VALUES (5, zeroblob(4000))", []).unwrap();
+        assert_eq!(problems(&c), ["1 chunk log segments that no chunk uses"]);
+        c.execute("INSERT INTO chunk_holes(at, len) VALUES (5 * 4000 + 10, 20)", []).unwrap();
+        assert_eq!(problems(&c), Vec::<String>::new());
+        c.execute("DELETE FROM chunk_holes", []).unwrap();
+        c.execute("DELETE FROM chunk_log WHERE id = 5", []).unwrap();
+
+        c.execute("UPDATE chunk_log SET data = zeroblob(4000) WHERE id = 0", []).unwrap();
+        let p = problems(&c);
+        assert_eq!(p.iter().filter(|m| m.ends_with("content does not match its hash")).count(), 2, "{p:?}");
+
+        c.execute("UPDATE chunks SET at = 0", []).unwrap();
+        let p = problems(&c);
+        assert!(p.iter().any(|m| m.contains("overlap others")), "{p:?}");
+
+        c.execute("DELETE FROM chunk_log", []).unwrap();
+        let p = problems(&c);
+        assert!(p.iter().any(|m| m.ends_with("its log segment 0 is missing or cut short")), "{p:?}");
+    }
+
     /// Two chunks naming one data row: the row is reported with its names, each chunk
     /// is checked against it (the one whose bytes these are not fails its hash), and
     /// the row the second chunk named before is left over.
     #[test]
     fn a_data_row_named_by_two_chunks_is_reported() {
+        chunks::tests::write_own_rows();
         let c = db();
         chunks::put(&c, 2, 8, b"contents, more").unwrap();
         c.execute("UPDATE inodes SET size = 22 WHERE ino = 2", []).unwrap();

@@ -183,6 +183,8 @@ const OWNERS: &[(&str, &str)] = &[
     ("chunks", "fs::chunks"),
     ("chunk_data", "fs::chunks"),
     ("chunk_trash", "fs::chunks"),
+    ("chunk_log", "fs::chunks"),
+    ("chunk_holes", "fs::chunks"),
     ("file_chunks", "fs::chunks"),
     ("chunk_shares", "fs::chunks"),
     ("chunk_holds", "fs::chunks"),
@@ -208,7 +210,7 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
     ("storage::schema", &["inodes"], "the root directory of a new vault"),
     (
         "storage::schema",
-        &["tags", "xattrs", "records", "chunk_data", "chunk_trash", "snap_holds"],
+        &["tags", "xattrs", "records", "chunk_data", "chunk_trash", "chunk_holes", "snap_holds"],
         "migrations that move rows between tables, and the triggers that delete a removed inode's tags and \
          extended attributes and queue a removed chunk's bytes for the wipe",
     ),

@@ -15,6 +15,10 @@
 //! holding one to three rows and split it, rewriting its neighbours and parent: an
 //! untar wrote about four times its data. Rows written before schema version 8 keep
 //! their data inline (`body` NULL); both forms read the same way ([`DATA`] over [`WITH_DATA`]).
+//! Since schema version 14 a body smaller than [`LOG_BELOW`] is packed into the chunk
+//! log instead (`chunks.at` its offset, `body` NULL; `fs/chunks/log.rs`), where small
+//! bodies do not leave the end of each page unused; [`stored_bytes`] reads any of the
+//! three forms.
 //!
 //! Deleting a chunk deletes its row at once; its bytes wait in `chunk_trash` (a trigger
 //! puts the data row's id there) until [`reclaim`] deletes them in bounded batches, off
@@ -55,6 +59,9 @@ use std::cell::RefCell;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, Result};
+
+mod log;
+pub(crate) use log::LOG_BELOW;
 
 /// How a vault stores the chunks it writes (the `meta` row `compression`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -336,7 +343,7 @@ pub(crate) const WITH_DATA: &str = "main.chunks c LEFT JOIN main.chunk_data d ON
 /// never replicated (content travels as `data/` objects or in packs, each sealed chunk
 /// saying how it is stored).
 #[cfg(feature = "remote")]
-pub(crate) const STORAGE_COLUMNS: &[&str] = &["data", "body", "codec", "stored"];
+pub(crate) const STORAGE_COLUMNS: &[&str] = &["data", "body", "codec", "stored", "at"];
 
 /// Inserts the row of chunk `id` (with hash `h`, `refs` live references) and its
 /// bytes, compressed as the vault's setting says, appended to `chunk_data`. The
@@ -358,12 +365,39 @@ pub(crate) fn insert_stored(conn: &Connection, id: i64, h: &[u8], refs: i64, chu
 }
 
 fn insert_as(conn: &Connection, id: i64, h: &[u8], refs: i64, len: usize, codec: Codec, bytes: &[u8]) -> Result<()> {
-    let body = append_data(conn, bytes)?;
+    let (body, at) = place(conn, bytes)?;
     conn.prepare_cached(
-        "INSERT INTO chunks(id, hash, refs, len, data, body, codec, stored) VALUES (?1, ?2, ?3, ?4, x'', ?5, ?6, ?7)",
+        "INSERT INTO chunks(id, hash, refs, len, data, body, codec, stored, at)
+         VALUES (?1, ?2, ?3, ?4, x'', ?5, ?6, ?7, ?8)",
     )?
-    .execute(params![id, h, refs, len as i64, body, codec as i64, bytes.len() as i64])?;
+    .execute(params![id, h, refs, len as i64, body, codec as i64, bytes.len() as i64, at])?;
     Ok(())
+}
+
+/// Stores a chunk's `bytes`: in the log if small (`(None, Some(at))`), else in a
+/// `chunk_data` row of their own (`(Some(body), None)`).
+fn place(conn: &Connection, bytes: &[u8]) -> Result<(Option<i64>, Option<i64>)> {
+    if !bytes.is_empty() && bytes.len() < LOG_BELOW && !tests::own_rows_only() {
+        Ok((None, Some(log::append(conn, bytes)?)))
+    } else {
+        Ok((Some(append_data(conn, bytes)?), None))
+    }
+}
+
+/// A chunk's stored bytes, from a query row whose column `at` is `chunks.at`, `at + 1`
+/// `chunks.stored` and `at + 2` [`DATA`]: the log's bytes for a chunk in the log, else
+/// the row's (borrowed, not copied).
+pub(crate) fn stored_bytes<'r>(
+    conn: &Connection,
+    row: &'r rusqlite::Row<'_>,
+    at: usize,
+) -> Result<std::borrow::Cow<'r, [u8]>> {
+    match row.get::<_, Option<i64>>(at)? {
+        Some(pos) => Ok(std::borrow::Cow::Owned(log::read(conn, pos, row.get(at + 1)?)?)),
+        None => Ok(std::borrow::Cow::Borrowed(
+            row.get_ref(at + 2)?.as_blob().map_err(|e| Error::damaged(format!("chunk bytes: {e}")))?,
+        )),
+    }
 }
 
 /// Appends `data` to `chunk_data`; returns its row id (the next in arrival order).
@@ -377,8 +411,9 @@ fn append_data(conn: &Connection, data: &[u8]) -> Result<i64> {
 /// bytes have moved. Returns the bytes moved (0 once none is left) and the last id
 /// moved, where the next batch starts. Freed pages go to SQLite's free list.
 pub fn move_inline(conn: &Connection, mut after: i64, budget: u64) -> Result<(u64, i64)> {
-    let mut next =
-        conn.prepare_cached("SELECT id, data FROM chunks WHERE body IS NULL AND id > ?1 ORDER BY id LIMIT 1")?;
+    let mut next = conn.prepare_cached(
+        "SELECT id, data FROM chunks WHERE body IS NULL AND at IS NULL AND id > ?1 ORDER BY id LIMIT 1",
+    )?;
     let mut moved = 0u64;
     while moved < budget {
         let Some((id, data)) =
@@ -386,12 +421,65 @@ pub fn move_inline(conn: &Connection, mut after: i64, budget: u64) -> Result<(u6
         else {
             break;
         };
-        let body = append_data(conn, &data)?;
-        conn.prepare_cached("UPDATE chunks SET data = x'', body = ?2 WHERE id = ?1")?.execute([id, body])?;
+        let (body, at) = place(conn, &data)?;
+        conn.prepare_cached("UPDATE chunks SET data = x'', body = ?2, at = ?3 WHERE id = ?1")?
+            .execute(params![id, body, at])?;
         moved += data.len().max(1) as u64;
         after = id;
     }
     Ok((moved, after))
+}
+
+/// Moves the bytes of small chunks kept in a `chunk_data` row of their own (written
+/// before schema version 14) into the chunk log, in id order from the first id above
+/// `after`, until about `budget` bytes have moved. Returns the bytes moved (0 once none
+/// is left) and the last id moved. The old rows wait in `chunk_trash` for their wipe.
+pub fn move_to_log(conn: &Connection, mut after: i64, budget: u64) -> Result<(u64, i64)> {
+    let mut next = conn.prepare_cached(&format!(
+        "SELECT c.id, c.body, d.data FROM main.chunks c JOIN main.chunk_data d ON d.id = c.body
+         WHERE c.id > ?1 AND c.body IS NOT NULL AND coalesce(c.stored, c.len) BETWEEN 1 AND {}
+         ORDER BY c.id LIMIT 1",
+        LOG_BELOW - 1
+    ))?;
+    let mut moved = 0u64;
+    while moved < budget {
+        let Some((id, body, data)) = next
+            .query_row([after], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, Vec<u8>>(2)?)))
+            .optional()?
+        else {
+            break;
+        };
+        let at = log::append(conn, &data)?;
+        conn.prepare_cached("UPDATE chunks SET body = NULL, at = ?2, stored = ?3 WHERE id = ?1")?.execute(params![
+            id,
+            at,
+            data.len() as i64
+        ])?;
+        conn.prepare_cached("INSERT OR IGNORE INTO chunk_trash(id) VALUES (?1)")?.execute([body])?;
+        moved += data.len() as u64;
+        after = id;
+    }
+    Ok((moved, after))
+}
+
+/// The segment size of the vault's chunk log (bytes per `chunk_log` row).
+pub(crate) fn log_segment(conn: &Connection) -> Result<i64> {
+    log::segment(conn)
+}
+
+/// The stored bytes of a chunk in the chunk log (`chunks.at`, `chunks.stored`),
+/// unchecked.
+#[cfg(feature = "remote")] // a merge moves chunks as stored
+pub(crate) fn read_log(conn: &Connection, at: i64, stored: i64) -> Result<Vec<u8>> {
+    log::read(conn, at, stored)
+}
+
+/// Returns the space of sparse chunk-log segments: moves the chunks starting in them
+/// to the log's end (see `fs/chunks/log.rs`), from log offset `after`, about `budget`
+/// bytes per call. Returns the bytes moved and where the next call starts (`None`:
+/// done).
+pub fn pack_log(conn: &Connection, after: i64, budget: u64) -> Result<(u64, Option<i64>)> {
+    log::pack(conn, after, budget)
 }
 
 /// Takes one more live reference on chunk `id` (dropped again by [`release`]).
@@ -438,6 +526,12 @@ pub fn release(conn: &Connection, id: ChunkId) -> Result<()> {
 /// left visited every waiting row, which made draining a large backlog quadratic
 /// ([`trash_rows`] counts, up to a bound).
 pub fn reclaim(conn: &Connection, max_rows: u64) -> Result<u64> {
+    let rows = reclaim_rows(conn, max_rows)?;
+    Ok(rows + log::reclaim(conn, max_rows.saturating_sub(rows))?)
+}
+
+/// [`reclaim`] of `chunk_data` rows.
+fn reclaim_rows(conn: &Connection, max_rows: u64) -> Result<u64> {
     let last: Option<i64> = conn
         .prepare_cached("SELECT id FROM chunk_trash ORDER BY id LIMIT 1 OFFSET ?1")?
         .query_row([max_rows.max(1) as i64 - 1], |r| r.get(0))
@@ -453,7 +547,9 @@ pub fn reclaim(conn: &Connection, max_rows: u64) -> Result<u64> {
 pub fn trash_rows(conn: &Connection, at_most: u64) -> Result<u64> {
     let limit = i64::try_from(at_most).unwrap_or(-1);
     Ok(conn
-        .prepare_cached("SELECT count(*) FROM (SELECT 1 FROM chunk_trash LIMIT ?1)")?
+        .prepare_cached(
+            "SELECT count(*) FROM (SELECT 1 FROM chunk_trash UNION ALL SELECT 1 FROM chunk_holes LIMIT ?1)",
+        )?
         .query_row([limit], |r| r.get::<_, i64>(0))? as u64)
 }
 
@@ -464,19 +560,23 @@ pub struct Trash {
     pub bytes: u64,
 }
 
-/// What [`reclaim`] has still to wipe.
+/// What [`reclaim`] has still to wipe (data rows and holes in the chunk log).
 pub fn trash(conn: &Connection) -> Result<Trash> {
     // length() of a blob reads its record header, not its overflow pages.
-    Ok(conn
+    let rows = conn
         .prepare_cached(
             "SELECT count(*), coalesce(sum(length(d.data)), 0) FROM chunk_trash t JOIN chunk_data d ON d.id = t.id",
         )?
-        .query_row([], |r| Ok(Trash { rows: r.get::<_, i64>(0)? as u64, bytes: r.get::<_, i64>(1)? as u64 }))?)
+        .query_row([], |r| Ok(Trash { rows: r.get::<_, i64>(0)? as u64, bytes: r.get::<_, i64>(1)? as u64 }))?;
+    let (holes, bytes) = log::holes(conn)?;
+    Ok(Trash { rows: rows.rows + holes, bytes: rows.bytes + bytes })
 }
 
 /// True if [`reclaim`] has anything to do (one probe of `chunk_trash`).
 pub fn has_trash(conn: &Connection) -> Result<bool> {
-    Ok(conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM chunk_trash)")?.query_row([], |r| r.get(0))?)
+    Ok(conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM chunk_trash) OR EXISTS (SELECT 1 FROM chunk_holes)")?
+        .query_row([], |r| r.get(0))?)
 }
 
 /// After a set-based decrement of `refs` over the chunks `affected` (a subquery of
@@ -624,7 +724,7 @@ pub struct Totals {
 pub fn totals(conn: &Connection) -> Result<Totals> {
     let (n, bytes, stored, inline): (i64, i64, i64, i64) = conn.query_row(
         "SELECT count(*), coalesce(sum(len), 0), coalesce(sum(coalesce(stored, len)), 0),
-                coalesce(sum(CASE WHEN body IS NULL THEN len END), 0) FROM chunks",
+                coalesce(sum(CASE WHEN body IS NULL AND at IS NULL THEN len END), 0) FROM chunks",
         [],
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
     )?;
@@ -642,26 +742,24 @@ pub fn recompress(conn: &Connection, c: Compression, mut after: i64, budget: u64
         Compression::Zstd => "codec = 0",
     };
     let mut next = conn.prepare_cached(&format!(
-        "SELECT c.id, c.hash, c.len, c.codec, c.body, {DATA} FROM {WITH_DATA} WHERE c.{want} AND c.id > ?1
-         ORDER BY c.id LIMIT 1"
+        "SELECT c.id, c.hash, c.len, c.codec, c.body, c.at, c.stored, {DATA} FROM {WITH_DATA}
+         WHERE c.{want} AND c.id > ?1 ORDER BY c.id LIMIT 1"
     ))?;
     let (mut seen, mut saved) = (0u64, 0i64);
     while seen < budget {
-        let Some((id, h, len, codec, body, stored)) = next
-            .query_row([after], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, Vec<u8>>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, i64>(3)?,
-                    r.get::<_, Option<i64>>(4)?,
-                    r.get::<_, Vec<u8>>(5)?,
-                ))
-            })
-            .optional()?
-        else {
-            break;
-        };
+        let mut rows = next.query([after])?;
+        let Some(r) = rows.next()? else { break };
+        let (id, h, len, codec, body, at, stored_len) = (
+            r.get::<_, i64>(0)?,
+            r.get::<_, Vec<u8>>(1)?,
+            r.get::<_, i64>(2)?,
+            r.get::<_, i64>(3)?,
+            r.get::<_, Option<i64>>(4)?,
+            r.get::<_, Option<i64>>(5)?,
+            r.get::<_, Option<i64>>(6)?,
+        );
+        let stored = stored_bytes(conn, r, 5)?.into_owned();
+        drop(rows);
         after = id;
         seen += len.max(1) as u64;
         let data = decode(Codec::from_i64(codec)?, &stored, len as usize)?;
@@ -671,12 +769,15 @@ pub fn recompress(conn: &Connection, c: Compression, mut after: i64, budget: u64
             None if codec == Codec::Raw as i64 => continue,
             None => (Codec::Raw, data),
         };
-        let new_body = append_data(conn, &bytes)?;
-        conn.prepare_cached("UPDATE chunks SET data = x'', body = ?2, codec = ?3, stored = ?4 WHERE id = ?1")?
-            .execute(params![id, new_body, codec as i64, bytes.len() as i64])?;
+        let (new_body, new_at) = place(conn, &bytes)?;
+        conn.prepare_cached("UPDATE chunks SET data = x'', body = ?2, codec = ?3, stored = ?4, at = ?5 WHERE id = ?1")?
+            .execute(params![id, new_body, codec as i64, bytes.len() as i64, new_at])?;
+        // The old bytes wait for the reclaimer, as a deleted chunk's do.
         if let Some(old) = body {
-            // The old bytes wait for the reclaimer, as a deleted chunk's do.
             conn.prepare_cached("INSERT OR IGNORE INTO chunk_trash(id) VALUES (?1)")?.execute([old])?;
+        }
+        if let (Some(at), Some(n)) = (at, stored_len) {
+            log::free(conn, at, n)?;
         }
         saved += stored.len() as i64 - bytes.len() as i64;
     }
@@ -695,14 +796,15 @@ pub fn recompress(conn: &Connection, c: Compression, mut after: i64, budget: u64
 /// A compressed chunk is decompressed straight from SQLite's copy of the row into the
 /// returned buffer: the one copy a chunk stored as is costs too.
 pub fn read(conn: &Connection, id: ChunkId) -> Result<Vec<u8>> {
-    let mut stmt =
-        conn.prepare_cached(&format!("SELECT c.hash, c.len, c.codec, {DATA} FROM {WITH_DATA} WHERE c.id = ?1"))?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT c.hash, c.len, c.codec, c.at, c.stored, {DATA} FROM {WITH_DATA} WHERE c.id = ?1"
+    ))?;
     let mut rows = stmt.query([id.0])?;
     let row = rows.next()?.ok_or_else(|| Error::damaged(format!("chunk {} is referenced but missing", id.0)))?;
     let h: Vec<u8> = row.get(0)?;
     let (len, codec) = (row.get::<_, i64>(1)?, Codec::from_i64(row.get(2)?)?);
-    let stored = row.get_ref(3)?.as_blob().map_err(|e| Error::damaged(format!("chunk {}: {e}", id.0)))?;
-    let data = decode(codec, stored, usize::try_from(len).unwrap_or(usize::MAX))
+    let stored = stored_bytes(conn, row, 3).map_err(|e| Error::damaged(format!("chunk {}: {e}", id.0)))?;
+    let data = decode(codec, &stored, usize::try_from(len).unwrap_or(usize::MAX))
         .map_err(|_| Error::damaged(format!("chunk {} does not decode to its length {len}", id.0)))?;
     check(id.0, &h, &data)?;
     Ok(data)
@@ -721,11 +823,13 @@ fn check(id: i64, h: &[u8], data: &[u8]) -> Result<()> {
 /// Reads a chunk as stored (for replication), checked against its hash (a compressed
 /// one is decompressed to check it, and the plaintext dropped).
 pub fn read_stored(conn: &Connection, id: ChunkId) -> Result<Stored> {
-    let (h, len, codec, bytes): (Vec<u8>, i64, i64, Vec<u8>) = conn
-        .prepare_cached(&format!("SELECT c.hash, c.len, c.codec, {DATA} FROM {WITH_DATA} WHERE c.id = ?1"))?
-        .query_row([id.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-        .optional()?
-        .ok_or_else(|| Error::damaged(format!("chunk {} is referenced but missing", id.0)))?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT c.hash, c.len, c.codec, c.at, c.stored, {DATA} FROM {WITH_DATA} WHERE c.id = ?1"
+    ))?;
+    let mut rows = stmt.query([id.0])?;
+    let row = rows.next()?.ok_or_else(|| Error::damaged(format!("chunk {} is referenced but missing", id.0)))?;
+    let (h, len, codec): (Vec<u8>, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
+    let bytes = stored_bytes(conn, row, 3)?.into_owned();
     let chunk = Stored { codec: Codec::from_i64(codec)?, len: len.max(0) as usize, bytes };
     verify(&chunk, &h).map_err(|_| Error::damaged(format!("chunk {} does not match its hash", id.0)))?;
     Ok(chunk)
@@ -961,9 +1065,225 @@ pub fn adopt(conn: &Connection, ino: i64, off: u64, len: u64, id: ChunkId) -> Re
     Ok(())
 }
 
-#[cfg(test)]
+#[cfg(not(test))]
 mod tests {
+    pub(super) fn own_rows_only() -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    thread_local! {
+        static OWN_ROWS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// True while this thread writes as schema versions 8 to 13 did: every chunk's
+    /// bytes in a `chunk_data` row of their own, none in the chunk log.
+    pub(crate) fn own_rows_only() -> bool {
+        OWN_ROWS.with(|o| o.get())
+    }
+
+    /// Makes this thread write chunks as schema versions 8 to 13 did (tests of the
+    /// `chunk_data` form, which vaults written then still hold).
+    pub(crate) fn write_own_rows() {
+        OWN_ROWS.with(|o| o.set(true));
+    }
     use super::*;
+
+    fn seeded(seed: u64, n: usize) -> Vec<u8> {
+        let mut v = vec![0u8; n];
+        blake3::Hasher::new().update(&seed.to_le_bytes()).finalize_xof().fill(&mut v);
+        v
+    }
+
+    fn segments(c: &Connection) -> Vec<(i64, Vec<u8>)> {
+        c.prepare("SELECT id, data FROM chunk_log ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    /// (id, at, stored) of every chunk in the log, in log order.
+    fn logged(c: &Connection) -> Vec<(i64, i64, i64)> {
+        c.prepare("SELECT id, at, stored FROM chunks WHERE at IS NOT NULL ORDER BY at")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    /// Small bodies lie end to end in the log, one running on into the next segment
+    /// where it must: the segments hold the bytes and one partial segment's worth more,
+    /// where rows of their own took a page each for bodies of just over half a page.
+    #[test]
+    fn small_bodies_are_packed_end_to_end_in_the_log() {
+        let c = db();
+        set_compression(&c, Compression::None).unwrap();
+        let seg = log_segment(&c).unwrap() as usize;
+        let sizes: Vec<usize> = (0..200).map(|i| 1 + (i * 7919) % (LOG_BELOW - 1)).collect();
+        let mut ids = Vec::new();
+        for (i, &n) in sizes.iter().enumerate() {
+            ids.push(acquire(&c, &seeded(i as u64, n)).unwrap());
+        }
+        // A body of LOG_BELOW bytes or more keeps a row of its own.
+        let big = acquire(&c, &seeded(999, LOG_BELOW)).unwrap();
+        let total: usize = sizes.iter().sum();
+        let rows: i64 = c.query_row("SELECT count(*) FROM chunk_data", [], |r| r.get(0)).unwrap();
+        assert_eq!(rows, 1);
+        let segs = segments(&c);
+        assert_eq!(segs.len(), total.div_ceil(seg));
+        assert!(segs.iter().enumerate().all(|(k, (id, d))| *id == k as i64 && d.len() == seg));
+        // End to end, in arrival order.
+        let mut pos = 0;
+        for (&(_, at, n), &want) in logged(&c).iter().zip(&sizes) {
+            assert_eq!((at, n), (pos, want as i64));
+            pos += n;
+        }
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(read(&c, *id).unwrap(), seeded(i as u64, sizes[i]), "chunk {i}");
+            assert_eq!(read_stored(&c, *id).unwrap().bytes, seeded(i as u64, sizes[i]));
+        }
+        assert_eq!(read(&c, big).unwrap(), seeded(999, LOG_BELOW));
+    }
+
+    /// A deleted chunk's log bytes wait as a hole; the reclaimer deletes the segments
+    /// no live chunk uses and overwrites the hole with zeros where one does. The log's
+    /// end then falls back to the last live chunk, and new bodies go there.
+    #[test]
+    fn freed_log_bytes_are_wiped_and_dead_segments_deleted() {
+        let c = db();
+        set_compression(&c, Compression::None).unwrap();
+        let seg = log_segment(&c).unwrap();
+        let n = (seg / 3) as usize; // three bodies and a bit per segment
+        let ids: Vec<ChunkId> = (0..30).map(|i| acquire(&c, &seeded(i, n)).unwrap()).collect();
+        let before = segments(&c).len();
+        // Free chunks 3..=20 (whole segments among them), keep 0..3 and 21..
+        for id in &ids[3..=20] {
+            release(&c, *id).unwrap();
+        }
+        assert_eq!(trash(&c).unwrap(), Trash { rows: 18, bytes: 18 * n as u64 });
+        assert!(has_trash(&c).unwrap());
+        // Nothing is wiped yet: the bytes are all still there.
+        assert_eq!(segments(&c).len(), before);
+        assert_eq!(reclaim(&c, 5).unwrap(), 5);
+        assert_eq!(reclaim(&c, 100).unwrap(), 13);
+        assert!(!has_trash(&c).unwrap());
+        let segs = segments(&c);
+        assert!(segs.len() < before - 3, "{} of {before}", segs.len());
+        // Every byte of a remaining segment is a live chunk's or zero.
+        let live = logged(&c);
+        for (k, d) in &segs {
+            for (i, b) in d.iter().enumerate() {
+                let p = k * seg + i as i64;
+                if !live.iter().any(|&(_, at, len)| at <= p && p < at + len) {
+                    assert_eq!(*b, 0, "log byte {p}");
+                }
+            }
+        }
+        for (i, id) in ids.iter().enumerate().filter(|(i, _)| *i < 3 || *i > 20) {
+            assert_eq!(read(&c, *id).unwrap(), seeded(i as u64, n));
+        }
+        // Freeing the last chunks moves the end back once they are wiped.
+        for id in &ids[21..] {
+            release(&c, *id).unwrap();
+        }
+        reclaim(&c, 100).unwrap();
+        let again = acquire(&c, &seeded(77, n)).unwrap();
+        assert_eq!(logged(&c).last().unwrap().1, 3 * n as i64);
+        assert_eq!(read(&c, again).unwrap(), seeded(77, n));
+        assert_eq!(segments(&c).len(), ((4 * n as u64).div_ceil(seg as u64)) as usize);
+    }
+
+    /// Packing moves the chunks of segments less than half in use to the log's end;
+    /// once their holes are wiped the log takes about the live bytes.
+    #[test]
+    fn packing_returns_the_space_of_sparse_segments() {
+        let c = db();
+        set_compression(&c, Compression::None).unwrap();
+        let seg = log_segment(&c).unwrap();
+        let n = (seg / 4) as usize;
+        let ids: Vec<ChunkId> = (0..400).map(|i| acquire(&c, &seeded(i, n)).unwrap()).collect();
+        for (i, id) in ids.iter().enumerate() {
+            if i % 4 != 0 {
+                release(&c, *id).unwrap();
+            }
+        }
+        while reclaim(&c, 64).unwrap() > 0 {}
+        let sparse = segments(&c).len();
+        assert!(sparse >= 99, "{sparse}");
+        let (mut from, mut moved) = (0, 0);
+        loop {
+            let (m, next) = pack_log(&c, from, 20 * n as u64).unwrap();
+            moved += m;
+            match next {
+                Some(n) => from = n,
+                None => break,
+            }
+        }
+        assert!(moved >= 95 * n as u64, "{moved}");
+        while reclaim(&c, 64).unwrap() > 0 {}
+        let packed = segments(&c).len() as i64;
+        assert!(
+            packed <= ((100 * n as u64).div_ceil(seg as u64) + 2) as i64,
+            "{packed} segments for 100 chunks of {n} bytes"
+        );
+        for (i, id) in ids.iter().enumerate().filter(|(i, _)| i % 4 == 0) {
+            assert_eq!(read(&c, *id).unwrap(), seeded(i as u64, n));
+        }
+        // Chunks never overlap.
+        let live = logged(&c);
+        assert!(live.windows(2).all(|w| w[0].1 + w[0].2 <= w[1].1));
+    }
+
+    /// Small chunks written in rows of their own (before schema version 14) move into
+    /// the log; their rows wait for their wipe.
+    #[test]
+    fn small_chunks_in_rows_of_their_own_move_into_the_log() {
+        let c = db();
+        set_compression(&c, Compression::None).unwrap();
+        write_own_rows();
+        let old: Vec<ChunkId> = (0..20).map(|i| acquire(&c, &seeded(i, 3000)).unwrap()).collect();
+        let big = acquire(&c, &seeded(50, LOG_BELOW + 1)).unwrap();
+        OWN_ROWS.with(|o| o.set(false));
+        let new = acquire(&c, &seeded(60, 3000)).unwrap();
+        assert_eq!(logged(&c).len(), 1);
+        let (moved, _) = move_to_log(&c, i64::MIN, u64::MAX).unwrap();
+        assert_eq!(moved, 20 * 3000);
+        assert_eq!(logged(&c).len(), 21);
+        while reclaim(&c, 64).unwrap() > 0 {}
+        let rows: i64 = c.query_row("SELECT count(*) FROM chunk_data", [], |r| r.get(0)).unwrap();
+        assert_eq!(rows, 1, "the large chunk keeps its row");
+        for (i, id) in old.iter().enumerate() {
+            assert_eq!(read(&c, *id).unwrap(), seeded(i as u64, 3000));
+        }
+        assert_eq!(read(&c, new).unwrap(), seeded(60, 3000));
+        assert_eq!(read(&c, big).unwrap(), seeded(50, LOG_BELOW + 1));
+        assert_eq!(move_to_log(&c, i64::MIN, u64::MAX).unwrap().0, 0);
+    }
+
+    /// Log bytes altered, a segment cut short or gone: the read is `Damaged`, never
+    /// other bytes.
+    #[test]
+    fn an_altered_or_missing_log_segment_is_damage() {
+        let c = db();
+        set_compression(&c, Compression::None).unwrap();
+        let seg = log_segment(&c).unwrap() as usize;
+        let a = acquire(&c, &seeded(1, seg - 10)).unwrap();
+        let b = acquire(&c, &seeded(2, 100)).unwrap(); // runs on into segment 1
+        assert_eq!(read(&c, b).unwrap(), seeded(2, 100));
+        c.execute("UPDATE chunk_log SET data = zeroblob(length(data)) WHERE id = 1", []).unwrap();
+        assert!(matches!(read(&c, b), Err(Error::Damaged { .. })));
+        assert_eq!(read(&c, a).unwrap(), seeded(1, seg - 10));
+        c.execute("UPDATE chunk_log SET data = x'00' WHERE id = 1", []).unwrap();
+        assert!(matches!(read(&c, b), Err(Error::Damaged { .. })));
+        c.execute("DELETE FROM chunk_log WHERE id = 0", []).unwrap();
+        assert!(matches!(read(&c, a), Err(Error::Damaged { .. })));
+        assert!(matches!(read_stored(&c, a), Err(Error::Damaged { .. })));
+    }
 
     /// The chunk of the entry starting at `off`, if any.
     fn mapped(c: &Connection, ino: i64, off: u64) -> Result<Option<ChunkId>> {
@@ -1082,6 +1402,7 @@ mod tests {
 
     #[test]
     fn altered_chunk_content_is_damage_not_data() {
+        write_own_rows();
         let c = db();
         put(&c, 2, 0, b"original").unwrap();
         let id = mapped(&c, 2, 0).unwrap().unwrap();
@@ -1098,6 +1419,7 @@ mod tests {
 
     #[test]
     fn data_is_appended_in_arrival_order_and_freed_with_its_chunk() {
+        write_own_rows();
         let c = db();
         for i in 0..50u32 {
             put(&c, 2, i as u64 * 1000, format!("chunk {i}").as_bytes()).unwrap();
@@ -1176,6 +1498,7 @@ mod tests {
 
     #[test]
     fn inline_chunks_move_to_chunk_data_in_bounded_batches() {
+        write_own_rows();
         let mut c = Connection::open_in_memory().unwrap();
         crate::storage::schema::create_at(&c, 7).unwrap();
         for i in 0..5u8 {
@@ -1207,6 +1530,7 @@ mod tests {
 
     #[test]
     fn chunks_written_before_version_8_read_dedup_and_free_alongside_new_ones() {
+        write_own_rows();
         let mut c = Connection::open_in_memory().unwrap();
         crate::storage::schema::create_at(&c, 7).unwrap();
         c.execute("INSERT INTO meta(key, value) VALUES ('chunk_size', 4096)", []).unwrap();
@@ -1264,6 +1588,7 @@ mod tests {
 
     #[test]
     fn compressible_chunks_are_stored_compressed_and_read_back() {
+        write_own_rows();
         let c = db();
         assert_eq!(compression(&c).unwrap(), Compression::None, "no setting: as before");
         set_compression(&c, Compression::Zstd).unwrap();
@@ -1317,6 +1642,7 @@ mod tests {
 
     #[test]
     fn a_stored_chunk_altered_or_mislabelled_is_damage() {
+        write_own_rows();
         let c = db();
         set_compression(&c, Compression::Zstd).unwrap();
         let id = acquire(&c, &text(65536)).unwrap();
@@ -1339,6 +1665,7 @@ mod tests {
 
     #[test]
     fn chunks_written_before_version_11_read_beside_compressed_ones_and_recompress() {
+        write_own_rows();
         let mut c = Connection::open_in_memory().unwrap();
         crate::storage::schema::create_at(&c, 10).unwrap();
         let old: Vec<Vec<u8>> = (0..5).map(|i| text(40000 + i)).collect();

@@ -313,6 +313,28 @@ const MIGRATIONS: &[&str] = &[
         SELECT snap, chunk, count(*) FROM snap_chunks INDEXED BY snap_chunks_by_chunk GROUP BY snap, chunk;
     DROP INDEX snap_chunks_by_chunk;
     ",
+    // 14: small chunk bodies packed end to end in the chunk log (see fs/chunks/log.rs):
+    // in rows of their own, a body of a few KiB left the end of its page unused. A
+    // segment's row fills one page (the page less what a cell and the page cipher
+    // take). Bodies stored before stay where they are until `compact` moves them.
+    "
+    CREATE TABLE chunk_log(
+        id   INTEGER PRIMARY KEY,           -- segment k: log bytes k * log_segment ..
+        data BLOB    NOT NULL               -- log_segment bytes
+    );
+    INSERT INTO meta(key, value) SELECT 'log_segment', page_size - 96 FROM pragma_page_size();
+    -- The log offset of the chunk's stored bytes (chunks.stored of them); NULL: in
+    -- chunk_data (body) or inline (data).
+    ALTER TABLE chunks ADD COLUMN at INTEGER;
+    CREATE INDEX chunks_by_at ON chunks(at) WHERE at IS NOT NULL;
+    CREATE TABLE chunk_holes(
+        at  INTEGER PRIMARY KEY,            -- log bytes no chunk uses any more, waiting for their wipe
+        len INTEGER NOT NULL
+    );
+    CREATE TRIGGER chunks_delete_logged AFTER DELETE ON chunks WHEN OLD.at IS NOT NULL BEGIN
+        INSERT OR IGNORE INTO chunk_holes(at, len) VALUES (OLD.at, OLD.stored);
+    END;
+    ",
 ];
 
 /// Every table, index and trigger of ours. Application SQL may not touch them, nor create an
@@ -347,6 +369,10 @@ pub const OUR_NAMES: &[&str] = &[
     "chunk_data",
     "chunks_delete_body",
     "chunk_trash",
+    "chunk_log",
+    "chunks_by_at",
+    "chunk_holes",
+    "chunks_delete_logged",
 ];
 
 /// Name prefixes reserved for sqlvault's future tables and for SQLite's own.

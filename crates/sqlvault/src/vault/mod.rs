@@ -420,7 +420,33 @@ impl Vault {
             }
             (done, after) = (done + moved, last);
         }
+        self.pack_chunk_log()?;
         crate::storage::compact::compact(self.engine(), self.path(), &progress)
+    }
+
+    /// The chunk-log step of [`Vault::compact`]: small chunks kept in rows of their own
+    /// (written before schema version 14) move into the chunk log, and the chunks of
+    /// sparse log segments move to its end; the space left is wiped and freed. A batch
+    /// per transaction.
+    fn pack_chunk_log(&self) -> Result<()> {
+        const BATCH: u64 = 32 << 20;
+        let mut after = i64::MIN;
+        loop {
+            let (moved, last) = self.engine().write_alone(|tx| chunks::move_to_log(tx, after, BATCH))?;
+            if moved == 0 {
+                break;
+            }
+            after = last;
+        }
+        let mut from = 0;
+        loop {
+            let (_, next) = self.engine().write_alone(|tx| chunks::pack_log(tx, from, BATCH))?;
+            match next {
+                Some(n) => from = n,
+                None => break,
+            }
+        }
+        crate::fs::reclaim::drain(self.files(), &|_| {})
     }
 
     /// Changes how chunks written from now on are stored ([`Info::compression`] is the

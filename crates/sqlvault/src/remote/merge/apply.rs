@@ -309,15 +309,33 @@ pub(super) fn finish(
         "DELETE FROM main.chunk_shares;
          DELETE FROM main.chunk_holds;
          INSERT INTO main.chunk_holds(chunk, n) SELECT chunk, count(*) FROM {S}m_snap_chunks GROUP BY chunk;
-         CREATE TABLE {S}moved(id INTEGER PRIMARY KEY, hash BLOB, len INTEGER, codec INTEGER, data BLOB);
-         INSERT INTO {S}moved SELECT m.id, m.hash, m.len, c.codec, {data} FROM {S}mch m
+         CREATE TABLE {S}moved(id INTEGER PRIMARY KEY, hash BLOB, len INTEGER, codec INTEGER, data BLOB,
+             at INTEGER, stored INTEGER);
+         INSERT INTO {S}moved SELECT m.id, m.hash, m.len, c.codec, {data}, c.at, c.stored FROM {S}mch m
              JOIN {S}l_chunks l ON l.hash = m.hash JOIN main.chunks c ON c.id = l.id
              LEFT JOIN main.chunk_data d ON d.id = c.body
              WHERE l.id != m.id AND NOT EXISTS (SELECT 1 FROM {S}l_chunks x WHERE x.id = m.id AND x.hash = m.hash);
-         DELETE FROM main.chunks WHERE id IN (SELECT l.id FROM {S}l_chunks l
-             WHERE NOT EXISTS (SELECT 1 FROM {S}mch m WHERE m.id = l.id AND m.hash = l.hash));",
+",
         data = chunks::DATA,
     ))?;
+    // The bytes of chunks in the chunk log, read before their rows go.
+    {
+        let logged: Vec<(i64, i64, i64)> = tx
+            .prepare(&format!("SELECT id, at, stored FROM {S}moved WHERE at IS NOT NULL"))?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut fill = tx.prepare(&format!("UPDATE {S}moved SET data = ?2 WHERE id = ?1"))?;
+        for (id, at, stored) in logged {
+            fill.execute(rusqlite::params![id, chunks::read_log(tx, at, stored)?])?;
+        }
+    }
+    tx.execute(
+        &format!(
+            "DELETE FROM main.chunks WHERE id IN (SELECT l.id FROM {S}l_chunks l
+             WHERE NOT EXISTS (SELECT 1 FROM {S}mch m WHERE m.id = l.id AND m.hash = l.hash))"
+        ),
+        [],
+    )?;
     // Derived from the merged snapshots' chunk maps, as `chunk_holds` above.
     crate::snapshot::count_all_holds(tx)?;
     {

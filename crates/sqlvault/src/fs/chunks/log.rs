@@ -1,0 +1,237 @@
+//! The chunk log (schema version 14): small chunk bodies packed end to end.
+//!
+//! A chunk stored in fewer than [`LOG_BELOW`] bytes lives in one byte stream, the log,
+//! at `chunks.at` (its `stored` bytes from there). The log is cut into segments of
+//! `meta.log_segment` bytes, one `chunk_log` row each (row `k` holds log bytes
+//! `k * segment .. (k + 1) * segment`); a segment is sized so that its row fills one
+//! page. A chunk may run on from one segment into the next.
+//!
+//! Why: in its own `chunk_data` row, a body of a few KiB shares a leaf page with the
+//! rows written around it until the next does not fit, and the space left then is
+//! lost: about half a row per page, 15% of a compressed source tree, and a whole half
+//! page for each 4 KiB file that does not compress (two such rows do not fit in one
+//! page). In the log, only the end of the last segment is unused.
+//!
+//! New bodies are appended at the log's end: the end of the last chunk or hole, found
+//! by two index seeks, so there is no counter to keep. Deleting a chunk leaves a
+//! *hole* (`chunk_holes`, by a trigger), waiting, as a `chunk_data` row waits in
+//! `chunk_trash`, for [`reclaim`]: a segment no live chunk touches any more is deleted
+//! (SQLite's `secure_delete` zeroes its page), and a hole in a segment still in use is
+//! overwritten with zeros. Space in a segment kept by a few live chunks is returned by
+//! [`pack`] (`Vault::compact`), which moves the chunks of sparse segments to the end.
+//!
+//! Every function runs inside the caller's transaction; reads check nothing beyond the
+//! log's shape (the caller checks the bytes against the chunk's hash).
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::error::{Error, Result};
+
+/// Bodies stored in fewer bytes than this go to the log; larger ones keep a row of
+/// their own, where the unused end of a page is small beside them.
+pub(crate) const LOG_BELOW: usize = 32 << 10;
+
+/// The segment size of this vault (`meta.log_segment`, set by migration 14 from the
+/// page size).
+pub(crate) fn segment(conn: &Connection) -> Result<i64> {
+    let s: Option<i64> = conn
+        .prepare_cached("SELECT value FROM meta WHERE key = 'log_segment'")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    match s {
+        Some(s) if s > 0 => Ok(s),
+        _ => Err(Error::damaged("the chunk log's segment size is missing")),
+    }
+}
+
+/// Where the next body goes: past the last live chunk and the last hole.
+fn end(conn: &Connection) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT max(coalesce((SELECT at + stored FROM chunks WHERE at IS NOT NULL ORDER BY at DESC LIMIT 1), 0),
+                        coalesce((SELECT at + len FROM chunk_holes ORDER BY at DESC LIMIT 1), 0))",
+        )?
+        .query_row([], |r| r.get(0))?)
+}
+
+/// The segment `k`'s bytes, if it exists.
+fn load(conn: &Connection, k: i64) -> Result<Option<Vec<u8>>> {
+    Ok(conn.prepare_cached("SELECT data FROM chunk_log WHERE id = ?1")?.query_row([k], |r| r.get(0)).optional()?)
+}
+
+fn store(conn: &Connection, k: i64, data: &[u8]) -> Result<()> {
+    conn.prepare_cached("INSERT OR REPLACE INTO chunk_log(id, data) VALUES (?1, ?2)")?.execute(params![k, data])?;
+    Ok(())
+}
+
+/// Appends `bytes` (not empty) to the log; returns their offset.
+pub(crate) fn append(conn: &Connection, bytes: &[u8]) -> Result<i64> {
+    debug_assert!(!bytes.is_empty() && bytes.len() < LOG_BELOW);
+    let seg = segment(conn)?;
+    let at = end(conn)?;
+    let (mut pos, mut rest) = (at, bytes);
+    while !rest.is_empty() {
+        let (k, off) = (pos / seg, (pos % seg) as usize);
+        let n = rest.len().min(seg as usize - off);
+        // Bytes at or past the end are dead: a segment there is overwritten whole.
+        let mut data = match off {
+            0 => None,
+            _ => load(conn, k)?.filter(|d| d.len() == seg as usize),
+        }
+        .unwrap_or_else(|| vec![0; seg as usize]);
+        data[off..off + n].copy_from_slice(&rest[..n]);
+        store(conn, k, &data)?;
+        pos += n as i64;
+        rest = &rest[n..];
+    }
+    Ok(at)
+}
+
+/// Reads `len` bytes of the log from `at` (a chunk's stored bytes).
+pub(crate) fn read(conn: &Connection, at: i64, len: i64) -> Result<Vec<u8>> {
+    let seg = segment(conn)?;
+    let damaged = |what: &str| Error::damaged(format!("chunk log bytes {at}..{}: {what}", at + len));
+    if at < 0 || len <= 0 {
+        return Err(damaged("not a range of the log"));
+    }
+    let (first, last) = (at / seg, (at + len - 1) / seg);
+    let mut out = Vec::with_capacity(len as usize);
+    let mut stmt = conn.prepare_cached("SELECT id, data FROM chunk_log WHERE id BETWEEN ?1 AND ?2 ORDER BY id")?;
+    let mut rows = stmt.query([first, last])?;
+    let mut want = first;
+    while let Some(row) = rows.next()? {
+        let k: i64 = row.get(0)?;
+        let data = row.get_ref(1)?.as_blob().map_err(|_| damaged("a segment is not a blob"))?;
+        if k != want || data.len() != seg as usize {
+            return Err(damaged(&format!("segment {want} is missing or cut short")));
+        }
+        let from = if k == first { (at % seg) as usize } else { 0 };
+        let to = if k == last { ((at + len - 1) % seg) as usize + 1 } else { seg as usize };
+        out.extend_from_slice(&data[from..to]);
+        want += 1;
+    }
+    if want != last + 1 {
+        return Err(damaged(&format!("segment {want} is missing")));
+    }
+    Ok(out)
+}
+
+/// Leaves the log bytes `at..at + len` to [`reclaim`] (a chunk moved away from them;
+/// a deleted chunk's are left by the trigger `chunks_delete_logged`).
+pub(crate) fn free(conn: &Connection, at: i64, len: i64) -> Result<()> {
+    conn.prepare_cached("INSERT OR IGNORE INTO chunk_holes(at, len) VALUES (?1, ?2)")?.execute([at, len])?;
+    Ok(())
+}
+
+/// True if a live chunk has bytes in log bytes `lo..hi`. Chunks do not overlap, so
+/// the one starting last before `hi` is the only one that can reach `lo` from before.
+fn in_use(conn: &Connection, lo: i64, hi: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT at + stored > ?1 FROM chunks WHERE at IS NOT NULL AND at < ?2 ORDER BY at DESC LIMIT 1",
+        )?
+        .query_row([lo, hi], |r| r.get::<_, bool>(0))
+        .optional()?
+        .unwrap_or(false))
+}
+
+/// Wipes up to `max` holes, the oldest log bytes first: deletes each segment a hole
+/// leaves with no live chunk and zeroes the hole where a live chunk keeps the segment.
+/// Returns how many holes it wiped.
+pub(crate) fn reclaim(conn: &Connection, max: u64) -> Result<u64> {
+    if max == 0 {
+        return Ok(0);
+    }
+    let holes: Vec<(i64, i64)> = conn
+        .prepare_cached("SELECT at, len FROM chunk_holes ORDER BY at LIMIT ?1")?
+        .query_map([max as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let Some(&(last, _)) = holes.last() else { return Ok(0) };
+    let seg = segment(conn)?;
+    let mut gone = i64::MIN; // the last segment deleted
+    for &(at, len) in &holes {
+        let end = at + len.max(0);
+        let mut k = at / seg;
+        while k * seg < end {
+            let (lo, hi) = (k * seg, (k + 1) * seg);
+            if k != gone {
+                if !in_use(conn, lo, hi)? {
+                    conn.prepare_cached("DELETE FROM chunk_log WHERE id = ?1")?.execute([k])?;
+                    gone = k;
+                } else if let Some(mut data) = load(conn, k)?.filter(|d| d.len() == seg as usize) {
+                    let (from, to) = ((at.max(lo) - lo) as usize, (end.min(hi) - lo) as usize);
+                    data[from..to].fill(0);
+                    store(conn, k, &data)?;
+                }
+            }
+            k += 1;
+        }
+    }
+    conn.prepare_cached("DELETE FROM chunk_holes WHERE at <= ?1")?.execute([last])?;
+    Ok(holes.len() as u64)
+}
+
+/// Holes waiting for [`reclaim`], and their bytes.
+pub(crate) fn holes(conn: &Connection) -> Result<(u64, u64)> {
+    Ok(conn
+        .prepare_cached("SELECT count(*), coalesce(sum(len), 0) FROM chunk_holes")?
+        .query_row([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)))?)
+}
+
+/// Moves the chunks that start in sparse segments (less than half of the segment in
+/// use) to the end of the log, from the first chunk at or after `after`, until about
+/// `budget` bytes moved or the log's end as it was when called. Returns the bytes
+/// moved and where the next call starts (`None`: the log was walked to its end).
+/// The bytes left behind are holes for [`reclaim`].
+pub(crate) fn pack(conn: &Connection, after: i64, budget: u64) -> Result<(u64, Option<i64>)> {
+    let seg = segment(conn)?;
+    let stop = end(conn)?;
+    // The segment holding the end is still being filled: never sparse.
+    let last_full = stop / seg;
+    let mut next = conn.prepare_cached(
+        "SELECT id, at, stored FROM chunks WHERE at IS NOT NULL AND at >= ?1 AND at < ?2 ORDER BY at LIMIT 1",
+    )?;
+    let mut moved = 0u64;
+    let mut from = after;
+    while moved < budget {
+        let k = from.div_euclid(seg);
+        if k >= last_full {
+            return Ok((moved, None));
+        }
+        // The chunks starting in segment k, and the bytes live chunks use in it.
+        let (lo, hi) = (k.max(0) * seg, (k.max(0) + 1) * seg);
+        let mut starting = Vec::new();
+        let mut cur = from.max(lo);
+        while let Some((id, at, stored)) = next
+            .query_row([cur, hi], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)))
+            .optional()?
+        {
+            starting.push((id, at, stored));
+            cur = at + 1;
+        }
+        let mut used: i64 = starting.iter().map(|&(_, at, n)| (at + n).min(hi) - at).sum();
+        // A chunk from the segment before that runs on into this one.
+        if let Some((at, n)) = conn
+            .prepare_cached("SELECT at, stored FROM chunks WHERE at IS NOT NULL AND at < ?1 ORDER BY at DESC LIMIT 1")?
+            .query_row([lo], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+            .optional()?
+        {
+            used += ((at + n).min(hi) - lo).max(0);
+        }
+        if used * 2 < seg {
+            for &(id, at, stored) in &starting {
+                let bytes = read(conn, at, stored)?;
+                let new = append(conn, &bytes)?;
+                conn.prepare_cached("UPDATE chunks SET at = ?2 WHERE id = ?1")?.execute([id, new])?;
+                free(conn, at, stored)?;
+                moved += stored as u64;
+            }
+        }
+        // The next segment that holds the start of a chunk.
+        match next.query_row([hi, stop], |r| r.get::<_, i64>(1)).optional()? {
+            Some(at) => from = at,
+            None => return Ok((moved, None)),
+        }
+    }
+    Ok((moved, Some(from)))
+}
