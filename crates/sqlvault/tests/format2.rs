@@ -224,8 +224,9 @@ fn schema12_fixture_reads_compressed_and_content_cut_files() {
     drop(h);
     let info = v.info().unwrap();
     // Opened by this sqlvault, the schema-12 fixture is migrated to the current schema (14:
-    // its snapshot's counts moved from an index into `snap_holds`), which fsck checks below.
-    assert_eq!((info.schema_version, info.compression.as_str()), (14, "zstd"));
+    // its snapshot's counts moved from an index into `snap_holds`; 15: the chunk log,
+    // empty until something is written), which fsck checks below.
+    assert_eq!((info.schema_version, info.compression.as_str()), (15, "zstd"));
     // Compressed: the log is stored in a fraction of its size; the noise as it is.
     assert!(info.stored_bytes < info.unique_bytes - 80_000, "{info:?}");
     // Cut by content: the second version shares all but about two chunks with the first.
@@ -240,5 +241,84 @@ fn schema12_fixture_reads_compressed_and_content_cut_files() {
     v.restore("before-v2", "/v1.bin", Some("/v1-again.bin"), &sqlvault::Ops::default()).unwrap();
     assert_eq!(v.read_file("/v1-again.bin").unwrap(), noise(200_000, 5));
     assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
+    // compact moves the small chunks of rows of their own into the chunk log: the file
+    // shrinks, every byte reads the same and fsck stays clean.
+    let before = std::fs::metadata(&path).unwrap().len();
+    v.compact(false, &sqlvault::Ops::default()).unwrap();
+    assert!(std::fs::metadata(&path).unwrap().len() < before);
+    assert_eq!(v.read_file("/v1.bin").unwrap(), noise(200_000, 5));
+    assert_eq!(v.read_file("/v2.bin").unwrap(), noise_v2());
+    assert_eq!(v.read_file("/log.txt").unwrap(), text(50_000));
+    assert_eq!(v.read_file("/cells.bin").unwrap(), cells);
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
     v.close().unwrap();
+}
+
+/// `fixtures/format2-schema15.vault`: small chunks packed in the chunk log (schema 15),
+/// incompressible and compressed, running on from one segment into the next, beside
+/// the wiped bytes of a removed file. Made once by [`write_schema15_fixture`] with
+/// `SQLVAULT_WRITE_FIXTURE=1`; same passphrase.
+fn schema15_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format2-schema15.vault")
+}
+
+/// Small files that do not compress, each just over half a 4 KiB page: in rows of
+/// their own (before schema 15) each took a page.
+fn small(i: usize) -> Vec<u8> {
+    noise(2100 + i * 3, 11 + i as u64)
+}
+
+const SMALL: usize = 60;
+
+fn write_schema15_fixture(path: &Path) {
+    let v = Vault::create(path, &secret(), &fixture_options()).unwrap();
+    v.create_dir_all("/small").unwrap();
+    for i in 0..SMALL {
+        v.write_file(&format!("/small/{i}.bin"), &small(i)).unwrap();
+    }
+    v.write_file("/gone.bin", &noise(3000, 99)).unwrap();
+    v.write_file("/log.txt", &text(30_000)).unwrap();
+    v.remove_file("/gone.bin").unwrap();
+    v.write_file("/after.bin", &noise(700, 100)).unwrap();
+    v.close().unwrap();
+}
+
+#[test]
+fn schema15_fixture_reads_chunks_from_the_chunk_log() {
+    if std::env::var("SQLVAULT_WRITE_FIXTURE").is_ok() {
+        let _ = std::fs::remove_file(schema15_fixture());
+        write_schema15_fixture(&schema15_fixture());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.vault");
+    std::fs::copy(schema15_fixture(), &path).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(!bytes.windows(20).any(|w| w == &text(100)[..20]), "content is sealed");
+    // Packed: the small files take about their bytes (31 pages and a bit), where rows
+    // of their own took a page each (60), on top of what an empty vault takes.
+    let empty = dir.path().join("empty.vault");
+    Vault::create(&empty, &secret(), &fixture_options()).unwrap().close().unwrap();
+    let pages = |len: u64| (len as usize - 8192) / P;
+    let grown = pages(bytes.len() as u64) - pages(std::fs::metadata(&empty).unwrap().len());
+    let content: usize = (0..SMALL).map(|i| small(i).len()).sum();
+    assert!(grown < SMALL - 10, "{grown} pages more than an empty vault for {content} bytes of small files");
+
+    let v = Vault::open(&path, &secret(), EngineConfig::default()).unwrap();
+    assert_eq!(v.info().unwrap().schema_version, 15);
+    for i in 0..SMALL {
+        assert_eq!(v.read_file(&format!("/small/{i}.bin")).unwrap(), small(i), "{i}");
+    }
+    assert_eq!(v.read_file("/log.txt").unwrap(), text(30_000));
+    assert_eq!(v.read_file("/after.bin").unwrap(), noise(700, 100));
+    assert!(!v.exists("/gone.bin").unwrap());
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
+    // Still writable, and what is removed is wiped.
+    v.remove_file("/small/3.bin").unwrap();
+    v.write_file("/small/new.bin", &noise(1234, 5)).unwrap();
+    assert_eq!(v.read_file("/small/new.bin").unwrap(), noise(1234, 5));
+    assert!(v.fsck(&sqlvault::Ops::default()).unwrap().is_clean());
+    v.close().unwrap();
+    let after = std::fs::read(&path).unwrap();
+    let gone = small(3);
+    assert!(!after.windows(32).any(|w| w == &gone[..32]), "sealed");
 }

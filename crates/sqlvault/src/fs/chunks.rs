@@ -15,7 +15,7 @@
 //! holding one to three rows and split it, rewriting its neighbours and parent: an
 //! untar wrote about four times its data. Rows written before schema version 8 keep
 //! their data inline (`body` NULL); both forms read the same way ([`DATA`] over [`WITH_DATA`]).
-//! Since schema version 14 a body smaller than [`LOG_BELOW`] is packed into the chunk
+//! Since schema version 15 a body smaller than [`LOG_BELOW`] is packed into the chunk
 //! log instead (`chunks.at` its offset, `body` NULL; `fs/chunks/log.rs`), where small
 //! bodies do not leave the end of each page unused; [`stored_bytes`] reads any of the
 //! three forms.
@@ -431,7 +431,7 @@ pub fn move_inline(conn: &Connection, mut after: i64, budget: u64) -> Result<(u6
 }
 
 /// Moves the bytes of small chunks kept in a `chunk_data` row of their own (written
-/// before schema version 14) into the chunk log, in id order from the first id above
+/// before schema version 15) into the chunk log, in id order from the first id above
 /// `after`, until about `budget` bytes have moved. Returns the bytes moved (0 once none
 /// is left) and the last id moved. The old rows wait in `chunk_trash` for their wipe.
 pub fn move_to_log(conn: &Connection, mut after: i64, budget: u64) -> Result<(u64, i64)> {
@@ -472,6 +472,21 @@ pub(crate) fn log_segment(conn: &Connection) -> Result<i64> {
 #[cfg(feature = "remote")] // a merge moves chunks as stored
 pub(crate) fn read_log(conn: &Connection, at: i64, stored: i64) -> Result<Vec<u8>> {
     log::read(conn, at, stored)
+}
+
+/// What `compact`'s log step may move, in stored bytes: small chunks in rows of their
+/// own ([`move_to_log`]), and chunks in the log ([`pack_log`] walks them all).
+pub fn log_work(conn: &Connection) -> Result<(u64, u64)> {
+    let (own, log): (i64, i64) = conn.query_row(
+        &format!(
+            "SELECT coalesce(sum(CASE WHEN body IS NOT NULL AND coalesce(stored, len) BETWEEN 1 AND {} THEN stored END), 0),
+                    coalesce(sum(CASE WHEN at IS NOT NULL THEN stored END), 0) FROM chunks",
+            LOG_BELOW - 1
+        ),
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok((own.max(0) as u64, log.max(0) as u64))
 }
 
 /// Returns the space of sparse chunk-log segments: moves the chunks starting in them
@@ -1078,13 +1093,13 @@ pub(crate) mod tests {
         static OWN_ROWS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     }
 
-    /// True while this thread writes as schema versions 8 to 13 did: every chunk's
+    /// True while this thread writes as schema versions 8 to 14 did: every chunk's
     /// bytes in a `chunk_data` row of their own, none in the chunk log.
     pub(crate) fn own_rows_only() -> bool {
         OWN_ROWS.with(|o| o.get())
     }
 
-    /// Makes this thread write chunks as schema versions 8 to 13 did (tests of the
+    /// Makes this thread write chunks as schema versions 8 to 14 did (tests of the
     /// `chunk_data` form, which vaults written then still hold).
     pub(crate) fn write_own_rows() {
         OWN_ROWS.with(|o| o.set(true));
@@ -1239,7 +1254,7 @@ pub(crate) mod tests {
         assert!(live.windows(2).all(|w| w[0].1 + w[0].2 <= w[1].1));
     }
 
-    /// Small chunks written in rows of their own (before schema version 14) move into
+    /// Small chunks written in rows of their own (before schema version 15) move into
     /// the log; their rows wait for their wipe.
     #[test]
     fn small_chunks_in_rows_of_their_own_move_into_the_log() {

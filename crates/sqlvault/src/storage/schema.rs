@@ -313,7 +313,7 @@ const MIGRATIONS: &[&str] = &[
         SELECT snap, chunk, count(*) FROM snap_chunks INDEXED BY snap_chunks_by_chunk GROUP BY snap, chunk;
     DROP INDEX snap_chunks_by_chunk;
     ",
-    // 14: small chunk bodies packed end to end in the chunk log (see fs/chunks/log.rs):
+    // 15: small chunk bodies packed end to end in the chunk log (see fs/chunks/log.rs):
     // in rows of their own, a body of a few KiB left the end of its page unused. A
     // segment's row fills one page (the page less what a cell and the page cipher
     // take). Bodies stored before stay where they are until `compact` moves them.

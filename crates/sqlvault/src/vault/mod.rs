@@ -420,29 +420,35 @@ impl Vault {
             }
             (done, after) = (done + moved, last);
         }
-        self.pack_chunk_log()?;
+        self.pack_chunk_log(&progress)?;
         crate::storage::compact::compact(self.engine(), self.path(), &progress)
     }
 
     /// The chunk-log step of [`Vault::compact`]: small chunks kept in rows of their own
-    /// (written before schema version 14) move into the chunk log, and the chunks of
+    /// (written before schema version 15) move into the chunk log, and the chunks of
     /// sparse log segments move to its end; the space left is wiped and freed. A batch
     /// per transaction.
-    fn pack_chunk_log(&self) -> Result<()> {
+    fn pack_chunk_log(&self, progress: &dyn Fn(u64, u64)) -> Result<()> {
         const BATCH: u64 = 32 << 20;
-        let mut after = i64::MIN;
+        let page = self.inner.header.cipher.page_size as u64;
+        let (own, log) = self.engine().read(chunks::log_work)?;
+        let total = (own + log).div_ceil(page);
+        let (mut done, mut after) = (0u64, i64::MIN);
         loop {
+            progress(done / page, total);
             let (moved, last) = self.engine().write_alone(|tx| chunks::move_to_log(tx, after, BATCH))?;
             if moved == 0 {
                 break;
             }
-            after = last;
+            (done, after) = (done + moved, last);
         }
         let mut from = 0;
         loop {
+            progress((done / page).min(total), total);
             let (_, next) = self.engine().write_alone(|tx| chunks::pack_log(tx, from, BATCH))?;
             match next {
-                Some(n) => from = n,
+                // Progress by the log walked, in the log's live bytes.
+                Some(n) => (from, done) = (n, own + n.max(0) as u64),
                 None => break,
             }
         }

@@ -1,4 +1,4 @@
-//! The chunk log (schema version 14): small chunk bodies packed end to end.
+//! The chunk log (schema version 15): small chunk bodies packed end to end.
 //!
 //! A chunk stored in fewer than [`LOG_BELOW`] bytes lives in one byte stream, the log,
 //! at `chunks.at` (its `stored` bytes from there). The log is cut into segments of
@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 /// their own, where the unused end of a page is small beside them.
 pub(crate) const LOG_BELOW: usize = 32 << 10;
 
-/// The segment size of this vault (`meta.log_segment`, set by migration 14 from the
+/// The segment size of this vault (`meta.log_segment`, set by migration 15 from the
 /// page size).
 pub(crate) fn segment(conn: &Connection) -> Result<i64> {
     let s: Option<i64> = conn
@@ -74,13 +74,19 @@ pub(crate) fn append(conn: &Connection, bytes: &[u8]) -> Result<i64> {
         let (k, off) = (pos / seg, (pos % seg) as usize);
         let n = rest.len().min(seg as usize - off);
         // Bytes at or past the end are dead: a segment there is overwritten whole.
-        let mut data = match off {
-            0 => None,
-            _ => load(conn, k)?.filter(|d| d.len() == seg as usize),
+        let current = if off > 0 { load(conn, k)?.filter(|d| d.len() == seg as usize) } else { None };
+        match current {
+            Some(mut data) => {
+                data[off..off + n].copy_from_slice(&rest[..n]);
+                // Same size: SQLite overwrites the cell in place.
+                conn.prepare_cached("UPDATE chunk_log SET data = ?2 WHERE id = ?1")?.execute(params![k, data])?;
+            }
+            None => {
+                let mut data = vec![0; seg as usize];
+                data[off..off + n].copy_from_slice(&rest[..n]);
+                store(conn, k, &data)?;
+            }
         }
-        .unwrap_or_else(|| vec![0; seg as usize]);
-        data[off..off + n].copy_from_slice(&rest[..n]);
-        store(conn, k, &data)?;
         pos += n as i64;
         rest = &rest[n..];
     }
