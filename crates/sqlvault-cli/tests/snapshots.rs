@@ -129,6 +129,7 @@ fn a_vault_made_before_snapshots_is_upgraded_on_open() {
         // (Later migrations' objects go too, so the upgrade replays every migration after 2.)
         v.debug_execute_sql(
             "DROP TABLE snap_holds; CREATE TABLE fc11(ino INTEGER NOT NULL, idx INTEGER NOT NULL, chunk INTEGER NOT NULL, PRIMARY KEY(ino, idx)) WITHOUT ROWID; INSERT INTO fc11 SELECT ino, off / (SELECT value FROM meta WHERE key = 'chunk_size'), chunk FROM file_chunks; DROP TABLE file_chunks; ALTER TABLE fc11 RENAME TO file_chunks; CREATE INDEX file_chunks_by_chunk ON file_chunks(chunk);
+             DROP TRIGGER chunks_delete_logged; DROP INDEX chunks_by_at; ALTER TABLE chunks DROP COLUMN at; DROP TABLE chunk_holes; DROP TABLE chunk_log; DELETE FROM meta WHERE key = 'log_segment';
              DROP TRIGGER chunks_delete_body; DROP TABLE chunk_trash; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body; ALTER TABLE chunks DROP COLUMN codec; ALTER TABLE chunks DROP COLUMN stored;
              DROP TRIGGER inodes_delete_tags_xattrs; DROP TABLE snap_xattrs; DROP TABLE snap_tags; DROP TABLE chunk_holds; DROP TABLE snap_chunks;
              DROP TABLE snap_dirents; DROP TABLE snap_inodes; DROP TABLE snapshots;
@@ -156,6 +157,7 @@ fn a_vault_made_before_device_numbers_is_upgraded_on_open_with_its_snapshots() {
         let v = e.open();
         v.debug_execute_sql(
             "DROP TABLE snap_holds; CREATE TABLE fc11(ino INTEGER NOT NULL, idx INTEGER NOT NULL, chunk INTEGER NOT NULL, PRIMARY KEY(ino, idx)) WITHOUT ROWID; INSERT INTO fc11 SELECT ino, off / (SELECT value FROM meta WHERE key = 'chunk_size'), chunk FROM file_chunks; DROP TABLE file_chunks; ALTER TABLE fc11 RENAME TO file_chunks; CREATE INDEX file_chunks_by_chunk ON file_chunks(chunk); CREATE TABLE sc11(snap INTEGER NOT NULL, ino INTEGER NOT NULL, idx INTEGER NOT NULL, chunk INTEGER NOT NULL, PRIMARY KEY(snap, ino, idx)) WITHOUT ROWID; INSERT INTO sc11 SELECT snap, ino, off / (SELECT value FROM meta WHERE key = 'chunk_size'), chunk FROM snap_chunks; DROP TABLE snap_chunks; ALTER TABLE sc11 RENAME TO snap_chunks; CREATE INDEX snap_chunks_by_chunk ON snap_chunks(chunk);
+             DROP TRIGGER chunks_delete_logged; DROP INDEX chunks_by_at; ALTER TABLE chunks DROP COLUMN at; DROP TABLE chunk_holes; DROP TABLE chunk_log; DELETE FROM meta WHERE key = 'log_segment';
              DROP TRIGGER chunks_delete_body; DROP TABLE chunk_trash; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body; ALTER TABLE chunks DROP COLUMN codec; ALTER TABLE chunks DROP COLUMN stored;
              ALTER TABLE inodes DROP COLUMN rdev; ALTER TABLE snap_inodes DROP COLUMN rdev; DROP TABLE chunk_shares;
              PRAGMA user_version = 4;",
@@ -194,6 +196,8 @@ fn a_vault_with_chunk_data_inline_is_upgraded_and_both_forms_live_side_by_side()
         v.debug_execute_sql(
             "DROP TABLE snap_holds; CREATE TABLE fc11(ino INTEGER NOT NULL, idx INTEGER NOT NULL, chunk INTEGER NOT NULL, PRIMARY KEY(ino, idx)) WITHOUT ROWID; INSERT INTO fc11 SELECT ino, off / (SELECT value FROM meta WHERE key = 'chunk_size'), chunk FROM file_chunks; DROP TABLE file_chunks; ALTER TABLE fc11 RENAME TO file_chunks; CREATE INDEX file_chunks_by_chunk ON file_chunks(chunk); CREATE TABLE sc11(snap INTEGER NOT NULL, ino INTEGER NOT NULL, idx INTEGER NOT NULL, chunk INTEGER NOT NULL, PRIMARY KEY(snap, ino, idx)) WITHOUT ROWID; INSERT INTO sc11 SELECT snap, ino, off / (SELECT value FROM meta WHERE key = 'chunk_size'), chunk FROM snap_chunks; DROP TABLE snap_chunks; ALTER TABLE sc11 RENAME TO snap_chunks; CREATE INDEX snap_chunks_by_chunk ON snap_chunks(chunk);
              UPDATE chunks SET data = (SELECT d.data FROM chunk_data d WHERE d.id = chunks.body), body = NULL;
+             UPDATE chunks SET data = substr((SELECT data FROM chunk_log WHERE id = chunks.at / (SELECT value FROM meta WHERE key = 'log_segment')), chunks.at % (SELECT value FROM meta WHERE key = 'log_segment') + 1, chunks.stored) WHERE at IS NOT NULL;
+             DROP TRIGGER chunks_delete_logged; DROP INDEX chunks_by_at; ALTER TABLE chunks DROP COLUMN at; DROP TABLE chunk_holes; DROP TABLE chunk_log; DELETE FROM meta WHERE key = 'log_segment';
              DROP TRIGGER chunks_delete_body; DROP TABLE chunk_trash; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body; ALTER TABLE chunks DROP COLUMN codec; ALTER TABLE chunks DROP COLUMN stored;
              PRAGMA user_version = 7;",
         )

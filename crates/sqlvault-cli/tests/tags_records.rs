@@ -205,7 +205,8 @@ fn a_schema_1_vault_is_migrated_and_its_user_xattrs_become_tags() {
         vault
             .debug_execute_sql(&format!(
                 "DROP TABLE snap_holds; CREATE TABLE fc11(ino INTEGER NOT NULL, idx INTEGER NOT NULL, chunk INTEGER NOT NULL, PRIMARY KEY(ino, idx)) WITHOUT ROWID; INSERT INTO fc11 SELECT ino, off / (SELECT value FROM meta WHERE key = 'chunk_size'), chunk FROM file_chunks; DROP TABLE file_chunks; ALTER TABLE fc11 RENAME TO file_chunks; CREATE INDEX file_chunks_by_chunk ON file_chunks(chunk);
-                 DROP TRIGGER chunks_delete_body; DROP TABLE chunk_trash; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body; ALTER TABLE chunks DROP COLUMN codec; ALTER TABLE chunks DROP COLUMN stored;
+                 DROP TRIGGER chunks_delete_logged; DROP INDEX chunks_by_at; ALTER TABLE chunks DROP COLUMN at; DROP TABLE chunk_holes; DROP TABLE chunk_log; DELETE FROM meta WHERE key = 'log_segment';
+             DROP TRIGGER chunks_delete_body; DROP TABLE chunk_trash; DROP TABLE chunk_data; ALTER TABLE chunks DROP COLUMN body; ALTER TABLE chunks DROP COLUMN codec; ALTER TABLE chunks DROP COLUMN stored;
                  ALTER TABLE inodes DROP COLUMN rdev; DROP TABLE chunk_shares;
                  DROP TABLE tags; DROP TABLE records; DROP TABLE record_collections;
                  DROP TABLE snap_xattrs; DROP TABLE snap_tags; DROP TABLE chunk_holds; DROP TABLE snap_chunks;

@@ -888,7 +888,7 @@ mod tests {
 
     #[test]
     fn chunk_data_rows_missing_shared_or_left_over_are_reported() {
-        chunks::tests::write_own_rows();
+        chunks::own_rows::set(true);
         let c = db();
         assert_eq!(problems(&c), Vec::<String>::new());
 
@@ -949,7 +949,7 @@ mod tests {
     /// the row the second chunk named before is left over.
     #[test]
     fn a_data_row_named_by_two_chunks_is_reported() {
-        chunks::tests::write_own_rows();
+        chunks::own_rows::set(true);
         let c = db();
         chunks::put(&c, 2, 8, b"contents, more").unwrap();
         c.execute("UPDATE inodes SET size = 22 WHERE ino = 2", []).unwrap();

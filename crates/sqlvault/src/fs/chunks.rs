@@ -377,7 +377,7 @@ fn insert_as(conn: &Connection, id: i64, h: &[u8], refs: i64, len: usize, codec:
 /// Stores a chunk's `bytes`: in the log if small (`(None, Some(at))`), else in a
 /// `chunk_data` row of their own (`(Some(body), None)`).
 fn place(conn: &Connection, bytes: &[u8]) -> Result<(Option<i64>, Option<i64>)> {
-    if !bytes.is_empty() && bytes.len() < LOG_BELOW && !tests::own_rows_only() {
+    if !bytes.is_empty() && bytes.len() < LOG_BELOW && !own_rows::only() {
         Ok((None, Some(log::append(conn, bytes)?)))
     } else {
         Ok((Some(append_data(conn, bytes)?), None))
@@ -1080,31 +1080,38 @@ pub fn adopt(conn: &Connection, ino: i64, off: u64, len: u64, id: ChunkId) -> Re
     Ok(())
 }
 
+/// A switch for tests of the `chunk_data` form, which vaults written before schema
+/// version 15 still hold: while on, this thread writes every chunk's bytes in a row of
+/// their own, none in the chunk log.
+#[cfg(test)]
+pub(crate) mod own_rows {
+    thread_local! {
+        static ON: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    pub(crate) fn only() -> bool {
+        ON.with(|o| o.get())
+    }
+
+    pub(crate) fn set(on: bool) {
+        ON.with(|o| o.set(on));
+    }
+}
+
 #[cfg(not(test))]
-mod tests {
-    pub(super) fn own_rows_only() -> bool {
+mod own_rows {
+    pub(super) fn only() -> bool {
         false
     }
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    thread_local! {
-        static OWN_ROWS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    }
-
-    /// True while this thread writes as schema versions 8 to 14 did: every chunk's
-    /// bytes in a `chunk_data` row of their own, none in the chunk log.
-    pub(crate) fn own_rows_only() -> bool {
-        OWN_ROWS.with(|o| o.get())
-    }
-
-    /// Makes this thread write chunks as schema versions 8 to 14 did (tests of the
-    /// `chunk_data` form, which vaults written then still hold).
-    pub(crate) fn write_own_rows() {
-        OWN_ROWS.with(|o| o.set(true));
-    }
+mod tests {
     use super::*;
+
+    fn write_own_rows() {
+        own_rows::set(true);
+    }
 
     fn seeded(seed: u64, n: usize) -> Vec<u8> {
         let mut v = vec![0u8; n];
@@ -1263,7 +1270,7 @@ pub(crate) mod tests {
         write_own_rows();
         let old: Vec<ChunkId> = (0..20).map(|i| acquire(&c, &seeded(i, 3000)).unwrap()).collect();
         let big = acquire(&c, &seeded(50, LOG_BELOW + 1)).unwrap();
-        OWN_ROWS.with(|o| o.set(false));
+        own_rows::set(false);
         let new = acquire(&c, &seeded(60, 3000)).unwrap();
         assert_eq!(logged(&c).len(), 1);
         let (moved, _) = move_to_log(&c, i64::MIN, u64::MAX).unwrap();

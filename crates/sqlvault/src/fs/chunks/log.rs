@@ -46,12 +46,22 @@ pub(crate) fn segment(conn: &Connection) -> Result<i64> {
 
 /// Where the next body goes: past the last live chunk and the last hole.
 fn end(conn: &Connection) -> Result<i64> {
-    Ok(conn
+    Ok(segment_and_end(conn)?.1)
+}
+
+/// [`segment`] and [`end`], in one statement.
+fn segment_and_end(conn: &Connection) -> Result<(i64, i64)> {
+    let (s, end): (Option<i64>, i64) = conn
         .prepare_cached(
-            "SELECT max(coalesce((SELECT at + stored FROM chunks WHERE at IS NOT NULL ORDER BY at DESC LIMIT 1), 0),
+            "SELECT (SELECT value FROM meta WHERE key = 'log_segment'),
+                    max(coalesce((SELECT at + stored FROM chunks WHERE at IS NOT NULL ORDER BY at DESC LIMIT 1), 0),
                         coalesce((SELECT at + len FROM chunk_holes ORDER BY at DESC LIMIT 1), 0))",
         )?
-        .query_row([], |r| r.get(0))?)
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    match s {
+        Some(s) if s > 0 => Ok((s, end)),
+        _ => Err(Error::damaged("the chunk log's segment size is missing")),
+    }
 }
 
 /// The segment `k`'s bytes, if it exists.
@@ -67,8 +77,7 @@ fn store(conn: &Connection, k: i64, data: &[u8]) -> Result<()> {
 /// Appends `bytes` (not empty) to the log; returns their offset.
 pub(crate) fn append(conn: &Connection, bytes: &[u8]) -> Result<i64> {
     debug_assert!(!bytes.is_empty() && bytes.len() < LOG_BELOW);
-    let seg = segment(conn)?;
-    let at = end(conn)?;
+    let (seg, at) = segment_and_end(conn)?;
     let (mut pos, mut rest) = (at, bytes);
     while !rest.is_empty() {
         let (k, off) = (pos / seg, (pos % seg) as usize);
