@@ -581,8 +581,9 @@ fn chunk_contents(
     // Chunks in the chunk log, in log order, merged with its holes and read from its
     // segments in order: each segment once.
     let seg = chunks::log_segment(c)?;
-    let mut logged =
-        c.prepare("SELECT at, id, hash, len, codec, stored FROM main.chunks WHERE at IS NOT NULL ORDER BY at")?;
+    let mut logged = c.prepare(
+        "SELECT at, id, hash, len, codec, coalesce(stored, len) FROM main.chunks WHERE at IS NOT NULL ORDER BY at",
+    )?;
     let mut holes = c.prepare("SELECT at, len FROM main.chunk_holes ORDER BY at")?;
     let mut segments = c.prepare("SELECT id, data FROM main.chunk_log ORDER BY id")?;
     let mut logged = logged.query([])?;

@@ -422,8 +422,9 @@ pub fn move_inline(conn: &Connection, mut after: i64, budget: u64) -> Result<(u6
             break;
         };
         let (body, at) = place(conn, &data)?;
-        conn.prepare_cached("UPDATE chunks SET data = x'', body = ?2, at = ?3 WHERE id = ?1")?
-            .execute(params![id, body, at])?;
+        // A chunk in the log needs its stored length (NULL in rows before schema 11).
+        conn.prepare_cached("UPDATE chunks SET data = x'', body = ?2, at = ?3, stored = ?4 WHERE id = ?1")?
+            .execute(params![id, body, at, data.len() as i64])?;
         moved += data.len().max(1) as u64;
         after = id;
     }

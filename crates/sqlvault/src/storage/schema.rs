@@ -332,7 +332,7 @@ const MIGRATIONS: &[&str] = &[
         len INTEGER NOT NULL
     );
     CREATE TRIGGER chunks_delete_logged AFTER DELETE ON chunks WHEN OLD.at IS NOT NULL BEGIN
-        INSERT OR IGNORE INTO chunk_holes(at, len) VALUES (OLD.at, OLD.stored);
+        INSERT OR IGNORE INTO chunk_holes(at, len) VALUES (OLD.at, coalesce(OLD.stored, OLD.len));
     END;
     ",
 ];
