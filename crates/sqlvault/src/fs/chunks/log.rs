@@ -138,21 +138,32 @@ pub(crate) fn free(conn: &Connection, at: i64, len: i64) -> Result<()> {
     Ok(())
 }
 
-/// True if a live chunk has bytes in log bytes `lo..hi`. Chunks do not overlap, so
-/// the one starting last before `hi` is the only one that can reach `lo` from before.
-fn in_use(conn: &Connection, lo: i64, hi: i64) -> Result<bool> {
-    Ok(conn
+/// The live chunks with bytes in log bytes `lo..hi`, in log order: (id, at, stored).
+fn overlapping(conn: &Connection, lo: i64, hi: i64) -> Result<Vec<(i64, i64, i64)>> {
+    let rows = conn
         .prepare_cached(
-            "SELECT at + stored > ?1 FROM chunks WHERE at IS NOT NULL AND at < ?2 ORDER BY at DESC LIMIT 1",
+            "SELECT id, at, coalesce(stored, len) FROM chunks WHERE at IS NOT NULL AND at > ?1 AND at < ?2 ORDER BY at",
         )?
-        .query_row([lo, hi], |r| r.get::<_, bool>(0))
-        .optional()?
-        .unwrap_or(false))
+        .query_map([lo - LOG_BELOW as i64, hi], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<Vec<(i64, i64, i64)>>>()?;
+    Ok(rows.into_iter().filter(|&(_, at, n)| at + n > lo).collect())
+}
+
+/// Moves chunk `id` (its stored bytes at `at`, `n` of them) to the log's end; its old
+/// bytes become a hole.
+fn relocate(conn: &Connection, id: i64, at: i64, n: i64) -> Result<()> {
+    let bytes = read(conn, at, n)?;
+    let new = append(conn, &bytes)?;
+    conn.prepare_cached("UPDATE chunks SET at = ?2 WHERE id = ?1")?.execute([id, new])?;
+    free(conn, at, n)
 }
 
 /// Wipes up to `max` holes, the oldest log bytes first: deletes each segment a hole
 /// leaves with no live chunk and zeroes the hole where a live chunk keeps the segment.
-/// Returns how many holes it wiped.
+/// A segment left less than a quarter in use (before the log's last segment) has its
+/// chunks moved to the end, so that a later pass frees it: deleting files at random
+/// does not leave the log four times the size of what it holds. Returns how many holes
+/// it wiped.
 pub(crate) fn reclaim(conn: &Connection, max: u64) -> Result<u64> {
     if max == 0 {
         return Ok(0);
@@ -162,27 +173,38 @@ pub(crate) fn reclaim(conn: &Connection, max: u64) -> Result<u64> {
         .query_map([max as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
     let Some(&(last, _)) = holes.last() else { return Ok(0) };
-    let seg = segment(conn)?;
+    let (seg, log_end) = segment_and_end(conn)?;
     let mut gone = i64::MIN; // the last segment deleted
-    for &(at, len) in &holes {
-        let end = at + len.max(0);
-        let mut k = at / seg;
-        while k * seg < end {
+    let mut sparse = Vec::new();
+    for &(at, len) in holes.iter().filter(|&&(_, len)| len > 0) {
+        let end = at + len;
+        for k in at / seg..=(end - 1) / seg {
+            if k == gone {
+                continue;
+            }
             let (lo, hi) = (k * seg, (k + 1) * seg);
-            if k != gone {
-                if !in_use(conn, lo, hi)? {
-                    conn.prepare_cached("DELETE FROM chunk_log WHERE id = ?1")?.execute([k])?;
-                    gone = k;
-                } else if let Some(mut data) = load(conn, k)?.filter(|d| d.len() == seg as usize) {
-                    let (from, to) = ((at.max(lo) - lo) as usize, (end.min(hi) - lo) as usize);
-                    data[from..to].fill(0);
-                    store(conn, k, &data)?;
+            let live = overlapping(conn, lo, hi)?;
+            if live.is_empty() {
+                conn.prepare_cached("DELETE FROM chunk_log WHERE id = ?1")?.execute([k])?;
+                gone = k;
+            } else if let Some(mut data) = load(conn, k)?.filter(|d| d.len() == seg as usize) {
+                let (from, to) = ((at.max(lo) - lo) as usize, (end.min(hi) - lo) as usize);
+                data[from..to].fill(0);
+                store(conn, k, &data)?;
+                // Sparse, and not the segment new bodies are filling.
+                let used: i64 = live.iter().map(|&(_, a, n)| (a + n).min(hi) - a.max(lo)).sum();
+                if used * 4 < seg && hi <= log_end - log_end % seg && sparse.last() != Some(&k) {
+                    sparse.push(k);
                 }
             }
-            k += 1;
         }
     }
     conn.prepare_cached("DELETE FROM chunk_holes WHERE at <= ?1")?.execute([last])?;
+    for k in sparse {
+        for (id, at, n) in overlapping(conn, k * seg, (k + 1) * seg)? {
+            relocate(conn, id, at, n)?;
+        }
+    }
     Ok(holes.len() as u64)
 }
 
@@ -235,10 +257,7 @@ pub(crate) fn pack(conn: &Connection, after: i64, budget: u64) -> Result<(u64, O
         }
         if used * 2 < seg {
             for &(id, at, stored) in &starting {
-                let bytes = read(conn, at, stored)?;
-                let new = append(conn, &bytes)?;
-                conn.prepare_cached("UPDATE chunks SET at = ?2 WHERE id = ?1")?.execute([id, new])?;
-                free(conn, at, stored)?;
+                relocate(conn, id, at, stored)?;
                 moved += stored as u64;
             }
         }
