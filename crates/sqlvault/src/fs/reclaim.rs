@@ -187,8 +187,16 @@ pub(crate) fn drain(files: &Files, progress: &dyn Fn(u64)) -> Result<()> {
     }
     loop {
         let wiped = files.engine.write_alone(|tx| chunks::reclaim(tx, rows))?;
-        // A full batch may have left none (then the next one wipes nothing and ends).
-        left = if wiped < rows { 0 } else { left.saturating_sub(wiped).max(1) };
+        // A full batch may have left none (then the next one wipes nothing and ends). A
+        // short one may have moved chunks out of a sparse log segment, leaving holes
+        // for another batch: one probe says.
+        left = if wiped >= rows {
+            left.saturating_sub(wiped).max(1)
+        } else if engine.serialized(chunks::has_trash)? {
+            1
+        } else {
+            0
+        };
         progress(left);
         if left == 0 {
             return Ok(());

@@ -17,8 +17,9 @@
 //! *hole* (`chunk_holes`, by a trigger), waiting, as a `chunk_data` row waits in
 //! `chunk_trash`, for [`reclaim`]: a segment no live chunk touches any more is deleted
 //! (SQLite's `secure_delete` zeroes its page), and a hole in a segment still in use is
-//! overwritten with zeros. Space in a segment kept by a few live chunks is returned by
-//! [`pack`] (`Vault::compact`), which moves the chunks of sparse segments to the end.
+//! overwritten with zeros. A segment the wipe leaves less than a quarter in use has its
+//! chunks moved to the end, so a later pass frees it; [`pack`] (`Vault::compact`) does
+//! the same for every segment less than half in use.
 //!
 //! Every function runs inside the caller's transaction; reads check nothing beyond the
 //! log's shape (the caller checks the bytes against the chunk's hash).
