@@ -138,6 +138,21 @@ fn every_page_cipher_makes_a_vault_that_reopens() {
     }
 }
 
+/// A copy of `fixture` in a new temporary directory (rewritten first by `write` with
+/// `SQLVAULT_WRITE_FIXTURE=1`), and its bytes, checked to hold no plaintext of [`text`].
+fn sealed_copy(fixture: &Path, write: fn(&Path)) -> (tempfile::TempDir, PathBuf, Vec<u8>) {
+    if std::env::var("SQLVAULT_WRITE_FIXTURE").is_ok() {
+        let _ = std::fs::remove_file(fixture);
+        write(fixture);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.vault");
+    std::fs::copy(fixture, &path).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(!bytes.windows(20).any(|w| w == &text(100)[..20]), "content is sealed");
+    (dir, path, bytes)
+}
+
 /// `fixtures/format2-schema12.vault`: compressed chunks (schema 11) and files cut by
 /// content (schema 12) beside a file of fixed cells with a hole. Made once by
 /// [`write_schema12_fixture`] with `SQLVAULT_WRITE_FIXTURE=1`; same passphrase.
@@ -195,15 +210,7 @@ fn write_schema12_fixture(path: &Path) {
 
 #[test]
 fn schema12_fixture_reads_compressed_and_content_cut_files() {
-    if std::env::var("SQLVAULT_WRITE_FIXTURE").is_ok() {
-        let _ = std::fs::remove_file(schema12_fixture());
-        write_schema12_fixture(&schema12_fixture());
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("f.vault");
-    std::fs::copy(schema12_fixture(), &path).unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    assert!(!bytes.windows(20).any(|w| w == &text(100)[..20]), "content is sealed");
+    let (_dir, path, _) = sealed_copy(&schema12_fixture(), write_schema12_fixture);
 
     let v = Vault::open(&path, &secret(), EngineConfig::default()).unwrap();
     assert_eq!(v.read_file("/log.txt").unwrap(), text(100_000));
@@ -285,15 +292,7 @@ fn write_schema15_fixture(path: &Path) {
 
 #[test]
 fn schema15_fixture_reads_chunks_from_the_chunk_log() {
-    if std::env::var("SQLVAULT_WRITE_FIXTURE").is_ok() {
-        let _ = std::fs::remove_file(schema15_fixture());
-        write_schema15_fixture(&schema15_fixture());
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("f.vault");
-    std::fs::copy(schema15_fixture(), &path).unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    assert!(!bytes.windows(20).any(|w| w == &text(100)[..20]), "content is sealed");
+    let (dir, path, bytes) = sealed_copy(&schema15_fixture(), write_schema15_fixture);
     // Packed: the small files take about their bytes (31 pages and a bit), where rows
     // of their own took a page each (60), on top of what an empty vault takes.
     let empty = dir.path().join("empty.vault");
