@@ -1343,6 +1343,10 @@ mod tests {
         c.execute("DELETE FROM chunk_log WHERE id = 0", []).unwrap();
         assert!(matches!(read(&c, a), Err(Error::Damaged { .. })));
         assert!(matches!(read_stored(&c, a), Err(Error::Damaged { .. })));
+        // A segment size no page gives is damage, not an allocation of that size.
+        c.execute("UPDATE meta SET value = 1 << 40 WHERE key = 'log_segment'", []).unwrap();
+        assert!(matches!(read(&c, b), Err(Error::Damaged { .. })));
+        assert!(matches!(acquire(&c, &seeded(3, 100)), Err(Error::Damaged { .. })));
     }
 
     /// The chunk of the entry starting at `off`, if any.

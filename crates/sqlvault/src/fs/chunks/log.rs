@@ -39,9 +39,16 @@ pub(crate) fn segment(conn: &Connection) -> Result<i64> {
         .prepare_cached("SELECT value FROM meta WHERE key = 'log_segment'")?
         .query_row([], |r| r.get(0))
         .optional()?;
+    valid_segment(s)
+}
+
+/// A segment size as read from `meta`: between a page of 512 bytes and one of 64 KiB
+/// less 96 (SQLite's page sizes), else damage, never an allocation of what it says.
+fn valid_segment(s: Option<i64>) -> Result<i64> {
     match s {
-        Some(s) if s > 0 => Ok(s),
-        _ => Err(Error::damaged("the chunk log's segment size is missing")),
+        Some(s) if (416..=65_440).contains(&s) => Ok(s),
+        Some(s) => Err(Error::damaged(format!("the chunk log's segment size {s} is not one a page size gives"))),
+        None => Err(Error::damaged("the chunk log's segment size is missing")),
     }
 }
 
@@ -59,10 +66,7 @@ fn segment_and_end(conn: &Connection) -> Result<(i64, i64)> {
                         coalesce((SELECT at + len FROM chunk_holes ORDER BY at DESC LIMIT 1), 0))",
         )?
         .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    match s {
-        Some(s) if s > 0 => Ok((s, end)),
-        _ => Err(Error::damaged("the chunk log's segment size is missing")),
-    }
+    Ok((valid_segment(s)?, end))
 }
 
 /// The segment `k`'s bytes, if it exists.
@@ -107,7 +111,8 @@ pub(crate) fn append(conn: &Connection, bytes: &[u8]) -> Result<i64> {
 pub(crate) fn read(conn: &Connection, at: i64, len: i64) -> Result<Vec<u8>> {
     let seg = segment(conn)?;
     let damaged = |what: &str| Error::damaged(format!("chunk log bytes {at}..{}: {what}", at + len));
-    if at < 0 || len <= 0 {
+    // Every chunk in the log is stored in fewer than LOG_BELOW bytes.
+    if at < 0 || len <= 0 || len >= LOG_BELOW as i64 {
         return Err(damaged("not a range of the log"));
     }
     let (first, last) = (at / seg, (at + len - 1) / seg);
