@@ -68,7 +68,7 @@ pub(crate) use log::LOG_BELOW;
 pub enum Compression {
     /// As they are.
     None,
-    /// zstd (level [`ZSTD_LEVEL`]) when the frame saves at least 1/8 of the chunk.
+    /// zstd (level 5) when the frame saves at least 1/8 of the chunk.
     #[default]
     Zstd,
 }
