@@ -95,8 +95,8 @@ impl Compression {
 /// zstd level of new chunks. Level 5, not zstd's default 3: chunks are compressed one
 /// by one (a small file is one chunk), so at level 3 a compressed source or text tree
 /// took 4-8% more than restic's and borg's repositories (which compress larger units);
-/// level 5 stores 4-5% less for about twice zstd's CPU, and an import still costs less
-/// CPU than either of theirs (docs/design/compression.md, "Level").
+/// level 5 stores 4-5% less for about twice zstd's CPU; a source tree's import then
+/// costs about what theirs do, a text tree's less (docs/design/compression.md, "Level").
 pub const ZSTD_LEVEL: i32 = 5;
 
 /// How a chunk's bytes are stored (`chunks.codec`).
