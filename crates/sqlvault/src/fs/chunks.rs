@@ -483,7 +483,8 @@ pub(crate) fn read_log(conn: &Connection, at: i64, stored: i64) -> Result<Vec<u8
 pub fn log_work(conn: &Connection) -> Result<(u64, u64)> {
     let (own, log): (i64, i64) = conn.query_row(
         &format!(
-            "SELECT coalesce(sum(CASE WHEN body IS NOT NULL AND coalesce(stored, len) BETWEEN 1 AND {} THEN stored END), 0),
+            "SELECT coalesce(sum(CASE WHEN body IS NOT NULL AND coalesce(stored, len) BETWEEN 1 AND {}
+                                      THEN coalesce(stored, len) END), 0),
                     coalesce(sum(CASE WHEN at IS NOT NULL THEN stored END), 0) FROM chunks",
             LOG_BELOW - 1
         ),

@@ -52,12 +52,8 @@ fn valid_segment(s: Option<i64>) -> Result<i64> {
     }
 }
 
-/// Where the next body goes: past the last live chunk and the last hole.
-fn end(conn: &Connection) -> Result<i64> {
-    Ok(segment_and_end(conn)?.1)
-}
-
-/// [`segment`] and [`end`], in one statement.
+/// [`segment`], and where the next body goes (past the last live chunk and the last
+/// hole), in one statement.
 fn segment_and_end(conn: &Connection) -> Result<(i64, i64)> {
     let (s, end): (Option<i64>, i64) = conn
         .prepare_cached(
@@ -155,6 +151,11 @@ fn overlapping(conn: &Connection, lo: i64, hi: i64) -> Result<Vec<(i64, i64, i64
     Ok(rows.into_iter().filter(|&(_, at, n)| at + n > lo).collect())
 }
 
+/// The bytes of log bytes `lo..hi` that `live` ([`overlapping`] them) use.
+fn used(live: &[(i64, i64, i64)], lo: i64, hi: i64) -> i64 {
+    live.iter().map(|&(_, at, n)| (at + n).min(hi) - at.max(lo)).sum()
+}
+
 /// Moves chunk `id` (its stored bytes at `at`, `n` of them) to the log's end; its old
 /// bytes become a hole.
 fn relocate(conn: &Connection, id: i64, at: i64, n: i64) -> Result<()> {
@@ -198,8 +199,7 @@ pub(crate) fn reclaim(conn: &Connection, max: u64) -> Result<u64> {
                 data[from..to].fill(0);
                 store(conn, k, &data)?;
                 // Sparse, and not the segment new bodies are filling.
-                let used: i64 = live.iter().map(|&(_, a, n)| (a + n).min(hi) - a.max(lo)).sum();
-                if used * 4 < seg && hi <= log_end - log_end % seg && sparse.last() != Some(&k) {
+                if used(&live, lo, hi) * 4 < seg && hi <= log_end - log_end % seg && sparse.last() != Some(&k) {
                     sparse.push(k);
                 }
             }
@@ -227,8 +227,7 @@ pub(crate) fn holes(conn: &Connection) -> Result<(u64, u64)> {
 /// moved and where the next call starts (`None`: the log was walked to its end).
 /// The bytes left behind are holes for [`reclaim`].
 pub(crate) fn pack(conn: &Connection, after: i64, budget: u64) -> Result<(u64, Option<i64>)> {
-    let seg = segment(conn)?;
-    let stop = end(conn)?;
+    let (seg, stop) = segment_and_end(conn)?;
     // The segment holding the end is still being filled: never sparse.
     let last_full = stop / seg;
     let mut next = conn.prepare_cached(
@@ -241,28 +240,11 @@ pub(crate) fn pack(conn: &Connection, after: i64, budget: u64) -> Result<(u64, O
         if k >= last_full {
             return Ok((moved, None));
         }
-        // The chunks starting in segment k, and the bytes live chunks use in it.
+        // The bytes live chunks use in segment k; the chunks starting in it move.
         let (lo, hi) = (k.max(0) * seg, (k.max(0) + 1) * seg);
-        let mut starting = Vec::new();
-        let mut cur = from.max(lo);
-        while let Some((id, at, stored)) = next
-            .query_row([cur, hi], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)))
-            .optional()?
-        {
-            starting.push((id, at, stored));
-            cur = at + 1;
-        }
-        let mut used: i64 = starting.iter().map(|&(_, at, n)| (at + n).min(hi) - at).sum();
-        // A chunk from the segment before that runs on into this one.
-        if let Some((at, n)) = conn
-            .prepare_cached("SELECT at, stored FROM chunks WHERE at IS NOT NULL AND at < ?1 ORDER BY at DESC LIMIT 1")?
-            .query_row([lo], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
-            .optional()?
-        {
-            used += ((at + n).min(hi) - lo).max(0);
-        }
-        if used * 2 < seg {
-            for &(id, at, stored) in &starting {
+        let live = overlapping(conn, lo, hi)?;
+        if used(&live, lo, hi) * 2 < seg {
+            for &(id, at, stored) in live.iter().filter(|&&(_, at, _)| at >= from.max(lo)) {
                 relocate(conn, id, at, stored)?;
                 moved += stored as u64;
             }
