@@ -58,11 +58,15 @@ impl Vault {
                 .map_err(|e| Error::io(format!("reading the content of {path}"), e))?;
             if data.len() as u64 <= self.max_dirty_bytes() {
                 ops.check()?;
+                // Cut, hashed and compressed before the writer is taken (in parallel
+                // with other threads' imports, and over the CPUs for a large file).
+                let prepared = self.prepare_content(&data)?;
+                ops.check()?;
                 let done = self
                     .engine()
                     .write(|tx| {
                         let Some(ino) = self.file_for_write_in(tx, path)? else { return Ok(false) };
-                        self.replace_content_in(tx, ino, path, data.as_slice())?;
+                        self.replace_prepared_in(tx, ino, &prepared, data.len() as u64)?;
                         tree::set_attr(tx, ino, set)?;
                         Ok(true)
                     })
@@ -101,11 +105,12 @@ impl Vault {
         let ino = f.ino();
         let closed = f.close();
         // Cut by content as it streams (the same cuts as a one-shot `write_file`), a
-        // batch of chunks per write operation. Two stages on two threads: this one
-        // reads, cuts, hashes and compresses (`chunks::prepare`); a writer stores each
-        // batch as it comes, while the next is prepared. At most two batches wait
-        // besides the one being written (the channel holds one), and they hold the
-        // chunks' stored forms, not the plaintext.
+        // batch of chunks per write operation. Two stages: this thread reads and cuts
+        // a batch, then hashes and compresses it over the CPUs
+        // (`chunks::prepare_pieces`); a writer thread stores each batch as it comes,
+        // while the next is cut and prepared. Memory: the plaintext of the batch being
+        // cut, and at most two prepared batches (stored forms) besides the one being
+        // written (the channel holds one).
         let copied = closed.and_then(|()| {
             let limit = (self.max_dirty_bytes() / 2).max(4 * self.chunk_size() as u64);
             let codec = self.engine().read(chunks::compression)?;
@@ -125,27 +130,37 @@ impl Vault {
                         Ok(())
                     })
                     .map_err(|e| Error::io("starting the import's writer thread", e))?;
-                let mut batch = Vec::new();
-                let mut batched = 0u64;
+                // The plaintext of the batch being cut (from file offset `base`) and
+                // its chunks as (offset in `raw`, length).
+                let mut raw: Vec<u8> = Vec::with_capacity(limit as usize + cut::max_len(self.chunk_size()));
+                let mut pieces: Vec<(usize, usize)> = Vec::new();
+                let mut base = 0u64;
                 let mut sent = 0u64;
                 let mut total = 0u64;
                 // The writer stopped (its error is what join returns): stop reading.
                 let gone = || Error::io("the import's writer", std::io::Error::other("stopped"));
+                // Prepares the batch cut so far over the CPUs and hands it to the writer.
+                let flush = |raw: &mut Vec<u8>, pieces: &mut Vec<(usize, usize)>, base: &mut u64, total: u64| {
+                    let batch = chunks::prepare_pieces(raw, *base, pieces, codec);
+                    raw.clear();
+                    pieces.clear();
+                    *base = total;
+                    to_writer.send((batch, total)).map_err(|_| gone())
+                };
                 let produced = cut::stream(&mut reader, self.chunk_size(), path, |off, data| {
                     ops.check()?;
-                    batch.push((off, chunks::prepare(data, codec)));
-                    batched += data.len() as u64;
+                    pieces.push((raw.len(), data.len()));
+                    raw.extend_from_slice(data);
                     total = off + data.len() as u64;
-                    if batched >= limit {
-                        to_writer.send((std::mem::take(&mut batch), total)).map_err(|_| gone())?;
+                    if raw.len() as u64 >= limit {
+                        flush(&mut raw, &mut pieces, &mut base, total)?;
                         // The batch before this one has been stored (the channel holds one).
                         ops.report(Progress { phase: "write", done: sent, total: len, bytes: sent });
                         sent = total;
-                        batched = 0;
                     }
                     Ok(())
                 })
-                .and_then(|_| to_writer.send((std::mem::take(&mut batch), total)).map_err(|_| gone()));
+                .and_then(|_| flush(&mut raw, &mut pieces, &mut base, total));
                 drop(to_writer);
                 let written = writer
                     .join()

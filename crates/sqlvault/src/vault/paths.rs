@@ -226,13 +226,39 @@ impl Vault {
     }
     /// The one-operation path of [`Vault::write_file`]; `false` if the file is open here.
     fn write_file_at_once(&self, path: &str, data: &[u8]) -> Result<bool> {
+        let prepared = self.prepare_content(data)?;
         self.engine()
             .write(|tx| {
                 let Some(ino) = self.file_for_write_in(tx, path)? else { return Ok(false) };
-                self.replace_content_in(tx, ino, path, data)?;
+                self.replace_prepared_in(tx, ino, &prepared, data.len() as u64)?;
                 Ok(true)
             })
             .map_err(|e| e.with_path(path))
+    }
+
+    /// `data` cut into chunks by content (`fs/cut.rs`), each hashed and encoded under
+    /// the vault's compression setting, before the writer is taken: the CPU-heavy part
+    /// of a whole-file write runs outside the writer lock (and, for a large file, on
+    /// every CPU), so concurrent writers compress in parallel and hold the lock only to
+    /// store ([`Vault::replace_prepared_in`]).
+    pub(crate) fn prepare_content(&self, data: &[u8]) -> Result<Vec<(u64, chunks::Prepared)>> {
+        let codec = self.engine().read(chunks::compression)?;
+        let pieces: Vec<(usize, usize)> = cut::slices(data, self.chunk_size()).collect();
+        Ok(chunks::prepare_pieces(data, 0, &pieces, codec))
+    }
+
+    /// Inside a write: replaces the whole content of file `ino` with the chunks
+    /// [`Vault::prepare_content`] made of `len` bytes, and sets its size and mtime.
+    pub(crate) fn replace_prepared_in(
+        &self,
+        tx: &rusqlite::Connection,
+        ino: InodeId,
+        prepared: &[(u64, chunks::Prepared)],
+        len: u64,
+    ) -> Result<()> {
+        let id = ino.0 as i64;
+        chunks::replace_all(tx, id, || prepared.iter().try_for_each(|(off, p)| chunks::put_prepared(tx, id, *off, p)))?;
+        tree::set_size(tx, ino, len, tree::now_ns())
     }
 
     /// Inside a write: the regular file at `path` (following symlinks), created if
