@@ -18,6 +18,7 @@ mod ui;
 mod batch;
 mod check;
 mod completions;
+mod copier;
 mod exit;
 mod extract;
 mod find;

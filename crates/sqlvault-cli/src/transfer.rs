@@ -34,6 +34,7 @@ use indicatif::ProgressBar;
 use sqlvault::{FileOptions, FileType, Interrupt, SetAttr, Vault};
 use walkdir::WalkDir;
 
+use crate::copier::{Copier, Done, Job};
 use crate::progress::{self, bytes, took};
 use crate::{CliError, Ctx, Exit};
 
@@ -78,6 +79,10 @@ pub struct PutArgs {
     /// (`stored_bytes_added`).
     #[arg(long)]
     pub json: bool,
+    /// Files copied at once (default: one per CPU, at most 4). Each file is still
+    /// replaced atomically; 1 copies them one after another.
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub jobs: Option<u16>,
 }
 
 /// `sqlvault get`.
@@ -298,6 +303,8 @@ struct Put<'a> {
     files_total: u64,
     /// The file being copied, for the message on interrupt.
     current: Option<String>,
+    /// Worker threads copying the files of a tree (`copier.rs`); `None` copies on this thread.
+    copier: Option<Copier>,
 }
 
 /// Runs `sqlvault put`.
@@ -323,8 +330,28 @@ pub fn put_command(ctx: &Ctx, args: PutArgs) -> Result<Exit, CliError> {
         tags: args.extract_tags.then(TagBatch::new),
         files_total: total.1,
         current: None,
+        copier: None,
     };
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()).min(crate::copier::MAX_JOBS),
+        usize::from,
+    );
+    if meta.is_dir() && !args.dry_run && jobs > 1 {
+        p.copier = Some(Copier::new(&vault, &p.pb, &p.stop, jobs));
+    }
     let r = p.run(&meta);
+    // Every file handed to a worker is finished (or dropped, on an interrupt) before
+    // anything is reported; the first error stands.
+    let r = match r {
+        Ok(()) => p.drain(),
+        Err(e) => {
+            let current = p.current.take();
+            let _ = p.drain();
+            p.current = current;
+            Err(e)
+        }
+    };
+    p.copier = None;
     let r = r.and_then(|()| match p.tags.take().filter(|b| !b.is_empty()) {
         Some(batch) if !args.dry_run => Ok(set_tags_batch(&vault, &batch)?),
         _ => Ok(()),
@@ -448,6 +475,7 @@ impl Put<'_> {
             };
             while open.last().is_some_and(|f| f.depth >= e.depth()) {
                 let f = open.pop().expect("a directory in the walk");
+                self.drain()?;
                 self.close_dir(f)?;
             }
             let is_dir = e.file_type().is_dir();
@@ -503,6 +531,7 @@ impl Put<'_> {
             }
         }
         while let Some(f) = open.pop() {
+            self.drain()?;
             self.close_dir(f)?;
         }
         Ok(())
@@ -620,13 +649,19 @@ impl Put<'_> {
                 return Ok(());
             }
         };
-        self.current = Some(dest.to_string());
         let stamp = SetAttr {
             perm: Some(perm),
             atime_ns: Some(atime_ns(meta)),
             mtime_ns: Some(mtime_ns(meta)),
             ..Default::default()
         };
+        if let Some(c) = self.copier.as_mut() {
+            let job = Job { dest: dest.to_string(), src: src.to_path_buf(), meta: meta.clone(), input, stamp };
+            let done = c.submit(job, self.vault, &self.pb, &self.stop);
+            self.current = c.in_progress().map(str::to_string);
+            return self.absorb(done);
+        }
+        self.current = Some(dest.to_string());
         let pb = self.pb.clone();
         // The library reports bytes stored so far in this file; the bar counts all files.
         let shown = std::sync::atomic::AtomicU64::new(0);
@@ -645,6 +680,11 @@ impl Put<'_> {
             )
             .map_err(from_lib)?;
         self.current = None;
+        self.copied(src, meta, dest, n)
+    }
+
+    /// Counts (and with `--extract-tags`, tags) a file copied.
+    fn copied(&mut self, src: &Path, meta: &fs::Metadata, dest: &str, n: u64) -> Result<(), CliError> {
         self.count_file(n);
         if let Some(batch) = self.tags.as_mut() {
             batch.push((dest.to_string(), crate::extract::tags_of(src, meta)));
@@ -654,6 +694,30 @@ impl Put<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Takes in what the workers finished; the first failure is the result.
+    fn absorb(&mut self, done: Vec<Done>) -> Result<(), CliError> {
+        let mut first = Ok(());
+        for d in done {
+            let r = d.result.map_err(from_lib).and_then(|n| self.copied(&d.src, &d.meta, &d.dest, n));
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+
+    /// Waits for every file handed to the workers (before a directory is finished, and at the end).
+    fn drain(&mut self) -> Result<(), CliError> {
+        match self.copier.as_mut() {
+            Some(c) => {
+                let done = c.drain();
+                self.current = None;
+                self.absorb(done)
+            }
+            None => Ok(()),
+        }
     }
 
     fn count_file(&mut self, n: u64) {

@@ -48,6 +48,54 @@ fn put_ls_cat_get_round_trip() {
 }
 
 #[test]
+fn put_with_several_jobs_stores_what_one_job_does_and_finishes_directories_after_their_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let e = Env::new();
+    let src = e.path("src");
+    // Three directories of text files of many sizes (empty, one chunk, several, and one
+    // that streams: `--cache-mib 1` keeps at most 512 KiB of a file in memory).
+    for d in 0..3 {
+        let dir = src.join(format!("d{d}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..40usize {
+            let len = [0, 10, 3_000, 70_000, 300_000][f % 5] + if d == 2 && f == 7 { 3 << 20 } else { 0 };
+            let text: Vec<u8> = (0..len).map(|i| b"abcdefgh sqlvault \n"[(i * 7 + f + d) % 19]).collect();
+            std::fs::write(dir.join(format!("f{f:02}")), text).unwrap();
+            std::fs::set_permissions(dir.join(format!("f{f:02}")), std::fs::Permissions::from_mode(0o600 + f as u32 % 8))
+                .unwrap();
+        }
+        // Copying files into a directory changes its time; put sets the host's after them.
+        let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(978_307_200 + d as u64);
+        std::fs::File::open(&dir).unwrap().set_modified(old).unwrap();
+    }
+    let s = src.to_str().unwrap();
+    let four = e.json(&["put", "--cache-mib", "1", "--json", "-j", "4", e.v(), s, "/four"]);
+    assert_eq!(four["files"], 120, "{four}");
+    assert!(four["stored_bytes_added"].as_i64().unwrap() > 0, "{four}");
+    // One job after four stores nothing new: the same chunks, cut and compressed alike.
+    let one = e.json(&["put", "--cache-mib", "1", "--json", "--jobs", "1", e.v(), s, "/one"]);
+    assert_eq!((one["files"].clone(), one["stored_bytes_added"].clone()), (120.into(), 0.into()), "{one}");
+    for d in 0..3 {
+        for top in ["/four", "/one"] {
+            let st = e.json(&["stat", "--json", e.v(), &format!("{top}/d{d}")]);
+            assert_eq!(st["mtime_ns"], (978_307_200 + d as u64) * 1_000_000_000, "{top}/d{d}: {st}");
+        }
+    }
+    let out = e.path("out");
+    e.ok(&["get", e.v(), "/four", out.to_str().unwrap()]);
+    let diff = Command::new("diff").arg("-r").arg(&src).arg(&out).output().unwrap();
+    assert!(diff.status.success(), "{}", String::from_utf8_lossy(&diff.stdout));
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&out.join("d1/f05")), mode(&src.join("d1/f05")));
+    // Unchanged: nothing copied again, whatever the number of jobs.
+    let again = e.json(&["put", "--json", "-j", "4", e.v(), s, "/four"]);
+    assert_eq!((again["files"].clone(), again["unchanged"].clone()), (0.into(), 120.into()), "{again}");
+    assert!(e.ok(&["fsck", e.v()]).starts_with("clean"));
+    // --jobs 0 is refused before anything is opened.
+    e.fails(1, &["put", "-j", "0", e.v(), s, "/zero"]);
+}
+
+#[test]
 fn put_keeps_modes_of_new_and_overwritten_files() {
     use std::os::unix::fs::PermissionsExt;
     let e = Env::new();
