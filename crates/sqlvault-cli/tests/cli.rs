@@ -61,8 +61,11 @@ fn put_with_several_jobs_stores_what_one_job_does_and_finishes_directories_after
             let len = [0, 10, 3_000, 70_000, 300_000][f % 5] + if d == 2 && f == 7 { 3 << 20 } else { 0 };
             let text: Vec<u8> = (0..len).map(|i| b"abcdefgh sqlvault \n"[(i * 7 + f + d) % 19]).collect();
             std::fs::write(dir.join(format!("f{f:02}")), text).unwrap();
-            std::fs::set_permissions(dir.join(format!("f{f:02}")), std::fs::Permissions::from_mode(0o600 + f as u32 % 8))
-                .unwrap();
+            std::fs::set_permissions(
+                dir.join(format!("f{f:02}")),
+                std::fs::Permissions::from_mode(0o600 + f as u32 % 8),
+            )
+            .unwrap();
         }
         // Copying files into a directory changes its time; put sets the host's after them.
         let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(978_307_200 + d as u64);

@@ -205,8 +205,8 @@ pub fn encode(data: &[u8], c: Compression) -> Option<Vec<u8>> {
 }
 
 /// A chunk made ready to store away from the writer: its hash and its stored form,
-/// computed by [`prepare`] on another thread while the writer stores the chunks before
-/// it ([`put_prepared`]). The plaintext is not kept.
+/// computed by [`prepare_pieces`] on other threads (or before the writer is taken)
+/// while the writer stores other chunks ([`put_prepared`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prepared {
     pub hash: Hash,
@@ -214,70 +214,140 @@ pub struct Prepared {
     pub len: usize,
     /// All zeros: stored as a hole, no chunk.
     pub zeros: bool,
+    /// Stored already when prepared: `bytes` is the plaintext, not encoded (a chunk
+    /// deleted since is encoded by [`put_prepared`] under the setting of that moment).
+    pub known: bool,
     pub codec: Codec,
     /// The bytes to store (empty for zeros).
     pub bytes: Vec<u8>,
 }
 
-/// Hashes `data` and encodes it as [`insert`] would under `c`.
+/// Hashes `data` and encodes it as [`insert`] would under `c` (one piece, as
+/// [`prepare_pieces`] does when nothing is stored).
+#[cfg(test)]
 pub fn prepare(data: &[u8], c: Compression) -> Prepared {
-    if data.iter().all(|&b| b == 0) {
-        return Prepared { hash: [0; 32], len: data.len(), zeros: true, codec: Codec::Raw, bytes: Vec::new() };
+    match hash_piece(data) {
+        None => zeros(data.len()),
+        Some(h) => encoded(data, h, c),
     }
-    let hash = hash(data);
+}
+
+fn zeros(len: usize) -> Prepared {
+    Prepared { hash: [0; 32], len, zeros: true, known: false, codec: Codec::Raw, bytes: Vec::new() }
+}
+
+fn encoded(data: &[u8], hash: Hash, c: Compression) -> Prepared {
     match encode(data, c) {
-        Some(z) => Prepared { hash, len: data.len(), zeros: false, codec: Codec::Zstd, bytes: z },
-        None => Prepared { hash, len: data.len(), zeros: false, codec: Codec::Raw, bytes: data.to_vec() },
+        Some(z) => Prepared { hash, len: data.len(), zeros: false, known: false, codec: Codec::Zstd, bytes: z },
+        None => Prepared { hash, len: data.len(), zeros: false, known: false, codec: Codec::Raw, bytes: data.to_vec() },
     }
+}
+
+/// The hash of a piece, `None` if it is all zeros (stored as a hole).
+fn hash_piece(data: &[u8]) -> Option<Hash> {
+    (!data.iter().all(|&b| b == 0)).then(|| hash(data))
 }
 
 /// Bytes below which [`prepare_pieces`] prepares on the calling thread: starting a
 /// thread costs tens of microseconds, compressing this much a millisecond or more.
 const PREPARE_SPLIT_FROM: usize = 256 << 10;
 
+/// Bytes below which [`prepare_pieces`] does not ask which chunks are stored: the
+/// question is a read transaction, which costs about what compressing this much does.
+const ASK_FROM: usize = 16 << 10;
+
 /// Most threads [`prepare_pieces`] spreads one call over.
 const PREPARE_THREADS: usize = 4;
 
-/// [`prepare`] of each piece `(offset, length)` of `data`, returned in order with the
-/// piece's offset plus `base`. Enough bytes (a file or a batch of a stream, not one
-/// small file) are spread over the CPUs in contiguous runs of about equal size, so
-/// compressing a large file takes each core's share of the time; the outcome is the
-/// same as preparing the pieces one by one. Memory: the stored forms, as that would.
-pub fn prepare_pieces(data: &[u8], base: u64, pieces: &[(usize, usize)], c: Compression) -> Vec<(u64, Prepared)> {
-    let one = |run: &[(usize, usize)]| -> Vec<(u64, Prepared)> {
-        run.iter().map(|&(off, len)| (base + off as u64, prepare(&data[off..off + len], c))).collect()
-    };
+/// Hashes and encodes (as [`insert`] would under `c`) each piece `(offset, length)` of `data`, returned in order with the
+/// piece's offset plus `base`, except that a chunk `stored` says the vault holds is not
+/// encoded ([`Prepared::known`]): dedup saves the compression, as it saves the store.
+/// `stored` gets the hashes of the pieces that are not all zeros, in order, and answers
+/// for each (any answer is safe: it only saves work); it is not asked when those pieces
+/// hold fewer than [`ASK_FROM`] bytes. Enough bytes (a file or a batch
+/// of a stream, not one small file) are hashed and encoded over the CPUs in contiguous
+/// runs of about equal size, so compressing a large file takes each core's share of the
+/// time. Memory: the stored forms, and the plaintext of known chunks.
+pub fn prepare_pieces(
+    data: &[u8],
+    base: u64,
+    pieces: &[(usize, usize)],
+    c: Compression,
+    stored: impl FnOnce(&[Hash]) -> Vec<bool>,
+) -> Vec<(u64, Prepared)> {
+    let bytes = |i: usize| &data[pieces[i].0..pieces[i].0 + pieces[i].1];
+    let hashes = over_cpus(pieces, |i| hash_piece(bytes(i)));
+    let asked: Vec<Hash> = hashes.iter().flatten().copied().collect();
+    let asked_bytes: usize = (0..pieces.len()).filter(|i| hashes[*i].is_some()).map(|i| pieces[i].1).sum();
+    // Fewer bytes than a lookup is worth: compressed without asking.
+    let answers = if asked_bytes < ASK_FROM { vec![false; asked.len()] } else { stored(&asked) };
+    let mut answers = answers.into_iter();
+    let known: Vec<bool> = hashes.iter().map(|h| h.is_some() && answers.next().unwrap_or(false)).collect();
+    over_cpus(pieces, |i| {
+        let prepared = match hashes[i] {
+            None => zeros(pieces[i].1),
+            Some(h) if known[i] => Prepared {
+                hash: h,
+                len: pieces[i].1,
+                zeros: false,
+                known: true,
+                codec: Codec::Raw,
+                bytes: bytes(i).to_vec(),
+            },
+            Some(h) => encoded(bytes(i), h, c),
+        };
+        (base + pieces[i].0 as u64, prepared)
+    })
+}
+
+/// `f` of every index of `pieces`, in order; when the pieces hold enough bytes, over
+/// the CPUs: each thread takes the next piece not taken yet, so a thread slowed by
+/// other work (the cutter, the writer) takes fewer, and all finish within about one
+/// piece of each other. Should a helper thread not start, the others take its share.
+fn over_cpus<T: Send + Sync>(pieces: &[(usize, usize)], f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     let total: usize = pieces.iter().map(|p| p.1).sum();
     let threads = cpus().min(PREPARE_THREADS).min(pieces.len());
     if total < PREPARE_SPLIT_FROM || threads < 2 {
-        return one(pieces);
+        return (0..pieces.len()).map(&f).collect();
     }
-    // Contiguous runs of about total / threads bytes each.
-    let mut runs = Vec::with_capacity(threads);
-    let (mut start, mut acc) = (0, 0);
-    for (i, p) in pieces.iter().enumerate() {
-        acc += p.1;
-        if acc * threads >= total * (runs.len() + 1) && runs.len() + 1 < threads {
-            runs.push(&pieces[start..=i]);
-            start = i + 1;
+    let next = AtomicUsize::new(0);
+    let slots: Vec<std::sync::OnceLock<T>> = (0..pieces.len()).map(|_| std::sync::OnceLock::new()).collect();
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= pieces.len() {
+            return;
         }
-    }
-    runs.push(&pieces[start..]);
+        let _ = slots[i].set(f(i));
+    };
     std::thread::scope(|s| {
-        // The first run on this thread; a run whose thread cannot start runs here too.
-        let spawned: Vec<_> = runs[1..]
-            .iter()
-            .map(|run| (run, std::thread::Builder::new().name("sqlvault-prepare".into()).spawn_scoped(s, || one(run))))
-            .collect();
-        let mut out = one(runs[0]);
-        for (run, h) in spawned {
-            match h.map_err(|_| ()).and_then(|h| h.join().map_err(|_| ())) {
-                Ok(v) => out.extend(v),
-                Err(()) => out.extend(one(run)),
-            }
+        for _ in 1..threads {
+            let _ = std::thread::Builder::new().name("sqlvault-prepare".into()).spawn_scoped(s, work);
         }
-        out
-    })
+        work();
+    });
+    // Every index was taken by a thread that ran `f` (a panic in one ends the scope
+    // with it); a slot left empty would be a bug, so it is filled here rather than lost.
+    slots.into_iter().enumerate().map(|(i, s)| s.into_inner().unwrap_or_else(|| f(i))).collect()
+}
+
+/// For each hash, whether the vault holds a chunk with it (one probe of the `chunks`
+/// window each).
+pub fn are_stored(conn: &Connection, hashes: &[Hash]) -> Result<Vec<bool>> {
+    let mut stmt = conn.prepare_cached("SELECT hash FROM chunks WHERE id BETWEEN ?1 AND ?2")?;
+    hashes
+        .iter()
+        .map(|h| {
+            let start = home(h);
+            let mut rows = stmt.query(params![start, start + PROBE - 1])?;
+            while let Some(row) = rows.next()? {
+                if row.get_ref(0)?.as_blob().ok() == Some(h.as_slice()) {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        })
+        .collect()
 }
 
 /// Logical CPUs of this machine (read once).
@@ -1060,14 +1130,18 @@ pub fn put(conn: &Connection, ino: i64, off: u64, data: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// [`put`] of a chunk [`prepare`]d elsewhere: the same rows, with the hash and the
+/// [`put`] of a chunk prepared elsewhere ([`prepare_pieces`]): the same rows, with the hash and the
 /// stored form already computed (a new chunk is stored as prepared, whatever the
-/// setting says now).
+/// setting says now; a [`Prepared::known`] one that is gone is encoded here).
 pub fn put_prepared(conn: &Connection, ino: i64, off: u64, p: &Prepared) -> Result<()> {
     let end = off + p.len as u64;
     let old = clear_range(conn, ino, off, end, !p.zeros)?;
     if !p.zeros {
-        let id = acquire_with(conn, &p.hash, |conn, id| insert_as(conn, id, &p.hash, 1, p.len, p.codec, &p.bytes))?;
+        let id = acquire_with(conn, &p.hash, |conn, id| match p.known {
+            // Deleted since it was prepared: encoded now, as a new chunk is.
+            true => insert(conn, id, &p.hash, 1, &p.bytes),
+            false => insert_as(conn, id, &p.hash, 1, p.len, p.codec, &p.bytes),
+        })?;
         set_entry(conn, ino, off, p.len, id)?;
     }
     for e in old {
@@ -1716,19 +1790,68 @@ mod tests {
         data.extend(text(100_000));
         let pieces: Vec<(usize, usize)> = crate::fs::cut::slices(&data, 65536).collect();
         assert!(pieces.len() > 8);
-        let one_by_one: Vec<(u64, Prepared)> = pieces
-            .iter()
-            .map(|&(o, n)| (7 + o as u64, prepare(&data[o..o + n], Compression::Zstd)))
-            .collect();
+        let one_by_one: Vec<(u64, Prepared)> =
+            pieces.iter().map(|&(o, n)| (7 + o as u64, prepare(&data[o..o + n], Compression::Zstd))).collect();
         assert!(one_by_one.iter().any(|p| p.1.codec == Codec::Zstd) && one_by_one.iter().any(|p| p.1.zeros));
-        assert_eq!(prepare_pieces(&data, 7, &pieces, Compression::Zstd), one_by_one);
+        assert_eq!(prepare_pieces(&data, 7, &pieces, Compression::Zstd, nothing_stored), one_by_one);
         // Below the split size, and a single piece: prepared here, the same way.
         let small = &pieces[..1];
-        assert_eq!(prepare_pieces(&data, 7, small, Compression::Zstd), one_by_one[..1].to_vec());
-        assert!(prepare_pieces(&data, 0, &[], Compression::Zstd).is_empty());
-        let none: Vec<_> = prepare_pieces(&data, 0, &pieces, Compression::None);
+        assert_eq!(prepare_pieces(&data, 7, small, Compression::Zstd, nothing_stored), one_by_one[..1].to_vec());
+        assert!(prepare_pieces(&data, 0, &[], Compression::Zstd, nothing_stored).is_empty());
+        let none: Vec<_> = prepare_pieces(&data, 0, &pieces, Compression::None, nothing_stored);
         assert!(none.iter().all(|(_, p)| p.codec == Codec::Raw));
         assert_eq!(none.iter().map(|(_, p)| p.len).sum::<usize>(), data.len());
+    }
+
+    fn nothing_stored(h: &[Hash]) -> Vec<bool> {
+        vec![false; h.len()]
+    }
+
+    #[test]
+    fn prepared_chunks_the_vault_holds_are_not_encoded_and_one_deleted_since_is_encoded_when_stored() {
+        let c = db();
+        set_compression(&c, Compression::Zstd).unwrap();
+        let mut data = text(200_000);
+        data.extend(vec![0u8; 1 << 20]);
+        data.extend(text(300_000).iter().map(|b| b ^ 1));
+        let pieces: Vec<(usize, usize)> = crate::fs::cut::slices(&data, 65536).collect();
+        // The first file is stored; the vault answers for the hashes it is asked about.
+        let first = prepare_pieces(&data, 0, &pieces, Compression::Zstd, |h| are_stored(&c, h).unwrap());
+        assert!(first.iter().all(|(_, p)| !p.known));
+        for (off, p) in &first {
+            put_prepared(&c, 1, *off, p).unwrap();
+        }
+        let mut asked = 0;
+        let second = prepare_pieces(&data, 0, &pieces, Compression::Zstd, |h| {
+            asked = h.len();
+            are_stored(&c, h).unwrap()
+        });
+        assert_eq!(asked, second.iter().filter(|(_, p)| !p.zeros).count(), "zeros are not asked about");
+        // A small file is compressed without asking (the question would cost as much).
+        let small = text(ASK_FROM - 1);
+        let one = prepare_pieces(&small, 0, &[(0, small.len())], Compression::Zstd, |_| panic!("asked"));
+        assert_eq!(one[0].1.codec, Codec::Zstd);
+        for ((_, a), (_, b)) in first.iter().zip(&second) {
+            assert_eq!((a.hash, a.zeros), (b.hash, b.zeros));
+            if !b.zeros {
+                assert!(b.known && b.codec == Codec::Raw && b.bytes.len() == b.len, "plaintext, not encoded");
+            }
+        }
+        for (off, p) in &second {
+            put_prepared(&c, 2, *off, p).unwrap();
+        }
+        let t = totals(&c).unwrap();
+        // Deleted after the second was prepared: storing it encodes it as new.
+        for ino in [1, 2] {
+            truncate(&c, ino, 0).unwrap();
+        }
+        assert_eq!(totals(&c).unwrap().chunks, 0);
+        for (off, p) in &second {
+            put_prepared(&c, 3, *off, p).unwrap();
+        }
+        let again = totals(&c).unwrap();
+        assert_eq!((again.chunks, again.bytes, again.stored_bytes), (t.chunks, t.bytes, t.stored_bytes));
+        assert!(again.stored_bytes < again.bytes / 4, "compressed when stored: {again:?}");
     }
 
     #[test]

@@ -60,13 +60,13 @@ impl Vault {
                 ops.check()?;
                 // Cut, hashed and compressed before the writer is taken (in parallel
                 // with other threads' imports, and over the CPUs for a large file).
-                let prepared = self.prepare_content(&data)?;
+                let prepared = self.prepare_content(&data);
                 ops.check()?;
                 let done = self
                     .engine()
                     .write(|tx| {
                         let Some(ino) = self.file_for_write_in(tx, path)? else { return Ok(false) };
-                        self.replace_prepared_in(tx, ino, &prepared, data.len() as u64)?;
+                        self.replace_prepared_in(tx, ino, &data, &prepared)?;
                         tree::set_attr(tx, ino, set)?;
                         Ok(true)
                     })
@@ -105,15 +105,17 @@ impl Vault {
         let ino = f.ino();
         let closed = f.close();
         // Cut by content as it streams (the same cuts as a one-shot `write_file`), a
-        // batch of chunks per write operation. Two stages: this thread reads and cuts
-        // a batch, then hashes and compresses it over the CPUs
-        // (`chunks::prepare_pieces`); a writer thread stores each batch as it comes,
-        // while the next is cut and prepared. Memory: the plaintext of the batch being
-        // cut, and at most two prepared batches (stored forms) besides the one being
-        // written (the channel holds one).
+        // batch of chunks per write operation, in three stages on their own threads:
+        // this one reads and cuts a batch; a preparer hashes and compresses it over the
+        // CPUs (`chunks::prepare_pieces`); a writer stores it. Each channel holds one
+        // batch, so memory is bounded: the plaintext of at most three batches (being
+        // cut, waiting, being prepared) and the stored forms of at most three (made,
+        // waiting, being written).
         let copied = closed.and_then(|()| {
             let limit = (self.max_dirty_bytes() / 2).max(4 * self.chunk_size() as u64);
             let codec = self.engine().read(chunks::compression)?;
+            type Raw = (Vec<u8>, Vec<(usize, usize)>, u64, u64);
+            let (to_preparer, raws) = std::sync::mpsc::sync_channel::<Raw>(1);
             let (to_writer, batches) = std::sync::mpsc::sync_channel::<(Vec<(u64, chunks::Prepared)>, u64)>(1);
             std::thread::scope(|s| {
                 let writer = std::thread::Builder::new()
@@ -130,43 +132,55 @@ impl Vault {
                         Ok(())
                     })
                     .map_err(|e| Error::io("starting the import's writer thread", e))?;
-                // The plaintext of the batch being cut (from file offset `base`) and
-                // its chunks as (offset in `raw`, length).
-                let mut raw: Vec<u8> = Vec::with_capacity(limit as usize + cut::max_len(self.chunk_size()));
+                let preparer = std::thread::Builder::new()
+                    .name("sqlvault-prepare".into())
+                    .spawn_scoped(s, move || {
+                        for (raw, pieces, base, end) in raws {
+                            let batch = chunks::prepare_pieces(&raw, base, &pieces, codec, |h| self.stored_already(h));
+                            if to_writer.send((batch, end)).is_err() {
+                                return;
+                            }
+                        }
+                    })
+                    .map_err(|e| Error::io("starting the import's preparer thread", e))?;
+                let mut raw: Vec<u8> = Vec::new();
+                // The chunks of `raw` as (offset in `raw`, length); `raw` starts at file offset `base`.
                 let mut pieces: Vec<(usize, usize)> = Vec::new();
                 let mut base = 0u64;
                 let mut sent = 0u64;
                 let mut total = 0u64;
-                // The writer stopped (its error is what join returns): stop reading.
+                // The preparer or the writer stopped (the writer's error is what join
+                // returns): stop reading.
                 let gone = || Error::io("the import's writer", std::io::Error::other("stopped"));
-                // Prepares the batch cut so far over the CPUs and hands it to the writer.
                 let flush = |raw: &mut Vec<u8>, pieces: &mut Vec<(usize, usize)>, base: &mut u64, total: u64| {
-                    let batch = chunks::prepare_pieces(raw, *base, pieces, codec);
-                    raw.clear();
-                    pieces.clear();
+                    let batch = (std::mem::take(raw), std::mem::take(pieces), *base, total);
                     *base = total;
-                    to_writer.send((batch, total)).map_err(|_| gone())
+                    to_preparer.send(batch).map_err(|_| gone())
                 };
                 let produced = cut::stream(&mut reader, self.chunk_size(), path, |off, data| {
                     ops.check()?;
+                    if raw.capacity() == 0 {
+                        raw.reserve_exact(limit as usize + cut::max_len(self.chunk_size()));
+                    }
                     pieces.push((raw.len(), data.len()));
                     raw.extend_from_slice(data);
                     total = off + data.len() as u64;
                     if raw.len() as u64 >= limit {
                         flush(&mut raw, &mut pieces, &mut base, total)?;
-                        // The batch before this one has been stored (the channel holds one).
+                        // Progress counts what went on to be prepared and stored.
                         ops.report(Progress { phase: "write", done: sent, total: len, bytes: sent });
                         sent = total;
                     }
                     Ok(())
                 })
                 .and_then(|_| flush(&mut raw, &mut pieces, &mut base, total));
-                drop(to_writer);
-                let written = writer
-                    .join()
-                    .unwrap_or_else(|_| Err(Error::io("the import's writer", std::io::Error::other("panicked"))));
+                drop(to_preparer);
+                let panicked =
+                    |what: &str| Error::io(format!("the import's {what}"), std::io::Error::other("panicked"));
+                let prepared = preparer.join().map_err(|_| panicked("preparer"));
+                let written = writer.join().unwrap_or_else(|_| Err(panicked("writer")));
                 // The writer's own error explains a refused send better than "stopped".
-                written.and(produced)?;
+                written.and(prepared).and(produced)?;
                 ops.report(Progress { phase: "write", done: total, total: len, bytes: total });
                 Ok(total)
             })

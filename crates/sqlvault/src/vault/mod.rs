@@ -170,6 +170,11 @@ struct Inner {
     gid: u32,
     /// Wipes deleted chunks' bytes in the background (writable vaults); `close` stops it.
     reclaimer: Mutex<Option<reclaim::Reclaimer>>,
+    /// The compression setting as last seen inside a write (zstd until then): what a
+    /// whole-file write prepares its chunks with before it takes the writer, without a
+    /// read of its own. The write checks it and prepares again if it was wrong
+    /// ([`Vault::replace_prepared_in`]).
+    compression_seen: std::sync::atomic::AtomicBool,
 }
 
 /// An open vault. Clone it to share; all clones use the same connections.
@@ -273,7 +278,17 @@ impl Vault {
         let background = !files.engine.is_read_only() && files.engine.config().background_wipe;
         let reclaimer = if background { reclaim::Reclaimer::start(files.clone()).ok() } else { None };
         let reclaimer = Mutex::new(reclaimer);
-        Vault { inner: Arc::new(Inner { path: path.to_path_buf(), files, header, uid, gid, reclaimer }) }
+        Vault {
+            inner: Arc::new(Inner {
+                path: path.to_path_buf(),
+                files,
+                header,
+                uid,
+                gid,
+                reclaimer,
+                compression_seen: std::sync::atomic::AtomicBool::new(true),
+            }),
+        }
     }
 
     pub(crate) fn engine(&self) -> &Engine {
@@ -292,6 +307,18 @@ impl Vault {
     /// Bytes per content chunk, fixed at creation.
     pub fn chunk_size(&self) -> u32 {
         self.inner.files.chunk_size
+    }
+
+    /// The compression setting a write last saw (see `Inner::compression_seen`).
+    pub(crate) fn compression_seen(&self) -> Compression {
+        match self.inner.compression_seen.load(std::sync::atomic::Ordering::Relaxed) {
+            true => Compression::Zstd,
+            false => Compression::None,
+        }
+    }
+
+    pub(crate) fn saw_compression(&self, c: Compression) {
+        self.inner.compression_seen.store(c == Compression::Zstd, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub(crate) fn max_dirty_bytes(&self) -> u64 {
@@ -459,7 +486,9 @@ impl Vault {
     /// current setting); chunks already stored keep their form until a
     /// [`Vault::compact`] with `recompress` rewrites them.
     pub fn set_compression(&self, c: Compression) -> Result<()> {
-        self.engine().write(|tx| chunks::set_compression(tx, c))
+        self.engine().write(|tx| chunks::set_compression(tx, c))?;
+        self.saw_compression(c);
+        Ok(())
     }
 
     /// The recompress step of [`Vault::compact`]: rewrites, a batch per transaction,

@@ -8,6 +8,13 @@ use crate::fs::path::{check_name, VaultPath};
 use crate::fs::tree::{self, Attr, FileType, InodeId, LastLink, RenameMode, SetAttr};
 use crate::fs::{chunks, cut};
 
+/// A whole file's chunks prepared before a write ([`Vault::prepare_content`]).
+pub(crate) struct Prepared {
+    /// The compression setting they were prepared under.
+    codec: chunks::Compression,
+    chunks: Vec<(u64, chunks::Prepared)>,
+}
+
 const MAX_SYMLINKS: usize = 40;
 
 /// The names of a vault path given as raw bytes that are not UTF-8 (a text path goes
@@ -226,39 +233,59 @@ impl Vault {
     }
     /// The one-operation path of [`Vault::write_file`]; `false` if the file is open here.
     fn write_file_at_once(&self, path: &str, data: &[u8]) -> Result<bool> {
-        let prepared = self.prepare_content(data)?;
+        let prepared = self.prepare_content(data);
         self.engine()
             .write(|tx| {
                 let Some(ino) = self.file_for_write_in(tx, path)? else { return Ok(false) };
-                self.replace_prepared_in(tx, ino, &prepared, data.len() as u64)?;
+                self.replace_prepared_in(tx, ino, data, &prepared)?;
                 Ok(true)
             })
             .map_err(|e| e.with_path(path))
     }
 
     /// `data` cut into chunks by content (`fs/cut.rs`), each hashed and encoded under
-    /// the vault's compression setting, before the writer is taken: the CPU-heavy part
-    /// of a whole-file write runs outside the writer lock (and, for a large file, on
-    /// every CPU), so concurrent writers compress in parallel and hold the lock only to
-    /// store ([`Vault::replace_prepared_in`]).
-    pub(crate) fn prepare_content(&self, data: &[u8]) -> Result<Vec<(u64, chunks::Prepared)>> {
-        let codec = self.engine().read(chunks::compression)?;
+    /// the compression setting a write last saw, before the writer is taken: the
+    /// CPU-heavy part of a whole-file write runs outside the writer lock (and, for a
+    /// large file, on every CPU), so concurrent writers compress in parallel and hold
+    /// the lock only to store ([`Vault::replace_prepared_in`]).
+    pub(crate) fn prepare_content(&self, data: &[u8]) -> Prepared {
+        let codec = self.compression_seen();
         let pieces: Vec<(usize, usize)> = cut::slices(data, self.chunk_size()).collect();
-        Ok(chunks::prepare_pieces(data, 0, &pieces, codec))
+        Prepared { codec, chunks: chunks::prepare_pieces(data, 0, &pieces, codec, |h| self.stored_already(h)) }
     }
 
-    /// Inside a write: replaces the whole content of file `ino` with the chunks
-    /// [`Vault::prepare_content`] made of `len` bytes, and sets its size and mtime.
+    /// For each hash, whether the vault holds the chunk already (so that preparing it
+    /// skips the compression dedup makes useless); a read that fails answers `false`
+    /// for all (the write will meet the cause, or find the chunks itself).
+    pub(crate) fn stored_already(&self, hashes: &[chunks::Hash]) -> Vec<bool> {
+        if hashes.is_empty() {
+            return Vec::new();
+        }
+        self.engine().read(|c| chunks::are_stored(c, hashes)).unwrap_or_else(|_| vec![false; hashes.len()])
+    }
+
+    /// Inside a write: replaces the whole content of file `ino` with `data`, as
+    /// [`Vault::prepare_content`] prepared it (again, here, if the vault's compression
+    /// setting is not the one it was prepared with), and sets its size and mtime.
     pub(crate) fn replace_prepared_in(
         &self,
         tx: &rusqlite::Connection,
         ino: InodeId,
-        prepared: &[(u64, chunks::Prepared)],
-        len: u64,
+        data: &[u8],
+        prepared: &Prepared,
     ) -> Result<()> {
+        let setting = chunks::compression(tx)?;
+        let again;
+        let chunks = if setting == prepared.codec {
+            &prepared.chunks
+        } else {
+            self.saw_compression(setting);
+            again = self.prepare_content(data);
+            &again.chunks
+        };
         let id = ino.0 as i64;
-        chunks::replace_all(tx, id, || prepared.iter().try_for_each(|(off, p)| chunks::put_prepared(tx, id, *off, p)))?;
-        tree::set_size(tx, ino, len, tree::now_ns())
+        chunks::replace_all(tx, id, || chunks.iter().try_for_each(|(off, p)| chunks::put_prepared(tx, id, *off, p)))?;
+        tree::set_size(tx, ino, data.len() as u64, tree::now_ns())
     }
 
     /// Inside a write: the regular file at `path` (following symlinks), created if
