@@ -107,16 +107,18 @@ impl Vault {
         // Cut by content as it streams (the same cuts as a one-shot `write_file`), a
         // batch of chunks per write operation, in three stages on their own threads:
         // this one reads and cuts a batch; a preparer hashes and compresses it over the
-        // CPUs (`chunks::prepare_pieces`); a writer stores it. Each channel holds one
-        // batch, so memory is bounded: the plaintext of at most three batches (being
-        // cut, waiting, being prepared) and the stored forms of at most three (made,
-        // waiting, being written).
+        // CPUs (`chunks::prepare_pieces`); a writer stores it. A stage hands a batch
+        // on when the next one takes it (the channels hold none), so memory is
+        // bounded: the plaintext of two batches (being cut, being prepared) and the
+        // stored forms of two (being made, being written). One stream at a time per
+        // vault ([`Vault::stream_turn`]): it keeps every CPU busy already.
         let copied = closed.and_then(|()| {
+            let _turn = self.stream_turn();
             let limit = (self.max_dirty_bytes() / 2).max(4 * self.chunk_size() as u64);
             let codec = self.engine().read(chunks::compression)?;
             type Raw = (Vec<u8>, Vec<(usize, usize)>, u64, u64);
-            let (to_preparer, raws) = std::sync::mpsc::sync_channel::<Raw>(1);
-            let (to_writer, batches) = std::sync::mpsc::sync_channel::<(Vec<(u64, chunks::Prepared)>, u64)>(1);
+            let (to_preparer, raws) = std::sync::mpsc::sync_channel::<Raw>(0);
+            let (to_writer, batches) = std::sync::mpsc::sync_channel::<(Vec<(u64, chunks::Prepared)>, u64)>(0);
             std::thread::scope(|s| {
                 let writer = std::thread::Builder::new()
                     .name("sqlvault-import".into())

@@ -175,6 +175,9 @@ struct Inner {
     /// read of its own. The write checks it and prepares again if it was wrong
     /// ([`Vault::replace_prepared_in`]).
     compression_seen: std::sync::atomic::AtomicBool,
+    /// Held while a large file streams in (`vault/import.rs`): one stream already
+    /// keeps every CPU busy, so a second would only double the batches in memory.
+    streaming: Mutex<()>,
 }
 
 /// An open vault. Clone it to share; all clones use the same connections.
@@ -287,6 +290,7 @@ impl Vault {
                 gid,
                 reclaimer,
                 compression_seen: std::sync::atomic::AtomicBool::new(true),
+                streaming: Mutex::new(()),
             }),
         }
     }
@@ -315,6 +319,11 @@ impl Vault {
             true => Compression::Zstd,
             false => Compression::None,
         }
+    }
+
+    /// The right to stream a large file in (see `Inner::streaming`).
+    pub(crate) fn stream_turn(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.inner.streaming.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn saw_compression(&self, c: Compression) {
