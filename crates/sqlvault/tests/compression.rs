@@ -171,3 +171,27 @@ fn a_vault_switched_between_settings_reads_every_chunk_whatever_its_form() {
     assert_eq!(v.read_file("/z").unwrap(), want);
     assert!(v.fsck(&Ops::default()).unwrap().is_clean());
 }
+
+#[test]
+fn a_setting_changed_by_another_handle_applies_to_the_next_whole_file_write() {
+    // A whole-file write compresses before it takes the writer, with the setting its
+    // vault handle saw last; the write checks the setting and prepares again if another
+    // handle (here another open, as another process would be) changed it.
+    let (tv, a) = TestVault::new(CHUNK);
+    let b = tv.reopen();
+    assert_eq!((a.compression().unwrap(), b.compression().unwrap()), (Compression::Zstd, Compression::Zstd));
+    let (small, large) = (text(1, 3_000), text(2, 3 << 20));
+    let stored = |v: &Vault| v.info().unwrap().stored_bytes;
+    b.set_compression(Compression::None).unwrap();
+    let before = stored(&a);
+    a.write_file("/small", &small).unwrap();
+    a.write_file("/large", &large).unwrap();
+    assert_eq!(stored(&a) - before, (small.len() + large.len()) as u64, "stored as is");
+    assert_eq!(a.compression().unwrap(), Compression::None);
+    b.set_compression(Compression::Zstd).unwrap();
+    let before = stored(&a);
+    a.write_file("/large2", &text(3, 3 << 20)).unwrap();
+    assert!(stored(&a) - before < (3 << 20) / 4, "compressed again");
+    assert_eq!((a.read_file("/small").unwrap(), a.read_file("/large").unwrap()), (small, large));
+    a.fsck(&Ops::default()).unwrap();
+}

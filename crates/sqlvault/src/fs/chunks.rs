@@ -204,9 +204,10 @@ pub fn encode(data: &[u8], c: Compression) -> Option<Vec<u8>> {
     }
 }
 
-/// A chunk made ready to store away from the writer: its hash and its stored form,
-/// computed by [`prepare_pieces`] on other threads (or before the writer is taken)
-/// while the writer stores other chunks ([`put_prepared`]).
+/// A chunk made ready to store away from the writer: its hash and, if compressed, its
+/// frame, computed by [`prepare_pieces`] on other threads (or before the writer is
+/// taken) while the writer stores other chunks ([`put_prepared`], which gets the
+/// plaintext beside it: a chunk stored as is is not copied).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prepared {
     pub hash: Hash,
@@ -214,12 +215,11 @@ pub struct Prepared {
     pub len: usize,
     /// All zeros: stored as a hole, no chunk.
     pub zeros: bool,
-    /// Stored already when prepared: `bytes` is the plaintext, not encoded (a chunk
-    /// deleted since is encoded by [`put_prepared`] under the setting of that moment).
+    /// Stored already when prepared, so not encoded (a chunk deleted since is encoded
+    /// by [`put_prepared`] under the setting of that moment).
     pub known: bool,
-    pub codec: Codec,
-    /// The bytes to store (empty for zeros).
-    pub bytes: Vec<u8>,
+    /// The zstd frame to store; `None`: the plaintext is stored as is.
+    pub frame: Option<Vec<u8>>,
 }
 
 /// Hashes `data` and encodes it as [`insert`] would under `c` (one piece, as
@@ -233,14 +233,11 @@ pub fn prepare(data: &[u8], c: Compression) -> Prepared {
 }
 
 fn zeros(len: usize) -> Prepared {
-    Prepared { hash: [0; 32], len, zeros: true, known: false, codec: Codec::Raw, bytes: Vec::new() }
+    Prepared { hash: [0; 32], len, zeros: true, known: false, frame: None }
 }
 
 fn encoded(data: &[u8], hash: Hash, c: Compression) -> Prepared {
-    match encode(data, c) {
-        Some(z) => Prepared { hash, len: data.len(), zeros: false, known: false, codec: Codec::Zstd, bytes: z },
-        None => Prepared { hash, len: data.len(), zeros: false, known: false, codec: Codec::Raw, bytes: data.to_vec() },
-    }
+    Prepared { hash, len: data.len(), zeros: false, known: false, frame: encode(data, c) }
 }
 
 /// The hash of a piece, `None` if it is all zeros (stored as a hole).
@@ -267,7 +264,7 @@ const PREPARE_THREADS: usize = 4;
 /// hold fewer than [`ASK_FROM`] bytes. Enough bytes (a file or a batch
 /// of a stream, not one small file) are hashed and encoded over the CPUs in contiguous
 /// runs of about equal size, so compressing a large file takes each core's share of the
-/// time. Memory: the stored forms, and the plaintext of known chunks.
+/// time. Memory: the frames of the compressed chunks.
 pub fn prepare_pieces(
     data: &[u8],
     base: u64,
@@ -286,14 +283,7 @@ pub fn prepare_pieces(
     over_cpus(pieces, |i| {
         let prepared = match hashes[i] {
             None => zeros(pieces[i].1),
-            Some(h) if known[i] => Prepared {
-                hash: h,
-                len: pieces[i].1,
-                zeros: false,
-                known: true,
-                codec: Codec::Raw,
-                bytes: bytes(i).to_vec(),
-            },
+            Some(h) if known[i] => Prepared { hash: h, len: pieces[i].1, zeros: false, known: true, frame: None },
             Some(h) => encoded(bytes(i), h, c),
         };
         (base + pieces[i].0 as u64, prepared)
@@ -1133,14 +1123,17 @@ pub fn put(conn: &Connection, ino: i64, off: u64, data: &[u8]) -> Result<()> {
 /// [`put`] of a chunk prepared elsewhere ([`prepare_pieces`]): the same rows, with the hash and the
 /// stored form already computed (a new chunk is stored as prepared, whatever the
 /// setting says now; a [`Prepared::known`] one that is gone is encoded here).
-pub fn put_prepared(conn: &Connection, ino: i64, off: u64, p: &Prepared) -> Result<()> {
+/// `plain` is the chunk's plaintext (`p.len` bytes).
+pub fn put_prepared(conn: &Connection, ino: i64, off: u64, p: &Prepared, plain: &[u8]) -> Result<()> {
+    debug_assert_eq!(plain.len(), p.len);
     let end = off + p.len as u64;
     let old = clear_range(conn, ino, off, end, !p.zeros)?;
     if !p.zeros {
-        let id = acquire_with(conn, &p.hash, |conn, id| match p.known {
+        let id = acquire_with(conn, &p.hash, |conn, id| match (&p.frame, p.known) {
+            (Some(z), _) => insert_as(conn, id, &p.hash, 1, p.len, Codec::Zstd, z),
             // Deleted since it was prepared: encoded now, as a new chunk is.
-            true => insert(conn, id, &p.hash, 1, &p.bytes),
-            false => insert_as(conn, id, &p.hash, 1, p.len, p.codec, &p.bytes),
+            (None, true) => insert(conn, id, &p.hash, 1, plain),
+            (None, false) => insert_as(conn, id, &p.hash, 1, p.len, Codec::Raw, plain),
         })?;
         set_entry(conn, ino, off, p.len, id)?;
     }
@@ -1792,14 +1785,14 @@ mod tests {
         assert!(pieces.len() > 8);
         let one_by_one: Vec<(u64, Prepared)> =
             pieces.iter().map(|&(o, n)| (7 + o as u64, prepare(&data[o..o + n], Compression::Zstd))).collect();
-        assert!(one_by_one.iter().any(|p| p.1.codec == Codec::Zstd) && one_by_one.iter().any(|p| p.1.zeros));
+        assert!(one_by_one.iter().any(|p| p.1.frame.is_some()) && one_by_one.iter().any(|p| p.1.zeros));
         assert_eq!(prepare_pieces(&data, 7, &pieces, Compression::Zstd, nothing_stored), one_by_one);
         // Below the split size, and a single piece: prepared here, the same way.
         let small = &pieces[..1];
         assert_eq!(prepare_pieces(&data, 7, small, Compression::Zstd, nothing_stored), one_by_one[..1].to_vec());
         assert!(prepare_pieces(&data, 0, &[], Compression::Zstd, nothing_stored).is_empty());
         let none: Vec<_> = prepare_pieces(&data, 0, &pieces, Compression::None, nothing_stored);
-        assert!(none.iter().all(|(_, p)| p.codec == Codec::Raw));
+        assert!(none.iter().all(|(_, p)| p.frame.is_none()));
         assert_eq!(none.iter().map(|(_, p)| p.len).sum::<usize>(), data.len());
     }
 
@@ -1818,8 +1811,9 @@ mod tests {
         // The first file is stored; the vault answers for the hashes it is asked about.
         let first = prepare_pieces(&data, 0, &pieces, Compression::Zstd, |h| are_stored(&c, h).unwrap());
         assert!(first.iter().all(|(_, p)| !p.known));
+        let plain = |off: u64, p: &Prepared| &data[off as usize..off as usize + p.len];
         for (off, p) in &first {
-            put_prepared(&c, 1, *off, p).unwrap();
+            put_prepared(&c, 1, *off, p, plain(*off, p)).unwrap();
         }
         let mut asked = 0;
         let second = prepare_pieces(&data, 0, &pieces, Compression::Zstd, |h| {
@@ -1830,15 +1824,15 @@ mod tests {
         // A small file is compressed without asking (the question would cost as much).
         let small = text(ASK_FROM - 1);
         let one = prepare_pieces(&small, 0, &[(0, small.len())], Compression::Zstd, |_| panic!("asked"));
-        assert_eq!(one[0].1.codec, Codec::Zstd);
+        assert!(one[0].1.frame.is_some());
         for ((_, a), (_, b)) in first.iter().zip(&second) {
             assert_eq!((a.hash, a.zeros), (b.hash, b.zeros));
             if !b.zeros {
-                assert!(b.known && b.codec == Codec::Raw && b.bytes.len() == b.len, "plaintext, not encoded");
+                assert!(b.known && b.frame.is_none(), "not encoded");
             }
         }
         for (off, p) in &second {
-            put_prepared(&c, 2, *off, p).unwrap();
+            put_prepared(&c, 2, *off, p, plain(*off, p)).unwrap();
         }
         let t = totals(&c).unwrap();
         // Deleted after the second was prepared: storing it encodes it as new.
@@ -1847,7 +1841,7 @@ mod tests {
         }
         assert_eq!(totals(&c).unwrap().chunks, 0);
         for (off, p) in &second {
-            put_prepared(&c, 3, *off, p).unwrap();
+            put_prepared(&c, 3, *off, p, plain(*off, p)).unwrap();
         }
         let again = totals(&c).unwrap();
         assert_eq!((again.chunks, again.bytes, again.stored_bytes), (t.chunks, t.bytes, t.stored_bytes));

@@ -109,8 +109,8 @@ impl Vault {
         // this one reads and cuts a batch; a preparer hashes and compresses it over the
         // CPUs (`chunks::prepare_pieces`); a writer stores it. A stage hands a batch
         // on when the next one takes it (the channels hold none), so memory is
-        // bounded: the plaintext of two batches (being cut, being prepared) and the
-        // stored forms of two (being made, being written). One stream at a time per
+        // bounded: the plaintext of three batches (being cut, prepared, written) and
+        // the frames of two (being made, being written). One stream at a time per
         // vault ([`Vault::stream_turn`]): it keeps every CPU busy already.
         let copied = closed.and_then(|()| {
             let _turn = self.stream_turn();
@@ -118,15 +118,18 @@ impl Vault {
             let codec = self.engine().read(chunks::compression)?;
             type Raw = (Vec<u8>, Vec<(usize, usize)>, u64, u64);
             let (to_preparer, raws) = std::sync::mpsc::sync_channel::<Raw>(0);
-            let (to_writer, batches) = std::sync::mpsc::sync_channel::<(Vec<(u64, chunks::Prepared)>, u64)>(0);
+            // A prepared batch: its plaintext (from file offset `base`), its chunks, its end.
+            type Batch = (Vec<u8>, u64, Vec<(u64, chunks::Prepared)>, u64);
+            let (to_writer, batches) = std::sync::mpsc::sync_channel::<Batch>(0);
             std::thread::scope(|s| {
                 let writer = std::thread::Builder::new()
                     .name("sqlvault-import".into())
                     .spawn_scoped(s, move || -> Result<()> {
-                        for (batch, end) in batches {
+                        for (raw, base, batch, end) in batches {
                             self.engine().write(|tx| {
                                 for (off, p) in &batch {
-                                    chunks::put_prepared(tx, ino.0 as i64, *off, p)?;
+                                    let at = (off - base) as usize;
+                                    chunks::put_prepared(tx, ino.0 as i64, *off, p, &raw[at..at + p.len])?;
                                 }
                                 tree::set_size(tx, ino, end, tree::now_ns())
                             })?;
@@ -139,7 +142,7 @@ impl Vault {
                     .spawn_scoped(s, move || {
                         for (raw, pieces, base, end) in raws {
                             let batch = chunks::prepare_pieces(&raw, base, &pieces, codec, |h| self.stored_already(h));
-                            if to_writer.send((batch, end)).is_err() {
+                            if to_writer.send((raw, base, batch, end)).is_err() {
                                 return;
                             }
                         }

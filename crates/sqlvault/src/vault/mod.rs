@@ -491,6 +491,14 @@ impl Vault {
         crate::fs::reclaim::drain(self.files(), &|_| {})
     }
 
+    /// How chunks written from now on are stored (the setting
+    /// [`Vault::set_compression`] changes).
+    pub fn compression(&self) -> Result<Compression> {
+        let c = self.engine().read(chunks::compression)?;
+        self.saw_compression(c);
+        Ok(c)
+    }
+
     /// Changes how chunks written from now on are stored ([`Info::compression`] is the
     /// current setting); chunks already stored keep their form until a
     /// [`Vault::compact`] with `recompress` rewrites them.

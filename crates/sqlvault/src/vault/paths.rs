@@ -284,7 +284,11 @@ impl Vault {
             &again.chunks
         };
         let id = ino.0 as i64;
-        chunks::replace_all(tx, id, || chunks.iter().try_for_each(|(off, p)| chunks::put_prepared(tx, id, *off, p)))?;
+        chunks::replace_all(tx, id, || {
+            chunks.iter().try_for_each(|(off, p)| {
+                chunks::put_prepared(tx, id, *off, p, &data[*off as usize..*off as usize + p.len])
+            })
+        })?;
         tree::set_size(tx, ino, data.len() as u64, tree::now_ns())
     }
 
