@@ -10,10 +10,12 @@
 //! the files finished, for the walk to count and tag.
 //!
 //! Ordering: a file's parent directory exists before its job is handed over (the walk
-//! creates it first), and the walk waits for every file handed over ([`Copier::drain`])
-//! before it finishes a directory (`--delete`, the directory's mode and times) and at
-//! the end. Memory: at most as many files queued as there are workers (an open
-//! descriptor each, nothing read), and what each worker's `replace_file` holds.
+//! creates it first). A directory's mode and times are set once every job handed over
+//! before the walk left it is finished ([`Copier::handed`], [`Copier::done_through`]),
+//! since creating a file in it changes its time; the walk does not wait for that. At
+//! the end it waits for every file ([`Copier::drain`]). Small files travel in groups
+//! ([`GROUP_BYTES`]). Memory: at most one group per worker queued and one gathered (an
+//! open descriptor per file, nothing read), and what each worker's `replace_file` holds.
 
 use std::fs;
 use std::path::PathBuf;
@@ -26,6 +28,12 @@ use sqlvault::{Interrupt, SetAttr, Vault};
 
 /// Most worker threads `put` starts (one per CPU, at most this many).
 pub const MAX_JOBS: usize = 4;
+
+/// Small files travel to a worker in groups of up to this many bytes or
+/// [`GROUP_FILES`] files: a hand-over wakes a thread, which costs about what
+/// compressing a small file does.
+const GROUP_BYTES: u64 = 256 << 10;
+const GROUP_FILES: usize = 16;
 
 /// One file to copy: host `src` (opened as `input`, `meta` its metadata) to vault path `dest`.
 pub struct Job {
@@ -46,18 +54,23 @@ pub struct Done {
 
 /// Worker threads copying files into one vault (see the module doc).
 pub struct Copier {
-    jobs: Option<SyncSender<Job>>,
+    jobs: Option<SyncSender<Vec<Job>>>,
+    /// Small files not handed over yet (see [`GROUP_BYTES`]).
+    group: Vec<Job>,
     done: Receiver<Done>,
     workers: Vec<JoinHandle<()>>,
-    /// Destinations handed over and not reported back yet, oldest first.
-    in_flight: Vec<String>,
+    /// Jobs handed over so far; a job's number is the count before it.
+    handed: u64,
+    /// Numbers and destinations of the jobs handed over and not reported back yet,
+    /// oldest first.
+    in_flight: Vec<(u64, String)>,
 }
 
 impl Copier {
     /// Starts `n` workers (at least one) copying into `vault`; each adds the bytes it
     /// stores to `pb` and stops between two buffers once `stop` is set.
     pub fn new(vault: &Vault, pb: &ProgressBar, stop: &Interrupt, n: usize) -> Copier {
-        let (jobs, queue) = sync_channel::<Job>(n.max(1));
+        let (jobs, queue) = sync_channel::<Vec<Job>>(n.max(1));
         let queue = Arc::new(Mutex::new(queue));
         let (report, done) = channel::<Done>();
         let workers = (0..n.max(1))
@@ -70,26 +83,41 @@ impl Copier {
                     .ok()
             })
             .collect();
-        Copier { jobs: Some(jobs), done, workers, in_flight: Vec::new() }
+        Copier { jobs: Some(jobs), group: Vec::new(), done, workers, handed: 0, in_flight: Vec::new() }
     }
 
-    /// Hands `job` to a worker, waiting while every worker is busy and the queue is
-    /// full; returns the copies finished meanwhile. A job no worker can take (none
-    /// could start) is copied on this thread.
+    /// Hands `job` to a worker (a small file with the next ones, in a group), waiting
+    /// while every worker is busy and the queue is full; returns the copies finished
+    /// meanwhile. Jobs no worker can take (none could start) are copied on this thread.
     pub fn submit(&mut self, job: Job, vault: &Vault, pb: &ProgressBar, stop: &Interrupt) -> Vec<Done> {
-        let dest = job.dest.clone();
+        self.in_flight.push((self.handed, job.dest.clone()));
+        self.handed += 1;
+        self.group.push(job);
+        let bytes: u64 = self.group.iter().map(|j| j.meta.len()).sum();
+        let mut out = Vec::new();
+        if bytes >= GROUP_BYTES || self.group.len() >= GROUP_FILES {
+            out = self.send(vault, pb, stop);
+        }
+        out.extend(self.finished());
+        out
+    }
+
+    /// Hands the group waiting to a worker (or copies it here, if none can take it);
+    /// returns the copies made here.
+    fn send(&mut self, vault: &Vault, pb: &ProgressBar, stop: &Interrupt) -> Vec<Done> {
+        let group = std::mem::take(&mut self.group);
+        if group.is_empty() {
+            return Vec::new();
+        }
         let sent = match self.jobs.as_ref() {
-            Some(tx) if !self.workers.is_empty() => tx.send(job).map_err(|e| e.0),
-            _ => Err(job),
+            Some(tx) if !self.workers.is_empty() => tx.send(group).map_err(|e| e.0),
+            _ => Err(group),
         };
         match sent {
-            Ok(()) => {
-                self.in_flight.push(dest);
-                self.finished()
-            }
-            Err(job) => {
-                let mut out = self.finished();
-                out.push(copy(vault, pb, stop, job));
+            Ok(()) => Vec::new(),
+            Err(group) => {
+                let out: Vec<Done> = group.into_iter().map(|job| copy(vault, pb, stop, job)).collect();
+                self.forget(&out);
                 out
             }
         }
@@ -103,8 +131,8 @@ impl Copier {
     }
 
     /// Waits for every file handed over; returns their outcomes.
-    pub fn drain(&mut self) -> Vec<Done> {
-        let mut out = Vec::new();
+    pub fn drain(&mut self, vault: &Vault, pb: &ProgressBar, stop: &Interrupt) -> Vec<Done> {
+        let mut out = self.send(vault, pb, stop);
         while !self.in_flight.is_empty() {
             match self.done.recv() {
                 Ok(d) => {
@@ -120,12 +148,24 @@ impl Copier {
 
     /// The oldest file handed over and not finished, for a message on interrupt.
     pub fn in_progress(&self) -> Option<&str> {
-        self.in_flight.first().map(String::as_str)
+        self.in_flight.first().map(|f| f.1.as_str())
+    }
+
+    /// How many jobs were handed over so far (what [`Copier::done_through`] must reach
+    /// for all of them to be finished).
+    pub fn handed(&self) -> u64 {
+        self.handed
+    }
+
+    /// Every job numbered below this is finished (reported back by `submit`,
+    /// `finished` or `drain`).
+    pub fn done_through(&self) -> u64 {
+        self.in_flight.iter().map(|f| f.0).min().unwrap_or(self.handed)
     }
 
     fn forget(&mut self, done: &[Done]) {
         for d in done {
-            if let Some(i) = self.in_flight.iter().position(|f| *f == d.dest) {
+            if let Some(i) = self.in_flight.iter().position(|f| f.1 == d.dest) {
                 self.in_flight.remove(i);
             }
         }
@@ -146,30 +186,32 @@ fn work(
     vault: &Vault,
     pb: &ProgressBar,
     stop: &Interrupt,
-    queue: &Mutex<Receiver<Job>>,
+    queue: &Mutex<Receiver<Vec<Job>>>,
     report: &std::sync::mpsc::Sender<Done>,
 ) {
     loop {
         // One worker waits on the queue at a time; the others wait for the lock.
-        let job = match queue.lock() {
+        let group = match queue.lock() {
             Ok(q) => q.recv(),
             Err(_) => return,
         };
-        let Ok(job) = job else { return };
-        let (dest, src, meta) = (job.dest.clone(), job.src.clone(), job.meta.clone());
-        // A panic is reported as this file's failure, so `drain` never waits for it.
-        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| copy(vault, pb, stop, job)))
-            .unwrap_or_else(|_| Done {
-                dest,
-                src,
-                meta,
-                result: Err(sqlvault::Error::Io {
-                    context: "copying a file (its thread panicked)".into(),
-                    source: std::io::Error::other("panic"),
-                }),
-            });
-        if report.send(done).is_err() {
-            return;
+        let Ok(group) = group else { return };
+        for job in group {
+            let (dest, src, meta) = (job.dest.clone(), job.src.clone(), job.meta.clone());
+            // A panic is reported as this file's failure, so `drain` never waits for it.
+            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| copy(vault, pb, stop, job)))
+                .unwrap_or_else(|_| Done {
+                    dest,
+                    src,
+                    meta,
+                    result: Err(sqlvault::Error::Io {
+                        context: "copying a file (its thread panicked)".into(),
+                        source: std::io::Error::other("panic"),
+                    }),
+                });
+            if report.send(done).is_err() {
+                return;
+            }
         }
     }
 }

@@ -305,6 +305,9 @@ struct Put<'a> {
     current: Option<String>,
     /// Worker threads copying the files of a tree (`copier.rs`); `None` copies on this thread.
     copier: Option<Copier>,
+    /// Directories left by the walk whose mode and times wait for the files handed to
+    /// the workers before: (jobs handed then, vault path, host metadata), in order.
+    dir_attrs: std::collections::VecDeque<(u64, String, fs::Metadata)>,
 }
 
 /// Runs `sqlvault put`.
@@ -331,6 +334,7 @@ pub fn put_command(ctx: &Ctx, args: PutArgs) -> Result<Exit, CliError> {
         files_total: total.1,
         current: None,
         copier: None,
+        dir_attrs: Default::default(),
     };
     // Several jobs pay for themselves by compressing on several cores; without
     // compression their hand-overs cost more CPU than they save.
@@ -478,7 +482,6 @@ impl Put<'_> {
             };
             while open.last().is_some_and(|f| f.depth >= e.depth()) {
                 let f = open.pop().expect("a directory in the walk");
-                self.drain()?;
                 self.close_dir(f)?;
             }
             let is_dir = e.file_type().is_dir();
@@ -534,7 +537,6 @@ impl Put<'_> {
             }
         }
         while let Some(f) = open.pop() {
-            self.drain()?;
             self.close_dir(f)?;
         }
         Ok(())
@@ -588,23 +590,46 @@ impl Put<'_> {
                 self.s.deleted += 1;
             }
         }
-        if !self.args.dry_run && f.dest != "/" {
-            let a = self.vault.symlink_metadata(&f.dest)?;
-            let perm = f.meta.mode() & 0o7777;
-            if a.perm != perm {
-                self.vault.set_attr(&f.dest, &sqlvault::SetAttr { perm: Some(perm), ..Default::default() }, true)?;
+        if self.args.dry_run || f.dest == "/" {
+            return Ok(());
+        }
+        match self.copier.as_ref() {
+            // After the files handed over so far (creating one changes the time).
+            Some(c) => {
+                self.dir_attrs.push_back((c.handed(), f.dest, f.meta));
+                self.settle_dirs()
             }
-            if a.mtime_ns != mtime_ns(&f.meta) {
-                self.vault.set_attr(
-                    &f.dest,
-                    &sqlvault::SetAttr {
-                        atime_ns: Some(atime_ns(&f.meta)),
-                        mtime_ns: Some(mtime_ns(&f.meta)),
-                        ..Default::default()
-                    },
-                    true,
-                )?;
-            }
+            None => self.set_dir_attrs(&f.dest, &f.meta),
+        }
+    }
+
+    /// Sets vault directory `dest`'s mode and times to the host's.
+    fn set_dir_attrs(&mut self, dest: &str, meta: &fs::Metadata) -> Result<(), CliError> {
+        let a = self.vault.symlink_metadata(dest)?;
+        let perm = meta.mode() & 0o7777;
+        if a.perm != perm {
+            self.vault.set_attr(dest, &sqlvault::SetAttr { perm: Some(perm), ..Default::default() }, true)?;
+        }
+        if a.mtime_ns != mtime_ns(meta) {
+            self.vault.set_attr(
+                dest,
+                &sqlvault::SetAttr {
+                    atime_ns: Some(atime_ns(meta)),
+                    mtime_ns: Some(mtime_ns(meta)),
+                    ..Default::default()
+                },
+                true,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Sets the attributes of the finished directories whose files are all copied.
+    fn settle_dirs(&mut self) -> Result<(), CliError> {
+        let through = self.copier.as_ref().map_or(u64::MAX, Copier::done_through);
+        while self.dir_attrs.front().is_some_and(|d| d.0 <= through) {
+            let (_, dest, meta) = self.dir_attrs.pop_front().expect("a directory waiting");
+            self.set_dir_attrs(&dest, &meta)?;
         }
         Ok(())
     }
@@ -699,7 +724,8 @@ impl Put<'_> {
         Ok(())
     }
 
-    /// Takes in what the workers finished; the first failure is the result.
+    /// Takes in what the workers finished, then finishes the directories that waited
+    /// for them; the first failure is the result.
     fn absorb(&mut self, done: Vec<Done>) -> Result<(), CliError> {
         let mut first = Ok(());
         for d in done {
@@ -708,14 +734,15 @@ impl Put<'_> {
                 first = r;
             }
         }
-        first
+        first.and_then(|()| self.settle_dirs())
     }
 
-    /// Waits for every file handed to the workers (before a directory is finished, and at the end).
+    /// Waits for every file handed to the workers (at the end), and finishes the
+    /// directories that waited for them.
     fn drain(&mut self) -> Result<(), CliError> {
         match self.copier.as_mut() {
             Some(c) => {
-                let done = c.drain();
+                let done = c.drain(self.vault, &self.pb, &self.stop);
                 self.current = None;
                 self.absorb(done)
             }
