@@ -459,7 +459,7 @@ const MOUNT_IDLE_LIMIT: Duration = Duration::from_secs(1800);
 
 /// Waits until process `pid` has spent no CPU for [`MOUNT_IDLE`]: when it last spent
 /// some (to the clock tick), and its CPU seconds then.
-fn until_idle(pid: u32) -> Result<(Instant, f64)> {
+pub(crate) fn until_idle(pid: u32) -> Result<(Instant, f64)> {
     let start = Instant::now();
     let mut last = (start, sys::proc_cpu_s(pid));
     loop {
