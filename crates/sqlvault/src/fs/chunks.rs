@@ -272,40 +272,66 @@ pub fn prepare_pieces(
     c: Compression,
     stored: impl FnOnce(&[Hash]) -> Vec<bool>,
 ) -> Vec<(u64, Prepared)> {
-    let bytes = |i: usize| &data[pieces[i].0..pieces[i].0 + pieces[i].1];
-    let hashes = over_cpus(pieces, |i| hash_piece(bytes(i)));
+    let parts: Vec<(u64, &[u8])> = pieces.iter().map(|&(o, n)| (base + o as u64, &data[o..o + n])).collect();
+    prepare_parts(&parts, c, stored)
+}
+
+/// [`prepare_pieces`] of pieces held anywhere: `(offset, bytes)` each.
+pub fn prepare_parts(
+    parts: &[(u64, &[u8])],
+    c: Compression,
+    stored: impl FnOnce(&[Hash]) -> Vec<bool>,
+) -> Vec<(u64, Prepared)> {
+    let hashes = over_cpus(parts, |i| hash_piece(parts[i].1));
     let asked: Vec<Hash> = hashes.iter().flatten().copied().collect();
-    let asked_bytes: usize = (0..pieces.len()).filter(|i| hashes[*i].is_some()).map(|i| pieces[i].1).sum();
+    let asked_bytes: usize = (0..parts.len()).filter(|i| hashes[*i].is_some()).map(|i| parts[i].1.len()).sum();
     // Fewer bytes than a lookup is worth: compressed without asking.
     let answers = if asked_bytes < ASK_FROM { vec![false; asked.len()] } else { stored(&asked) };
     let mut answers = answers.into_iter();
     let known: Vec<bool> = hashes.iter().map(|h| h.is_some() && answers.next().unwrap_or(false)).collect();
-    over_cpus(pieces, |i| {
+    over_cpus(parts, |i| {
+        let (off, bytes) = parts[i];
         let prepared = match hashes[i] {
-            None => zeros(pieces[i].1),
-            Some(h) if known[i] => Prepared { hash: h, len: pieces[i].1, zeros: false, known: true, frame: None },
-            Some(h) => encoded(bytes(i), h, c),
+            None => zeros(bytes.len()),
+            Some(h) if known[i] => Prepared { hash: h, len: bytes.len(), zeros: false, known: true, frame: None },
+            Some(h) => encoded(bytes, h, c),
         };
-        (base + pieces[i].0 as u64, prepared)
+        (off, prepared)
     })
 }
 
-/// `f` of every index of `pieces`, in order; when the pieces hold enough bytes, over
-/// the CPUs: each thread takes the next piece not taken yet, so a thread slowed by
+/// [`put`] of each `(offset, bytes)` of file `ino`, in order: one by one below the size
+/// worth spreading over the CPUs; above it, the chunks the vault does not hold are
+/// compressed over the CPUs first ([`prepare_parts`]), inside the caller's write. For a
+/// file written through a handle, whose buffers are committed in its write.
+pub fn put_many(conn: &Connection, ino: i64, parts: &[(u64, &[u8])]) -> Result<()> {
+    if parts.iter().map(|p| p.1.len()).sum::<usize>() < PREPARE_SPLIT_FROM || cpus() < 2 {
+        return parts.iter().try_for_each(|(off, data)| put(conn, ino, *off, data));
+    }
+    let c = compression(conn)?;
+    let prepared = prepare_parts(parts, c, |h| are_stored(conn, h).unwrap_or_else(|_| vec![false; h.len()]));
+    for ((_, data), (off, p)) in parts.iter().zip(&prepared) {
+        put_prepared(conn, ino, *off, p, data)?;
+    }
+    Ok(())
+}
+
+/// `f` of every index of `parts`, in order; when the parts hold enough bytes, over
+/// the CPUs: each thread takes the next part not taken yet, so a thread slowed by
 /// other work (the cutter, the writer) takes fewer, and all finish within about one
-/// piece of each other. Should a helper thread not start, the others take its share.
-fn over_cpus<T: Send + Sync>(pieces: &[(usize, usize)], f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+/// part of each other. Should a helper thread not start, the others take its share.
+fn over_cpus<T: Send + Sync>(parts: &[(u64, &[u8])], f: impl Fn(usize) -> T + Sync) -> Vec<T> {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let total: usize = pieces.iter().map(|p| p.1).sum();
-    let threads = cpus().min(PREPARE_THREADS).min(pieces.len());
+    let total: usize = parts.iter().map(|p| p.1.len()).sum();
+    let threads = cpus().min(PREPARE_THREADS).min(parts.len());
     if total < PREPARE_SPLIT_FROM || threads < 2 {
-        return (0..pieces.len()).map(&f).collect();
+        return (0..parts.len()).map(&f).collect();
     }
     let next = AtomicUsize::new(0);
-    let slots: Vec<std::sync::OnceLock<T>> = (0..pieces.len()).map(|_| std::sync::OnceLock::new()).collect();
+    let slots: Vec<std::sync::OnceLock<T>> = (0..parts.len()).map(|_| std::sync::OnceLock::new()).collect();
     let work = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
-        if i >= pieces.len() {
+        if i >= parts.len() {
             return;
         }
         let _ = slots[i].set(f(i));
@@ -319,6 +345,12 @@ fn over_cpus<T: Send + Sync>(pieces: &[(usize, usize)], f: impl Fn(usize) -> T +
     // Every index was taken by a thread that ran `f` (a panic in one ends the scope
     // with it); a slot left empty would be a bug, so it is filled here rather than lost.
     slots.into_iter().enumerate().map(|(i, s)| s.into_inner().unwrap_or_else(|| f(i))).collect()
+}
+
+/// Logical CPUs of this machine (read once).
+fn cpus() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
 }
 
 /// For each hash, whether the vault holds a chunk with it (one probe of the `chunks`
@@ -338,12 +370,6 @@ pub fn are_stored(conn: &Connection, hashes: &[Hash]) -> Result<Vec<bool>> {
             Ok(false)
         })
         .collect()
-}
-
-/// Logical CPUs of this machine (read once).
-fn cpus() -> usize {
-    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CPUS.get_or_init(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
 }
 
 /// Decodes a stored chunk into a new buffer of exactly `len` bytes; a frame that is

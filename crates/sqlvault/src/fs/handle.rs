@@ -221,14 +221,13 @@ fn commit_buffers(
         if cut && commit_cut(tx, cs, ino, buffers, size)? {
             return tree::set_size(tx, ino, size, mtime);
         }
-        for (idx, buf) in buffers {
-            let start = idx * cs;
-            if start >= size {
-                continue;
-            }
-            let len = (size - start).min(cs) as usize;
-            chunks::put(tx, ino.0 as i64, start, &buf[..len])?;
-        }
+        let cells: Vec<(u64, &[u8])> = buffers
+            .iter()
+            .map(|(idx, buf)| (idx * cs, buf))
+            .filter(|(start, _)| *start < size)
+            .map(|(start, buf)| (start, &buf[..(size - start).min(cs) as usize]))
+            .collect();
+        chunks::put_many(tx, ino.0 as i64, &cells)?;
         tree::set_size(tx, ino, size, mtime)
     };
     if part {
@@ -245,7 +244,7 @@ fn commit_buffers(
 /// zeros follow, stored as a hole), so a file appended commit by commit is cut as a
 /// one-shot `write_file` of it would be. Returns false, storing nothing, unless the
 /// buffers hold exactly the cells from the stored end on (the caller stores cells).
-/// Memory: one chunk of the stored file besides the buffers.
+/// Memory: one chunk of the stored file and one batch ([`CUT_BATCH`]) besides the buffers.
 fn commit_cut(
     tx: &rusqlite::Connection,
     cs: u64,
@@ -277,11 +276,33 @@ fn commit_cut(
         parts.push_back(&buffers[&idx][within..within + n]);
         pos += n as u64;
     }
+    // The chunks go to the store a batch at a time (`chunks::put_many`: a large batch
+    // is compressed over the CPUs); memory: one batch besides the buffers.
+    let (mut batch, mut pieces, mut from) = (Vec::new(), Vec::<(usize, usize)>::new(), start);
+    let store = |batch: &mut Vec<u8>, pieces: &mut Vec<(usize, usize)>, from: u64| {
+        let parts: Vec<(u64, &[u8])> = pieces.iter().map(|&(o, n)| (from + o as u64, &batch[o..o + n])).collect();
+        let r = chunks::put_many(tx, ino.0 as i64, &parts);
+        batch.clear();
+        pieces.clear();
+        r
+    };
     crate::fs::cut::stream(Slices(parts), cs as u32, "a file's buffers", |off, data| {
-        chunks::put(tx, ino.0 as i64, start + off, data)
+        if pieces.is_empty() {
+            from = start + off;
+        }
+        pieces.push((batch.len(), data.len()));
+        batch.extend_from_slice(data);
+        if batch.len() >= CUT_BATCH {
+            store(&mut batch, &mut pieces, from)?;
+        }
+        Ok(())
     })?;
+    store(&mut batch, &mut pieces, from)?;
     Ok(true)
 }
+
+/// Bytes of content-cut chunks stored together by [`commit_cut`].
+const CUT_BATCH: usize = 1 << 20;
 
 /// Slices read one after the other.
 struct Slices<'a>(std::collections::VecDeque<&'a [u8]>);
