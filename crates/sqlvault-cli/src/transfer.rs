@@ -12,9 +12,10 @@
 //! Each file is replaced atomically ([`sqlvault::Vault::replace_file`]; on the host,
 //! a temporary name renamed over the target): an interrupted copy leaves every file
 //! either as it was or complete, and a re-run finishes the job. Ctrl-C stops between
-//! two buffers, drops the file in progress and says what was done. `get` syncs once
-//! at the end (`--fsync`: every file). Memory stays bounded: one copy buffer, one
-//! directory listing at a time. FIFOs, sockets and device nodes are stored as nodes
+//! two buffers, drops the files in progress and says what was done. `get` syncs once
+//! at the end (`--fsync`: every file). `put` of a tree copies its files on worker
+//! threads (`-j`, `copier.rs`) while this thread walks. Memory stays bounded: one copy
+//! buffer (per worker), one directory listing at a time. FIFOs, sockets and device nodes are stored as nodes
 //! (`put`) and recreated where the host permits (`get`: FIFOs and sockets always,
 //! devices as root; see `special`). Entries that cannot be copied (unreadable files,
 //! names that are not UTF-8, a device `get` may not create) are skipped with a

@@ -115,7 +115,7 @@ impl Vault {
         let copied = closed.and_then(|()| {
             let _turn = self.stream_turn();
             let limit = (self.max_dirty_bytes() / 2).max(4 * self.chunk_size() as u64);
-            let codec = self.engine().read(chunks::compression)?;
+            let codec = self.compression()?;
             type Raw = (Vec<u8>, Vec<(usize, usize)>, u64, u64);
             let (to_preparer, raws) = std::sync::mpsc::sync_channel::<Raw>(0);
             // A prepared batch: its plaintext (from file offset `base`), its chunks, its end.
