@@ -291,7 +291,16 @@ struct DirFrame {
     listed: bool,
     /// Names the host has here.
     names: HashSet<Vec<u8>>,
+    /// What the vault directory held when the walk entered it, by name (empty if it
+    /// was made now), each taken out as the walk reaches it: one listing per directory
+    /// instead of a lookup per entry (in a vault held alone every read waits for the
+    /// writer, which the workers keep busy).
+    stored: std::collections::HashMap<Vec<u8>, sqlvault::DirEntry>,
 }
+
+/// What the vault has at an entry's destination, when the walk knows it from its
+/// directory's listing: `Some(None)` nothing, `None` not known (look it up).
+type Known = Option<Option<sqlvault::DirEntry>>;
 
 struct Put<'a> {
     vault: &'a Vault,
@@ -415,7 +424,7 @@ impl Put<'_> {
             .to_string();
         let into_dir = dest.ends_with('/') || matches!(self.vault.metadata(&dest), Ok(a) if a.kind == FileType::Dir);
         let target = if into_dir { sqlvault::join_path(&dest, &name) } else { dest };
-        self.entry(&src, meta, &target)
+        self.entry(&src, meta, &target, None)
     }
 
     fn skip(&mut self, why: String) {
@@ -439,16 +448,16 @@ impl Put<'_> {
         Ok(())
     }
 
-    /// Copies host `src` to vault `dest`.
-    fn entry(&mut self, src: &Path, meta: &fs::Metadata, dest: &str) -> Result<(), CliError> {
+    /// Copies host `src` to vault `dest` (where the vault has `known`, if known).
+    fn entry(&mut self, src: &Path, meta: &fs::Metadata, dest: &str, known: Known) -> Result<(), CliError> {
         self.stop.check().map_err(from_lib)?;
         let ft = meta.file_type();
         if ft.is_dir() {
             self.tree(src, dest)
         } else if ft.is_file() {
-            self.file(src, meta, dest)
+            self.file(src, meta, dest, known)
         } else if ft.is_symlink() {
-            self.symlink(src, dest)
+            self.symlink(src, dest, known)
         } else if self.args.dry_run {
             self.note(format!("would copy {dest}"))
         } else {
@@ -486,8 +495,8 @@ impl Put<'_> {
                 self.close_dir(f)?;
             }
             let is_dir = e.file_type().is_dir();
-            let (target, rel) = match open.last_mut() {
-                None => (dest.to_string(), String::new()),
+            let (target, rel, known) = match open.last_mut() {
+                None => (dest.to_string(), String::new(), None),
                 Some(parent) => {
                     let Some(name) = e.file_name().to_str() else {
                         self.skip(format!("{}: name is not UTF-8", e.path().display()));
@@ -504,7 +513,8 @@ impl Put<'_> {
                         continue;
                     }
                     parent.names.insert(name.as_bytes().to_vec());
-                    (sqlvault::join_path(&parent.dest, name), r)
+                    let known = Some(parent.stored.remove(name.as_bytes()));
+                    (sqlvault::join_path(&parent.dest, name), r, known)
                 }
             };
             let meta = match e.metadata() {
@@ -522,7 +532,13 @@ impl Put<'_> {
                 }
             };
             if is_dir {
-                let exists = self.open_dir(&meta, &target, &rel)?;
+                let exists = self.open_dir(&meta, &target, &rel, known)?;
+                let stored = match exists {
+                    true => {
+                        list_all(self.vault, target.as_bytes())?.into_iter().map(|e| (e.raw_name.clone(), e)).collect()
+                    }
+                    false => Default::default(),
+                };
                 open.push(DirFrame {
                     src: e.path().to_path_buf(),
                     depth: e.depth(),
@@ -532,9 +548,10 @@ impl Put<'_> {
                     exists,
                     listed: true,
                     names: HashSet::new(),
+                    stored,
                 });
             } else {
-                self.entry(e.path(), &meta, &target)?;
+                self.entry(e.path(), &meta, &target, known)?;
             }
         }
         while let Some(f) = open.pop() {
@@ -545,12 +562,8 @@ impl Put<'_> {
 
     /// Makes vault directory `dest` exist (replacing a non-directory); returns whether
     /// it existed already.
-    fn open_dir(&mut self, meta: &fs::Metadata, dest: &str, rel: &str) -> Result<bool, CliError> {
-        let existing = match self.vault.symlink_metadata(dest) {
-            Ok(a) => Some(a),
-            Err(e) if is_not_found(&e) => None,
-            Err(e) => return Err(e.into()),
-        };
+    fn open_dir(&mut self, meta: &fs::Metadata, dest: &str, rel: &str, known: Known) -> Result<bool, CliError> {
+        let existing = self.stored_at(dest, known)?.map(|e| e.attr);
         let exists = match existing {
             Some(a) if a.kind == FileType::Dir => true,
             Some(a) => {
@@ -635,13 +648,28 @@ impl Put<'_> {
         Ok(())
     }
 
-    fn file(&mut self, src: &Path, meta: &fs::Metadata, dest: &str) -> Result<(), CliError> {
+    /// What the vault has at `dest`: `known` from the directory's listing, else looked up.
+    fn stored_at(&self, dest: &str, known: Known) -> Result<Option<sqlvault::DirEntry>, CliError> {
+        if let Some(k) = known {
+            return Ok(k);
+        }
+        match self.vault.symlink_metadata(dest) {
+            Ok(attr) => {
+                let target = match attr.kind {
+                    FileType::Symlink => Some(self.vault.read_link(dest)?.into_bytes()),
+                    _ => None,
+                };
+                let name = dest.rsplit('/').next().unwrap_or(dest).to_string();
+                Ok(Some(sqlvault::DirEntry { raw_name: name.clone().into_bytes(), name, attr, target }))
+            }
+            Err(e) if is_not_found(&e) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn file(&mut self, src: &Path, meta: &fs::Metadata, dest: &str, known: Known) -> Result<(), CliError> {
         let perm = meta.mode() & 0o7777;
-        let existing = match self.vault.symlink_metadata(dest) {
-            Ok(a) => Some(a),
-            Err(e) if is_not_found(&e) => None,
-            Err(e) => return Err(e.into()),
-        };
+        let existing = self.stored_at(dest, known)?.map(|e| e.attr);
         if let Some(a) = &existing {
             if a.kind == FileType::File && a.size == meta.len() {
                 let same = if self.args.checksum {
@@ -757,20 +785,19 @@ impl Put<'_> {
         self.pb.set_message(format!("{}/{} files", self.s.files + self.s.unchanged, self.files_total));
     }
 
-    fn symlink(&mut self, src: &Path, dest: &str) -> Result<(), CliError> {
+    fn symlink(&mut self, src: &Path, dest: &str, known: Known) -> Result<(), CliError> {
         let target = fs::read_link(src).map_err(|e| CliError::host(src, e))?;
         let Some(t) = target.to_str() else {
             self.skip(format!("{}: link target is not UTF-8", src.display()));
             return Ok(());
         };
-        match self.vault.symlink_metadata(dest) {
-            Ok(a) if a.kind == FileType::Symlink && self.vault.read_link(dest)? == t => {
+        match self.stored_at(dest, known)? {
+            Some(e) if e.attr.kind == FileType::Symlink && e.target.as_deref() == Some(t.as_bytes()) => {
                 self.s.unchanged += 1;
                 return Ok(());
             }
-            Ok(a) => self.remove(dest, a.kind)?,
-            Err(e) if is_not_found(&e) => {}
-            Err(e) => return Err(e.into()),
+            Some(e) => self.remove(dest, e.attr.kind)?,
+            None => {}
         }
         if self.args.dry_run {
             self.note(format!("would link {dest} -> {t}"))?;
