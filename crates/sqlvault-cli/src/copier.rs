@@ -3,10 +3,10 @@
 //!
 //! The walk (`transfer.rs`) decides what to do with each entry on its own thread, in
 //! order, and hands each regular file to copy to a [`Copier`]: a few threads that each
-//! call [`Vault::replace_file`] (atomic per file) for one file at a time. The library
-//! prepares a file's chunks before it takes the writer, so the workers compress in
-//! parallel and share commits through the group commit; the writer stores their
-//! files one at a time. What a worker finished comes back as a [`Done`], in the order
+//! take a group of files and store its small ones together ([`Vault::replace_files`]:
+//! one write for the group, each file whole or not at all) and its large ones one by
+//! one ([`Vault::replace_file`]). The library prepares the chunks before it takes the
+//! writer, so the workers compress in parallel and take the writer once a group. What a worker finished comes back as a [`Done`], in the order
 //! the files finished, for the walk to count and tag.
 //!
 //! Ordering: a file's parent directory exists before its job is handed over (the walk
@@ -196,22 +196,82 @@ fn work(
             Err(_) => return,
         };
         let Ok(group) = group else { return };
-        for job in group {
-            let (dest, src, meta) = (job.dest.clone(), job.src.clone(), job.meta.clone());
-            // A panic is reported as this file's failure, so `drain` never waits for it.
-            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| copy(vault, pb, stop, job)))
-                .unwrap_or_else(|_| Done {
-                    dest,
-                    src,
-                    meta,
-                    result: Err(sqlvault::Error::Io {
-                        context: "copying a file (its thread panicked)".into(),
-                        source: std::io::Error::other("panic"),
-                    }),
+        let names: Vec<(String, PathBuf, fs::Metadata)> =
+            group.iter().map(|j| (j.dest.clone(), j.src.clone(), j.meta.clone())).collect();
+        // A panic is reported as the failure of the files not reported yet, so `drain`
+        // never waits for them.
+        let mut sent: Vec<String> = Vec::new();
+        let mut send = |d: Done| {
+            sent.push(d.dest.clone());
+            report.send(d).is_ok()
+        };
+        let r =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| copy_group(vault, pb, stop, group, &mut send)));
+        if r.is_err() {
+            for (dest, src, meta) in names.into_iter().filter(|n| !sent.contains(&n.0)) {
+                let result = Err(sqlvault::Error::Io {
+                    context: "copying a file (its thread panicked)".into(),
+                    source: std::io::Error::other("panic"),
                 });
-            if report.send(done).is_err() {
+                if report.send(Done { dest, src, meta, result }).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Files of a group at most this large are read whole and stored together
+/// ([`Vault::replace_files`]); larger ones are copied on their own.
+const TOGETHER_MAX: u64 = 1 << 20;
+
+/// Copies a group: its small files together in one write, the others one by one;
+/// reports each file through `send` (false: nobody listens any more).
+fn copy_group(vault: &Vault, pb: &ProgressBar, stop: &Interrupt, group: Vec<Job>, send: &mut dyn FnMut(Done) -> bool) {
+    let (small, large): (Vec<Job>, Vec<Job>) = group.into_iter().partition(|j| j.meta.len() <= TOGETHER_MAX);
+    if small.len() > 1 {
+        let mut read = Vec::with_capacity(small.len());
+        for mut job in small {
+            let mut data = Vec::with_capacity(job.meta.len() as usize);
+            match std::io::Read::read_to_end(&mut job.input, &mut data) {
+                Ok(_) => read.push((job, data)),
+                Err(source) => {
+                    let context = format!("reading the content of {}", job.src.display());
+                    let result = Err(sqlvault::Error::Io { context, source });
+                    if !send(Done { dest: job.dest, src: job.src, meta: job.meta, result }) {
+                        return;
+                    }
+                }
+            }
+        }
+        let files: Vec<(&str, &[u8], &SetAttr)> =
+            read.iter().map(|(j, d)| (j.dest.as_str(), d.as_slice(), &j.stamp)).collect();
+        let bytes: u64 = read.iter().map(|(_, d)| d.len() as u64).sum();
+        let r = vault.replace_files(&files, &sqlvault::Ops::default().interrupt(stop));
+        let mut first = r.map(|()| pb.inc(bytes)).err();
+        let failed = first.as_ref().map(|e| e.to_string());
+        for (job, data) in read {
+            let result = match (first.take(), &failed) {
+                (Some(e), _) => Err(e),
+                // The group was stored together: the others were not stored either.
+                (None, Some(why)) => Err(sqlvault::Error::Io {
+                    context: format!("{} was not copied", job.dest),
+                    source: std::io::Error::other(format!("a file stored with it failed: {why}")),
+                }),
+                (None, None) => Ok(data.len() as u64),
+            };
+            if !send(Done { dest: job.dest, src: job.src, meta: job.meta, result }) {
                 return;
             }
+        }
+    } else if let Some(job) = small.into_iter().next() {
+        if !send(copy(vault, pb, stop, job)) {
+            return;
+        }
+    }
+    for job in large {
+        if !send(copy(vault, pb, stop, job)) {
+            return;
         }
     }
 }

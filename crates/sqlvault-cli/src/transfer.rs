@@ -80,8 +80,8 @@ pub struct PutArgs {
     /// (`stored_bytes_added`).
     #[arg(long)]
     pub json: bool,
-    /// Files copied at once (default: one per CPU, at most 4; one if the vault does
-    /// not compress). Each file is still replaced atomically; 1 copies them one after another.
+    /// Files copied at once (default: one per CPU, at most 4). Each file is still
+    /// replaced atomically; 1 copies them one after another.
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub jobs: Option<u16>,
 }
@@ -346,11 +346,8 @@ pub fn put_command(ctx: &Ctx, args: PutArgs) -> Result<Exit, CliError> {
         copier: None,
         dir_attrs: Default::default(),
     };
-    // Several jobs pay for themselves by compressing on several cores; without
-    // compression their hand-overs cost more CPU than they save.
     let jobs = match args.jobs {
         Some(n) => usize::from(n),
-        None if vault.compression()? == sqlvault::Compression::None => 1,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()).min(crate::copier::MAX_JOBS),
     };
     if meta.is_dir() && !args.dry_run && jobs > 1 {

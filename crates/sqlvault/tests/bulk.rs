@@ -256,3 +256,52 @@ fn opening_completes_a_key_change_killed_between_its_two_header_writes() {
     let v = Vault::open(&t.path, &new, sqlvault::EngineConfig::default()).unwrap();
     assert_eq!(v.read_file("/f").unwrap(), b"data");
 }
+
+#[test]
+fn replace_files_stores_small_files_in_one_write_and_the_others_alone() {
+    // A 256 KiB page cache: files over 128 KiB stream on their own.
+    let (_t, v) = TestVault::new_with(4096, sqlvault::EngineConfig { cache_kib: 256, ..Default::default() });
+    v.create_dir_all("/d").unwrap();
+    let text = |i: usize, n: usize| format!("line {i} of a file that compresses\n").repeat(n).into_bytes();
+    let mut contents: Vec<(String, Vec<u8>)> = (0..20).map(|i| (format!("/d/f{i}"), text(i % 5, 40 + i))).collect();
+    contents.push(("/d/big".into(), text(99, 20_000)));
+    contents.push(("/d/open".into(), text(7, 10)));
+    v.write_file("/d/open", b"old").unwrap();
+    let held = v.open_file("/d/open", &FileOptions::new().read(true).write(true)).unwrap();
+    let set = SetAttr { perm: Some(0o640), mtime_ns: Some(1_000_000_000), ..Default::default() };
+    let files: Vec<(&str, &[u8], &SetAttr)> = contents.iter().map(|(p, d)| (p.as_str(), d.as_slice(), &set)).collect();
+    let last = std::sync::Mutex::new((0u64, 0u64));
+    let report = |p: &sqlvault::Progress| *last.lock().unwrap() = (p.done, p.total);
+    // The 20 small files: one write operation.
+    let writes = v.commit_stats().operations;
+    v.replace_files(&files[..20], &sqlvault::Ops::default()).unwrap();
+    assert_eq!(v.commit_stats().operations - writes, 1);
+    // With the big one (it streams) and the open one (alone, after the write).
+    v.replace_files(&files, &sqlvault::Ops::default().progress(&report)).unwrap();
+    let total: u64 = contents.iter().map(|c| c.1.len() as u64).sum();
+    assert_eq!(*last.lock().unwrap(), (total, total));
+    drop(held);
+    for (p, d) in &contents {
+        assert_eq!(&v.read_file(p).unwrap(), d, "{p}");
+        let a = v.metadata(p).unwrap();
+        assert_eq!((a.perm, a.mtime_ns), (0o640, 1_000_000_000), "{p}");
+    }
+    clean(&v);
+
+    // All or none: a path that is a directory fails the group, naming it; nothing changes.
+    v.create_dir_all("/d/sub").unwrap();
+    let new: Vec<Vec<u8>> = (0..3).map(|i| text(50 + i, 30)).collect();
+    let bad: Vec<(&str, &[u8], &SetAttr)> =
+        vec![("/d/f0", &new[0], &set), ("/d/sub", &new[1], &set), ("/d/f1", &new[2], &set)];
+    let err = v.replace_files(&bad, &sqlvault::Ops::default()).unwrap_err();
+    assert!(err.to_string().contains("/d/sub"), "{err}");
+    assert_eq!(v.read_file("/d/f0").unwrap(), contents[0].1);
+    assert_eq!(v.read_file("/d/f1").unwrap(), contents[1].1);
+    // An interrupt before the write: nothing changes.
+    let stop = Interrupt::new();
+    stop.trigger();
+    let err = v.replace_files(&bad[..1], &sqlvault::Ops::default().interrupt(&stop)).unwrap_err();
+    assert!(err.is_interrupted(), "{err}");
+    assert_eq!(v.read_file("/d/f0").unwrap(), contents[0].1);
+    clean(&v);
+}

@@ -83,6 +83,65 @@ impl Vault {
         self.replace_via_part(path, &vp, reader, set, len, ops)
     }
 
+    /// Replaces several files, each as [`Vault::replace_file`] would with the content
+    /// given: `(path, content, attributes)`. The ones that fit the dirty-buffer limit
+    /// are replaced together in one write operation (all of them or, on an error, none;
+    /// the error names the file), their chunks cut, hashed and compressed before the
+    /// writer is taken, with one question to the vault for all of them (which chunks it
+    /// holds). For many small files that costs one write instead of one each. A larger
+    /// file, or one open in this process, is replaced on its own afterwards. Reports
+    /// progress in phase `write` (bytes stored, of all the files') and checks `ops`'s
+    /// interrupt before the write.
+    pub fn replace_files(&self, files: &[(&str, &[u8], &SetAttr)], ops: &Ops<'_>) -> Result<()> {
+        let limit = if self.engine().is_read_only() { 0 } else { self.max_dirty_bytes() };
+        let (together, alone): (Vec<usize>, Vec<usize>) =
+            (0..files.len()).partition(|&i| files[i].1.len() as u64 <= limit && limit > 0);
+        let total: u64 = files.iter().map(|f| f.1.len() as u64).sum();
+        ops.check()?;
+        let codec = self.compression_seen();
+        let mut parts: Vec<(u64, &[u8])> = Vec::new();
+        let mut counts = Vec::with_capacity(together.len());
+        for &i in &together {
+            let data = files[i].1;
+            let before = parts.len();
+            parts.extend(cut::slices(data, self.chunk_size()).map(|(o, n)| (o as u64, &data[o..o + n])));
+            counts.push(parts.len() - before);
+        }
+        let mut prepared = chunks::prepare_parts(&parts, codec, |h| self.stored_already(h)).into_iter();
+        let per_file: Vec<super::paths::Prepared> = counts
+            .iter()
+            .map(|&n| super::paths::Prepared { codec, chunks: prepared.by_ref().take(n).collect() })
+            .collect();
+        ops.check()?;
+        let open_here = self.engine().write(|tx| {
+            let mut open_here = Vec::new();
+            for (k, &i) in together.iter().enumerate() {
+                let (path, data, set) = files[i];
+                let Some(ino) = self.file_for_write_in(tx, path).map_err(|e| e.with_path(path))? else {
+                    open_here.push(i);
+                    continue;
+                };
+                self.replace_prepared_in(tx, ino, data, &per_file[k]).map_err(|e| e.with_path(path))?;
+                tree::set_attr(tx, ino, set).map_err(|e| e.with_path(path))?;
+            }
+            Ok(open_here)
+        })?;
+        let mut done: u64 = files.iter().map(|f| f.1.len() as u64).sum::<u64>()
+            - alone.iter().chain(&open_here).map(|&i| files[i].1.len() as u64).sum::<u64>();
+        ops.report(Progress { phase: "write", done, total, bytes: done });
+        for i in alone.into_iter().chain(open_here) {
+            let (path, data, set) = files[i];
+            let base = done;
+            // This file's progress, counted after the files before it.
+            let shift = |p: &Progress| {
+                ops.report(Progress { phase: "write", done: base + p.done, total, bytes: base + p.bytes })
+            };
+            let one = Ops { progress: Some(&shift), interrupt: ops.interrupt };
+            done += self.replace_file(path, data.len() as u64, data, set, &one)?;
+        }
+        Ok(())
+    }
+
     fn replace_via_part(
         &self,
         path: &str,

@@ -11,8 +11,8 @@ use crate::fs::{chunks, cut};
 /// A whole file's chunks prepared before a write ([`Vault::prepare_content`]).
 pub(crate) struct Prepared {
     /// The compression setting they were prepared under.
-    codec: chunks::Compression,
-    chunks: Vec<(u64, chunks::Prepared)>,
+    pub(crate) codec: chunks::Compression,
+    pub(crate) chunks: Vec<(u64, chunks::Prepared)>,
 }
 
 const MAX_SYMLINKS: usize = 40;
