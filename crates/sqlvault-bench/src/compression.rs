@@ -304,13 +304,23 @@ fn present(program: &str, arg: &str) -> bool {
 fn import(tool: &str, sv: &Path, key: &Path, work: &Path, set: &str, src: &Path) -> Result<Import> {
     let repo = work.join("repo");
     let vault = work.join("repo.vault");
-    let _ = std::fs::remove_dir_all(&repo);
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", vault.display()));
+    // Nothing is deleted while imports are measured: on a file system mounted with
+    // `discard`, the syncs after a deletion wait for the device to trim the freed
+    // blocks (an import right after one took 1.5x as long). The earlier import's
+    // repository moves aside and goes with the scratch directory at the end.
+    let trash = work.join("trash");
+    std::fs::create_dir_all(&trash).with_context(|| format!("cannot create {}", trash.display()))?;
+    let aside = trash.join(std::fs::read_dir(&trash).map(|d| d.count()).unwrap_or(0).to_string());
+    std::fs::create_dir_all(&aside).with_context(|| format!("cannot create {}", aside.display()))?;
+    let vault_files = ["", "-wal", "-shm"].map(|suffix| PathBuf::from(format!("{}{suffix}", vault.display())));
+    for p in std::iter::once(&repo).chain(&vault_files) {
+        if p.exists() {
+            let to = aside.join(p.file_name().context("a repository path has a name")?);
+            std::fs::rename(p, &to).with_context(|| format!("cannot move {} aside", p.display()))?;
+        }
     }
-    // What earlier imports left dirty (a borg repository, the removed vault) is written
-    // out first: otherwise this import's syncs would write it back, in its time and
-    // system CPU (a sqlvault import after a borg one took 1.5x as long).
+    // What earlier imports left dirty (a borg repository) is written out first:
+    // otherwise this import's syncs would write it back, in its time and system CPU.
     // SAFETY: sync() takes no arguments and cannot fail.
     unsafe { libc::sync() };
     let second = work.join("v2");
@@ -572,7 +582,8 @@ fn markdown(r: &CompressionReport) -> String {
          as the others' first archive): added is sqlvault's stored chunk bytes (`info --json`), the \
          repository's growth for the others. restic and borg derive a key from the password at each run; \
          sqlvault's key file needs none. Each set is read once before its imports, so every tool reads it from the page cache, and `sync(2)` \
-         runs before each import, so none writes back what the one before left dirty. Time and CPU are \
+         runs before each import, so none writes back what the one before left dirty; no repository is deleted \
+         until all imports are done (deleted blocks are trimmed by the next syncs). Time and CPU are \
          medians of {} imports per set and tool, in rounds; peak RSS the largest.\n\nData sets:\n\n",
         r.reps.max(1)
     ));
