@@ -15,7 +15,9 @@
 //! since creating a file in it changes its time; the walk does not wait for that. At
 //! the end it waits for every file ([`Copier::drain`]). Small files travel in groups
 //! ([`GROUP_BYTES`]). Memory: at most one group per worker queued and one gathered (an
-//! open descriptor per file, nothing read), and what each worker's `replace_file` holds.
+//! open descriptor per file, nothing read), and per worker the small files of its group
+//! read whole (under [`GROUP_BYTES`] plus one file of at most [`TOGETHER_MAX`]) or what
+//! a large file's `replace_file` holds.
 
 use std::fs;
 use std::path::PathBuf;
