@@ -262,8 +262,8 @@ const PREPARE_THREADS: usize = 4;
 /// `stored` gets the hashes of the pieces that are not all zeros, in order, and answers
 /// for each (any answer is safe: it only saves work); it is not asked when those pieces
 /// hold fewer than [`ASK_FROM`] bytes. Enough bytes (a file or a batch
-/// of a stream, not one small file) are hashed and encoded over the CPUs in contiguous
-/// runs of about equal size, so compressing a large file takes each core's share of the
+/// of a stream, not one small file) are hashed and encoded over the CPUs, each thread
+/// taking the next piece, so compressing a large file takes each core's share of the
 /// time. Memory: the frames of the compressed chunks.
 pub fn prepare_pieces(
     data: &[u8],
