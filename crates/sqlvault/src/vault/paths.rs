@@ -280,8 +280,14 @@ impl Vault {
             &prepared.chunks
         } else {
             self.saw_compression(setting);
-            again = self.prepare_content(data);
-            &again.chunks
+            // Asked through this write's connection, which sees the batch's own new
+            // chunks (a read through the engine from inside a write gets a reader's
+            // older view, or `Busy` from an exclusive engine, and then compresses all).
+            let pieces: Vec<(usize, usize)> = cut::slices(data, self.chunk_size()).collect();
+            again = chunks::prepare_pieces(data, 0, &pieces, setting, |h| {
+                chunks::are_stored(tx, h).unwrap_or_else(|_| vec![false; h.len()])
+            });
+            &again
         };
         let id = ino.0 as i64;
         chunks::replace_all(tx, id, || {
